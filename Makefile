@@ -1,0 +1,159 @@
+# dlperf — one Makefile. It detects what is installed and says what it enabled.
+#   make            build the library, the CLI and the tests with what is present
+#   make run        install missing Debian packages, build, run the main job on the synthetic ImageNet
+#   make test       install missing Debian packages, build, run every test, then the sanitizer build's tests
+#   make asan       AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+# Switches: USE_DNNL=0 USE_CUDA=0 USE_MPI=0 USE_NCCL=0 USE_MHD=0, BUILD=dir, OPT=-O2, ARCH=-march=...
+
+BUILD  ?= build
+CC     ?= cc
+PYTHON ?= /usr/bin/python3
+OPT    ?= -O2
+ARCH   ?= -march=native
+SAN    ?=
+
+have_pc   = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1 || echo 0)
+have_file = $(shell test -e $(1) && echo 1 || echo 0)
+
+CUDA_HOME ?= /usr/local/cuda
+USE_DNNL  ?= $(call have_file,/usr/include/oneapi/dnnl/dnnl.h)
+USE_MHD   ?= $(call have_pc,libmicrohttpd)
+USE_MPI   ?= $(call have_pc,ompi-c)
+USE_CUDA  ?= $(call have_file,$(CUDA_HOME)/bin/nvcc)
+USE_CUDNN ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(CUDA_HOME)/include/cudnn.h),0)
+USE_NCCL  ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(CUDA_HOME)/include/nccl.h),0)
+HAVE_CMOCKA := $(call have_pc,cmocka)
+
+CFLAGS   := -std=c11 -D_GNU_SOURCE -g $(OPT) $(ARCH) -pthread -fopenmp -Wall -Wextra -Wshadow \
+            -Wno-unused-parameter -Wno-format-truncation -Wmissing-prototypes -Wstrict-prototypes -Isrc $(SAN) $(EXTRA_CFLAGS)
+LDFLAGS  := -Wl,--as-needed -pthread -fopenmp $(SAN) $(EXTRA_LDFLAGS)
+LDLIBS   := -ljpeg -ljansson -lm -ldl
+
+# Optional parts: a source file named *_<part>.c is compiled only when that part is enabled.
+SRC_ALL  := $(wildcard src/*/*.c)
+SRC_OFF  :=
+ifeq ($(USE_DNNL),1)
+  CFLAGS += -DDLP_HAVE_DNNL
+  LDLIBS += -ldnnl
+else
+  SRC_OFF += $(filter %_dnnl.c,$(SRC_ALL))
+endif
+ifeq ($(USE_MHD),1)
+  CFLAGS += -DDLP_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd)
+  LDLIBS += $(shell pkg-config --libs libmicrohttpd)
+else
+  SRC_OFF += $(filter %_mhd.c,$(SRC_ALL))
+endif
+ifeq ($(USE_MPI),1)
+  CFLAGS += -DDLP_HAVE_MPI
+  MPI_CFLAGS := $(shell pkg-config --cflags ompi-c)
+  LDLIBS += $(shell pkg-config --libs ompi-c)
+else
+  SRC_OFF += $(filter %_mpi.c,$(SRC_ALL))
+endif
+CU_SRC :=
+ifeq ($(USE_CUDA),1)
+  CFLAGS += -DDLP_HAVE_CUDA
+  CUDA_CFLAGS := -I$(CUDA_HOME)/include
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas
+  CU_SRC := $(wildcard src/*/*.cu)
+  ifeq ($(USE_CUDNN),1)
+    CFLAGS += -DDLP_HAVE_CUDNN
+    LDLIBS += -lcudnn
+  endif
+  ifeq ($(USE_NCCL),1)
+    CFLAGS += -DDLP_HAVE_NCCL
+    LDLIBS += -lnccl
+  else
+    SRC_OFF += $(filter %_nccl.c,$(SRC_ALL))
+  endif
+else
+  SRC_OFF += $(filter %_cuda.c %_cudnn.c %_nccl.c,$(SRC_ALL))
+endif
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+NVCCFLAGS ?= -O3 -std=c++17 -arch=sm_90a -Isrc -Xcompiler -fPIC,-Wall
+
+SRC_LIB  := $(filter-out src/cli/% $(SRC_OFF),$(SRC_ALL))
+SRC_CLI  := $(filter src/cli/%,$(filter-out $(SRC_OFF),$(SRC_ALL)))
+OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+OBJ_CLI  := $(SRC_CLI:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+
+.PHONY: all lib cli tests setup setup-test run test test-fast asan check-asan clean config bench
+all: config $(BUILD)/dlperf tests
+
+config:
+	@echo "dlperf build ($(BUILD)): oneDNN=$(USE_DNNL) libmicrohttpd=$(USE_MHD) MPI=$(USE_MPI) CUDA=$(USE_CUDA) cuDNN=$(USE_CUDNN) NCCL=$(USE_NCCL) cmocka=$(HAVE_CMOCKA)"
+
+lib: $(BUILD)/libdlperf.a
+$(BUILD)/libdlperf.a: $(OBJ_LIB)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/dlperf: $(OBJ_CLI) $(BUILD)/libdlperf.a
+	$(CC) $(LDFLAGS) -o $@ $(OBJ_CLI) $(BUILD)/libdlperf.a $(LDLIBS)
+
+$(BUILD)/src/%_mpi.o: src/%_mpi.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/src/%_cuda.o: src/%_cuda.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/src/%_cudnn.o: src/%_cudnn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/src/%_nccl.o: src/%_nccl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+ifeq ($(HAVE_CMOCKA),1)
+tests: $(TEST_BIN)
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_SUPPORT) $(BUILD)/libdlperf.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(CUDA_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS) -lcmocka
+else
+tests:
+	@echo "cmocka not found: unit tests not built (scripts/setup.sh test installs it)"
+endif
+
+-include $(OBJ_LIB:.o=.d) $(OBJ_CLI:.o=.d)
+
+# --- the two README commands -------------------------------------------------------------------------------
+setup:
+	@scripts/setup.sh build
+setup-test:
+	@scripts/setup.sh test
+
+run: setup
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/dlperf run
+
+test: setup-test
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory asan-build
+	tests/run.sh --build $(BUILD) --python $(PYTHON) --asan-build build-asan
+
+# Quick loop for developers: no setup, no sanitizer pass, no long tests.
+test-fast: all
+	tests/run.sh --build $(BUILD) --python $(PYTHON) --quick
+
+asan-build:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  USE_CUDA=0 $(if $(filter command line,$(origin USE_DNNL)),USE_DNNL=$(USE_DNNL)) all
+asan: asan-build
+	tests/run.sh --build build-asan --python $(PYTHON) --sanitizer
+
+bench: all
+	@echo "benchmarks: see bench/README.md (each script prints side-by-side figures and ratios)"
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,99 @@
+// backend: one interface for every compute backend (ggml's backend / fio's ioengine_ops pattern).
+// A backend turns a net (backend/net.h) into a plan once — primitives, algorithms, workspace, layouts — then
+// runs steps on it; nothing is allocated or chosen in the step loop. `ref` (plain C) is the yardstick every
+// other backend is checked against; `cpu` is oneDNN, `cuda` is cuDNN/cuBLAS, `sim` is a GPU emulated from
+// its hw/ profile (it sleeps for the time the step would take and computes nothing).
+// Defines: dlp_backend_ops, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_find, dlp_backends.
+#ifndef DLP_BACKEND_H
+#define DLP_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/net.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+typedef struct dlp_plan dlp_plan;  // each backend defines its own; the first member is `const dlp_backend_ops *ops`
+
+typedef enum {
+    DLP_PASS_TRAIN = 0,  // BN uses batch statistics and updates running stats; activations kept for backward
+    DLP_PASS_EVAL,       // BN uses running statistics; nothing kept
+} dlp_pass;
+
+typedef struct dlp_plan_cfg {
+    int batch;             // samples per step (the plan's fixed N)
+    int train;             // 1: training plan; 0: inference-only plan (may fold BN into conv, fuse ReLU/add)
+    dlp_dtype precision;   // compute type: F32, BF16 (CPU with avx512_bf16/AMX; GPU), F16 (GPU)
+    int tf32;              // GPU: allow TF32 for F32
+    int threads;           // compute threads for CPU backends (0: all allowed CPUs)
+    const char *arg;       // the part after ':' in --device (sim:a100 -> "a100"); NULL if none
+    // Gradient buckets: the flat gradient array is cut into buckets of about bucket_elems (0: one bucket),
+    // taken from the end, since backward finishes the last parameters first. on_bucket is called (from the
+    // thread running backward) as each bucket's gradients become final, so a communicator can start
+    // reducing it while backward goes on.
+    int64_t bucket_elems;
+    void (*on_bucket)(void *ctx, int64_t offset, int64_t count);
+    void *bucket_ctx;
+} dlp_plan_cfg;
+
+typedef struct dlp_sgd {
+    float lr;
+    float momentum;        // 0.9; buffer v = momentum*v + g (PyTorch's form, dampening 0)
+    float weight_decay;    // added to the gradient: g += wd * w
+    int nesterov;          // g = g + momentum*v
+    int decay_no_decay_params;  // 1: also decay params marked no_decay (BN, bias); 0: skip them
+} dlp_sgd;
+
+typedef struct dlp_loss_out {
+    double loss;           // mean softmax cross-entropy over the batch (with label smoothing if asked)
+    int correct_top1, correct_top5;
+} dlp_loss_out;
+
+typedef struct dlp_backend_ops {
+    const char *name;      // "ref", "cpu", "cuda", "sim"
+    const char *summary;   // one line for --help
+    // DLP_OK if the backend can run here; otherwise a status and why (e.g. "no CUDA device found").
+    dlp_status (*available)(char *why, size_t why_len);
+    dlp_status (*plan_create)(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out);
+    void (*plan_free)(dlp_plan *p);
+    // The layout and type the plan wants the input batch in (the loader writes it that way).
+    void (*input_format)(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype);
+
+    // Host-side state, fp32 flat arrays in net->params / net->bufs order (NULL bufs: leave them).
+    dlp_status (*set_params)(dlp_plan *p, const float *params, const float *bufs);
+    dlp_status (*get_params)(dlp_plan *p, float *params, float *bufs);
+    dlp_status (*get_grads)(dlp_plan *p, float *grads);
+    dlp_status (*set_momentum)(dlp_plan *p, const float *v);  // optimizer state (for checkpoints)
+    dlp_status (*get_momentum)(dlp_plan *p, float *v);
+    // The flat fp32 gradient array where the plan keeps it (device memory for cuda), for in-place allreduce.
+    float *(*grad_buffer)(dlp_plan *p);
+
+    // One step. set_input takes n <= batch samples in input_format (n < batch only for DLP_PASS_EVAL; the
+    // rest is padding whose outputs are ignored); a GPU backend may start an asynchronous copy here.
+    dlp_status (*set_input)(dlp_plan *p, const void *batch, int n);
+    dlp_status (*forward)(dlp_plan *p, dlp_pass pass);
+    // The last layer's output for the n samples of the last set_input, fp32 NCHW (logits: (n, classes)).
+    dlp_status (*get_output)(dlp_plan *p, float *out);
+    // Softmax cross-entropy of the output against labels (n of them); keeps d(loss)/d(logits) for backward.
+    dlp_status (*loss)(dlp_plan *p, const int32_t *labels, float label_smoothing, dlp_loss_out *out);
+    // Backward from the loss (dy NULL) or from a given fp32 NCHW gradient of the output (tests).
+    dlp_status (*backward)(dlp_plan *p, const float *dy);
+    dlp_status (*get_input_grad)(dlp_plan *p, float *dx);  // optional (NULL): fp32 NCHW dL/d(input)
+    dlp_status (*update)(dlp_plan *p, const dlp_sgd *hp);
+    dlp_status (*sync)(dlp_plan *p);  // optional: wait for queued device work
+
+    // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
+    // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).
+    dlp_status (*measure_peak)(dlp_dtype precision, int threads, double *gflops);
+} dlp_backend_ops;
+
+struct dlp_plan {
+    const dlp_backend_ops *ops;
+};
+
+// "cpu", "ref", "cuda", "sim:a100" -> the ops (arg gets what follows ':', or NULL). NULL + error if unknown.
+const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg);
+// NULL-terminated table of the backends compiled in.
+const dlp_backend_ops *const *dlp_backends(void);
+
+#endif

@@ -1,0 +1,41 @@
+// cli/main: the dlperf command — dispatches to one file per subcommand.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/json.h"
+#include "core/log.h"
+
+static const dlp_cli_cmd k_cmds[] = {
+    {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {NULL, NULL, NULL},
+};
+
+int dlp_cli_fail(dlp_status st) {
+    if (st == DLP_OK) return 0;
+    if (st == DLP_ERR_CANCELLED && dlp_err_msg()[0] == '\0') return 0;  // --help
+    dlp_err_print(stderr);
+    return st == DLP_ERR_INVALID ? 2 : 1;
+}
+
+int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "-v") != 0) {
+        for (const dlp_cli_cmd *c = cmds; c->name; c++)
+            if (strcmp(c->name, argv[1]) == 0) return c->main(argc - 1, argv + 1);
+    }
+    int help = argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0);
+    FILE *f = help ? stdout : stderr;
+    if (argc >= 2 && !help) fprintf(stderr, "%s: unknown command '%s'\n\n", prog, argv[1]);
+    fprintf(f, "usage: %s <command> [options]   (%s <command> --help for its options)\n\ncommands:\n", prog, prog);
+    for (const dlp_cli_cmd *c = cmds; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    return help ? 0 : 2;
+}
+
+int main(int argc, char **argv) {
+    dlp_json_set_argv(argc, argv);
+    const char *q = getenv("DLPERF_LOG");
+    if (q && strcmp(q, "debug") == 0) dlp_log_set_level(DLP_LOG_DEBUG);
+    if (q && strcmp(q, "quiet") == 0) dlp_log_set_level(DLP_LOG_WARN);
+    return dlp_cli_dispatch("dlperf", k_cmds, argc, argv);
+}

@@ -1,0 +1,169 @@
+// core/fs: atomic writes and small file helpers.
+#include "core/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void fsync_parent(const char *path) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return DLP_ERR(DLP_ERR_IO, "cannot write %s: %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return DLP_ERR(DLP_ERR_IO, "cannot sync %s: %s", tmp, strerror(e));
+    }
+    if (flags & DLP_WRITE_NOCLOBBER) {
+        if (link(tmp, path) != 0) {
+            int e = errno;
+            unlink(tmp);
+            if (e == EEXIST) return DLP_ERR(DLP_ERR_EXISTS, "%s already exists; not overwriting it", path);
+            return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", path, strerror(e));
+        }
+        unlink(tmp);
+    } else if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return DLP_ERR(DLP_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    fsync_parent(path);
+    return DLP_OK;
+}
+
+dlp_status dlp_fopen_new(const char *path, FILE **out) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST) return DLP_ERR(DLP_ERR_EXISTS, "%s already exists; not overwriting it", path);
+        return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    }
+    *out = fdopen(fd, "w");
+    if (!*out) {
+        close(fd);
+        return DLP_ERR(DLP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    return DLP_OK;
+}
+
+dlp_status dlp_check_new_output(const char *path, const char *what) {
+    if (path && path[0] && dlp_path_exists(path))
+        return DLP_ERR(DLP_ERR_EXISTS, "%s %s already exists; dlperf never overwrites results: choose another name",
+                       what, path);
+    return DLP_OK;
+}
+
+dlp_status dlp_read_file(const char *path, char **data, size_t *len, size_t max_bytes) {
+    *data = NULL;
+    if (len) *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return DLP_ERR(errno == ENOENT ? DLP_ERR_NOTFOUND : DLP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return DLP_ERR(DLP_ERR_IO, "%s is not a regular file", path);
+    }
+    if (max_bytes && (size_t)st.st_size > max_bytes) {
+        close(fd);
+        return DLP_ERR(DLP_ERR_FORMAT, "%s is %lld bytes, more than the %zu allowed", path, (long long)st.st_size, max_bytes);
+    }
+    size_t cap = (size_t)st.st_size;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory reading %s", path);
+    }
+    size_t got = 0;
+    while (got < cap) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return DLP_ERR(DLP_ERR_IO, "cannot read %s: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *data = buf;
+    if (len) *len = got;
+    return DLP_OK;
+}
+
+int dlp_path_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int dlp_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+dlp_status dlp_mkdirs(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return DLP_ERR(DLP_ERR_INVALID, "bad directory path '%s'", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return DLP_ERR(DLP_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return DLP_ERR(DLP_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
+    if (!dlp_is_dir(tmp)) return DLP_ERR(DLP_ERR_IO, "%s exists and is not a directory", tmp);
+    return DLP_OK;
+}
+
+void dlp_cache_dir(char *buf, size_t len) {
+    const char *e = getenv("DLPERF_CACHE");
+    if (e && e[0]) {
+        snprintf(buf, len, "%s", e);
+        return;
+    }
+    e = getenv("XDG_CACHE_HOME");
+    if (e && e[0]) {
+        snprintf(buf, len, "%s/dlperf", e);
+        return;
+    }
+    e = getenv("HOME");
+    if (e && e[0]) {
+        snprintf(buf, len, "%s/.cache/dlperf", e);
+        return;
+    }
+    snprintf(buf, len, "/tmp/dlperf-cache-%ld", (long)getuid());
+}

@@ -1,0 +1,30 @@
+// core/fs: files written atomically (temporary file, fsync, rename), never-overwrite creation, whole-file
+// reads, directories, and the cache directory.
+// Defines: dlp_write_atomic, dlp_fopen_new, dlp_read_file, dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
+#ifndef DLP_CORE_FS_H
+#define DLP_CORE_FS_H
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+enum {
+    DLP_WRITE_REPLACE = 0,    // replace an existing file atomically
+    DLP_WRITE_NOCLOBBER = 1,  // fail with DLP_ERR_EXISTS if the file exists (checked atomically with link())
+};
+
+// Writes data to path through path.tmp.<pid>: write, fsync, rename (or link for NOCLOBBER), fsync dir.
+dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags);
+// Opens a new file for writing; fails with DLP_ERR_EXISTS if it exists (O_EXCL). mode "w" semantics.
+dlp_status dlp_fopen_new(const char *path, FILE **out);
+// Fails with DLP_ERR_EXISTS (clear message naming the option) if path exists: for checking outputs up front.
+dlp_status dlp_check_new_output(const char *path, const char *what);
+// Reads a whole file (NUL-terminated for convenience; *len excludes the NUL). Caller frees *data.
+dlp_status dlp_read_file(const char *path, char **data, size_t *len, size_t max_bytes);
+dlp_status dlp_mkdirs(const char *path);  // mkdir -p
+int dlp_path_exists(const char *path);
+int dlp_is_dir(const char *path);
+// $DLPERF_CACHE, else $XDG_CACHE_HOME/dlperf, else $HOME/.cache/dlperf, else /tmp/dlperf-cache-<uid>.
+void dlp_cache_dir(char *buf, size_t len);
+
+#endif

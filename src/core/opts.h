@@ -1,0 +1,46 @@
+// core/opts: one options table per command feeds getopt_long parsing, --help text and the JSON echo of the
+// settings a result was produced with.
+// Defines: dlp_opt, dlp_opt_type, dlp_opts_parse, dlp_opts_help, dlp_opts_to_json, dlp_parse_size, dlp_opt_given.
+#ifndef DLP_CORE_OPTS_H
+#define DLP_CORE_OPTS_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+typedef enum {
+    DLP_OPT_FLAG,    // int*: 1 when given (no argument)
+    DLP_OPT_INT,     // int*
+    DLP_OPT_I64,     // int64_t*
+    DLP_OPT_SIZE,    // int64_t*: bytes with K/M/G/T suffix (powers of 1024), e.g. 200M
+    DLP_OPT_DOUBLE,  // double*
+    DLP_OPT_STR,     // const char **: points into argv or at the default literal
+    DLP_OPT_CHOICE,  // int*: index into the '|'-separated choices
+} dlp_opt_type;
+
+typedef struct dlp_opt {
+    const char *name;     // long name without dashes; NULL ends the table
+    int short_name;       // 0 for none
+    dlp_opt_type type;
+    void *dst;
+    const char *def;      // default in text form (NULL: zero / NULL string)
+    const char *meta;     // argument name in --help ("N", "DIR"); NULL: from type
+    const char *help;
+    const char *choices;  // for DLP_OPT_CHOICE: "fp32|bf16|fp16"
+    int given;            // set by dlp_opts_parse when the option was on the command line
+} dlp_opt;
+
+// Applies defaults, then parses argv[first..argc). Non-option arguments are moved to the end; *rest is set to
+// the index of the first one. "-h/--help" prints help to stdout and returns DLP_ERR_CANCELLED.
+dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **argv, int *rest);
+void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table);
+// A JSON object {"name": value, ...} of every option's value after parsing (jansson json_t*).
+struct json_t;
+struct json_t *dlp_opts_to_json(const dlp_opt *table);
+// "200M" -> 209715200. Accepts K/M/G/T with optional "i" and "B" (KiB, MB...): powers of 1024.
+dlp_status dlp_parse_size(const char *s, int64_t *out);
+int dlp_opt_given(const dlp_opt *table, const char *name);
+// Splits "1,2,4" into up to max ints; returns count or -1 on a malformed list.
+int dlp_parse_int_list(const char *s, int *out, int max);
+
+#endif

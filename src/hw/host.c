@@ -1,0 +1,96 @@
+// hw/host: CPU, memory and library versions.
+#include "hw/host.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+
+#include "core/version.h"
+#ifdef DLP_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+static int has_flag(const char *flags, const char *f) {
+    size_t n = strlen(f);
+    for (const char *p = flags; (p = strstr(p, f)) != NULL; p += n)
+        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+void dlp_host_probe(dlp_host_info *h) {
+    memset(h, 0, sizeof *h);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    if (f) {
+        while (fgets(line, sizeof line, f)) {
+            char *colon = strchr(line, ':');
+            if (!colon) continue;
+            char *v = colon + 1;
+            while (*v == ' ' || *v == '\t') v++;
+            v[strcspn(v, "\n")] = '\0';
+            if (!h->cpu_model[0] && strncmp(line, "model name", 10) == 0) snprintf(h->cpu_model, sizeof h->cpu_model, "%s", v);
+            else if (h->mhz == 0 && strncmp(line, "cpu MHz", 7) == 0) sscanf(v, "%lf", &h->mhz);
+            else if (strncmp(line, "flags", 5) == 0 && !h->avx2 && !h->avx512) {
+                h->avx2 = has_flag(v, "avx2");
+                h->avx512 = has_flag(v, "avx512f");
+                h->avx512_bf16 = has_flag(v, "avx512_bf16");
+                h->amx_bf16 = has_flag(v, "amx_bf16");
+                h->amx_tile = has_flag(v, "amx_tile");
+            }
+        }
+        fclose(f);
+    }
+    h->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) h->cpus_allowed = CPU_COUNT(&set);
+    else h->cpus_allowed = h->cpus_online;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psz > 0) h->mem_total_bytes = (int64_t)pages * psz;
+    gethostname(h->hostname, sizeof h->hostname - 1);
+    struct utsname u;
+    if (uname(&u) == 0) snprintf(h->kernel, sizeof h->kernel, "%s", u.release);
+}
+
+json_t *dlp_host_to_json(const dlp_host_info *h) {
+    json_t *o = json_object();
+    json_object_set_new(o, "cpu_model", json_string(h->cpu_model));
+    json_object_set_new(o, "hostname", json_string(h->hostname));
+    json_object_set_new(o, "kernel", json_string(h->kernel));
+    json_object_set_new(o, "cpus_online", json_integer(h->cpus_online));
+    json_object_set_new(o, "cpus_allowed", json_integer(h->cpus_allowed));
+    json_object_set_new(o, "mhz", json_real(h->mhz));
+    json_object_set_new(o, "mem_total_bytes", json_integer(h->mem_total_bytes));
+    json_t *isa = json_array();
+    if (h->avx2) json_array_append_new(isa, json_string("avx2"));
+    if (h->avx512) json_array_append_new(isa, json_string("avx512f"));
+    if (h->avx512_bf16) json_array_append_new(isa, json_string("avx512_bf16"));
+    if (h->amx_bf16) json_array_append_new(isa, json_string("amx_bf16"));
+    json_object_set_new(o, "isa", isa);
+    return o;
+}
+
+json_t *dlp_versions_to_json(void) {
+    json_t *o = json_object();
+    char buf[64];
+    json_object_set_new(o, "dlperf", json_string(DLP_VERSION));
+    json_object_set_new(o, "jansson", json_string(JANSSON_VERSION));
+#ifdef LIBJPEG_TURBO_VERSION
+#define DLP_STR2(x) #x
+#define DLP_STR(x) DLP_STR2(x)
+    json_object_set_new(o, "libjpeg-turbo", json_string(DLP_STR(LIBJPEG_TURBO_VERSION)));
+#else
+    snprintf(buf, sizeof buf, "libjpeg %d", JPEG_LIB_VERSION);
+    json_object_set_new(o, "libjpeg", json_string(buf));
+#endif
+#ifdef DLP_HAVE_DNNL
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, sizeof buf, "%d.%d.%d", v->major, v->minor, v->patch);
+    json_object_set_new(o, "oneDNN", json_string(buf));
+#endif
+    (void)buf;
+    return o;
+}

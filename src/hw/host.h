@@ -1,0 +1,25 @@
+// hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
+// dlperf was built with, for the record in every result.
+// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_versions_to_json.
+#ifndef DLP_HW_HOST_H
+#define DLP_HW_HOST_H
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct dlp_host_info {
+    char cpu_model[128];
+    char hostname[64];
+    char kernel[64];
+    int cpus_online;       // logical CPUs online
+    int cpus_allowed;      // in this process's affinity mask
+    int avx2, avx512, avx512_bf16, amx_bf16, amx_tile;
+    double mhz;            // nominal/current frequency from /proc/cpuinfo (0 if unknown)
+    int64_t mem_total_bytes;
+} dlp_host_info;
+
+void dlp_host_probe(dlp_host_info *h);
+json_t *dlp_host_to_json(const dlp_host_info *h);
+// {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", ...} for what is compiled in.
+json_t *dlp_versions_to_json(void);
+
+#endif
