@@ -9,6 +9,7 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {"gpu", dlp_cli_gpu, "the CUDA GPU: info, bench (ResNet throughput), probe (GPU profile)"},
     {NULL, NULL, NULL},
 };
 
