@@ -178,6 +178,14 @@ static dlp_status dalloc(cu_plan *p, size_t bytes, void **out) {
     return DLP_OK;
 }
 
+// Host <-> device copies outside the step go through the plan's stream and wait for it: the legacy default stream
+// does not order with our non-blocking streams, and a pageable copy may return before its DMA is done.
+static cudaError_t xfer(cu_plan *p, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind) {
+    if (bytes == 0) return cudaSuccess;
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, p->stream);
+    return e == cudaSuccess ? cudaStreamSynchronize(p->stream) : e;
+}
+
 static int env_int(const char *name, int def) {
     const char *s = getenv(name);
     return s && *s ? atoi(s) : def;
@@ -284,6 +292,8 @@ static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, siz
     if (dlp_cuda_algo_cache_find(&p->cache, &key, &row)) {
         op->algo[dir] = row->algo;
         op->ws[dir] = (size_t)row->workspace_bytes;
+        if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32)
+            DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], (cudnnMathType_t)row->math_type));
         return DLP_OK;
     }
     const cu_tensor *tx = &p->t[op->o.in], *ty = &p->t[op->o.layer];
@@ -343,7 +353,7 @@ static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, siz
         dlp_cuda_conv_key_str(&key, ks, sizeof ks);
         DLP_DEBUG("cuda: %s: algo %d, %.1f MiB workspace, %.3f ms", ks, algo, mem / 1048576.0, ms);
     }
-    return dlp_cuda_algo_cache_put(&p->cache, &key, algo, (int64_t)mem, ms);
+    return dlp_cuda_algo_cache_put(&p->cache, &key, algo, (int)math, (int64_t)mem, ms);
 }
 
 // ---- plan construction ----------------------------------------------------------------------------------------
@@ -399,7 +409,7 @@ static dlp_status setup_params(cu_plan *p) {
         DLP_TRY_ALLOC(nd);
         for (int i = 0; i < net->nparams; i++)
             if (net->params[i].no_decay) memset(nd + net->params[i].offset, 1, (size_t)net->params[i].numel);
-        cudaError_t e = cudaMemcpy(p->nodecay, nd, (size_t)p->P, cudaMemcpyHostToDevice);
+        cudaError_t e = xfer(p, p->nodecay, nd, (size_t)p->P, cudaMemcpyHostToDevice);
         free(nd);
         DLP_CU(e);
     }
@@ -413,7 +423,7 @@ static dlp_status setup_params(cu_plan *p) {
             const dlp_cuda_seg *s = &p->all[0].segs[i];
             hs[i] = (dlp_cuk_seg){s->offset, s->count, s->coffset, s->half, s->copy};
         }
-        cudaError_t e = cudaMemcpy(p->all_segs_d, hs, (size_t)p->all[0].nsegs * sizeof *hs, cudaMemcpyHostToDevice);
+        cudaError_t e = xfer(p, p->all_segs_d, hs, (size_t)p->all[0].nsegs * sizeof *hs, cudaMemcpyHostToDevice);
         free(hs);
         DLP_CU(e);
     }
@@ -430,7 +440,7 @@ static dlp_status setup_params(cu_plan *p) {
             const dlp_cuda_seg *s = &bk->segs[i];
             hs[i] = (dlp_cuk_seg){s->offset, s->count, s->coffset, s->half, s->copy};
         }
-        cudaError_t e = cudaMemcpy(p->bucket_segs_d[b], hs, (size_t)bk->nsegs * sizeof *hs, cudaMemcpyHostToDevice);
+        cudaError_t e = xfer(p, p->bucket_segs_d[b], hs, (size_t)bk->nsegs * sizeof *hs, cudaMemcpyHostToDevice);
         free(hs);
         DLP_CU(e);
     }
@@ -730,7 +740,7 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
     DLP_CHECK_GOTO(st, dalloc(p, sizeof(int32_t), (void **)&p->found_inf_d), fail);
     {
         float s0 = p->loss_scaling ? (float)env_int("DLPERF_CUDA_LOSS_SCALE", 1024) : 1.0f;
-        DLP_CU_GOTO(st, cudaMemcpy(p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice), fail);
+        DLP_CU_GOTO(st, xfer(p, p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice), fail);
     }
     DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->labels_d), fail);
     DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->sample_loss), fail);
@@ -804,6 +814,17 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
         if (find_ws_bytes > fr / 4) find_ws_bytes = fr / 4;
         DLP_CU_GOTO(st, cudaMalloc(&find_ws, find_ws_bytes), fail);
     }
+    const char *cache_path = getenv("DLPERF_CUDA_ALGO_CACHE");
+    char cache_hdr[384] = "";
+    int cache_rows = 0;
+    if (cache_path && *cache_path) {
+        struct cudaDeviceProp pr;
+        DLP_CU_GOTO(st, cudaGetDeviceProperties(&pr, dev), fail);
+        snprintf(cache_hdr, sizeof cache_hdr, "dlperf-cuda-algos/1 cudnn %zu gpu %s cc %d.%d", cudnnGetVersion(),
+                 pr.name, pr.major, pr.minor);
+        DLP_CHECK_GOTO(st, dlp_cuda_algo_cache_load(&p->cache, cache_path, cache_hdr, &cache_rows), fail);
+        DLP_DEBUG("cuda: %d algorithm rows from %s", cache_rows, cache_path);
+    }
     for (int j = 0; j < p->ol.nops; j++) {
         cu_op *op = &p->ops[j];
         if (op->o.kind != DLP_CUOP_CONV) continue;
@@ -815,6 +836,13 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
     }
     cudaFree(find_ws);
     find_ws = NULL;
+    if (cache_hdr[0] && p->cache.n > cache_rows) {
+        dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
+        if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
+            DLP_WARN("cuda: cannot save the algorithm cache: %s", dlp_err_msg());
+            dlp_err_clear();
+        }
+    }
     for (int j = 0; j < p->ol.nops; j++) {
         cu_op *op = &p->ops[j];
         if (op->o.kind == DLP_CUOP_BN) DLP_CHECK_GOTO(st, setup_bn(p, op), fail);
@@ -1202,86 +1230,75 @@ static dlp_status ensure_stage(cu_plan *p, size_t bytes) {
     return DLP_OK;
 }
 
+// Inference plans: each conv's weights and bias with its BN folded in (host, double precision), from the device-
+// layout parameters `dev` and the running statistics `bufs` (both host arrays).
+static dlp_status fold_convs(cu_plan *p, const float *dev, const float *bufs) {
+    const dlp_net *net = &p->net;
+    dlp_status st = DLP_OK;
+    for (int j = 0; j < p->ol.nops && st == DLP_OK; j++) {
+        cu_op *op = &p->ops[j];
+        if (op->o.kind != DLP_CUOP_CONV) continue;
+        const dlp_layer *L = &net->layers[op->o.layer];
+        const int K = L->c;
+        const int64_t inner = (int64_t)net->layers[L->in0].c * L->k * L->k;
+        float *wf = malloc((size_t)(K * inner) * 4), *bf = calloc((size_t)K, 4);
+        void *wh = malloc((size_t)(K * inner) * p->esz), *bh = malloc((size_t)K * p->esz);
+        if (!wf || !bf || !wh || !bh) {
+            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory folding BN into conv %s", L->name);
+        } else {
+            const float *w = dev + op->w_off;  // (K, R, S, C): k outermost, so folding per k works
+            if (op->o.bn >= 0)
+                dlp_cuda_fold_bn(w, K, inner, dev + op->gamma_off, dev + op->beta_off, bufs + op->rm_off,
+                                 bufs + op->rv_off, net->layers[op->o.bn].bn_eps, wf, bf);
+            else
+                memcpy(wf, w, (size_t)(K * inner) * 4);
+            dlp_cuda_nchw_to_nhwc(wf, 1, K * inner, 1, p->dt, wh);  // hw = 1: a plain cast
+            dlp_cuda_nchw_to_nhwc(bf, 1, K, 1, p->dt, bh);
+            cudaError_t e = xfer(p, op->wfold, wh, (size_t)(K * inner) * p->esz, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess) e = xfer(p, op->bfold, bf, (size_t)K * 4, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess) e = xfer(p, op->bfold_c, bh, (size_t)K * p->esz, cudaMemcpyHostToDevice);
+            if (e != cudaSuccess) st = dlp_cuda_fail(e, __FILE__, __LINE__, "xfer(folded conv)");
+        }
+        free(wf);
+        free(bf);
+        free(wh);
+        free(bh);
+    }
+    return st;
+}
+
 static dlp_status cu_set_params(dlp_plan *pl, const float *params, const float *bufs) {
     cu_plan *p = as_cu(pl);
+    const dlp_net *net = &p->net;
     DLP_CU(cudaSetDevice(p->dev));
     DLP_CU(cudaStreamSynchronize(p->stream));
-    const dlp_net *net = &p->net;
-    if (params && p->P > 0) {
-        float *dev = malloc((size_t)p->P * 4);
-        DLP_TRY_ALLOC(dev);
-        dlp_cuda_params_to_device(net, params, dev);
-        cudaError_t e = cudaMemcpy(p->w32, dev, (size_t)p->P * 4, cudaMemcpyHostToDevice);
-        if (e == cudaSuccess && p->all)
-            e = dlp_cuk_refresh_copies(p->all_segs_d, p->all[0].nsegs, p->w32, p->wc, p->dt, p->stream);
-        if (e != cudaSuccess) {
-            free(dev);
-            DLP_CU(e);
-        }
-        // Inference: fold each conv's BN into its weights and bias (host, double precision).
-        if (!p->train) {
-            dlp_status st = DLP_OK;
-            for (int j = 0; j < p->ol.nops && st == DLP_OK; j++) {
-                cu_op *op = &p->ops[j];
-                if (op->o.kind != DLP_CUOP_CONV) continue;
-                const dlp_layer *L = &net->layers[op->o.layer];
-                int K = L->c;
-                int64_t inner = (int64_t)net->layers[L->in0].c * L->k * L->k;
-                float *wf = malloc((size_t)(K * inner) * 4), *bf = calloc((size_t)K, 4);
-                void *wh = malloc((size_t)(K * inner) * p->esz), *bh = malloc((size_t)K * p->esz);
-                if (!wf || !bf || !wh || !bh) {
-                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory folding BN");
-                } else {
-                    const float *w = dev + op->w_off;  // KRSC: k outermost, so folding per k works
-                    if (op->o.bn >= 0) {
-                        const dlp_layer *B = &net->layers[op->o.bn];
-                        const float *bb = bufs ? bufs : NULL;
-                        float *rm = malloc((size_t)K * 4), *rv = malloc((size_t)K * 4);
-                        if (!rm || !rv) {
-                            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory folding BN");
-                        } else {
-                            if (bb) {
-                                memcpy(rm, bb + op->rm_off, (size_t)K * 4);
-                                memcpy(rv, bb + op->rv_off, (size_t)K * 4);
-                            } else {  // the running statistics already on the device
-                                cudaError_t e2 = cudaMemcpy(rm, p->bufs32 + op->rm_off, (size_t)K * 4, cudaMemcpyDeviceToHost);
-                                if (e2 == cudaSuccess)
-                                    e2 = cudaMemcpy(rv, p->bufs32 + op->rv_off, (size_t)K * 4, cudaMemcpyDeviceToHost);
-                                if (e2 != cudaSuccess) st = dlp_cuda_fail(e2, __FILE__, __LINE__, "cudaMemcpy(running stats)");
-                            }
-                            if (st == DLP_OK)
-                                dlp_cuda_fold_bn(w, K, inner, dev + op->gamma_off, dev + op->beta_off, rm, rv, B->bn_eps, wf,
-                                                 bf);
-                        }
-                        free(rm);
-                        free(rv);
-                    } else {
-                        memcpy(wf, w, (size_t)(K * inner) * 4);
-                    }
-                    if (st == DLP_OK) {
-                        dlp_cuda_nchw_to_nhwc(wf, 1, K * inner, 1, p->dt, wh);  // plain cast (hw = 1)
-                        dlp_cuda_nchw_to_nhwc(bf, 1, K, 1, p->dt, bh);
-                        cudaError_t e2 = cudaMemcpy(op->wfold, wh, (size_t)(K * inner) * p->esz, cudaMemcpyHostToDevice);
-                        if (e2 == cudaSuccess) e2 = cudaMemcpy(op->bfold, bf, (size_t)K * 4, cudaMemcpyHostToDevice);
-                        if (e2 == cudaSuccess) e2 = cudaMemcpy(op->bfold_c, bh, (size_t)K * p->esz, cudaMemcpyHostToDevice);
-                        if (e2 != cudaSuccess) st = dlp_cuda_fail(e2, __FILE__, __LINE__, "cudaMemcpy(folded conv)");
-                    }
-                }
-                free(wf);
-                free(bf);
-                free(wh);
-                free(bh);
-            }
-            if (st != DLP_OK) {
-                free(dev);
-                return st;
-            }
-        }
-        free(dev);
+    float *dev = malloc((size_t)(p->P ? p->P : 1) * 4), *hb = malloc((size_t)(net->buf_count ? net->buf_count : 1) * 4);
+    dlp_status st = DLP_OK;
+    if (!dev || !hb) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory setting parameters");
+        goto out;
     }
-    if (bufs && net->buf_count > 0) DLP_CU(cudaMemcpy(p->bufs32, bufs, (size_t)net->buf_count * 4, cudaMemcpyHostToDevice));
-    DLP_CU(cudaStreamSynchronize(p->stream));
-    return DLP_OK;
+    if (params && p->P > 0) {
+        dlp_cuda_params_to_device(net, params, dev);
+        DLP_CU_GOTO(st, xfer(p, p->w32, dev, (size_t)p->P * 4, cudaMemcpyHostToDevice), out);
+        if (p->all)
+            DLP_CU_GOTO(st, dlp_cuk_refresh_copies(p->all_segs_d, p->all[0].nsegs, p->w32, p->wc, p->dt, p->stream), out);
+    }
+    if (bufs && net->buf_count > 0)
+        DLP_CU_GOTO(st, xfer(p, p->bufs32, bufs, (size_t)net->buf_count * 4, cudaMemcpyHostToDevice), out);
+    if (!p->train && (params || bufs)) {  // refold with whatever is now on the device
+        if (!params && p->P > 0) DLP_CU_GOTO(st, xfer(p, dev, p->w32, (size_t)p->P * 4, cudaMemcpyDeviceToHost), out);
+        if (net->buf_count > 0) {
+            if (bufs) memcpy(hb, bufs, (size_t)net->buf_count * 4);
+            else DLP_CU_GOTO(st, xfer(p, hb, p->bufs32, (size_t)net->buf_count * 4, cudaMemcpyDeviceToHost), out);
+        }
+        DLP_CHECK_GOTO(st, fold_convs(p, dev, hb), out);
+    }
+    DLP_CU_GOTO(st, cudaStreamSynchronize(p->stream), out);
+out:
+    free(dev);
+    free(hb);
+    return st;
 }
 
 static dlp_status download_flat(cu_plan *p, const float *src_dev, int64_t n, float *out, int permute) {
@@ -1289,12 +1306,12 @@ static dlp_status download_flat(cu_plan *p, const float *src_dev, int64_t n, flo
     DLP_CU(cudaStreamSynchronize(p->stream));
     if (n <= 0) return DLP_OK;
     if (!permute) {
-        DLP_CU(cudaMemcpy(out, src_dev, (size_t)n * 4, cudaMemcpyDeviceToHost));
+        DLP_CU(xfer(p, out, src_dev, (size_t)n * 4, cudaMemcpyDeviceToHost));
         return DLP_OK;
     }
     float *tmp = malloc((size_t)n * 4);
     DLP_TRY_ALLOC(tmp);
-    cudaError_t e = cudaMemcpy(tmp, src_dev, (size_t)n * 4, cudaMemcpyDeviceToHost);
+    cudaError_t e = xfer(p, tmp, src_dev, (size_t)n * 4, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) dlp_cuda_params_from_device(&p->net, tmp, out);
     free(tmp);
     DLP_CU(e);
@@ -1323,7 +1340,7 @@ static dlp_status cu_set_momentum(dlp_plan *pl, const float *v) {
     float *tmp = malloc((size_t)p->P * 4);
     DLP_TRY_ALLOC(tmp);
     dlp_cuda_params_to_device(&p->net, v, tmp);
-    cudaError_t e = cudaMemcpy(p->v32, tmp, (size_t)p->P * 4, cudaMemcpyHostToDevice);
+    cudaError_t e = xfer(p, p->v32, tmp, (size_t)p->P * 4, cudaMemcpyHostToDevice);
     free(tmp);
     DLP_CU(e);
     return DLP_OK;
@@ -1408,12 +1425,12 @@ static dlp_status cu_get_output(dlp_plan *pl, float *out) {
     int n = p->n_in ? p->n_in : p->N;
     int64_t per = layer_numel(p, l);
     if (t->f32) {
-        DLP_CU(cudaMemcpy(out, t->data, (size_t)(n * per) * 4, cudaMemcpyDeviceToHost));
+        DLP_CU(xfer(p, out, t->data, (size_t)(n * per) * 4, cudaMemcpyDeviceToHost));
         return DLP_OK;
     }
     size_t bytes = (size_t)(n * per) * p->esz;
     DLP_CHECK(ensure_stage(p, bytes));
-    DLP_CU(cudaMemcpy(p->stage, t->data, bytes, cudaMemcpyDeviceToHost));
+    DLP_CU(xfer(p, p->stage, t->data, bytes, cudaMemcpyDeviceToHost));
     dlp_cuda_nhwc_to_nchw(p->stage, n, t->c, (int64_t)t->h * t->w, p->dt, out);
     return DLP_OK;
 }
@@ -1458,13 +1475,13 @@ static dlp_status cu_backward(dlp_plan *pl, const float *dy) {
         int64_t n = p->N * layer_numel(p, l);
         DLP_CU(cudaStreamSynchronize(p->stream));
         if (t->f32) {
-            DLP_CU(cudaMemcpy(t->grad, dy, (size_t)n * 4, cudaMemcpyHostToDevice));
+            DLP_CU(xfer(p, t->grad, dy, (size_t)n * 4, cudaMemcpyHostToDevice));
             if (p->loss_scaling) DLP_CU(dlp_cuk_cast(t->grad, DLP_DTYPE_F32, t->grad, DLP_DTYPE_F32, n, 1.f, p->scale_d, p->stream));
             if (t->grad_c != t->grad) DLP_CU(dlp_cuk_cast(t->grad, DLP_DTYPE_F32, t->grad_c, p->dt, n, 1.f, NULL, p->stream));
         } else {
             DLP_CHECK(ensure_stage(p, (size_t)n * p->esz));
             dlp_cuda_nchw_to_nhwc(dy, p->N, t->c, (int64_t)t->h * t->w, p->dt, p->stage);
-            DLP_CU(cudaMemcpy(t->grad, p->stage, (size_t)n * p->esz, cudaMemcpyHostToDevice));
+            DLP_CU(xfer(p, t->grad, p->stage, (size_t)n * p->esz, cudaMemcpyHostToDevice));
             if (p->loss_scaling) DLP_CU(dlp_cuk_cast(t->grad, p->dt, t->grad, p->dt, n, 1.f, p->scale_d, p->stream));
         }
         DLP_CHECK(run_backward(p, 1));
@@ -1490,7 +1507,7 @@ static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
     int64_t per = layer_numel(p, 0);
     size_t bytes = (size_t)(n * per) * p->esz;
     DLP_CHECK(ensure_stage(p, bytes));
-    DLP_CU(cudaMemcpy(p->stage, t->grad, bytes, cudaMemcpyDeviceToHost));
+    DLP_CU(xfer(p, p->stage, t->grad, bytes, cudaMemcpyDeviceToHost));
     dlp_cuda_nhwc_to_nchw(p->stage, n, t->c, (int64_t)t->h * t->w, p->dt, dx);
     if (S != 1.f)
         for (int64_t i = 0; i < n * per; i++) dx[i] /= S;

@@ -2,6 +2,7 @@
 // algorithm cache and the graph state machine). No CUDA here: built and tested in every build.
 #include "backend/cuda_host.h"
 
+#include "core/fs.h"
 #include "core/rng.h"
 
 #include <math.h>
@@ -478,11 +479,12 @@ int dlp_cuda_algo_cache_find(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *ke
     return 0;
 }
 
-dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *key, int algo,
+dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *key, int algo, int math_type,
                                    int64_t workspace_bytes, float ms) {
     for (int i = 0; i < c->n; i++)
         if (memcmp(&c->rows[i].key, key, sizeof *key) == 0) {
             c->rows[i].algo = algo;
+            c->rows[i].math_type = math_type;
             c->rows[i].workspace_bytes = workspace_bytes;
             c->rows[i].ms = ms;
             return DLP_OK;
@@ -498,6 +500,7 @@ dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_k
     memset(r, 0, sizeof *r);
     r->key = *key;
     r->algo = algo;
+    r->math_type = math_type;
     r->workspace_bytes = workspace_bytes;
     r->ms = ms;
     return DLP_OK;
@@ -506,6 +509,58 @@ dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_k
 void dlp_cuda_algo_cache_free(dlp_cuda_algo_cache *c) {
     free(c->rows);
     memset(c, 0, sizeof *c);
+}
+
+dlp_status dlp_cuda_algo_cache_load(dlp_cuda_algo_cache *c, const char *path, const char *header, int *loaded) {
+    if (loaded) *loaded = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return DLP_OK;
+    char line[512];
+    int ln = 0, n = 0;
+    dlp_status st = DLP_OK;
+    if (!fgets(line, sizeof line, f) || strncmp(line, header, strlen(header)) != 0 || line[strlen(header)] != '\n') {
+        fclose(f);
+        return DLP_OK;  // another cuDNN or GPU (or not our file): search again
+    }
+    ln = 1;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        if (line[0] == '#' || line[0] == '\n') continue;
+        dlp_cuda_conv_key k;
+        int algo, mt;
+        long long ws;
+        float ms;
+        memset(&k, 0, sizeof k);
+        if (sscanf(line, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %lld %f", &k.dir, &k.n, &k.c, &k.h, &k.w, &k.k,
+                   &k.r, &k.s, &k.stride, &k.pad, &k.dtype, &k.math, &algo, &mt, &ws, &ms) != 16 ||
+            k.dir < 0 || k.dir > DLP_CUCONV_FWD_FUSED || ws < 0 || algo < 0 || mt < 0) {
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%d: not an algorithm cache row (16 numbers)", path, ln);
+            break;
+        }
+        if ((st = dlp_cuda_algo_cache_put(c, &k, algo, mt, ws, ms)) != DLP_OK) break;
+        n++;
+    }
+    fclose(f);
+    if (loaded) *loaded = n;
+    return st;
+}
+
+dlp_status dlp_cuda_algo_cache_save(const dlp_cuda_algo_cache *c, const char *path, const char *header) {
+    size_t cap = 256 + (size_t)c->n * 128, used = 0;
+    char *buf = malloc(cap);
+    if (!buf) return DLP_ERR(DLP_ERR_NOMEM, "out of memory saving %s", path);
+    used += (size_t)snprintf(buf + used, cap - used, "%s\n# dir n c h w k r s stride pad dtype math algo math_type workspace_bytes ms\n", header);
+    for (int i = 0; i < c->n && used < cap; i++) {
+        const dlp_cuda_algo_row *r = &c->rows[i];
+        const dlp_cuda_conv_key *k = &r->key;
+        used += (size_t)snprintf(buf + used, cap - used, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %lld %.4f\n", k->dir,
+                                 k->n, k->c, k->h, k->w, k->k, k->r, k->s, k->stride, k->pad, k->dtype, k->math, r->algo,
+                                 r->math_type, (long long)r->workspace_bytes, r->ms);
+    }
+    dlp_status st = used < cap ? dlp_write_atomic(path, buf, used, DLP_WRITE_REPLACE)
+                               : DLP_ERR(DLP_ERR_INTERNAL, "algorithm cache text overflow");
+    free(buf);
+    return st;
 }
 
 void dlp_cuda_conv_key_str(const dlp_cuda_conv_key *k, char *buf, size_t len) {

@@ -136,6 +136,7 @@ typedef struct dlp_cuda_conv_key {  // all ints, no padding: compared with memcm
 typedef struct dlp_cuda_algo_row {
     dlp_cuda_conv_key key;
     int algo;              // cudnn*Algo_t value
+    int math_type;         // the cudnnMathType_t it was measured with (set on the descriptor with the algorithm)
     int64_t workspace_bytes;
     float ms;              // measured by cudnnFind (0: from the heuristic)
 } dlp_cuda_algo_row;
@@ -148,9 +149,16 @@ typedef struct dlp_cuda_algo_cache {
 
 // 1 and *row set if the key is cached (counts a hit), else 0 (counts a miss).
 int dlp_cuda_algo_cache_find(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *key, const dlp_cuda_algo_row **row);
-dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *key, int algo,
+dlp_status dlp_cuda_algo_cache_put(dlp_cuda_algo_cache *c, const dlp_cuda_conv_key *key, int algo, int math_type,
                                    int64_t workspace_bytes, float ms);
 void dlp_cuda_algo_cache_free(dlp_cuda_algo_cache *c);
+// A cache file (DLPERF_CUDA_ALGO_CACHE) lets later processes skip the algorithm search: one text line per row
+// (the key's 12 numbers, then algo, math type, workspace bytes, ms).
+// Load merges the file's rows (a missing file is not an error; a malformed line is, naming file and line);
+// save writes all rows atomically. Rows are only valid for the cuDNN version and GPU that found them: the file
+// starts with a header line naming both, and a file with another header is ignored (load returns DLP_OK, 0 rows).
+dlp_status dlp_cuda_algo_cache_load(dlp_cuda_algo_cache *c, const char *path, const char *header, int *loaded);
+dlp_status dlp_cuda_algo_cache_save(const dlp_cuda_algo_cache *c, const char *path, const char *header);
 // "fwd n256 c64 56x56 k64 3x3 s1 p1 fp16 tc" for logs.
 void dlp_cuda_conv_key_str(const dlp_cuda_conv_key *k, char *buf, size_t len);
 

@@ -334,8 +334,8 @@ static void test_algo_cache(void **state) {
     k3.n = 128;                    // same layer at another batch: another entry
     const dlp_cuda_algo_row *r;
     assert_false(dlp_cuda_algo_cache_find(&c, &k1, &r));
-    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k1, 1, 1 << 20, 0.5f), DLP_OK);
-    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k2, 4, 0, 0.7f), DLP_OK);
+    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k1, 1, 1, 1 << 20, 0.5f), DLP_OK);
+    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k2, 4, 1, 0, 0.7f), DLP_OK);
     assert_true(dlp_cuda_algo_cache_find(&c, &k1, &r));
     assert_int_equal(r->algo, 1);
     assert_int_equal(r->workspace_bytes, 1 << 20);
@@ -345,10 +345,10 @@ static void test_algo_cache(void **state) {
     for (int i = 0; i < 100; i++) {  // growth
         dlp_cuda_conv_key k = k1;
         k.c = 1000 + i;
-        assert_int_equal(dlp_cuda_algo_cache_put(&c, &k, i, 0, 0), DLP_OK);
+        assert_int_equal(dlp_cuda_algo_cache_put(&c, &k, i, 0, 0, 0), DLP_OK);
     }
     assert_int_equal(c.n, 102);
-    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k1, 7, 0, 0), DLP_OK);  // update in place
+    assert_int_equal(dlp_cuda_algo_cache_put(&c, &k1, 7, 0, 0, 0), DLP_OK);  // update in place
     assert_int_equal(c.n, 102);
     assert_true(dlp_cuda_algo_cache_find(&c, &k1, &r));
     assert_int_equal(r->algo, 7);
@@ -370,12 +370,56 @@ static void test_algo_cache(void **state) {
         dlp_cuda_conv_key k = {DLP_CUCONV_FWD, 256, x->c, x->h, x->w, l->c, l->k, l->k, l->stride, l->pad, DLP_DTYPE_F16, 1};
         if (!dlp_cuda_algo_cache_find(&c, &k, &r)) {
             distinct++;
-            assert_int_equal(dlp_cuda_algo_cache_put(&c, &k, 0, 0, 0), DLP_OK);
+            assert_int_equal(dlp_cuda_algo_cache_put(&c, &k, 0, 0, 0, 0), DLP_OK);
         }
     }
     assert_int_equal(distinct, 23);  // of 53 convolutions: conv1, 4 in layer1, 6 in each later stage
     dlp_cuda_algo_cache_free(&c);
     dlp_net_free(&net);
+}
+
+static void test_algo_cache_file(void **state) {
+    (void)state;
+    char dir[512], path[600];
+    dlp_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/algos.txt", dir);
+    const char *hdr = "dlperf-cuda-algos/1 cudnn 91900 gpu NVIDIA H200 cc 9.0";
+    dlp_cuda_algo_cache a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    int n = -1;
+    assert_int_equal(dlp_cuda_algo_cache_load(&b, path, hdr, &n), DLP_OK);  // no file yet: nothing, no error
+    assert_int_equal(n, 0);
+    for (int i = 0; i < 5; i++) {
+        dlp_cuda_conv_key k = {i % 3, 256, 64 + i, 56, 56, 64, 3, 3, 1, 1, DLP_DTYPE_F16, 1};
+        assert_int_equal(dlp_cuda_algo_cache_put(&a, &k, i, 1, (int64_t)i << 30, 0.25f * i), DLP_OK);
+    }
+    assert_int_equal(dlp_cuda_algo_cache_save(&a, path, hdr), DLP_OK);
+    assert_int_equal(dlp_cuda_algo_cache_load(&b, path, hdr, &n), DLP_OK);
+    assert_int_equal(n, 5);
+    for (int i = 0; i < 5; i++) {
+        const dlp_cuda_algo_row *r;
+        assert_true(dlp_cuda_algo_cache_find(&b, &a.rows[i].key, &r));
+        assert_int_equal(r->algo, i);
+        assert_int_equal(r->math_type, 1);
+        assert_int_equal(r->workspace_bytes, (int64_t)i << 30);
+        assert_float_equal(r->ms, 0.25f * i, 1e-4);
+    }
+    dlp_cuda_algo_cache_free(&b);
+    // another GPU or cuDNN: ignored
+    assert_int_equal(dlp_cuda_algo_cache_load(&b, path, "dlperf-cuda-algos/1 cudnn 91900 gpu NVIDIA A100 cc 8.0", &n), DLP_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(b.n, 0);
+    // a damaged row: an error naming the file and line
+    FILE *f = fopen(path, "a");
+    fputs("0 256 64 56\n", f);
+    fclose(f);
+    assert_int_equal(dlp_cuda_algo_cache_load(&b, path, hdr, &n), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "algos.txt:8:"));
+    dlp_err_clear();
+    dlp_cuda_algo_cache_free(&a);
+    dlp_cuda_algo_cache_free(&b);
+    dlp_test_rmtree(dir);
 }
 
 static void test_graph_state_machine(void **state) {
@@ -467,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_layout_conversion),
         cmocka_unit_test(test_buckets),
         cmocka_unit_test(test_algo_cache),
+        cmocka_unit_test(test_algo_cache_file),
         cmocka_unit_test(test_graph_state_machine),
         cmocka_unit_test(test_pinned_allocator_fallback),
         cmocka_unit_test(test_init_params),
