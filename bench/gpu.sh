@@ -136,6 +136,15 @@ check() {
 }
 export -f check
 [ -n "$B" ] && part check 200 190 check
+# If the checks failed, one narrowed rerun tells where: without graphs, cuDNN BN-Ex and fused convolutions (our
+# kernels and plain cuDNN convolutions only), ops and the ResNet step only.
+check_plain() {
+  DLPERF_CUDA_GRAPHS=0 DLPERF_CUDA_BN=own DLPERF_CUDA_FUSE_CONV=0 DLPERF_TEST_SKIP='test_graph*' \
+    DLPERF_CHECK_IMAGE=${DLPERF_CHECK_IMAGE:-224} OMP_NUM_THREADS=$NPROC dl "$B/tests/test_cuda_backend" 2>&1 | tee "$WORK/check-plain.log"
+  return "${PIPESTATUS[0]}"
+}
+export -f check_plain
+if [ -n "$B" ] && grep -qE $'^check\t(FAIL|TIMEOUT)' "$PARTS"; then part check-plain 150 190 check_plain; fi
 harness() {
   [ -x "$B/tests/test_backend_ops" ] || { echo "skipped: tests/unit/test_backend_ops.c is not in this checkout yet"; return 77; }
   dl "$B/tests/test_backend_ops" 2>&1 | tee "$WORK/harness.log"

@@ -47,6 +47,7 @@ typedef struct cu_op {
     size_t ws[NOPS_DIR];
     int64_t w_coff;                // conv/FC weight in the compute-type arrays
     int fused;                     // inference: cudnnConvolutionBiasActivationForward accepted
+    int act;                       // which activation descriptor cuDNN accepted (fused conv, BN-Ex)
     cudnnTensorDescriptor_t biasd;
     void *wfold;                   // inference: BN-folded weights (compute type, KRSC)
     float *bfold;                  // inference: folded bias (fp32)
@@ -87,7 +88,7 @@ typedef struct cu_plan {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     const dlp_cublas_api *bl;
-    cudnnActivationDescriptor_t relu_act, ident_act;
+    cudnnActivationDescriptor_t relu_act[2], ident_act[2];  // [0] CUDNN_NOT_PROPAGATE_NAN, [1] CUDNN_PROPAGATE_NAN
     void *ws;
     size_t ws_bytes;
     void *blas_ws;
@@ -296,7 +297,8 @@ static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, siz
             DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], (cudnnMathType_t)row->math_type));
         return DLP_OK;
     }
-    const cu_tensor *tx = &p->t[op->o.in], *ty = &p->t[op->o.layer];
+    const cu_tensor *tx = &p->t[op->o.in], *ty = &p->t[op->o.out];  // out: the conv's own output, or (inference)
+                                                                       // the fused op's, of the same shape
     void *x = tx->data, *y = ty->data, *dx = tx->grad ? tx->grad : tx->data, *dy = ty->grad ? ty->grad : ty->data;
     void *w = (char *)p->wc + op->w_coff * p->esz, *dw = p->gc ? (char *)p->gc + op->w_coff * p->esz : w;
     int find = env_int("DLPERF_CUDA_FIND", 1);
@@ -307,33 +309,43 @@ static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, siz
     cudnnMathType_t math = plan_math(p);
     enum { MAXA = 16 };
     cudnnConvolutionDescriptor_t cd = op->cd[dir];
+    // A Find that cuDNN refuses falls back to its heuristic (with a debug line), which must then succeed.
     if (dir == DLP_CUCONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[MAXA];
-        if (find)
-            DLP_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, x, op->wd, w, cd, op->yd, y, MAXA, &n, perf,
-                                                             find_ws, find_ws_bytes));
-        else
+        cudnnStatus_t fs = find ? cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, x, op->wd, w, cd, op->yd, y,
+                                                                         MAXA, &n, perf, find_ws, find_ws_bytes)
+                                : CUDNN_STATUS_NOT_SUPPORTED;
+        if (fs != CUDNN_STATUS_SUCCESS) {
+            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionForwardAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+            find = 0;
             DLP_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(p->dnn, op->xd, op->wd, cd, op->yd, MAXA, &n, perf));
+        }
         for (int i = 0; i < n && algo < 0; i++)
             if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
                 algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
     } else if (dir == DLP_CUCONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[MAXA];
-        if (find)
-            DLP_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, w, op->yd, dy, cd, op->xd, dx, MAXA, &n,
-                                                                  perf, find_ws, find_ws_bytes));
-        else
+        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, w, op->yd, dy, cd, op->xd,
+                                                                              dx, MAXA, &n, perf, find_ws, find_ws_bytes)
+                                : CUDNN_STATUS_NOT_SUPPORTED;
+        if (fs != CUDNN_STATUS_SUCCESS) {
+            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardDataAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+            find = 0;
             DLP_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(p->dnn, op->wd, op->yd, cd, op->xd, MAXA, &n, perf));
+        }
         for (int i = 0; i < n && algo < 0; i++)
             if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
                 algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[MAXA];
-        if (find)
-            DLP_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, x, op->yd, dy, cd, op->wd, dw, MAXA,
-                                                                    &n, perf, find_ws, find_ws_bytes));
-        else
+        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, x, op->yd, dy, cd, op->wd,
+                                                                                dw, MAXA, &n, perf, find_ws, find_ws_bytes)
+                                : CUDNN_STATUS_NOT_SUPPORTED;
+        if (fs != CUDNN_STATUS_SUCCESS) {
+            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardFilterAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+            find = 0;
             DLP_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(p->dnn, op->xd, op->yd, cd, op->wd, MAXA, &n, perf));
+        }
         for (int i = 0; i < n && algo < 0; i++)
             if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
                 algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
@@ -537,59 +549,76 @@ static int try_bn_cudnn(cu_plan *p, cu_op *op) {
     if (strcmp(mode, "own") == 0) return 0;
     if (strcmp(mode, "cudnn") != 0 && p->dt != DLP_DTYPE_F16) return 0;  // auto: fp16 (its fast path)
     const cu_tensor *x = &p->t[op->o.in], *y = &p->t[op->o.out];
-    if (y->c % 4 != 0 || op->o.acc_in) return 0;
+    if (y->c % 4 != 0 || op->o.acc_in || op->bnd) return 0;
     if (op->o.res >= 0 && !op->o.relu) return 0;  // BN + add without ReLU: no such cuDNN op
     op->bnops = op->o.res >= 0 ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION
                 : op->o.relu   ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
                                : CUDNN_BATCHNORM_OPS_BN;
-    cudnnActivationDescriptor_t act = op->o.relu ? p->relu_act : NULL;
-    cudnnTensorDescriptor_t xd = NULL;
-    int ok = 0;
-    if (op->bnd) return 0;
     const cudnnBatchNormMode_t m = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+    const float eps = p->net.layers[op->o.layer].bn_eps;
+    cudnnTensorDescriptor_t xd = NULL;
+    void *ws = NULL;
+    int ok = 0;
     if (set_4d(&xd, dlp_cudnn_dtype(p->dt), p->N, y->c, y->h, y->w) != DLP_OK) goto out;
     if (cudnnCreateTensorDescriptor(&op->statd) != CUDNN_STATUS_SUCCESS) goto out;
     if (cudnnDeriveBNTensorDescriptor(op->statd, xd, m) != CUDNN_STATUS_SUCCESS) goto out;
     cudnnTensorDescriptor_t zd = op->o.res >= 0 ? xd : NULL;
-    if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(p->dnn, m, op->bnops, xd, zd, xd, op->statd, act,
-                                                                 &op->bn_ws_fwd) != CUDNN_STATUS_SUCCESS)
-        goto out;
-    if (cudnnGetBatchNormalizationBackwardExWorkspaceSize(p->dnn, m, op->bnops, xd, xd, xd, zd, xd, op->statd, act,
-                                                          &op->bn_ws_bwd) != CUDNN_STATUS_SUCCESS)
-        goto out;
-    if (cudnnGetBatchNormalizationTrainingExReserveSpaceSize(p->dnn, m, op->bnops, act, xd, &op->bn_reserve_bytes) !=
-        CUDNN_STATUS_SUCCESS)
-        goto out;
-    if (dalloc(p, op->bn_reserve_bytes, &op->bn_reserve) != DLP_OK) goto out;
-    size_t need = op->bn_ws_fwd > op->bn_ws_bwd ? op->bn_ws_fwd : op->bn_ws_bwd;
-    void *ws = NULL;
-    if (need > 0 && cudaMalloc(&ws, need) != cudaSuccess) goto out;
-    // Trial on scratch statistics (running stats in bn_scale/bn_shift scratch, parameter gradients in bn_coef).
     const void *z = op->o.res >= 0 ? p->t[op->o.res].data : NULL;
     void *dz = op->o.res >= 0 ? p->dz_tmp : NULL;
-    cudnnStatus_t s1 = cudnnBatchNormalizationForwardTrainingEx(
-        p->dnn, m, op->bnops, &k_one, &k_zero, xd, x->data, zd, z, xd, y->data, op->statd, p->w32 + op->gamma_off,
-        p->w32 + op->beta_off, 0.1, p->bn_scale, p->bn_shift, p->net.layers[op->o.layer].bn_eps, op->save_mean,
-        op->save_invstd, act, ws, op->bn_ws_fwd, op->bn_reserve, op->bn_reserve_bytes);
-    cudnnStatus_t s2 = s1 != CUDNN_STATUS_SUCCESS
-                           ? s1
-                           : cudnnBatchNormalizationBackwardEx(
-                                 p->dnn, m, op->bnops, &k_one, &k_zero, &k_one, &k_zero, xd, x->data, xd, y->data, xd,
-                                 y->grad, zd, dz, xd, x->grad, op->statd, p->w32 + op->gamma_off, p->w32 + op->beta_off,
-                                 p->bn_coef, p->bn_coef + y->c, p->net.layers[op->o.layer].bn_eps, op->save_mean,
-                                 op->save_invstd, act, ws, op->bn_ws_bwd, op->bn_reserve, op->bn_reserve_bytes);
-    cudaError_t e = cudaStreamSynchronize(p->stream);
-    if (ws) cudaFree(ws);
-    (void)cudaGetLastError();
-    if (s2 != CUDNN_STATUS_SUCCESS || e != cudaSuccess) {
-        DLP_DEBUG("cuda: BN %s: cuDNN BN-Ex refused (%s); using our kernels", p->net.layers[op->o.layer].name,
-                  cudnnGetErrorString(s2));
-        goto out;
+    for (int ai = 0; ai < (op->o.relu ? 2 : 1) && !ok; ai++) {  // NaN-propagation modes, in turn
+        cudnnActivationDescriptor_t act = op->o.relu ? p->relu_act[ai] : NULL;
+        size_t wf = 0, wb = 0, rs = 0;
+        if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(p->dnn, m, op->bnops, xd, zd, xd, op->statd, act,
+                                                                     &wf) != CUDNN_STATUS_SUCCESS ||
+            cudnnGetBatchNormalizationBackwardExWorkspaceSize(p->dnn, m, op->bnops, xd, xd, xd, zd, xd, op->statd, act,
+                                                              &wb) != CUDNN_STATUS_SUCCESS ||
+            cudnnGetBatchNormalizationTrainingExReserveSpaceSize(p->dnn, m, op->bnops, act, xd, &rs) !=
+                CUDNN_STATUS_SUCCESS)
+            continue;
+        if (rs > op->bn_reserve_bytes) {  // plan memory (kept); grows only if a later mode needs more
+            if (dalloc(p, rs, &op->bn_reserve) != DLP_OK) {
+                dlp_err_clear();
+                goto out;
+            }
+            op->bn_reserve_bytes = rs;
+        }
+        size_t need = wf > wb ? wf : wb;
+        if (ws) cudaFree(ws);
+        ws = NULL;
+        if (need > 0 && cudaMalloc(&ws, need) != cudaSuccess) {
+            (void)cudaGetLastError();
+            goto out;
+        }
+        // Trial on scratch statistics: running stats in bn_scale/bn_shift, parameter gradients in bn_coef.
+        cudnnStatus_t s1 = cudnnBatchNormalizationForwardTrainingEx(
+            p->dnn, m, op->bnops, &k_one, &k_zero, xd, x->data, zd, z, xd, y->data, op->statd, p->w32 + op->gamma_off,
+            p->w32 + op->beta_off, 0.1, p->bn_scale, p->bn_shift, eps, op->save_mean, op->save_invstd, act, ws, wf,
+            op->bn_reserve, op->bn_reserve_bytes);
+        cudnnStatus_t s2 = s1 != CUDNN_STATUS_SUCCESS
+                               ? s1
+                               : cudnnBatchNormalizationBackwardEx(
+                                     p->dnn, m, op->bnops, &k_one, &k_zero, &k_one, &k_zero, xd, x->data, xd, y->data,
+                                     xd, y->grad, zd, dz, xd, x->grad, op->statd, p->w32 + op->gamma_off,
+                                     p->w32 + op->beta_off, p->bn_coef, p->bn_coef + y->c, eps, op->save_mean,
+                                     op->save_invstd, act, ws, wb, op->bn_reserve, op->bn_reserve_bytes);
+        cudaError_t e = cudaStreamSynchronize(p->stream);
+        (void)cudaGetLastError();
+        if (s2 == CUDNN_STATUS_SUCCESS && e == cudaSuccess) {
+            ok = 1;
+            op->act = ai;
+            op->bn_ws_fwd = wf;
+            op->bn_ws_bwd = wb;
+        } else {
+            DLP_DEBUG("cuda: BN %s: cuDNN BN-Ex refused (%s, NaN mode %d)", p->net.layers[op->o.layer].name,
+                      cudnnGetErrorString(s2), ai);
+        }
     }
-    ok = 1;
-    op->bnd = xd;
-    xd = NULL;
+    if (ok) {
+        op->bnd = xd;
+        xd = NULL;
+    }
 out:
+    if (ws) cudaFree(ws);
     if (xd) cudnnDestroyTensorDescriptor(xd);
     return ok;
 }
@@ -623,16 +652,20 @@ static dlp_status setup_conv_infer(cu_plan *p, cu_op *op) {
     DLP_CUDNN(cudnnGetConvolutionMathType(op->cd[DLP_CUCONV_FWD], &math));
     DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[DLP_CUCONV_FWD_FUSED], math));
     if (!env_int("DLPERF_CUDA_FUSE_CONV", 1)) return DLP_OK;
-    cudnnActivationDescriptor_t act = op->o.relu ? p->relu_act : p->ident_act;
     void *z = op->o.res >= 0 ? p->t[op->o.res].data : p->t[op->o.out].data;
     float alpha2 = op->o.res >= 0 ? 1.0f : 0.0f;
     // Bias in the data type first (cuDNN's table for fp16/bf16 data), then fp32; the identity activation works
     // only with IMPLICIT_PRECOMP_GEMM.
     const cudnnDataType_t btypes[2] = {dlp_cudnn_dtype(p->dt), CUDNN_DATA_FLOAT};
     int algos[2] = {op->algo[DLP_CUCONV_FWD], CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM};
-    for (int bt = 0; bt < 2 && !op->fused; bt++) {
-        if (set_4d(&op->biasd, btypes[bt], 1, K, 1, 1) != DLP_OK) continue;
-        for (int a = 0; a < 2 && !op->fused; a++) {
+    for (int tr = 0; tr < 8 && !op->fused; tr++) {  // bias type x algorithm x NaN mode
+        const int bt = tr >> 2, a = (tr >> 1) & 1, ai = tr & 1;
+        cudnnActivationDescriptor_t act = op->o.relu ? p->relu_act[ai] : p->ident_act[ai];
+        if (set_4d(&op->biasd, btypes[bt], 1, K, 1, 1) != DLP_OK) {
+            dlp_err_clear();
+            continue;
+        }
+        {
             if (!op->o.relu && algos[a] != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) continue;
             size_t wsz = 0;
             if (cudnnGetConvolutionForwardWorkspaceSize(p->dnn, op->xd, op->wd, op->cd[DLP_CUCONV_FWD_FUSED], op->yd,
@@ -652,6 +685,7 @@ static dlp_status setup_conv_infer(cu_plan *p, cu_op *op) {
             (void)cudaGetLastError();
             if (s == CUDNN_STATUS_SUCCESS && e == cudaSuccess) {
                 op->fused = bt == 0 ? 1 : 2;  // 1: bias in the data type, 2: fp32 bias
+                op->act = ai;
                 op->algo[DLP_CUCONV_FWD_FUSED] = algos[a];
                 op->ws[DLP_CUCONV_FWD_FUSED] = wsz;
             } else {
@@ -699,11 +733,13 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
     DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&p->copy_stream, cudaStreamNonBlocking), fail);
     DLP_CUDNN_GOTO(st, cudnnCreate(&p->dnn), fail);
     DLP_CUDNN_GOTO(st, cudnnSetStream(p->dnn, p->stream), fail);
-    DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->relu_act), fail);
-    DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->relu_act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0), fail);
-    DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->ident_act), fail);
-    DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->ident_act, CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0.0),
-                   fail);
+    for (int i = 0; i < 2; i++) {
+        cudnnNanPropagation_t nan = i ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN;
+        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->relu_act[i]), fail);
+        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->relu_act[i], CUDNN_ACTIVATION_RELU, nan, 0.0), fail);
+        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->ident_act[i]), fail);
+        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->ident_act[i], CUDNN_ACTIVATION_IDENTITY, nan, 0.0), fail);
+    }
     for (int i = 0; i < 2; i++) {
         DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cstart[i]), fail);
         DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cdone[i]), fail);
@@ -830,7 +866,16 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
         if (op->o.kind != DLP_CUOP_CONV) continue;
         DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_FWD, find_ws, find_ws_bytes), fail);
         if (p->train) {
-            DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes), fail);
+            if (op->o.in == 0) {  // only for get_input_grad: a refusal makes that unavailable, not the plan
+                op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                if (choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes) != DLP_OK) {
+                    DLP_DEBUG("cuda: no data-gradient algorithm for %s: %s", p->net.layers[op->o.layer].name, dlp_err_msg());
+                    op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                    dlp_err_clear();
+                }
+            } else {
+                DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes), fail);
+            }
             DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_FILTER, find_ws, find_ws_bytes), fail);
         }
     }
@@ -903,8 +948,10 @@ static void plan_free(dlp_plan *pl) {
         }
         free(p->ops);
     }
-    if (p->relu_act) cudnnDestroyActivationDescriptor(p->relu_act);
-    if (p->ident_act) cudnnDestroyActivationDescriptor(p->ident_act);
+    for (int i = 0; i < 2; i++) {
+        if (p->relu_act[i]) cudnnDestroyActivationDescriptor(p->relu_act[i]);
+        if (p->ident_act[i]) cudnnDestroyActivationDescriptor(p->ident_act[i]);
+    }
     if (p->blas && p->bl) p->bl->destroy(p->blas);
     if (p->dnn) cudnnDestroy(p->dnn);
     for (int i = 0; i < p->nallocs; i++) cudaFree(p->allocs[i]);
@@ -1014,7 +1061,7 @@ static dlp_status op_forward(cu_plan *p, cu_op *op, dlp_pass pass) {
             DLP_CUDNN(cudnnConvolutionBiasActivationForward(
                 p->dnn, &k_one, op->xd, x->data, op->wd, op->wfold, op->cd[DLP_CUCONV_FWD_FUSED],
                 op->algo[DLP_CUCONV_FWD_FUSED], p->ws, p->ws_bytes, &alpha2, op->yd, z ? z : y->data, op->biasd,
-                op->fused == 1 ? op->bfold_c : (void *)op->bfold, op->o.relu ? p->relu_act : p->ident_act, op->yd,
+                op->fused == 1 ? op->bfold_c : (void *)op->bfold, op->o.relu ? p->relu_act[op->act] : p->ident_act[op->act], op->yd,
                 y->data));
             return DLP_OK;
         }
@@ -1066,7 +1113,7 @@ static dlp_status bn_forward_cudnn(cu_plan *p, cu_op *op) {
     DLP_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
         p->dnn, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, op->bnops, &k_one, &k_zero, d, x->data, z ? d : NULL, z, d,
         y->data, op->statd, p->w32 + op->gamma_off, p->w32 + op->beta_off, L->bn_momentum, p->bufs32 + op->rm_off,
-        p->bufs32 + op->rv_off, L->bn_eps, op->save_mean, op->save_invstd, op->o.relu ? p->relu_act : NULL, p->ws,
+        p->bufs32 + op->rv_off, L->bn_eps, op->save_mean, op->save_invstd, op->o.relu ? p->relu_act[op->act] : NULL, p->ws,
         op->bn_ws_fwd, op->bn_reserve, op->bn_reserve_bytes));
     return DLP_OK;
 }
@@ -1128,7 +1175,7 @@ static dlp_status op_backward(cu_plan *p, cu_op *op) {
             cudnnStatus_t st = cudnnBatchNormalizationBackwardEx(
                 p->dnn, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, op->bnops, &k_one, &k_zero, &k_one, &k_zero, d, x->data, d,
                 y->data, d, y->grad, r ? d : NULL, r ? dzp : NULL, d, dx ? dx : p->dz_tmp, op->statd, gamma, beta,
-                dgamma, dbeta, L->bn_eps, op->save_mean, op->save_invstd, op->o.relu ? p->relu_act : NULL, p->ws,
+                dgamma, dbeta, L->bn_eps, op->save_mean, op->save_invstd, op->o.relu ? p->relu_act[op->act] : NULL, p->ws,
                 op->bn_ws_bwd, op->bn_reserve, op->bn_reserve_bytes);
             if (st != CUDNN_STATUS_SUCCESS)
                 return dlp_cudnn_fail(st, __FILE__, __LINE__, "cudnnBatchNormalizationBackwardEx");
@@ -1497,7 +1544,11 @@ static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
     DLP_CU(cudaSetDevice(p->dev));
     for (int j = p->ol.nops - 1; j >= 0; j--) {  // the data gradients backward skipped (convs reading the input)
         const cu_op *op = &p->ops[j];
-        if (op->o.kind == DLP_CUOP_CONV && op->o.in == 0) DLP_CHECK(conv_bwd_data(p, op, op->o.acc_in_deferred));
+        if (op->o.kind != DLP_CUOP_CONV || op->o.in != 0) continue;
+        if (op->algo[DLP_CUCONV_BWD_DATA] < 0)
+            return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: cuDNN offers no data-gradient algorithm for %s's input",
+                           p->net.layers[op->o.layer].name);
+        DLP_CHECK(conv_bwd_data(p, op, op->o.acc_in_deferred));
     }
     float S = 1.f;
     if (p->loss_scaling) DLP_CU(cudaMemcpyAsync(&S, p->scale_d, sizeof S, cudaMemcpyDeviceToHost, p->stream));

@@ -580,5 +580,9 @@ int main(void) {
         cmocka_unit_test(test_input_pipeline),
 #endif
     };
+    // DLPERF_TEST_FILTER / DLPERF_TEST_SKIP: glob patterns of test names (bench/gpu.sh narrows a rerun with them)
+    const char *f = getenv("DLPERF_TEST_FILTER"), *k = getenv("DLPERF_TEST_SKIP");
+    if (f && *f) cmocka_set_test_filter(f);
+    if (k && *k) cmocka_set_skip_filter(k);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
