@@ -10,7 +10,8 @@
 #   5 dlperf   the same with `dlperf gpu bench` (and training with the per-step pinned host-to-device copy)
 #   6 train    `dlperf train` on synthetic JPEGs through the real pipeline (16 cores): the data-stall fraction
 #   7 profile  `dlperf gpu probe`: the H200 profile (H2D bandwidth, step time against batch size)
-#   8 summary  a table with the ratios dlperf/PyTorch and every part's status
+#   8 sanitize compute-sanitizer memcheck over the single-op checks, if the tool is there and time is left
+#   9 summary  a table with the ratios dlperf/PyTorch and every part's status
 # Each part is bounded with `timeout` inside one overall deadline; a failing part does not stop the others.
 # Results go to $OUT (the device tool returns at most 8 files from there; outside that tool: out/gpu-<date>/).
 #
@@ -202,6 +203,17 @@ profile() {
 }
 export -f profile
 [ -n "$B" ] && part profile 150 10 profile
+
+# ---- 7b: memory checker over the single-op checks, if the machine has it and time is left ----------------------------
+sanitize() {
+  local cs; cs=$(command -v compute-sanitizer || ls "$CUDA_HOME"/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$cs" ] || { echo "skipped: no compute-sanitizer here"; return 77; }
+  DLPERF_TEST_FILTER='test_ops*' DLPERF_CUDA_GRAPHS=0 dl "$cs" --tool memcheck --error-exitcode 9 \
+    "$B/tests/test_cuda_backend" 2>&1 | tail -40 | tee "$WORK/sanitize.log"
+  return "${PIPESTATUS[0]}"
+}
+export -f sanitize
+[ -n "$B" ] && part sanitize 90 0 sanitize
 
 # ---- 8: summary, and what comes back (the device tool returns at most 8 files) ------------------------------------
 "$PY" bench/gpu_report.py "$WORK" --json "$OUT/summary.json" || echo "(bench/gpu_report.py failed; the raw results are in the tarball)"
