@@ -48,10 +48,18 @@ static void wait_until(int64_t deadline) {
 
 static int64_t ns(double s) { return (int64_t)llround(s * 1e9); }
 
-// Runs `dur` seconds of device work starting when both the caller and the device are ready; returns its end.
+// An op issued within this time after the device became free follows the previous op directly, as queued work
+// does on a GPU: the wake-up latency of the sleep does not accumulate into the device's timeline.
+#define SIM_CHAIN_NS 300000LL
+
+static int64_t op_start(const sim_plan *p, int64_t now) {
+    if (now <= p->busy_until || (p->busy_until > 0 && now - p->busy_until < SIM_CHAIN_NS)) return p->busy_until;
+    return now;
+}
+
+// Runs `dur` seconds of device work starting when both the caller and the device are ready; returns its start.
 static int64_t run_op(sim_plan *p, double dur) {
-    int64_t now = dlp_now_ns();
-    int64_t start = now > p->busy_until ? now : p->busy_until;
+    int64_t start = op_start(p, dlp_now_ns());
     p->busy_until = start + ns(dur);
     wait_until(p->busy_until);
     return start;
@@ -234,8 +242,7 @@ static dlp_status sim_backward(dlp_plan *bp, const float *dy) {
     sim_plan *p = (sim_plan *)bp;
     (void)dy;
     if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "sim: backward on an inference plan");
-    int64_t now = dlp_now_ns();
-    int64_t start = now > p->busy_until ? now : p->busy_until;
+    int64_t start = op_start(p, dlp_now_ns());
     int64_t dur = ns(p->st.bwd_s);
     p->busy_until = start + dur;
     if (p->on_bucket && p->param_count > 0) {

@@ -125,7 +125,8 @@ int dlp_cli_catalog(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     const char *what = rest < argc ? argv[rest] : "systems";
     if (rest + 1 < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "catalog: one section at a time"));
-    static const char *const k_sections[] = {"gpus", "cpus", "systems", "throughput", "datasets", "pipelines", "sources"};
+    // In the order of dlp_catalog.roots (the files as loaded).
+    static const char *const k_sections[] = {"sources", "gpus", "cpus", "systems", "throughput", "datasets", "pipelines"};
     int sec = -1;
     for (int i = 0; i < 7; i++)
         if (strcmp(what, k_sections[i]) == 0) sec = i;
@@ -141,13 +142,13 @@ int dlp_cli_catalog(int argc, char **argv) {
     } else {
         printf("catalog %s: %s (every figure's source: dlperf catalog sources)\n\n", c->dir, what);
         switch (sec) {
-        case 0: list_gpus(c); break;
-        case 1: list_cpus(c); break;
-        case 2: list_systems(c); break;
-        case 3: list_throughput(c); break;
-        case 4: list_datasets(c); break;
-        case 5: list_pipelines(c); break;
-        default: list_sources(c); break;
+        case 0: list_sources(c); break;
+        case 1: list_gpus(c); break;
+        case 2: list_cpus(c); break;
+        case 3: list_systems(c); break;
+        case 4: list_throughput(c); break;
+        case 5: list_datasets(c); break;
+        default: list_pipelines(c); break;
         }
     }
     dlp_catalog_free(c);

@@ -53,7 +53,14 @@ static const char *dur(double s, char *buf, size_t len) {
 }
 
 // The device to predict for: --device (sim:<gpu>[,opts], a GPU name, cpu, cuda) or the profile's first one.
-static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, dlp_device_profile *d) {
+static int sim_spec_plain(const dlp_sim_spec *s) {
+    return s->scale == 1 && s->t0_s < 0 && s->pcie_bytes_per_s == 0 && s->overlap < 0 && s->img_per_s == 0;
+}
+
+// *plain: the device is a GPU as the catalog or a measured profile has it (published figures apply).
+static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, dlp_device_profile *d,
+                              int *plain) {
+    *plain = 1;
     if (!spec || !spec[0]) {
         if (p->ndevices == 0)
             return DLP_ERR(DLP_ERR_INVALID, "profile %s has no devices; give --device cpu or sim:<gpu>", p->id);
@@ -63,6 +70,7 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
     if (strncmp(spec, "sim:", 4) == 0) {
         dlp_sim_spec s;
         DLP_CHECK(dlp_sim_spec_parse(spec + 4, &s));
+        *plain = sim_spec_plain(&s);
         return dlp_sim_device(&s, cat, d);
     }
     if (strcmp(spec, "cuda") == 0) {
@@ -84,6 +92,7 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
                        "measured by dlperf probe)", p->id);
     dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options
     DLP_CHECK(dlp_sim_spec_parse(spec, &s));
+    *plain = sim_spec_plain(&s);
     return dlp_sim_device(&s, cat, d);
 }
 
@@ -105,7 +114,8 @@ static void print_header(const dlp_profile *p, const dlp_device_profile *d, cons
 }
 
 static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const dlp_device_profile *d,
-                             const dlp_workload *w, const dlp_prediction *o, const dlp_cost *cost, json_t *pub_out) {
+                             const dlp_workload *w, const dlp_prediction *o, const dlp_cost *cost, int plain,
+                             json_t *pub_out) {
     char b1[32], b2[32], b3[32];
     print_header(p, d, w, o);
     printf("\n  %-16s %14s %12s  %s\n", "stage", "capacity img/s", "per device", "detail");
@@ -122,8 +132,10 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     if (o->first_epoch_s > o->epoch_s * 1.001) printf(" (first epoch %s, cold)", dur(o->first_epoch_s, b3, sizeof b3));
     printf(", %d epochs %s\n", w->epochs, dur(o->total_s, b1, sizeof b1));
     // Published figures for this GPU, task and precision: single-GPU ones per device, whole-run ones as a whole.
+    // Only for the GPU as published: ResNet-50 at 224x224, 1000 classes, no sim options.
     const dlp_gpu_spec *g = NULL;
-    for (int i = 0; cat && i < cat->ngpus; i++)
+    int comparable = plain && fabs(o->work_ratio - 1) < 1e-9 && w->classes == 1000;
+    for (int i = 0; comparable && cat && i < cat->ngpus; i++)
         if (strcmp(cat->gpus[i].id, d->name) == 0) g = &cat->gpus[i];
     int N = o->devices * o->nodes;
     for (int i = 0; g && i < cat->npublished; i++) {
@@ -152,7 +164,7 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     printf("\n");
     const char *label = o->bottleneck == DLP_STAGE_COMPUTE ? "verdict:" : "fix:";
     for (int i = 0; i < o->nfix; i++) printf("  %-8s %s\n", i == 0 ? label : "", o->fix[i]);
-    printf("  (* the figure the device's profile is built from; the prediction is at batch %d)\n", o->batch);
+    if (g) printf("  (* the figure the device's profile is built from; the prediction is at batch %d)\n", o->batch);
     if (cost->known)
         printf("  cost: $%.2f/h (%s) -> $%.3f per million images, $%.2f per epoch, $%s for %d epochs%s\n",
                cost->usd_per_hour, cost->basis, cost->usd_per_million_images, cost->usd_per_epoch,
@@ -302,7 +314,8 @@ int dlp_cli_predict(int argc, char **argv) {
         if (op.price > 0) p->cost.price_usd = op.price;
         if (op.power > 0) p->cost.power_w = op.power;
         if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
-        st = pick_device(cat, p, op.device, d);
+        int plain = 1;
+        st = pick_device(cat, p, op.device, d, &plain);
         if (st) break;
         dlp_workload w;
         st = build_workload(&op, table, cat, p, d, &w);
@@ -340,7 +353,7 @@ int dlp_cli_predict(int argc, char **argv) {
             else
                 printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
         } else {
-            print_prediction(cat, p, d, &w, o, &cost, pub);
+            print_prediction(cat, p, d, &w, o, &cost, plain, pub);
         }
         json_object_set_new(e, "prediction", dlp_prediction_to_json(o));
         json_object_set_new(e, "cost", dlp_cost_to_json(&cost));

@@ -51,7 +51,9 @@ dlp_status dlp_catalog_default_dir(char *buf, size_t len) {
         for (int i = 0; i < 4; i++) {
             snprintf(probe, sizeof probe, "%s%s/catalog/gpus.json", exe, k_up[i]);
             if (dlp_path_exists(probe)) {
-                snprintf(buf, len, "%s%s/catalog", exe, k_up[i]);
+                snprintf(probe, sizeof probe, "%s%s/catalog", exe, k_up[i]);
+                char real[PATH_MAX];
+                snprintf(buf, len, "%s", realpath(probe, real) ? real : probe);
                 return DLP_OK;
             }
         }

@@ -77,6 +77,16 @@ static void set_stage(dlp_prediction *o, dlp_stage s, double cap, const char *fm
     va_end(ap);
 }
 
+// "1.25 GB/s" or "37 MB/s" into a small rotating buffer (up to 4 in one printf).
+static const char *rate_str(double bytes_per_s) {
+    static _Thread_local char bufs[4][32];
+    static _Thread_local int k;
+    char *b = bufs[k++ & 3];
+    if (bytes_per_s >= 1e9) snprintf(b, 32, "%.2f GB/s", bytes_per_s / 1e9);
+    else snprintf(b, 32, "%.1f MB/s", bytes_per_s / 1e6);
+    return b;
+}
+
 static double dmin(double a, double b) { return a < b ? a : b; }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
@@ -202,7 +212,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->workers_total = W;
     o->loader_cores = free_cores;
     o->loader_parallelism = dlp_loader_parallelism(h, pp, free_cores, W);
-    set_stage(o, DLP_STAGE_PREP, o->loader_parallelism / c, "%d threads on %.1f cores (%.2f thread-equivalents), "
+    set_stage(o, DLP_STAGE_PREP, o->loader_parallelism / c, "%d thread(s) on %.1f cores (%.2f thread-equivalents), "
               "%.2f ms CPU per image (read %.2f, decode %.2f, augment %.2f)", W, free_cores, o->loader_parallelism,
               c * 1e3, o->read_cpu_s * 1e3, o->decode_cpu_s * 1e3, o->augment_cpu_s * 1e3);
 
@@ -229,7 +239,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->io_wait_s_per_image = w_io;
     if (w_io > 0) {
         double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, free_cores)));
-        set_stage(o, DLP_STAGE_IOWAIT, W / (c / eff + w_io), "%d threads, each %.2f ms CPU + %.2f ms waiting per image",
+        set_stage(o, DLP_STAGE_IOWAIT, W / (c / eff + w_io), "%d thread(s), each %.2f ms CPU + %.2f ms waiting per image",
                   W, c / eff * 1e3, w_io * 1e3);
     }
     if (h->mem_bw_bytes_per_s > 0) {
@@ -320,12 +330,12 @@ static void write_fixes(const dlp_profile *p, const dlp_device_profile *dev, con
         break;
     case DLP_STAGE_READ:
         if (w->read_limit_bytes_per_s > 0)
-            add_fix(o, "the read-rate limit (%.1f MB/s) sets the pace: the %s need %.1f MB/s of reads",
-                    w->read_limit_bytes_per_s / 1e6, unit, o->storage_bytes_per_s_needed / 1e6);
+            add_fix(o, "the read-rate limit (%s) sets the pace: the %s need %s of reads",
+                    rate_str(w->read_limit_bytes_per_s), unit, rate_str(o->storage_bytes_per_s_needed));
         else
-            add_fix(o, "storage reads set the pace: the %s need %.2f GB/s, the storage gives %.2f GB/s; use faster "
+            add_fix(o, "storage reads set the pace: the %s need %s, the storage gives %s; use faster "
                     "storage, or keep the dataset in the page cache (%.0f GB; it holds %.0f GB)", unit,
-                    o->storage_bytes_per_s_needed / 1e9, p->storage.cold_read_bytes_per_s / 1e9,
+                    rate_str(o->storage_bytes_per_s_needed), rate_str(p->storage.cold_read_bytes_per_s),
                     o->page_cache_bytes_needed / 1e9, p->storage.page_cache_bytes / 1e9);
         break;
     case DLP_STAGE_HOSTMEM:
@@ -336,9 +346,9 @@ static void write_fixes(const dlp_profile *p, const dlp_device_profile *dev, con
                 "loader cycles per image (smaller images, a cheaper pipeline), speed it up", o->device_img_per_s);
         break;
     case DLP_STAGE_H2D:
-        add_fix(o, "host-to-device copies set the pace: %.2f GB/s needed per device, the link gives %.2f GB/s; send "
-                "uint8 images (4x less than fp32) or use a faster host link", o->h2d_bytes_per_s_needed / 1e9,
-                o->h2d_bytes_per_s / 1e9);
+        add_fix(o, "host-to-device copies set the pace: %s needed per device, the link gives %s; send "
+                "uint8 images (4x less than fp32) or use a faster host link", rate_str(o->h2d_bytes_per_s_needed),
+                rate_str(o->h2d_bytes_per_s));
         break;
     case DLP_STAGE_ALLREDUCE:
         add_fix(o, "gradient allreduce exposes %.2f ms per step: a bus bandwidth of %.0f GB/s would hide it under "
@@ -348,12 +358,13 @@ static void write_fixes(const dlp_profile *p, const dlp_device_profile *dev, con
     default:
         break;
     }
-    if (o->bottleneck != DLP_STAGE_COMPUTE && o->bottleneck != DLP_STAGE_H2D && o->bottleneck != DLP_STAGE_ALLREDUCE)
+    if (o->bottleneck != DLP_STAGE_COMPUTE && o->bottleneck != DLP_STAGE_H2D && o->bottleneck != DLP_STAGE_ALLREDUCE &&
+        o->bottleneck != DLP_STAGE_SHARED_CPU)
         add_fix(o, "the %s would run %.0f img/s (%.0f per device) if fed: the data stall is %.0f%% of the time",
                 unit, o->busy_img_per_s, o->busy_img_per_s / n, 100 * o->data_stall_fraction);
     if (o->bottleneck != DLP_STAGE_READ && o->storage_cold)
-        add_fix(o, "cold reads need %.2f GB/s at full speed (the storage gives %.2f GB/s)",
-                o->storage_bytes_per_s_needed / 1e9, p->storage.cold_read_bytes_per_s / 1e9);
+        add_fix(o, "cold reads need %s at full speed (the storage gives %s)",
+                rate_str(o->storage_bytes_per_s_needed), rate_str(p->storage.cold_read_bytes_per_s));
 }
 
 dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, dlp_prediction *out) {
