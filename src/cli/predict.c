@@ -166,9 +166,9 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     for (int i = 0; i < o->nfix; i++) printf("  %-8s %s\n", i == 0 ? label : "", o->fix[i]);
     if (g) printf("  (* the figure the device's profile is built from; the prediction is at batch %d)\n", o->batch);
     if (cost->known)
-        printf("  cost: $%.2f/h (%s) -> $%.3f per million images, $%.2f per epoch, $%s for %d epochs%s\n",
-               cost->usd_per_hour, cost->basis, cost->usd_per_million_images, cost->usd_per_epoch,
-               grp(cost->usd_total, b1, sizeof b1), w->epochs, cost->kwh_per_epoch > 0 ? "" : "");
+        printf("  cost: $%.2f/h (%s) -> $%.3f per million images, $%.*f per epoch, $%.2f for %d epochs\n",
+               cost->usd_per_hour, cost->basis, cost->usd_per_million_images, cost->usd_per_epoch < 1 ? 4 : 2,
+               cost->usd_per_epoch, cost->usd_total, w->epochs);
     else
         printf("  cost: %s\n", cost->basis);
     if (cost->known && cost->kwh_per_epoch > 0) printf("        energy %.2f kWh per epoch\n", cost->kwh_per_epoch);
@@ -348,8 +348,10 @@ int dlp_cli_predict(int argc, char **argv) {
                    grp(o->cluster_img_per_s, b1, sizeof b1), grp(o->per_device_img_per_s, b2, sizeof b2),
                    dlp_stage_name(o->bottleneck), 100 * o->data_stall_fraction, dur(o->epoch_s, b3, sizeof b3));
             if (cost.known)
-                printf(" %9.2f %9.3f %9.2f %11s\n", cost.usd_per_hour, cost.usd_per_million_images, cost.usd_per_epoch,
-                       grp(cost.usd_total, b4, sizeof b4));
+                printf(" %9.2f %9.3f %9.*f %11s\n", cost.usd_per_hour, cost.usd_per_million_images,
+                       cost.usd_per_epoch < 1 ? 4 : 2, cost.usd_per_epoch,
+                       cost.usd_total < 10 ? (snprintf(b4, sizeof b4, "%.2f", cost.usd_total), b4)
+                                           : grp(cost.usd_total, b4, sizeof b4));
             else
                 printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
         } else {
