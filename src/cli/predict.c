@@ -311,7 +311,10 @@ int dlp_cli_predict(int argc, char **argv) {
             if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
         }
         if (st) break;
-        if (op.price > 0) p->cost.price_usd = op.price;
+        if (op.price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
+            p->cost.price_usd = op.price;
+            if (op.usd_h <= 0) p->cost.usd_per_hour = p->cost.usd_per_hour_alt = 0;
+        }
         if (op.power > 0) p->cost.power_w = op.power;
         if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
         int plain = 1;
