@@ -32,14 +32,21 @@ typedef struct ref_plan {
     double *bn_mean, *bn_invstd;  // saved batch statistics; per BN layer at bn_off[i]
     int64_t *bn_off;
     float *dlogits;       // (batch, classes)
-    double *scratch;      // per thread: scratch_elems doubles
+    double *scratch;      // per thread: scratch_elems doubles (an input plane for col2im)
     int64_t scratch_elems;
+    float *col;           // transposed im2col of one sample: max over convs of (OH*OW, C*R*R)
+    double *dcol;         // its gradient (training plans)
+    double *wacc;         // weight-gradient accumulator: max over convs of K*C*R*R (training plans)
     dlp_bucket *buckets;
     int nbuckets;
     int64_t bucket_elems;
     void (*on_bucket)(void *ctx, int64_t offset, int64_t count);
     void *bucket_ctx;
 } ref_plan;
+
+// Threads for a loop of `work` element operations: small loops run on one thread (a parallel region costs
+// microseconds, and much more when the CPUs are shared).
+static inline int nthr(const ref_plan *p, double work) { return work >= 262144.0 ? p->nthreads : 1; }
 
 static inline int64_t numel(const dlp_layer *l) { return (int64_t)l->c * l->h * l->w; }
 
@@ -69,100 +76,142 @@ static conv_shape conv_shape_of(const ref_plan *p, const dlp_layer *l, int n) {
     return s;
 }
 
+// The convolutions go through a transposed im2col: for one sample, colT (OH*OW, C*R*R) holds in row p the
+// input pixels output position p sees through each kernel tap q = (c, r, t) (0 where a tap falls in the
+// padding). Then, with double accumulators,
+//   forward         y[k, p]  = sum_q w[k, q] colT[p, q]                 (dot products)
+//   backward weight dw[k, q] = sum_n sum_p dy[n, k, p] colT_n[p, q]
+//   backward data   dcolT[p, q] = sum_k dy[k, p] w[k, q],  dx = col2im(dcolT)
+// Loops are tiled over blocks of positions so that a block of colT stays in cache while all of w streams by.
+enum { CONV_PB = 16, CONV_KB = 8, CONV_QB = 512 };
+
+static void im2col_t(ref_plan *p, const conv_shape *s, const float *x, float *colT) {
+    const int64_t P = (int64_t)s->oh * s->ow;
+    const int Q = s->c * s->r * s->r;
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)P * Q))
+    for (int64_t pi = 0; pi < P; pi++) {
+        const int oh = (int)(pi / s->ow), ow = (int)(pi % s->ow);
+        float *row = colT + pi * Q;
+        for (int c = 0; c < s->c; c++) {
+            const float *xc = x + (int64_t)c * s->h * s->w;
+            for (int r = 0; r < s->r; r++) {
+                const int ih = oh * s->stride - s->pad + r;
+                for (int t = 0; t < s->r; t++) {
+                    const int iw = ow * s->stride - s->pad + t;
+                    *row++ = (ih >= 0 && ih < s->h && iw >= 0 && iw < s->w) ? xc[(int64_t)ih * s->w + iw] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
 // y (N, K, OH, OW) = conv(x (N, C, H, W), w (K, C, R, R))
 static void conv_fwd(ref_plan *p, const conv_shape *s, const float *x, const float *w, float *y) {
-    const int64_t plane = (int64_t)s->oh * s->ow;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+    const int64_t P = (int64_t)s->oh * s->ow;
+    const int Q = s->c * s->r * s->r;
+    const int64_t nblk = (P + CONV_PB - 1) / CONV_PB;
+    const int nkb = (s->k + CONV_KB - 1) / CONV_KB;
     for (int n = 0; n < s->n; n++) {
-        for (int k = 0; k < s->k; k++) {
-            double *acc = p->scratch + (int64_t)omp_get_thread_num() * p->scratch_elems;
-            memset(acc, 0, (size_t)plane * sizeof *acc);
-            for (int c = 0; c < s->c; c++) {
-                const float *xc = x + ((int64_t)n * s->c + c) * s->h * s->w;
-                const float *wk = w + ((int64_t)k * s->c + c) * s->r * s->r;
-                for (int r = 0; r < s->r; r++) {
-                    int oh0, oh1;
-                    tap_range(r, s->stride, s->pad, s->h, s->oh, &oh0, &oh1);
-                    for (int t = 0; t < s->r; t++) {
-                        int ow0, ow1;
-                        tap_range(t, s->stride, s->pad, s->w, s->ow, &ow0, &ow1);
-                        const double wv = wk[r * s->r + t];
-                        for (int oh = oh0; oh <= oh1; oh++) {
-                            const float *xr = xc + (int64_t)(oh * s->stride - s->pad + r) * s->w - s->pad + t;
-                            double *ar = acc + (int64_t)oh * s->ow;
-                            const int st = s->stride;
-#pragma omp simd
-                            for (int ow = ow0; ow <= ow1; ow++) ar[ow] += wv * xr[ow * st];
-                        }
-                    }
-                }
-            }
-            float *yp = y + ((int64_t)n * s->k + k) * plane;
-            for (int64_t i = 0; i < plane; i++) yp[i] = (float)acc[i];
-        }
-    }
-}
-
-// dx (N, C, H, W) += conv_transpose(dy (N, K, OH, OW), w)
-static void conv_bwd_data(ref_plan *p, const conv_shape *s, const float *dy, const float *w, float *dx) {
-    const int64_t plane = (int64_t)s->h * s->w;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
-    for (int n = 0; n < s->n; n++) {
-        for (int c = 0; c < s->c; c++) {
-            double *acc = p->scratch + (int64_t)omp_get_thread_num() * p->scratch_elems;
-            memset(acc, 0, (size_t)plane * sizeof *acc);
-            for (int k = 0; k < s->k; k++) {
-                const float *dyk = dy + ((int64_t)n * s->k + k) * s->oh * s->ow;
-                const float *wk = w + ((int64_t)k * s->c + c) * s->r * s->r;
-                for (int r = 0; r < s->r; r++) {
-                    int oh0, oh1;
-                    tap_range(r, s->stride, s->pad, s->h, s->oh, &oh0, &oh1);
-                    for (int t = 0; t < s->r; t++) {
-                        int ow0, ow1;
-                        tap_range(t, s->stride, s->pad, s->w, s->ow, &ow0, &ow1);
-                        const double wv = wk[r * s->r + t];
-                        for (int oh = oh0; oh <= oh1; oh++) {
-                            double *ar = acc + (int64_t)(oh * s->stride - s->pad + r) * s->w - s->pad + t;
-                            const float *dr = dyk + (int64_t)oh * s->ow;
-                            const int st = s->stride;
-#pragma omp simd
-                            for (int ow = ow0; ow <= ow1; ow++) ar[ow * st] += wv * dr[ow];
-                        }
-                    }
-                }
-            }
-            float *dp = dx + ((int64_t)n * s->c + c) * plane;
-            for (int64_t i = 0; i < plane; i++) dp[i] += (float)acc[i];
-        }
-    }
-}
-
-// dw (K, C, R, R) = sum over n, oh, ow of dy (N, K, OH, OW) x shifted x (N, C, H, W)
-static void conv_bwd_weights(ref_plan *p, const conv_shape *s, const float *dy, const float *x, float *dw) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
-    for (int k = 0; k < s->k; k++) {
-        for (int c = 0; c < s->c; c++) {
-            for (int r = 0; r < s->r; r++) {
-                int oh0, oh1;
-                tap_range(r, s->stride, s->pad, s->h, s->oh, &oh0, &oh1);
-                for (int t = 0; t < s->r; t++) {
-                    int ow0, ow1;
-                    tap_range(t, s->stride, s->pad, s->w, s->ow, &ow0, &ow1);
-                    double sum = 0;
-                    for (int n = 0; n < s->n; n++) {
-                        const float *dyk = dy + ((int64_t)n * s->k + k) * s->oh * s->ow;
-                        const float *xc = x + ((int64_t)n * s->c + c) * s->h * s->w;
-                        for (int oh = oh0; oh <= oh1; oh++) {
-                            const float *dr = dyk + (int64_t)oh * s->ow;
-                            const float *xr = xc + (int64_t)(oh * s->stride - s->pad + r) * s->w - s->pad + t;
-                            const int st = s->stride;
+        im2col_t(p, s, x + (int64_t)n * s->c * s->h * s->w, p->col);
+        const float *colT = p->col;
+        float *yn = y + (int64_t)n * s->k * P;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)P * Q * s->k))
+        for (int64_t b = 0; b < nblk; b++) {
+            for (int kb = 0; kb < nkb; kb++) {
+                const int64_t p0 = b * CONV_PB, p1 = p0 + CONV_PB < P ? p0 + CONV_PB : P;
+                const int k0 = kb * CONV_KB, k1 = k0 + CONV_KB < s->k ? k0 + CONV_KB : s->k;
+                for (int k = k0; k < k1; k++) {
+                    const float *wk = w + (int64_t)k * Q;
+                    for (int64_t pi = p0; pi < p1; pi++) {
+                        const float *cp = colT + pi * Q;
+                        double sum = 0;
 #pragma omp simd reduction(+ : sum)
-                            for (int ow = ow0; ow <= ow1; ow++) sum += (double)dr[ow] * xr[ow * st];
-                        }
+                        for (int q = 0; q < Q; q++) sum += (double)wk[q] * cp[q];
+                        yn[(int64_t)k * P + pi] = (float)sum;
                     }
-                    dw[(((int64_t)k * s->c + c) * s->r + r) * s->r + t] = (float)sum;
                 }
             }
+        }
+    }
+}
+
+// dw (K, C, R, R) = sum over n and output positions of dy (N, K, OH, OW) times colT_n
+static void conv_bwd_weights(ref_plan *p, const conv_shape *s, const float *dy, const float *x, float *dw) {
+    const int64_t P = (int64_t)s->oh * s->ow;
+    const int Q = s->c * s->r * s->r;
+    const int nkb = (s->k + CONV_KB - 1) / CONV_KB;
+    double *acc = p->wacc;  // (K, Q)
+    memset(acc, 0, (size_t)((int64_t)s->k * Q) * sizeof *acc);
+    for (int n = 0; n < s->n; n++) {
+        im2col_t(p, s, x + (int64_t)n * s->c * s->h * s->w, p->col);
+        const float *colT = p->col;
+        const float *dyn = dy + (int64_t)n * s->k * P;
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)P * Q * s->k))
+        for (int kb = 0; kb < nkb; kb++) {
+            const int k0 = kb * CONV_KB, k1 = k0 + CONV_KB < s->k ? k0 + CONV_KB : s->k;
+            for (int64_t p0 = 0; p0 < P; p0 += CONV_PB) {
+                const int64_t p1 = p0 + CONV_PB < P ? p0 + CONV_PB : P;
+                for (int k = k0; k < k1; k++) {
+                    double *ak = acc + (int64_t)k * Q;
+                    for (int64_t pi = p0; pi < p1; pi++) {
+                        const double d = dyn[(int64_t)k * P + pi];
+                        if (d == 0.0) continue;
+                        const float *cp = colT + pi * Q;
+#pragma omp simd
+                        for (int q = 0; q < Q; q++) ak[q] += d * cp[q];
+                    }
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < (int64_t)s->k * Q; i++) dw[i] = (float)acc[i];
+}
+
+// dx (N, C, H, W) += col2im(dcolT), dcolT (OH*OW, C*R*R) = dy^T w, in double
+static void conv_bwd_data(ref_plan *p, const conv_shape *s, const float *dy, const float *w, float *dx) {
+    const int64_t P = (int64_t)s->oh * s->ow, HW = (int64_t)s->h * s->w;
+    const int Q = s->c * s->r * s->r, RR = s->r * s->r;
+    const int64_t nblk = (P + CONV_PB - 1) / CONV_PB;
+    const int nqb = (Q + CONV_QB - 1) / CONV_QB;
+    double *dcol = p->dcol;
+    for (int n = 0; n < s->n; n++) {
+        const float *dyn = dy + (int64_t)n * s->k * P;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)P * Q * s->k))
+        for (int64_t b = 0; b < nblk; b++) {
+            for (int qb = 0; qb < nqb; qb++) {
+                const int64_t p0 = b * CONV_PB, p1 = p0 + CONV_PB < P ? p0 + CONV_PB : P;
+                const int q0 = qb * CONV_QB, q1 = q0 + CONV_QB < Q ? q0 + CONV_QB : Q;
+                for (int64_t pi = p0; pi < p1; pi++) memset(dcol + pi * Q + q0, 0, (size_t)(q1 - q0) * sizeof *dcol);
+                for (int k = 0; k < s->k; k++) {
+                    const float *wk = w + (int64_t)k * Q;
+                    for (int64_t pi = p0; pi < p1; pi++) {
+                        const double d = dyn[(int64_t)k * P + pi];
+                        if (d == 0.0) continue;
+                        double *dp = dcol + pi * Q;
+#pragma omp simd
+                        for (int q = q0; q < q1; q++) dp[q] += d * wk[q];
+                    }
+                }
+            }
+        }
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)P * Q))
+        for (int c = 0; c < s->c; c++) {
+            double *plane = p->scratch + (int64_t)omp_get_thread_num() * p->scratch_elems;
+            memset(plane, 0, (size_t)HW * sizeof *plane);
+            for (int64_t pi = 0; pi < P; pi++) {
+                const int oh = (int)(pi / s->ow), ow = (int)(pi % s->ow);
+                const double *dp = dcol + pi * Q + (int64_t)c * RR;
+                for (int r = 0; r < s->r; r++) {
+                    const int ih = oh * s->stride - s->pad + r;
+                    if (ih < 0 || ih >= s->h) continue;
+                    for (int t = 0; t < s->r; t++) {
+                        const int iw = ow * s->stride - s->pad + t;
+                        if (iw >= 0 && iw < s->w) plane[(int64_t)ih * s->w + iw] += dp[r * s->r + t];
+                    }
+                }
+            }
+            float *dxc = dx + ((int64_t)n * s->c + c) * HW;
+            for (int64_t i = 0; i < HW; i++) dxc[i] += (float)plane[i];
         }
     }
 }
@@ -182,7 +231,7 @@ static void bn_fwd_train(ref_plan *p, int li, int n) {
     float *rvar = p->bufs + p->net.bufs[l->buf0 + 1].offset;
     double *smean = p->bn_mean + p->bn_off[li], *sinv = p->bn_invstd + p->bn_off[li];
     const double mom = l->bn_momentum, eps = l->bn_eps;
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)m * C))
     for (int c = 0; c < C; c++) {
         double sum = 0;
         for (int i = 0; i < n; i++) {
@@ -223,7 +272,7 @@ static void bn_fwd_eval(ref_plan *p, int li, int n) {
     const float *beta = p->params + p->net.params[l->param0 + 1].offset;
     const float *rmean = p->bufs + p->net.bufs[l->buf0].offset;
     const float *rvar = p->bufs + p->net.bufs[l->buf0 + 1].offset;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * C * hw))
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < C; c++) {
             const double g = gamma[c] / sqrt((double)rvar[c] + l->bn_eps), b = beta[c] - rmean[c] * g;
@@ -246,7 +295,7 @@ static void bn_bwd(ref_plan *p, int li, int n) {
     float *dgamma = p->grads + p->net.params[l->param0].offset;
     float *dbeta = p->grads + p->net.params[l->param0 + 1].offset;
     const double *smean = p->bn_mean + p->bn_off[li], *sinv = p->bn_invstd + p->bn_off[li];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)m * C))
     for (int c = 0; c < C; c++) {
         const double mean = smean[c], inv = sinv[c];
         double sdy = 0, sdyx = 0;
@@ -276,7 +325,7 @@ static void maxpool_fwd(ref_plan *p, int li, int n) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     const float *x = p->act[l->in0];
     float *y = p->act[li];
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * l->c * l->h * l->w * l->k * l->k))
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < l->c; c++) {
             const float *xp = x + ((int64_t)i * l->c + c) * xl->h * xl->w;
@@ -306,7 +355,7 @@ static void maxpool_bwd(ref_plan *p, int li, int n) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     const float *x = p->act[l->in0], *dy = p->dact[li];
     float *dx = p->dact[l->in0];
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * l->c * l->h * l->w * l->k * l->k))
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < l->c; c++) {
             const float *xp = x + ((int64_t)i * l->c + c) * xl->h * xl->w;
@@ -341,7 +390,7 @@ static void avgpool_fwd(ref_plan *p, int li, int n) {
     const int64_t hw = (int64_t)xl->h * xl->w;
     const float *x = p->act[l->in0];
     float *y = p->act[li];
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * l->c * hw))
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < l->c; c++) {
             const float *xp = x + ((int64_t)i * l->c + c) * hw;
@@ -357,7 +406,7 @@ static void avgpool_bwd(ref_plan *p, int li, int n) {
     const int64_t hw = (int64_t)xl->h * xl->w;
     const float *dy = p->dact[li];
     float *dx = p->dact[l->in0];
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * l->c * hw))
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < l->c; c++) {
             const float g = (float)(dy[(int64_t)i * l->c + c] / (double)hw);
@@ -377,7 +426,7 @@ static void fc_fwd(ref_plan *p, int li, int n) {
     const float *x = p->act[l->in0], *w = p->params + p->net.params[l->param0].offset;
     const float *b = p->params + p->net.params[l->param0 + 1].offset;
     float *y = p->act[li];
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * K * J))
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < K; k++) {
             const float *xp = x + i * J, *wp = w + k * J;
@@ -397,7 +446,7 @@ static void fc_bwd(ref_plan *p, int li, int n) {
     const float *w = p->params + p->net.params[l->param0].offset;
     float *dw = p->grads + p->net.params[l->param0].offset, *db = p->grads + p->net.params[l->param0 + 1].offset;
     float *dx = p->dact[l->in0];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)n * K * J))
     for (int k = 0; k < K; k++) {
         double sb = 0;
         for (int i = 0; i < n; i++) sb += dy[(int64_t)i * K + k];
@@ -408,7 +457,7 @@ static void fc_bwd(ref_plan *p, int li, int n) {
             dw[k * J + j] = (float)s;
         }
     }
-#pragma omp parallel for collapse(2) schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthr(p, (double)n * K * J))
     for (int i = 0; i < n; i++) {
         for (int64_t j = 0; j < J; j++) {
             double s = 0;
@@ -433,6 +482,9 @@ static void ref_plan_free(dlp_plan *base) {
     dlp_free_aligned(p->mom);
     dlp_free_aligned(p->dlogits);
     dlp_free_aligned(p->scratch);
+    dlp_free_aligned(p->col);
+    dlp_free_aligned(p->wacc);
+    dlp_free_aligned(p->dcol);
     free(p->bn_mean);
     free(p->bn_invstd);
     free(p->bn_off);
@@ -486,7 +538,7 @@ static dlp_status ref_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
     p->act = calloc((size_t)L, sizeof *p->act);
     p->bn_off = calloc((size_t)L, sizeof *p->bn_off);
     if (!p->params || !p->bufs || !p->act || !p->bn_off) goto nomem;
-    int64_t bn_total = 0, scratch = 1;
+    int64_t bn_total = 0, scratch = 1, col = 1, wacc = 1;
     for (int i = 0; i < L; i++) {
         const dlp_layer *l = &p->net.layers[i];
         p->act[i] = alloc_f32((int64_t)p->batch * numel(l));
@@ -500,6 +552,9 @@ static dlp_status ref_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
             int64_t a = (int64_t)l->h * l->w, b = (int64_t)x->h * x->w;
             if (a > scratch) scratch = a;
             if (b > scratch) scratch = b;
+            int64_t q = (int64_t)x->c * l->k * l->k;
+            if (q * a > col) col = q * a;
+            if (q * l->c > wacc) wacc = q * l->c;
         }
     }
     // Running stats start at PyTorch's values (mean 0, var 1) until set_params gives others.
@@ -508,6 +563,13 @@ static dlp_status ref_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
             for (int64_t j = 0; j < p->net.bufs[i].numel; j++) p->bufs[p->net.bufs[i].offset + j] = 1.0f;
     p->scratch_elems = (scratch + 7) & ~(int64_t)7;
     p->scratch = dlp_alloc_aligned((size_t)(p->scratch_elems * p->nthreads) * sizeof(double));
+    p->col = alloc_f32(col);
+    if (!p->col) goto nomem;
+    if (p->train) {
+        p->wacc = dlp_alloc_aligned((size_t)wacc * sizeof(double));
+        p->dcol = dlp_alloc_aligned((size_t)col * sizeof(double));
+        if (!p->wacc || !p->dcol) goto nomem;
+    }
     p->bn_mean = calloc((size_t)(bn_total ? bn_total : 1), sizeof(double));
     p->bn_invstd = calloc((size_t)(bn_total ? bn_total : 1), sizeof(double));
     if (!p->scratch || !p->bn_mean || !p->bn_invstd) goto nomem;
@@ -627,14 +689,14 @@ static dlp_status ref_forward(dlp_plan *base, dlp_pass pass) {
         case DLP_LAYER_RELU: {
             const float *x = p->act[l->in0];
             float *y = p->act[li];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)cnt))
             for (int64_t i = 0; i < cnt; i++) y[i] = x[i] > 0.0f ? x[i] : (isnan(x[i]) ? x[i] : 0.0f);
             break;
         }
         case DLP_LAYER_ADD: {
             const float *a = p->act[l->in0], *b = p->act[l->in1];
             float *y = p->act[li];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)cnt))
             for (int64_t i = 0; i < cnt; i++) y[i] = a[i] + b[i];
             break;
         }
@@ -736,16 +798,16 @@ static dlp_status ref_backward(dlp_plan *base, const float *dy) {
         case DLP_LAYER_RELU: {
             const float *y = p->act[li], *d = p->dact[li];
             float *dx = p->dact[l->in0];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)cnt))
             for (int64_t i = 0; i < cnt; i++) dx[i] += y[i] > 0.0f ? d[i] : 0.0f;
             break;
         }
         case DLP_LAYER_ADD: {
             const float *d = p->dact[li];
             float *da = p->dact[l->in0], *db = p->dact[l->in1];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)cnt))
             for (int64_t i = 0; i < cnt; i++) da[i] += d[i];
-#pragma omp parallel for schedule(static) num_threads(p->nthreads)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)cnt))
             for (int64_t i = 0; i < cnt; i++) db[i] += d[i];
             break;
         }
@@ -778,7 +840,7 @@ static dlp_status ref_update(dlp_plan *base, const dlp_sgd *hp) {
         const float wd = prm->no_decay && !hp->decay_no_decay_params ? 0.0f : hp->weight_decay;
         float *w = p->params + prm->offset, *v = p->mom + prm->offset;
         const float *g = p->grads + prm->offset;
-#pragma omp parallel for schedule(static) num_threads(p->nthreads) if (prm->numel > 65536)
+#pragma omp parallel for schedule(static) num_threads(nthr(p, (double)prm->numel))
         for (int64_t i = 0; i < prm->numel; i++) {
             float d = g[i];
             if (wd != 0.0f) d = d + wd * w[i];
