@@ -382,7 +382,12 @@ static int cmd_step(int argc, char **argv) {
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
     if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
-    if (ck_path && (st = dlp_check_new_output(ck_path, "--checkpoint"))) return dlp_cli_fail(st);
+    if (ck_path) {
+        char sp[1100];
+        dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
+        if ((st = dlp_check_new_output(ck_path, "--checkpoint")) || (st = dlp_check_new_output(sp, "--checkpoint's state")))
+            return dlp_cli_fail(st);
+    }
     const char *arg;
     const dlp_backend_ops *ops = dlp_backend_find(device, &arg);
     if (!ops) return dlp_cli_fail(dlp_err_status());
