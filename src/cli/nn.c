@@ -264,6 +264,7 @@ static int cmd_bench(int argc, char **argv) {
         res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
         json_object_set_new(res, "config", dlp_opts_to_json(opts));
         json_object_set_new(res, "backend", json_string(ops->name));
+        json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
         json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
         json_object_set_new(res, "plan_ms", json_real(plan_ms));
         json_object_set_new(res, "img_per_s", json_real(img_per_s));

@@ -184,6 +184,16 @@ def main():
                "--out", out)
         check(f"{dev}: logits", rel(load_file(out)["logits"], want_eval), TOL.get(dev, TOL_OTHER))
 
+    # a training checkpoint .pth ({"state_dict": DataParallel names}) through the converter loads the same
+    torch.save({"epoch": 3, "state_dict": {"module." + k: v for k, v in f32_state(base).items()}}, path("dp.pth"))
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "torchvision_to_safetensors.py"), path("dp.pth"),
+                    path("dp.safetensors")], check=True, capture_output=True)
+    out = path("eval-dp.safetensors")
+    dlperf("nn", "step", "--eval", "--model", "resnet18", "--classes", "5", "--weights", path("dp.safetensors"),
+           "--input", path("batch.safetensors"), "--device", "ref", "--out", out)
+    check("tools: .pth checkpoint with module. names -> dlperf: logits", rel(load_file(out)["logits"], want_eval),
+          TOL["ref"])
+
     # ---- 4a. the checkpoint written by `nn step` on ref goes back into torchvision -------------------------
     ck = load_file(path("ck.safetensors"))
     back = torchvision.models.resnet18(num_classes=5)
