@@ -6,7 +6,6 @@
 // Plan: one output buffer per layer (batch x c x h x w) and, for training plans, one gradient buffer per layer,
 // the saved BN batch statistics, d(loss)/d(logits), the flat gradient and momentum arrays.
 // Backward overwrites the gradients (no accumulation across steps) and also computes d(loss)/d(input).
-#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -39,7 +38,6 @@ typedef struct ref_plan {
     double *wacc;         // weight-gradient accumulator: max over convs of K*C*R*R (training plans)
     dlp_bucket *buckets;
     int nbuckets;
-    int64_t bucket_elems;
     void (*on_bucket)(void *ctx, int64_t offset, int64_t count);
     void *bucket_ctx;
 } ref_plan;
@@ -49,18 +47,6 @@ typedef struct ref_plan {
 static inline int nthr(const ref_plan *p, double work) { return work >= 262144.0 ? p->nthreads : 1; }
 
 static inline int64_t numel(const dlp_layer *l) { return (int64_t)l->c * l->h * l->w; }
-
-// floor(a / b) for b > 0
-static inline int floordiv(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-// Output positions o in [*lo, *hi] with 0 <= o*stride - pad + r < in (the taps of kernel offset r that land
-// inside the input).
-static inline void tap_range(int r, int stride, int pad, int in, int out, int *lo, int *hi) {
-    int a = pad - r;
-    *lo = a > 0 ? (a + stride - 1) / stride : 0;
-    int h = floordiv(in - 1 + pad - r, stride);
-    *hi = h < out - 1 ? h : out - 1;
-}
 
 // ---- convolution ------------------------------------------------------------------------------------------
 
@@ -588,7 +574,6 @@ static dlp_status ref_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
             ref_plan_free(&p->base);
             return dlp_err_trace(st, __FILE__, __LINE__, "dlp_net_buckets");
         }
-        p->bucket_elems = cfg->bucket_elems;
         p->on_bucket = cfg->on_bucket;
         p->bucket_ctx = cfg->bucket_ctx;
     }

@@ -104,6 +104,24 @@ static void test_sizes_and_classes(void **state) {
     }
 }
 
+static void test_non_square(void **state) {
+    (void)state;
+    dlp_resnet_cfg cfg;
+    assert_int_equal(dlp_resnet_cfg_from_name("resnet50", 7, 224, &cfg), DLP_OK);
+    cfg.height = 40;
+    cfg.width_px = 100;
+    dlp_net net;
+    assert_int_equal(dlp_resnet_build(&cfg, &net), DLP_OK);
+    const dlp_layer *pool = &net.layers[net.layers[dlp_net_output(&net)].in0];
+    const dlp_layer *last = &net.layers[pool->in0];
+    assert_int_equal(last->h, 2);  // 40 -> 20 -> 10 -> 10 -> 5 -> 3 -> 2
+    assert_int_equal(last->w, 4);  // 100 -> 50 -> 25 -> 25 -> 13 -> 7 -> 4
+    assert_int_equal(pool->c, 2048);
+    dlp_net_free(&net);
+    cfg.width_px = 31;
+    assert_int_equal(dlp_resnet_build(&cfg, &net), DLP_ERR_INVALID);
+}
+
 static void test_init(void **state) {
     (void)state;
     dlp_net net;
@@ -176,6 +194,7 @@ int main(void) {
         cmocka_unit_test(test_counts_match_torchvision),
         cmocka_unit_test(test_resnet50_layout),
         cmocka_unit_test(test_sizes_and_classes),
+        cmocka_unit_test(test_non_square),
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_buckets),
     };
