@@ -25,7 +25,12 @@ typedef struct sim_plan {
     // Timeline (CLOCK_MONOTONIC ns): the device is busy until busy_until; the previous step's compute began
     // at prev_compute_start; the last op returned to the caller at last_return.
     int64_t busy_until, prev_compute_start, last_return;
-    int64_t bucket_elems;
+    int fwd_train_done;       // a DLP_PASS_TRAIN forward since the last backward
+    // Gradient buckets (dlp_net_buckets) and when each is final: the share of backward's work done once
+    // backward has processed its ready_layer (backward's work per layer taken as that layer's forward FLOPs).
+    dlp_bucket *buckets;
+    double *bucket_at;        // (nbuckets) fraction of backward
+    int nbuckets;
     void (*on_bucket)(void *ctx, int64_t offset, int64_t count);
     void *bucket_ctx;
 } sim_plan;
@@ -72,6 +77,40 @@ static dlp_status sim_available(char *why, size_t len) {
     return DLP_OK;
 }
 
+static void sim_plan_free(dlp_plan *bp) {
+    sim_plan *p = (sim_plan *)bp;
+    if (!p) return;
+    free(p->params);
+    free(p->bufs);
+    free(p->grads);
+    free(p->mom);
+    free(p->buckets);
+    free(p->bucket_at);
+    free(p);
+}
+
+// Forward FLOPs of one layer (conv and fc; as dlp_net_forward_flops counts them).
+static double layer_flops(const dlp_net *net, int i) {
+    const dlp_layer *l = &net->layers[i];
+    if (l->kind == DLP_LAYER_CONV) return 2.0 * l->c * l->h * l->w * (double)net->layers[l->in0].c * l->k * l->k;
+    if (l->kind == DLP_LAYER_FC) return 2.0 * l->c * (double)dlp_net_layer_numel(net, l->in0);
+    return 0;
+}
+
+static dlp_status bucket_times(const dlp_net *net, int64_t bucket_elems, sim_plan *p) {
+    DLP_CHECK(dlp_net_buckets(net, bucket_elems, &p->buckets, &p->nbuckets));
+    p->bucket_at = calloc(p->nbuckets > 0 ? (size_t)p->nbuckets : 1, sizeof *p->bucket_at);
+    DLP_TRY_ALLOC(p->bucket_at);
+    double total = 0;
+    for (int i = 0; i < net->nlayers; i++) total += layer_flops(net, i);
+    for (int k = 0; k < p->nbuckets; k++) {
+        double done = 0;  // backward has processed layers ready_layer .. nlayers-1
+        for (int i = p->buckets[k].ready_layer; i < net->nlayers; i++) done += layer_flops(net, i);
+        p->bucket_at[k] = total > 0 ? done / total : (double)(k + 1) / p->nbuckets;
+    }
+    return DLP_OK;
+}
+
 static dlp_status sim_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     if (!net || net->nlayers < 2 || cfg->batch < 1)
@@ -99,9 +138,15 @@ static dlp_status sim_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
     p->param_count = net->param_count;
     p->buf_count = net->buf_count;
     p->in_dtype = cfg->precision == DLP_DTYPE_F32 ? DLP_DTYPE_F32 : cfg->precision;
-    p->bucket_elems = cfg->bucket_elems;
     p->on_bucket = cfg->on_bucket;
     p->bucket_ctx = cfg->bucket_ctx;
+    if (cfg->train && cfg->on_bucket) {
+        st = bucket_times(net, cfg->bucket_elems, p);
+        if (st != DLP_OK) {
+            sim_plan_free(&p->base);
+            return dlp_err_trace(st, __FILE__, __LINE__, "sim buckets");
+        }
+    }
     double flops = dlp_net_forward_flops(net);
     dlp_step_request *q = &p->req;
     q->task = cfg->train ? DLP_TASK_TRAIN : DLP_TASK_INFER;
@@ -113,21 +158,11 @@ static dlp_status sim_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
     q->input_bytes = (double)in->c * in->h * in->w * dlp_dtype_size(p->in_dtype);
     st = dlp_step_times_compute(&p->dev, q, &p->st);
     if (st != DLP_OK) {
-        free(p);
+        sim_plan_free(&p->base);
         return dlp_err_trace(st, __FILE__, __LINE__, "sim step times");
     }
     *out = &p->base;
     return DLP_OK;
-}
-
-static void sim_plan_free(dlp_plan *bp) {
-    sim_plan *p = (sim_plan *)bp;
-    if (!p) return;
-    free(p->params);
-    free(p->bufs);
-    free(p->grads);
-    free(p->mom);
-    free(p);
 }
 
 static void sim_input_format(const dlp_plan *bp, dlp_layout *layout, dlp_dtype *dtype) {
@@ -216,6 +251,10 @@ static dlp_status sim_forward(dlp_plan *bp, dlp_pass pass) {
     sim_plan *p = (sim_plan *)bp;
     if (p->n_last == 0) return DLP_ERR(DLP_ERR_INVALID, "sim: forward before set_input");
     if (pass == DLP_PASS_TRAIN && !p->train) return DLP_ERR(DLP_ERR_INVALID, "sim: a training pass on an inference plan");
+    if (pass == DLP_PASS_TRAIN && p->n_last != p->batch)
+        return DLP_ERR(DLP_ERR_INVALID, "sim: a training pass needs a full batch of %d (set_input gave %d)", p->batch,
+                       p->n_last);
+    p->fwd_train_done = pass == DLP_PASS_TRAIN;
     p->prev_compute_start = run_op(p, p->st.fwd_s);
     finish(p);
     return DLP_OK;
@@ -229,8 +268,10 @@ static dlp_status sim_get_output(dlp_plan *bp, float *out) {
 
 static dlp_status sim_loss(dlp_plan *bp, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
     sim_plan *p = (sim_plan *)bp;
-    (void)labels;
     (void)label_smoothing;
+    for (int i = 0; i < p->n_last; i++)
+        if (labels[i] < 0 || labels[i] >= p->classes)
+            return DLP_ERR(DLP_ERR_INVALID, "sim: label %d of sample %d is outside [0, %d)", labels[i], i, p->classes);
     // Softmax cross-entropy of all-zero logits: the uniform distribution, whatever the labels or smoothing.
     out->loss = log((double)p->classes);
     out->correct_top1 = 0;
@@ -242,20 +283,14 @@ static dlp_status sim_backward(dlp_plan *bp, const float *dy) {
     sim_plan *p = (sim_plan *)bp;
     (void)dy;
     if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "sim: backward on an inference plan");
+    if (!p->fwd_train_done) return DLP_ERR(DLP_ERR_INVALID, "sim: backward needs a DLP_PASS_TRAIN forward first");
+    p->fwd_train_done = 0;
     int64_t start = op_start(p, dlp_now_ns());
     int64_t dur = ns(p->st.bwd_s);
     p->busy_until = start + dur;
-    if (p->on_bucket && p->param_count > 0) {
-        // Buckets from the end of the flat gradient, each final once backward has produced its share.
-        int64_t be = p->bucket_elems > 0 ? p->bucket_elems : p->param_count;
-        int64_t end = p->param_count, done = 0;
-        while (end > 0) {
-            int64_t off = end > be ? end - be : 0, cnt = end - off;
-            done += cnt;
-            wait_until(start + (int64_t)((double)dur * (double)done / (double)p->param_count));
-            p->on_bucket(p->bucket_ctx, off, cnt);
-            end = off;
-        }
+    for (int k = 0; p->on_bucket && k < p->nbuckets; k++) {  // dlp_net_buckets' order: from the end
+        wait_until(start + (int64_t)((double)dur * p->bucket_at[k]));
+        p->on_bucket(p->bucket_ctx, p->buckets[k].offset, p->buckets[k].count);
     }
     wait_until(p->busy_until);
     finish(p);

@@ -19,6 +19,7 @@
 #include "hw/catalog.h"
 #include "hw/derive.h"
 #include "hw/work.h"
+#include "nn/resnet.h"
 #include "perf/cost.h"
 #include "perf/datastats.h"
 #include "perf/imgwork.h"
@@ -517,7 +518,18 @@ static void test_model_work(void **state) {
     dlp_model_work w;
     assert_int_equal(dlp_work_resnet("vgg16", 224, 224, 1000, &w), DLP_ERR_NOTFOUND);
     assert_int_equal(dlp_work_resnet("resnet50", 16, 224, 1000, &w), DLP_ERR_INVALID);
-    // The sim backend scales by the net's own FLOP count: the two must agree.
+    // The sim backend scales by the net's own FLOP count: the analytic count must agree with nn's ResNets.
+    static const char *const k_models[] = {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"};
+    for (size_t i = 0; i < 5; i++)
+        for (int size = 96; size <= 224; size += 64) {
+            dlp_net n;
+            assert_int_equal(dlp_model_build(k_models[i], 1000, size, &n), DLP_OK);
+            assert_int_equal(dlp_work_resnet(k_models[i], size, size, 1000, &w), DLP_OK);
+            assert_true(fabs(dlp_net_forward_flops(&n) / w.fwd_flops - 1) < 1e-12);
+            assert_int_equal(n.param_count, w.params);
+            dlp_net_free(&n);
+        }
+    // ... and with a ResNet-50 built here layer by layer.
     for (int size = 112; size <= 224; size += 112) {
         dlp_net n;
         build_resnet50(&n, size);

@@ -217,9 +217,15 @@ static void test_buckets(void **state) {
     int64_t t0 = dlp_now_ns();
     assert_int_equal(p->ops->backward(p, NULL), DLP_OK);
     int64_t t1 = dlp_now_ns();
-    // Every element once, in buckets of 100 from the end; spread over backward (20 ms), the last at its end.
+    // Every element once, in dlp_net_buckets' buckets from the end; the fc's at once (backward reaches it
+    // first and it has almost none of the FLOPs), the conv's at the end of backward (20 ms).
+    dlp_bucket *bk;
+    int nb;
+    assert_int_equal(dlp_net_buckets(&n, 100, &bk, &nb), DLP_OK);
+    assert_int_equal(nb, 2);
+    free(bk);
     assert_int_equal(log.next_end, 0);
-    assert_int_equal(log.calls, (int)((n.param_count + 99) / 100));
+    assert_int_equal(log.calls, nb);
     assert_true(log.t_first - t0 < (t1 - t0) / 2);
     assert_true(t1 - log.t_last < 5000000);
     assert_true((t1 - t0) * 1e-9 > 0.0195 && (t1 - t0) * 1e-9 < 0.030);
@@ -262,6 +268,25 @@ static void test_errors(void **state) {
         assert_null(p);
         if (!strstr(dlp_err_msg(), bad[i].want)) fail_msg("'%s': '%s' not in: %s", bad[i].arg, bad[i].want, dlp_err_msg());
     }
+    // The contract of backend.h: a training pass needs a full batch, backward a training forward, labels in range.
+    dlp_plan *t = make_plan(&n, "custom,img_per_s=100000", 2, 1, DLP_DTYPE_F32);
+    float tb[2 * 3 * 32 * 32] = {0};
+    int32_t lab[2] = {1, 10};
+    dlp_loss_out lo;
+    assert_int_equal(t->ops->set_input(t, tb, 1), DLP_OK);
+    assert_int_equal(t->ops->forward(t, DLP_PASS_TRAIN), DLP_ERR_INVALID);
+    assert_non_null(strstr(dlp_err_msg(), "full batch"));
+    assert_int_equal(t->ops->forward(t, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(t->ops->backward(t, NULL), DLP_ERR_INVALID);
+    assert_int_equal(t->ops->set_input(t, tb, 2), DLP_OK);
+    assert_int_equal(t->ops->forward(t, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(t->ops->loss(t, lab, 0, &lo), DLP_ERR_INVALID);
+    assert_non_null(strstr(dlp_err_msg(), "label 10 of sample 1 is outside [0, 10)"));
+    lab[1] = 9;
+    assert_int_equal(t->ops->loss(t, lab, 0, &lo), DLP_OK);
+    assert_int_equal(t->ops->backward(t, NULL), DLP_OK);
+    assert_int_equal(t->ops->backward(t, NULL), DLP_ERR_INVALID);  // one backward per training forward
+    dlp_backend_sim.plan_free(t);
     // An inference plan refuses training ops; set_input checks the count.
     dlp_plan *p = make_plan(&n, "custom,img_per_s=1000", 2, 0, DLP_DTYPE_F32);
     float batch[2 * 3 * 32 * 32] = {0};
@@ -274,6 +299,14 @@ static void test_errors(void **state) {
     char why[64];
     assert_int_equal(dlp_backend_sim.available(why, sizeof why), DLP_OK);
     assert_string_equal(dlp_backend_sim.name, "sim");
+    // The registry finds it by --device string and hands over what follows the colon.
+    const char *arg = NULL;
+    assert_ptr_equal(dlp_backend_find("sim:custom,img_per_s=5", &arg), &dlp_backend_sim);
+    assert_string_equal(arg, "custom,img_per_s=5");
+    int listed = 0;
+    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) listed += *b == &dlp_backend_sim;
+    assert_int_equal(listed, 1);
+    assert_ptr_not_equal(dlp_backends()[0], &dlp_backend_sim);  // never the default device
     dlp_backend_sim.plan_free(p);
     dlp_net_free(&n);
 }
