@@ -10,6 +10,7 @@ extern const dlp_backend_ops dlp_backend_ref;
 #ifdef DLP_HAVE_DNNL
 extern const dlp_backend_ops dlp_backend_cpu;
 #endif
+extern const dlp_backend_ops dlp_backend_sim;  // backend/sim.c: an emulated GPU, always built
 
 // Backends this build may have, for the message when one is asked for that is not compiled in.
 static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
@@ -18,6 +19,7 @@ static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
 // own build switch.
 static const dlp_backend_ops *const k_backends[] = {
     &dlp_backend_ref,
+    &dlp_backend_sim,  // last: never the default device
     NULL,
 };
 
