@@ -9,7 +9,8 @@
 #   4 torch    PyTorch ResNet-50 on the same GPU: AMP fp16, channels_last; train batch 256, infer batch 1 and 256
 #   5 dlperf   the same with `dlperf gpu bench` (and training with the per-step pinned host-to-device copy)
 #   6 train    `dlperf train` on synthetic JPEGs through the real pipeline (16 cores): the data-stall fraction
-#   7 profile  `dlperf gpu probe`: the H200 profile (H2D bandwidth, step time against batch size)
+#   7 profile  `dlperf gpu probe`: the H200 profile (H2D bandwidth, step time against batch size), also as a
+#              machine profile (dlperf.profile/1, h200-sxm.json) for `sim:h200,profile=` and predict
 #   8 sanitize compute-sanitizer memcheck over the single-op checks, if the tool is there and time is left
 #   9 summary  a table with the ratios dlperf/PyTorch and every part's status
 # Each part is bounded with `timeout` inside one overall deadline; a failing part does not stop the others.
@@ -195,7 +196,8 @@ export -f train_pipeline
 # ---- 7: the H200 profile --------------------------------------------------------------------------------------------
 profile() {
   local rc=0
-  dl "$DL" gpu probe --batches 1,64,256 --steps 10 --warmup 3 --json "$WORK/h200-profile.json" || rc=1
+  dl "$DL" gpu probe --batches 1,64,256 --steps 10 --warmup 3 --json "$WORK/h200-profile.json" \
+    --profile "$WORK/h200-sxm.json" || rc=1
   if dl "$DL" probe --help 2>/dev/null | grep -q -- "--device"; then  # the model's probe (issue 5), when present
     dl "$DL" probe --device cuda --json "$WORK/machine-profile.json" || rc=1
   fi
@@ -217,7 +219,7 @@ export -f sanitize
 
 # ---- 8: summary, and what comes back (the device tool returns at most 8 files) ------------------------------------
 "$PY" bench/gpu_report.py "$WORK" --json "$OUT/summary.json" || echo "(bench/gpu_report.py failed; the raw results are in the tarball)"
-for f in check.log h200-profile.json torch.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
+for f in check.log h200-profile.json h200-sxm.json torch.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
 tar -C "$WORK" -czf "$OUT/results.tar.gz" . 2>/dev/null
 echo "== total $(( $(now) - START ))s; in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 rm -rf "$WORK"

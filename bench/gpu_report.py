@@ -83,7 +83,8 @@ def main():
         }
     prof = load(os.path.join(d, "h200-profile.json"))
     if prof:
-        summary["profile"] = {"h2d": prof.get("h2d"), "fits": prof.get("fits")}
+        summary["profile"] = {"h2d": prof.get("h2d"), "fits": prof.get("fits"),
+                              "device_profile": prof.get("device_profile")}
     check = os.path.join(d, "check.log")
     if os.path.exists(check):
         with open(check) as f:
@@ -123,6 +124,10 @@ def main():
                 print(f"H2D 64 MiB {'pinned' if h['pinned'] else 'pageable'}: {h['h2d_gb_per_s']:.1f} GB/s")
         for k, f in (summary["profile"]["fits"] or {}).items():
             print(f"step time fit {k}: {f['fixed_ms']:.2f} ms + {f['ms_per_image']:.4f} ms/image")
+        dp = summary["profile"].get("device_profile")
+        if dp:
+            print(f"device profile (dlperf.profile/1 device, h200-sxm.json): fwd share {dp.get('fwd_fraction', 0):.2f}, "
+                  f"{len(dp.get('rates', []))} rate rows")
     if "check_passed" in summary:
         sk = summary["check_skipped"]
         print("checks against the float64 reference: " + ("PASS" if summary["check_passed"] else "FAIL") +

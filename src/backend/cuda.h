@@ -4,7 +4,8 @@
 // Defines: dlp_cuda_host_allocator, dlp_cuda_host_is_pinned, dlp_cuda_host_stats, dlp_backend_cuda,
 //          dlp_cuda_device_info, dlp_cuda_device_query, dlp_cuda_device_to_json, dlp_cuda_versions_to_json,
 //          dlp_cuda_plan_stream, dlp_cuda_plan_describe, dlp_cuda_h2d_point, dlp_cuda_probe_h2d,
-//          dlp_cuda_step_point, dlp_cuda_probe_steps, dlp_cuda_profile_json.
+//          dlp_cuda_step_point, dlp_cuda_probe_steps, dlp_cuda_device_profile, dlp_cuda_catalog_gpu,
+//          dlp_cuda_machine_profile, dlp_cuda_profile_json.
 #ifndef DLP_BACKEND_CUDA_H
 #define DLP_BACKEND_CUDA_H
 #include <stddef.h>
@@ -25,6 +26,9 @@ void dlp_cuda_host_stats(int64_t *pinned, int64_t *pageable);
 
 #ifdef DLP_HAVE_CUDA
 #include <jansson.h>
+
+#include "hw/catalog.h"
+#include "hw/profile.h"
 
 extern const dlp_backend_ops dlp_backend_cuda;
 
@@ -77,13 +81,36 @@ typedef struct dlp_cuda_step_point {
     int64_t device_bytes;   // device memory the plan holds
     int graphs_captured;
     double copy_ms, stall_ms;  // h2d: mean input copy per step, and mean time compute waited for it
+    double fwd_ms, bwd_ms, update_ms;  // train: medians of the forward, loss + backward, and update phases
 } dlp_cuda_step_point;
 
-// Step time of `net` against batch size with synthetic data: `warmup` untimed steps (graphs are captured
-// there), then `steps` timed ones, each timed with CUDA events. h2d 0: the input stays on the device; 1: each
-// step copies the batch from pinned host memory through set_input (the training loop's path).
-dlp_status dlp_cuda_probe_steps(const dlp_net *net, int train, dlp_dtype precision, int tf32, const int *batches,
-                                int nbatches, int warmup, int steps, int h2d, dlp_cuda_step_point *out);
+// Step time of `net` (with parameters params/bufs, e.g. nn's initialization) against batch size on random
+// inputs: `warmup` untimed steps (graphs are captured there), then `steps` timed ones, each timed with CUDA
+// events. h2d 0: the input stays on the device; 1: each step copies the batch from pinned host memory through
+// set_input (the training loop's path).
+dlp_status dlp_cuda_probe_steps(const dlp_net *net, const float *params, const float *bufs, int train,
+                                dlp_dtype precision, int tf32, const int *batches, int nbatches, int warmup,
+                                int steps, int h2d, dlp_cuda_step_point *out);
+
+// The measured GPU as a device entry of a machine profile (hw/profile.h, dlperf.profile/1), which `sim:` and
+// `predict` read: per (task, precision) probed, t0_s and per_image_s from the least-squares line of step time
+// against batch (per image of ResNet-50 224x224 work: per_image / work_ratio, work_ratio = the net's forward
+// FLOPs over ResNet-50's), training rows without the update, whose median goes to update_s (scaled to ResNet-50's
+// parameters by param_ratio = net parameters / ResNet-50's); fwd_fraction from the timed phases; copy rates from
+// the largest pinned and pageable copies, overlapped (the copy stream). name: the catalog GPU id ("h200-sxm").
+dlp_status dlp_cuda_device_profile(const char *name, const dlp_cuda_device_info *dev, const dlp_cuda_h2d_point *h2d,
+                                   int nh2d, const dlp_cuda_step_point *steps, int nsteps, double work_ratio,
+                                   double param_ratio, dlp_device_profile *out);
+
+// The catalog GPU a device is: the id or alias found in its lowercased name, the longest match ("NVIDIA H200" ->
+// h200-sxm through its alias "h200"; "NVIDIA A100-SXM4-80GB" -> a100-80gb). NULL if none.
+const dlp_gpu_spec *dlp_cuda_catalog_gpu(const dlp_catalog *c, const char *device_name);
+// A machine profile (dlperf.profile/1) whose GPU is the measured device `dev` (renamed to g's id, with g's
+// price and power), for `sim:<gpu>,profile=FILE`, $DLPERF_PROFILES or catalog/profiles/<gpu>.json. The probe
+// measures only the GPU: host, storage and pipeline come from the first catalog system with that GPU, and
+// `notes` says so. Validated.
+dlp_status dlp_cuda_machine_profile(const dlp_catalog *c, const dlp_gpu_spec *g, const dlp_cuda_device_info *d,
+                                    const dlp_device_profile *dev, const char *model, dlp_profile *out);
 
 // A GPU profile: {"schema": "dlperf.gpu_profile/1", "device": {...}, "versions": {...}, "h2d": [...],
 // "steps": [...], "fits": {"train_<prec>": {"fixed_ms", "ms_per_image"}, ...}} (the fits: least squares of step

@@ -209,31 +209,6 @@ static const dlp_param *param_of(const cu_plan *p, int layer, int which) {  // w
     return &p->net.params[L->param0 + which];
 }
 
-static dlp_status copy_net(const dlp_net *src, dlp_net *dst) {
-    memset(dst, 0, sizeof *dst);
-    *dst = *src;
-    dst->layers = NULL;
-    dst->params = NULL;
-    dst->bufs = NULL;
-    dst->layers = malloc((size_t)src->nlayers * sizeof *dst->layers);
-    dst->params = malloc((size_t)(src->nparams ? src->nparams : 1) * sizeof *dst->params);
-    dst->bufs = malloc((size_t)(src->nbufs ? src->nbufs : 1) * sizeof *dst->bufs);
-    if (!dst->layers || !dst->params || !dst->bufs) {
-        free(dst->layers);
-        free(dst->params);
-        free(dst->bufs);
-        memset(dst, 0, sizeof *dst);
-        return DLP_ERR(DLP_ERR_NOMEM, "out of memory copying net %s", src->arch);
-    }
-    memcpy(dst->layers, src->layers, (size_t)src->nlayers * sizeof *dst->layers);
-    if (src->nparams) memcpy(dst->params, src->params, (size_t)src->nparams * sizeof *dst->params);
-    if (src->nbufs) memcpy(dst->bufs, src->bufs, (size_t)src->nbufs * sizeof *dst->bufs);
-    dst->cap_layers = dst->nlayers;
-    dst->cap_params = dst->nparams;
-    dst->cap_bufs = dst->nbufs;
-    return DLP_OK;
-}
-
 static dlp_status set_4d(cudnnTensorDescriptor_t *d, cudnnDataType_t t, int n, int c, int h, int w) {
     if (!*d) DLP_CUDNN(cudnnCreateTensorDescriptor(d));
     DLP_CUDNN(cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NHWC, t, n, c, h, w));
@@ -725,7 +700,16 @@ static dlp_status plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_p
     dlp_status st = DLP_OK;
     size_t find_ws_bytes = 0;
     void *find_ws = NULL;
-    DLP_CHECK_GOTO(st, copy_net(net, &p->net), fail);
+    DLP_CHECK_GOTO(st, dlp_net_copy(&p->net, net), fail);
+    if (p->train)  // as ref (and PyTorch): batch statistics of a single value are refused
+        for (int l = 0; l < p->net.nlayers; l++) {
+            const dlp_layer *L = &p->net.layers[l];
+            if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2) {
+                st = DLP_ERR(DLP_ERR_INVALID, "cuda: BN layer %s would normalize a single value per channel in "
+                             "training (batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
+                goto fail;
+            }
+        }
     DLP_CHECK_GOTO(st, dlp_cuda_ops_plan(&p->net, p->train, env_int("DLPERF_CUDA_FUSE", 1), &p->ol), fail);
     DLP_CU_GOTO(st, cudaSetDevice(dev), fail);
     DLP_CU_GOTO(st, cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, dev), fail);
@@ -981,9 +965,7 @@ static void plan_free(dlp_plan *pl) {
     free(p->t);
     dlp_cuda_ops_free(&p->ol);
     dlp_cuda_algo_cache_free(&p->cache);
-    free(p->net.layers);
-    free(p->net.params);
-    free(p->net.bufs);
+    dlp_net_free(&p->net);
     free(p);
 }
 
@@ -1447,6 +1429,8 @@ static dlp_status cu_forward(dlp_plan *pl, dlp_pass pass) {
     if (pass == DLP_PASS_TRAIN && !p->train)
         return DLP_ERR(DLP_ERR_INVALID, "cuda: a training pass on an inference plan (make the plan with train=1)");
     if (pass != DLP_PASS_TRAIN && pass != DLP_PASS_EVAL) return DLP_ERR(DLP_ERR_INVALID, "cuda: pass %d", (int)pass);
+    if (pass == DLP_PASS_TRAIN && p->n_in && p->n_in != p->N)
+        return DLP_ERR(DLP_ERR_INVALID, "cuda: a training pass needs a full batch (set_input gave %d of %d)", p->n_in, p->N);
     DLP_CU(cudaSetDevice(p->dev));
     int slot = p->slot;
     if (p->copy_pending) {

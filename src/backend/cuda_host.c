@@ -3,7 +3,6 @@
 #include "backend/cuda_host.h"
 
 #include "core/fs.h"
-#include "core/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -311,160 +310,63 @@ dlp_status dlp_cuda_buckets_plan(const dlp_net *net, const dlp_cuda_oplist *ops,
                                  int64_t bucket_elems, int *nbuckets, dlp_cuda_bucket **out) {
     *nbuckets = 0;
     *out = NULL;
-    int64_t P = net->param_count;
-    if (P <= 0) return DLP_OK;
-    int64_t be = bucket_elems <= 0 || bucket_elems >= P ? P : bucket_elems;
-    int nb = (int)((P + be - 1) / be);
+    dlp_bucket *nb_list = NULL;
+    int nb = 0;
+    DLP_CHECK(dlp_net_buckets(net, bucket_elems, &nb_list, &nb));
+    if (nb == 0) {
+        free(nb_list);
+        return DLP_OK;
+    }
     dlp_cuda_bucket *b = calloc((size_t)nb, sizeof *b);
-    if (!b) return DLP_ERR(DLP_ERR_NOMEM, "out of memory planning %d gradient buckets", nb);
-    for (int i = 0; i < nb; i++) {
-        int64_t end = P - (int64_t)i * be, start = end - be < 0 ? 0 : end - be;
-        b[i].offset = start;
-        b[i].count = end - start;
+    if (!b) {
+        free(nb_list);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory planning %d gradient buckets", nb);
+    }
+    dlp_status st = DLP_OK;
+    for (int i = 0; i < nb && st == DLP_OK; i++) {
+        const dlp_bucket *nbk = &nb_list[i];
+        b[i].offset = nbk->offset;
+        b[i].count = nbk->count;
         b[i].after_op = ops ? ops->nops : 0;
-        b[i].segs = calloc((size_t)net->nparams, sizeof *b[i].segs);
+        b[i].segs = calloc((size_t)(nbk->param_hi - nbk->param_lo), sizeof *b[i].segs);
         if (!b[i].segs) {
-            dlp_cuda_buckets_free(b, nb);
-            return DLP_ERR(DLP_ERR_NOMEM, "out of memory planning gradient buckets");
+            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory planning gradient buckets");
+            break;
         }
-        for (int pi = 0; pi < net->nparams; pi++) {
+        for (int pi = nbk->param_lo; pi < nbk->param_hi; pi++) {
             const dlp_param *p = &net->params[pi];
-            int64_t lo = p->offset > start ? p->offset : start;
-            int64_t hi = p->offset + p->numel < end ? p->offset + p->numel : end;
-            if (lo >= hi) continue;
             if (ops) {
                 int j = ops->op_of_layer[p->layer];
                 if (j < 0) {
-                    dlp_cuda_buckets_free(b, nb);
-                    return DLP_ERR(DLP_ERR_INTERNAL, "parameter %s belongs to no op", p->name);
+                    st = DLP_ERR(DLP_ERR_INTERNAL, "parameter %s belongs to no op", p->name);
+                    break;
                 }
                 if (j < b[i].after_op) b[i].after_op = j;
             }
             int copy = coff[pi] >= 0, half = copy && dlp_cuda_param_is_conv_weight(net, p);
             dlp_cuda_seg *last = b[i].nsegs ? &b[i].segs[b[i].nsegs - 1] : NULL;
-            if (!copy && last && !last->copy && !last->half && last->offset + last->count == lo) {
-                last->count += hi - lo;
+            if (!copy && last && !last->copy && !last->half && last->offset + last->count == p->offset) {
+                last->count += p->numel;
             } else {
                 dlp_cuda_seg *s = &b[i].segs[b[i].nsegs++];
-                s->offset = lo;
-                s->count = hi - lo;
-                s->coffset = copy ? coff[pi] + (lo - p->offset) : -1;
+                s->offset = p->offset;
+                s->count = p->numel;
+                s->coffset = copy ? coff[pi] : -1;
                 s->half = half;
                 s->copy = copy;
             }
         }
-        if (ops && b[i].after_op == ops->nops) b[i].after_op = 0;
+        // In order: bucket i is announced no earlier than bucket i-1 (ops run backward, so "earlier" = higher op).
+        if (i > 0 && b[i].after_op > b[i - 1].after_op) b[i].after_op = b[i - 1].after_op;
+    }
+    free(nb_list);
+    if (st != DLP_OK) {
+        dlp_cuda_buckets_free(b, nb);
+        return st;
     }
     *nbuckets = nb;
     *out = b;
     return DLP_OK;
-}
-
-// ---- ResNet (stand-in for nn/) --------------------------------------------------------------------------------
-static int res_block(dlp_net *net, int x, const char *prefix, int width, int out_c, int stride, int bottleneck) {
-    char n[48];
-    int in_c = net->layers[x].c, y;
-    if (bottleneck) {
-        snprintf(n, sizeof n, "%s.conv1", prefix);
-        y = dlp_net_conv(net, n, x, width, 1, 1, 0);
-        snprintf(n, sizeof n, "%s.bn1", prefix);
-        if (y >= 0) y = dlp_net_bn(net, n, y);
-        if (y >= 0) y = dlp_net_relu(net, y);
-        snprintf(n, sizeof n, "%s.conv2", prefix);
-        if (y >= 0) y = dlp_net_conv(net, n, y, width, 3, stride, 1);
-        snprintf(n, sizeof n, "%s.bn2", prefix);
-        if (y >= 0) y = dlp_net_bn(net, n, y);
-        if (y >= 0) y = dlp_net_relu(net, y);
-        snprintf(n, sizeof n, "%s.conv3", prefix);
-        if (y >= 0) y = dlp_net_conv(net, n, y, out_c, 1, 1, 0);
-        snprintf(n, sizeof n, "%s.bn3", prefix);
-        if (y >= 0) y = dlp_net_bn(net, n, y);
-    } else {
-        snprintf(n, sizeof n, "%s.conv1", prefix);
-        y = dlp_net_conv(net, n, x, out_c, 3, stride, 1);
-        snprintf(n, sizeof n, "%s.bn1", prefix);
-        if (y >= 0) y = dlp_net_bn(net, n, y);
-        if (y >= 0) y = dlp_net_relu(net, y);
-        snprintf(n, sizeof n, "%s.conv2", prefix);
-        if (y >= 0) y = dlp_net_conv(net, n, y, out_c, 3, 1, 1);
-        snprintf(n, sizeof n, "%s.bn2", prefix);
-        if (y >= 0) y = dlp_net_bn(net, n, y);
-    }
-    if (y < 0) return -1;
-    int sc = x;
-    if (stride != 1 || in_c != out_c) {
-        snprintf(n, sizeof n, "%s.downsample.0", prefix);
-        sc = dlp_net_conv(net, n, x, out_c, 1, stride, 0);
-        snprintf(n, sizeof n, "%s.downsample.1", prefix);
-        if (sc >= 0) sc = dlp_net_bn(net, n, sc);
-        if (sc < 0) return -1;
-    }
-    y = dlp_net_add(net, y, sc);
-    return y < 0 ? -1 : dlp_net_relu(net, y);
-}
-
-dlp_status dlp_cuda_resnet(dlp_net *net, int depth, int num_classes, int image_hw) {
-    static const struct { int depth, bottleneck, blocks[4]; } k_arch[] = {
-        {18, 0, {2, 2, 2, 2}}, {34, 0, {3, 4, 6, 3}}, {50, 1, {3, 4, 6, 3}}, {101, 1, {3, 4, 23, 3}}, {152, 1, {3, 8, 36, 3}},
-    };
-    int a = -1;
-    for (int i = 0; i < 5; i++)
-        if (k_arch[i].depth == depth) a = i;
-    if (a < 0) return DLP_ERR(DLP_ERR_INVALID, "resnet%d: depth must be 18, 34, 50, 101 or 152", depth);
-    if (image_hw < 32 || num_classes < 1)
-        return DLP_ERR(DLP_ERR_INVALID, "resnet%d: image size %d (>= 32) and %d classes (>= 1)", depth, image_hw,
-                       num_classes);
-    char arch[32];
-    snprintf(arch, sizeof arch, "resnet%d", depth);
-    DLP_CHECK(dlp_net_init(net, arch, 3, image_hw, image_hw));
-    int x = dlp_net_conv(net, "conv1", 0, 64, 7, 2, 3);
-    if (x >= 0) x = dlp_net_bn(net, "bn1", x);
-    if (x >= 0) x = dlp_net_relu(net, x);
-    if (x >= 0) x = dlp_net_maxpool(net, x, 3, 2, 1);
-    int bott = k_arch[a].bottleneck;
-    for (int s = 0; s < 4 && x >= 0; s++) {
-        int width = 64 << s, out_c = bott ? width * 4 : width;
-        for (int b = 0; b < k_arch[a].blocks[s] && x >= 0; b++) {
-            char prefix[32];
-            snprintf(prefix, sizeof prefix, "layer%d.%d", s + 1, b);
-            x = res_block(net, x, prefix, width, out_c, b == 0 && s > 0 ? 2 : 1, bott);
-        }
-    }
-    if (x >= 0) x = dlp_net_avgpool(net, x);
-    if (x >= 0) x = dlp_net_fc(net, "fc", x, num_classes);
-    if (x < 0) {
-        dlp_status st = dlp_err_status();
-        dlp_net_free(net);
-        return st ? st : DLP_ERR(DLP_ERR_INTERNAL, "building %s failed", arch);
-    }
-    return DLP_OK;
-}
-
-void dlp_cuda_init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs) {
-    for (int i = 0; i < net->nparams; i++) {
-        const dlp_param *p = &net->params[i];
-        const dlp_layer *l = &net->layers[p->layer];
-        dlp_rng r;
-        dlp_rng_init(&r, seed, (uint64_t)i);
-        float *w = params + p->offset;
-        if (l->kind == DLP_LAYER_CONV) {
-            double sd = sqrt(2.0 / (double)(p->shape[0] * (p->ndim == 4 ? p->shape[2] * p->shape[3] : 1)));
-            for (int64_t j = 0; j < p->numel; j++) w[j] = (float)(sd * dlp_rng_normal(&r));
-        } else if (l->kind == DLP_LAYER_BN) {
-            float v = strstr(p->name, ".weight") ? 1.0f : 0.0f;
-            for (int64_t j = 0; j < p->numel; j++) w[j] = v;
-        } else {
-            int64_t fan_in = dlp_net_layer_numel(net, l->in0 >= 0 ? l->in0 : 0);
-            double b = 1.0 / sqrt((double)(fan_in > 0 ? fan_in : 1));
-            for (int64_t j = 0; j < p->numel; j++) w[j] = (float)dlp_rng_range(&r, -b, b);
-        }
-    }
-    if (bufs)
-        for (int i = 0; i < net->nbufs; i++) {
-            const dlp_param *p = &net->bufs[i];
-            float v = strstr(p->name, "running_var") ? 1.0f : 0.0f;
-            for (int64_t j = 0; j < p->numel; j++) bufs[p->offset + j] = v;
-        }
 }
 
 // ---- algorithm cache ---------------------------------------------------------------------------------------

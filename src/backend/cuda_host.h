@@ -5,7 +5,7 @@
 // buckets and their finalize segments, the convolution-algorithm cache and the CUDA-graph capture state machine.
 // Defines: dlp_cuop, dlp_cuda_oplist, dlp_cuda_ops_plan, dlp_cuda_param_perm, dlp_cuda_params_to_device,
 //          dlp_cuda_params_from_device, dlp_cuda_fold_bn, dlp_cuda_nchw_to_nhwc, dlp_cuda_nhwc_to_nchw,
-//          dlp_cuda_resnet, dlp_cuda_init_params, dlp_cuda_copy_offsets, dlp_cuda_seg, dlp_cuda_bucket, dlp_cuda_buckets_plan, dlp_cuda_conv_key, dlp_cuda_algo_cache,
+//          dlp_cuda_copy_offsets, dlp_cuda_seg, dlp_cuda_bucket, dlp_cuda_buckets_plan, dlp_cuda_conv_key, dlp_cuda_algo_cache,
 //          dlp_cugraph_slot, dlp_cugraph_next, dlp_cugraph_done.
 #ifndef DLP_BACKEND_CUDA_HOST_H
 #define DLP_BACKEND_CUDA_HOST_H
@@ -100,27 +100,19 @@ typedef struct dlp_cuda_seg {
 } dlp_cuda_seg;
 
 typedef struct dlp_cuda_bucket {
-    int64_t offset, count;  // elements of the flat gradient array
-    int after_op;           // final once the backward of this op (ops run in reverse) has been enqueued
+    int64_t offset, count;  // elements of the flat gradient array (dlp_net_buckets' cut)
+    int after_op;           // announced once the backward of this op (ops run in reverse) has been enqueued: the
+                            // op finishing its last gradient, or later if a bucket before it is not final yet
     int nsegs;
     dlp_cuda_seg *segs;
 } dlp_cuda_bucket;
 
-// Cuts [0, param_count) into buckets of bucket_elems from the end (0: one bucket), as backend.h describes, and
-// finds when each is final (ops may be NULL: after_op 0). Buckets come out last elements first. coff from
-// dlp_cuda_copy_offsets.
+// The buckets of dlp_net_buckets (parameter boundaries, from the end; bucket_elems <= 0: one bucket) with their
+// segments, and when each can be announced: buckets are announced in order, so a bucket is never announced before
+// the one preceding it (ops may be NULL: after_op 0). coff from dlp_cuda_copy_offsets.
 dlp_status dlp_cuda_buckets_plan(const dlp_net *net, const dlp_cuda_oplist *ops, const int64_t *coff,
                                  int64_t bucket_elems, int *nbuckets, dlp_cuda_bucket **out);
 void dlp_cuda_buckets_free(dlp_cuda_bucket *b, int n);
-
-// ---- nets for checks and benchmarks ---------------------------------------------------------------------------
-// torchvision's ResNet v1.5 (depth 18, 34, 50, 101, 152; stride in the bottleneck's 3x3), layer and parameter names
-// and order as its state_dict, for the cuda backend's checks, benchmarks and probes. nn/ owns the model; this
-// stand-in exists until nn/'s builder is on main (then the callers switch to it).
-dlp_status dlp_cuda_resnet(dlp_net *net, int depth, int num_classes, int image_hw);
-// torchvision's initialization, deterministic from seed: conv weights N(0, 2/(K*R*S)) (kaiming, fan_out), BN
-// scale 1 and shift 0, FC weight and bias U(-1/sqrt(in), 1/sqrt(in)); running mean 0, variance 1.
-void dlp_cuda_init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs);
 
 // ---- convolution algorithm cache -----------------------------------------------------------------------------
 enum { DLP_CUCONV_FWD = 0, DLP_CUCONV_BWD_DATA, DLP_CUCONV_BWD_FILTER, DLP_CUCONV_FWD_FUSED };

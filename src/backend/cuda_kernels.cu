@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(kThreads) xent_k(const float *logits, const in
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
         se += __expf(z[k] - m);
         sz += z[k];
-        gt += z[k] > zy;
+        gt += z[k] > zy || (z[k] == zy && k < y);  // ranks above the label: larger, or equal with a lower index
     }
     se = block_reduce<float>(se, op_addf, shf);
     sz = block_reduce<float>(sz, op_addf, shf);

@@ -39,7 +39,10 @@ expect_no_device() {  # description, command...
 expect_no_device "dlperf gpu info" "$DLPERF" gpu info
 expect_no_device "dlperf gpu bench" "$DLPERF" gpu bench --batch 2 --steps 1
 expect_no_device "dlperf gpu probe" "$DLPERF" gpu probe --batches 1 --steps 1
-# The training command (another module) reaches the same message through the backend registry once it exists.
+# Other commands reach the same message through the backend registry.
+if "$DLPERF" nn bench --help >/dev/null 2>&1; then
+  expect_no_device "dlperf nn bench --device cuda" "$DLPERF" nn bench --device cuda --model resnet-mini --batch 2 --size 32 --steps 1
+fi
 if "$DLPERF" train --help >/dev/null 2>&1; then
   expect_no_device "dlperf train --device cuda" "$DLPERF" train --device cuda --steps 1 --batch 2
 fi

@@ -23,10 +23,18 @@
 #include "backend/backend.h"
 #include "backend/cuda.h"
 #include "backend/cuda_host.h"
+#include "hw/derive.h"
+#include "nn/resnet.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "cuda_ref64.inc"
 #include "testutil.h"
+
+static dlp_status build_resnet(dlp_net *net, int depth, int classes, int size) {
+    char name[32];
+    snprintf(name, sizeof name, "resnet%d", depth);
+    return dlp_model_build(name, classes, size, net);
+}
 
 static void fill_normal(float *x, int64_t n, uint64_t seed, double scale) {
     dlp_rng r;
@@ -43,7 +51,7 @@ static float round_dt(float v, dlp_dtype dt) {
 // Parameters as a model in training would have them: torchvision's init, BN affine and running statistics moved
 // off their defaults, conv/FC weights already representable in the compute type (the device uses that copy).
 static void make_params(const dlp_net *net, dlp_dtype dt, uint64_t seed, float *params, float *bufs) {
-    dlp_cuda_init_params(net, seed, params, bufs);
+    dlp_resnet_init_params(net, seed, 0, params, bufs);
     dlp_rng r;
     dlp_rng_init(&r, seed, 77);
     for (int i = 0; i < net->nparams; i++) {
@@ -197,6 +205,77 @@ static void test_no_device_message(void **state) {
     assert_non_null(m);
     assert_false(dlp_cuda_host_is_pinned(m));
     a->free(a->ctx, m);
+}
+
+// The probe's device entry and machine profile in the model's schema (host-side: no GPU needed). Synthetic
+// points on exact lines must give back the lines; the profile must validate and be what sim: and predict load.
+static void test_device_profile_from_points(void **state) {
+    (void)state;
+    dlp_cuda_step_point pts[6];
+    memset(pts, 0, sizeof pts);
+    const int batches[3] = {32, 128, 256};
+    for (int i = 0; i < 3; i++) {
+        dlp_cuda_step_point *t = &pts[i], *f = &pts[3 + i];
+        t->train = 1, t->precision = DLP_DTYPE_F16, t->batch = batches[i];
+        t->fwd_ms = (2.0 + 0.1 * batches[i]) / 3, t->bwd_ms = 2 * (2.0 + 0.1 * batches[i]) / 3;  // 2 ms + 0.1 ms/img
+        t->update_ms = 0.3 + 0.01 * i;
+        t->step_ms = t->fwd_ms + t->bwd_ms + t->update_ms;
+        f->train = 0, f->precision = DLP_DTYPE_F16, f->batch = batches[i];
+        f->step_ms = 0.5 + 0.02 * batches[i];
+    }
+    dlp_cuda_h2d_point h[4] = {{1 << 20, 1, 20, 20, 50}, {64 << 20, 1, 50, 52, 1300}, {1 << 20, 0, 5, 5, 200},
+                               {64 << 20, 0, 12, 10, 5000}};
+    dlp_cuda_device_info di;
+    memset(&di, 0, sizeof di);
+    snprintf(di.name, sizeof di.name, "NVIDIA H200");
+    di.mem_bytes = 150754820096LL;
+    dlp_device_profile dev;
+    assert_int_equal(dlp_cuda_device_profile("gpu", &di, h, 4, pts, 6, 1.0, 1.0, &dev), DLP_OK);
+    assert_int_equal(dev.nrates, 2);
+    assert_int_equal(dev.rates[0].task, DLP_TASK_TRAIN);
+    assert_int_equal(dev.rates[0].prec, DLP_PREC_FP16);
+    assert_float_equal(dev.rates[0].t0_s, 2e-3, 1e-9);
+    assert_float_equal(dev.rates[0].per_image_s, 1e-4, 1e-12);
+    assert_float_equal(dev.rates[0].update_s, 0.31e-3, 1e-9);  // the median
+    assert_int_equal(dev.rates[0].batch_ref, 256);
+    assert_int_equal(dev.rates[1].task, DLP_TASK_INFER);
+    assert_float_equal(dev.rates[1].t0_s, 0.5e-3, 1e-9);
+    assert_float_equal(dev.rates[1].per_image_s, 2e-5, 1e-12);
+    assert_float_equal(dev.fwd_fraction, 1.0 / 3, 1e-9);
+    assert_float_equal(dev.h2d_bytes_per_s, 50e9, 1);         // the largest pinned copy
+    assert_float_equal(dev.h2d_pageable_bytes_per_s, 12e9, 1);
+    assert_true(dev.h2d_overlap);
+    // a second model with half the work per image: per_image_s is per image of ResNet-50 work
+    assert_int_equal(dlp_cuda_device_profile("gpu", &di, h, 4, pts, 6, 0.5, 1.0, &dev), DLP_OK);
+    assert_float_equal(dev.rates[0].per_image_s, 2e-4, 1e-12);
+    assert_int_equal(dlp_cuda_device_profile("gpu", &di, h, 4, pts, 6, 1.0, 1.0, &dev), DLP_OK);
+
+    dlp_catalog *c = NULL;
+    assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
+    const dlp_gpu_spec *g = dlp_cuda_catalog_gpu(c, "NVIDIA H200");
+    assert_non_null(g);
+    assert_string_equal(g->id, "h200-sxm");
+    const dlp_gpu_spec *a = dlp_cuda_catalog_gpu(c, "NVIDIA A100-SXM4-80GB");
+    assert_non_null(a);
+    assert_string_equal(a->id, "a100-80gb");
+    assert_null(dlp_cuda_catalog_gpu(c, "Matrox G200"));
+    dlp_profile *p = malloc(sizeof *p);
+    assert_int_equal(dlp_cuda_machine_profile(c, g, &di, &dev, "resnet50", p), DLP_OK);
+    assert_string_equal(p->devices[0].name, "h200-sxm");
+    char dir[512], path[600];
+    dlp_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/h200-sxm.json", dir);
+    assert_int_equal(dlp_profile_write(p, path), DLP_OK);
+    dlp_device_profile back;
+    int found = 0;
+    assert_int_equal(dlp_derive_gpu_measured(c, g, path, &back, &found), DLP_OK);  // what sim:h200,profile= reads
+    assert_true(found);
+    assert_string_equal(back.source, "measured");
+    assert_int_equal(back.nrates, 2);
+    assert_float_equal(back.rates[0].per_image_s, 1e-4, 1e-12);
+    dlp_test_rmtree(dir);
+    free(p);
+    dlp_catalog_free(c);
 }
 
 typedef struct errs {
@@ -360,7 +439,7 @@ static void test_resnet_step_vs_reference(void **state) {
     const int N = env_i("DLPERF_CHECK_BATCH", 2), hw = env_i("DLPERF_CHECK_IMAGE", 224);
     const int depth = env_i("DLPERF_CHECK_DEPTH", 50);
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, depth, 1000, hw), DLP_OK);
+    assert_int_equal(build_resnet(&net, depth, 1000, hw), DLP_OK);
     int64_t P = net.param_count, NB = net.buf_count, nx = N * dlp_net_layer_numel(&net, 0);
     int last = net.nlayers - 1, K = net.layers[last].c;
     float *params = malloc((size_t)P * 4), *bufs = malloc((size_t)NB * 4), *x = malloc((size_t)nx * 4);
@@ -461,7 +540,7 @@ static void test_graph_replay_matches_eager(void **state) {
     (void)state;
     SKIP_WITHOUT_GPU();
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 18, 100, 64), DLP_OK);
+    assert_int_equal(build_resnet(&net, 18, 100, 64), DLP_OK);
     const int N = 8;
     int64_t P = net.param_count, nx = N * dlp_net_layer_numel(&net, 0);
     float *params = malloc((size_t)P * 4), *bufs = malloc((size_t)net.buf_count * 4), *x = malloc((size_t)nx * 4);
@@ -524,7 +603,7 @@ static void test_input_pipeline(void **state) {
     (void)state;
     SKIP_WITHOUT_GPU();
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 18, 10, 32), DLP_OK);
+    assert_int_equal(build_resnet(&net, 18, 10, 32), DLP_OK);
     const int N = 4;
     int64_t nx = N * dlp_net_layer_numel(&net, 0);
     float *params = malloc((size_t)net.param_count * 4), *bufs = malloc((size_t)net.buf_count * 4);
@@ -574,6 +653,7 @@ int main(void) {
         cmocka_unit_test(test_reference_gradcheck),
 #ifdef DLP_HAVE_CUDA
         cmocka_unit_test(test_no_device_message),
+        cmocka_unit_test(test_device_profile_from_points),
         cmocka_unit_test(test_ops_vs_reference),
         cmocka_unit_test(test_resnet_step_vs_reference),
         cmocka_unit_test(test_graph_replay_matches_eager),

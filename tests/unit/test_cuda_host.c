@@ -9,13 +9,21 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda.h"
 #include "backend/cuda_host.h"
+#include "nn/resnet.h"
 #include "core/rng.h"
 #include "testutil.h"
+
+static dlp_status build_resnet(dlp_net *net, int depth, int classes, int size) {
+    char name[32];
+    snprintf(name, sizeof name, "resnet%d", depth);
+    return dlp_model_build(name, classes, size, net);
+}
 
 static int find_layer(const dlp_net *net, const char *name) {
     for (int i = 0; i < net->nlayers; i++)
@@ -53,7 +61,7 @@ static void assert_topological(const dlp_net *net, const dlp_cuda_oplist *o) {
 static void test_resnet50_train_ops(void **state) {
     (void)state;
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 50, 1000, 224), DLP_OK);
+    assert_int_equal(build_resnet(&net, 50, 1000, 224), DLP_OK);
     assert_int_equal(net.param_count, 25557032);  // torchvision resnet50: 25,557,032 parameters
     assert_int_equal(net.nparams, 161);
     dlp_cuda_oplist o;
@@ -105,7 +113,7 @@ static void test_resnet50_train_ops(void **state) {
 static void test_resnet50_infer_ops(void **state) {
     (void)state;
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 50, 1000, 224), DLP_OK);
+    assert_int_equal(build_resnet(&net, 50, 1000, 224), DLP_OK);
     dlp_cuda_oplist o;
     assert_int_equal(dlp_cuda_ops_plan(&net, 0, 1, &o), DLP_OK);
     int n[DLP_CUOP_KIND_COUNT];
@@ -133,7 +141,7 @@ static void test_resnet50_infer_ops(void **state) {
 static void test_ops_unfused_and_odd_nets(void **state) {
     (void)state;
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 18, 10, 64), DLP_OK);
+    assert_int_equal(build_resnet(&net, 18, 10, 64), DLP_OK);
     dlp_cuda_oplist o;
     assert_int_equal(dlp_cuda_ops_plan(&net, 1, 0, &o), DLP_OK);
     assert_int_equal(o.nops, net.nlayers - 1);  // one op per layer
@@ -261,7 +269,7 @@ static void test_layout_conversion(void **state) {
 static void test_buckets(void **state) {
     (void)state;
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 50, 1000, 224), DLP_OK);
+    assert_int_equal(build_resnet(&net, 50, 1000, 224), DLP_OK);
     dlp_cuda_oplist o;
     assert_int_equal(dlp_cuda_ops_plan(&net, 1, 1, &o), DLP_OK);
     int64_t *coff = malloc((size_t)net.nparams * sizeof *coff);
@@ -277,13 +285,18 @@ static void test_buckets(void **state) {
     }
     assert_true(ncopy >= weights && ncopy < weights + 8 * net.nparams);
     const int64_t be = 1000000;
-    int nb;
+    int nb, nref;
     dlp_cuda_bucket *b;
+    dlp_bucket *ref;
+    assert_int_equal(dlp_net_buckets(&net, be, &ref, &nref), DLP_OK);
     assert_int_equal(dlp_cuda_buckets_plan(&net, &o, coff, be, &nb, &b), DLP_OK);
-    assert_int_equal(nb, (int)((net.param_count + be - 1) / be));
+    assert_int_equal(nb, nref);  // the same cut as every backend (parameter boundaries, from the end)
     int64_t expect_end = net.param_count;
-    for (int i = 0; i < nb; i++) {  // last elements first, contiguous, covering everything once
-        assert_int_equal(b[i].offset + b[i].count, expect_end);
+    int prev_after = o.nops;
+    for (int i = 0; i < nb; i++) {
+        assert_int_equal(b[i].offset, ref[i].offset);
+        assert_int_equal(b[i].count, ref[i].count);
+        assert_int_equal(b[i].offset + b[i].count, expect_end);  // last elements first, contiguous
         expect_end = b[i].offset;
         int64_t covered = 0, pos = b[i].offset;
         int min_op = o.nops;
@@ -292,26 +305,30 @@ static void test_buckets(void **state) {
             assert_int_equal(sg->offset, pos);
             pos += sg->count;
             covered += sg->count;
-            // which parameter: a segment with a copy lies in one parameter
             for (int pi = 0; pi < net.nparams; pi++) {
                 const dlp_param *p = &net.params[pi];
-                if (sg->offset >= p->offset && sg->offset < p->offset + p->numel) {
-                    if (o.op_of_layer[p->layer] < min_op) min_op = o.op_of_layer[p->layer];
-                    if (sg->copy) {
-                        assert_true(sg->offset + sg->count <= p->offset + p->numel);
-                        assert_int_equal(sg->coffset, coff[pi] + (sg->offset - p->offset));
-                        assert_int_equal(sg->half, dlp_cuda_param_is_conv_weight(&net, p));
-                    } else {
-                        assert_false(sg->half);
-                    }
+                if (sg->offset >= p->offset + p->numel || sg->offset + sg->count <= p->offset) continue;
+                if (o.op_of_layer[p->layer] < min_op) min_op = o.op_of_layer[p->layer];
+                if (sg->copy) {  // a segment with a copy is exactly one weight
+                    assert_int_equal(sg->offset, p->offset);
+                    assert_int_equal(sg->count, p->numel);
+                    assert_int_equal(sg->coffset, coff[pi]);
+                    assert_int_equal(sg->half, dlp_cuda_param_is_conv_weight(&net, p));
+                } else {
+                    assert_false(sg->half);
+                    assert_false(dlp_cuda_param_is_weight(&net, p));
                 }
             }
         }
         assert_int_equal(covered, b[i].count);
-        assert_int_equal(b[i].after_op, min_op);
+        // announced when its last gradient is done, but never before the bucket preceding it
+        int want = min_op < prev_after ? min_op : prev_after;
+        assert_int_equal(b[i].after_op, want);
+        prev_after = b[i].after_op;
     }
     assert_int_equal(expect_end, 0);
     assert_true(b[0].after_op > b[nb - 1].after_op);  // the FC's bucket is final before conv1's
+    free(ref);
     dlp_cuda_buckets_free(b, nb);
     // One bucket: after the first op (the last to run backward)
     assert_int_equal(dlp_cuda_buckets_plan(&net, &o, coff, 0, &nb, &b), DLP_OK);
@@ -360,7 +377,7 @@ static void test_algo_cache(void **state) {
     dlp_cuda_algo_cache_free(&c);
     // The ResNet-50 training plan searches each distinct (shape, direction) once.
     dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 50, 1000, 224), DLP_OK);
+    assert_int_equal(build_resnet(&net, 50, 1000, 224), DLP_OK);
     int distinct = 0;
     memset(&c, 0, sizeof c);
     for (int i = 0; i < net.nlayers; i++) {
@@ -478,29 +495,6 @@ static void test_pinned_allocator_fallback(void **state) {
     assert_false(dlp_cuda_host_is_pinned(NULL));
 }
 
-static void test_init_params(void **state) {
-    (void)state;
-    dlp_net net;
-    assert_int_equal(dlp_cuda_resnet(&net, 18, 10, 32), DLP_OK);
-    float *p = malloc((size_t)net.param_count * 4), *q = malloc((size_t)net.param_count * 4);
-    float *b = malloc((size_t)net.buf_count * 4);
-    dlp_cuda_init_params(&net, 7, p, b);
-    dlp_cuda_init_params(&net, 7, q, NULL);
-    assert_memory_equal(p, q, (size_t)net.param_count * 4);  // deterministic
-    const dlp_param *w = dlp_net_find_param(&net, "layer1.0.conv1.weight"), *g = dlp_net_find_param(&net, "bn1.weight");
-    double ss = 0;
-    for (int64_t i = 0; i < w->numel; i++) ss += (double)p[w->offset + i] * p[w->offset + i];
-    double sd = sqrt(ss / (double)w->numel), want = sqrt(2.0 / (64 * 9));
-    assert_true(fabs(sd - want) < 0.1 * want);
-    assert_float_equal(p[g->offset], 1.0f, 0);
-    const dlp_param *rv = dlp_net_find_param(&net, "bn1.running_var");
-    assert_float_equal(b[rv->offset], 1.0f, 0);
-    free(p);
-    free(q);
-    free(b);
-    dlp_net_free(&net);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resnet50_train_ops),
@@ -514,7 +508,6 @@ int main(void) {
         cmocka_unit_test(test_algo_cache_file),
         cmocka_unit_test(test_graph_state_machine),
         cmocka_unit_test(test_pinned_allocator_fallback),
-        cmocka_unit_test(test_init_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
