@@ -91,8 +91,8 @@ def main():
             txt = f.read()
         summary["check_failures"] = [l for l in txt.splitlines() if "FAIL" in l]
         summary["check_passed"] = "[  FAILED  ]" not in txt and "[  PASSED  ]" in txt
-        summary["check_skipped"] = [l.split("]", 1)[1].strip() for l in txt.splitlines()
-                                    if l.startswith("[  SKIPPED ]") and "test(s)" not in l]
+        summary["check_skipped"] = list(dict.fromkeys(l.split("]", 1)[1].strip() for l in txt.splitlines()
+                                                      if l.startswith("[  SKIPPED ]") and "test(s)" not in l))
 
     # ---- print -------------------------------------------------------------------------------------------------
     name = summary["device"].get("name", torch.get("device", "?"))
