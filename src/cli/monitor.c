@@ -61,11 +61,13 @@ typedef struct {
     const char *suffix;  // metric name ending
     const char *unit;    // shown
     double scale;
+    int strip;           // drop the suffix from the label
 } unit_row;
 
 static const unit_row k_units[] = {
-    {"_bytes_per_s", "MiB/s", 1.0 / 1048576}, {"_bytes", "MiB", 1.0 / 1048576}, {"_per_s", "/s", 1},
-    {"_iops", "IO/s", 1},  {"_pct", "%", 1},  {"_w", "W", 1},  {"_mhz", "MHz", 1},  {"_celsius", "C", 1},
+    {"_bytes_per_s", "MiB/s", 1.0 / 1048576, 1}, {"_bytes", "MiB", 1.0 / 1048576, 1}, {"_per_s", "/s", 1, 1},
+    {"_iops", "IO/s", 1, 0},  {"_pct", "%", 1, 1},  {"_w", "W", 1, 1},  {"_mhz", "MHz", 1, 1},
+    {"_celsius", "C", 1, 1},
 };
 
 static void fmt_num(char *buf, size_t len, double v) {
@@ -100,7 +102,7 @@ static void print_table(FILE *f, const json_t *summary) {
         for (size_t u = 0; u < sizeof k_units / sizeof k_units[0]; u++) {
             size_t nl = strlen(label), sl = strlen(k_units[u].suffix);
             if (nl > sl && strcmp(label + nl - sl, k_units[u].suffix) == 0) {
-                label[nl - sl] = '\0';
+                if (k_units[u].strip) label[nl - sl] = '\0';
                 snprintf(unit, sizeof unit, "%s", k_units[u].unit);
                 scale = k_units[u].scale;
                 break;
@@ -157,7 +159,11 @@ static void print_summary(FILE *f, const json_t *summary, char **cmd, int ncmd, 
     json_object_foreach((json_t *)metrics, name, e) {
         double j = jnum(e, "energy_j");
         if (isnan(j)) continue;
-        fprintf(f, "%s %s: %.1f J (%.1f W mean)", energy ? "," : "energy:", name, j, jnum(e, "mean"));
+        char what[64];
+        snprintf(what, sizeof what, "%s", name);
+        char *dot = strstr(what, ".power_w");
+        if (dot) *dot = '\0';
+        fprintf(f, "%s %s %.1f J (%.1f W mean)", energy ? "," : "energy:", what, j, jnum(e, "mean"));
         energy = 1;
     }
     if (energy) fputc('\n', f);
@@ -213,6 +219,8 @@ int dlp_cli_monitor(int argc, char **argv) {
         }
     int nopt = dash >= 0 ? dash : argc, rest;
     dlp_status st = dlp_opts_parse(opts, k_usage, nopt, argv, &rest);
+    if (st == DLP_ERR_INVALID && dash < 0)
+        dlp_err_context("options of the command go after --, as in dlperf monitor [options] -- COMMAND ARGS");
     if (st) return dlp_cli_fail(st);
     char **cmd;
     int ncmd;

@@ -117,7 +117,8 @@ static dlp_status cpu_available(const dlp_mon_env *env, dlp_mon_fields *fl, void
     for (const char *p = s->f.buf; *p; p = dlp_mon_next_line(p)) {
         const char *q = p + 3;
         uint64_t id;
-        if (strncmp(p, "cpu", 3) == 0 && dlp_mon_parse_u64(&q, &id) == 0 && (int64_t)id > maxid && id < MAX_CPUS)
+        if (strncmp(p, "cpu", 3) == 0 && *q >= '0' && *q <= '9' && dlp_mon_parse_u64(&q, &id) == 0 &&
+            (int64_t)id > maxid && id < MAX_CPUS)
             maxid = (int)id;
     }
     if (maxid < 0) {
@@ -231,9 +232,9 @@ static void cpu_prom(void *state, dlp_prom_buf *b) {
     }
     dlp_prom_family(b, "dlperf_cpus_online", "gauge", "CPUs online at the latest sample.");
     dlp_prom_sample(b, "dlperf_cpus_online", s->online, (char *)NULL);
-    dlp_prom_family(b, "dlperf_cpu_counter_anomalies_total", "counter",
+    dlp_prom_family(b, "dlperf_cpu_time_decreases_total", "counter",
                     "CPU counter readings that went backwards (counted as zero for the interval).");
-    dlp_prom_sample(b, "dlperf_cpu_counter_anomalies_total", (double)s->anomalies, (char *)NULL);
+    dlp_prom_sample(b, "dlperf_cpu_time_decreases_total", (double)s->anomalies, (char *)NULL);
 }
 
 const dlp_mon_source_ops dlp_mon_src_cpu = {

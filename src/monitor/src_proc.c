@@ -333,8 +333,8 @@ static void proc_prom(void *state, dlp_prom_buf *b) {
     dlp_prom_family(b, "dlperf_process_resident_memory_bytes", "gauge",
                     "Resident memory of the monitored process tree (sum over its processes).");
     dlp_prom_sample(b, "dlperf_process_resident_memory_bytes", s->rss_bytes, (char *)NULL);
-    dlp_prom_family(b, "dlperf_process_count", "gauge", "Processes in the monitored tree.");
-    dlp_prom_sample(b, "dlperf_process_count", s->procs, (char *)NULL);
+    dlp_prom_family(b, "dlperf_processes", "gauge", "Processes in the monitored tree.");
+    dlp_prom_sample(b, "dlperf_processes", s->procs, (char *)NULL);
     dlp_prom_family(b, "dlperf_process_threads", "gauge", "Threads in the monitored process tree.");
     dlp_prom_sample(b, "dlperf_process_threads", s->threads, (char *)NULL);
 }

@@ -156,7 +156,8 @@ double dlp_mon_percentile(float *v, int n, double q) {
     return (double)v[lo] + ((double)v[hi] - (double)v[lo]) * frac;
 }
 
-// Six significant digits are plenty for a summary and keep the JSON readable.
+// Ten significant digits keep the JSON readable (no 40.000000000000007) and byte counts exact to 10 GB;
+// percentiles come from the float subsample and get the seven digits a float has.
 static json_t *num(double v, int digits) {
     if (!isfinite(v)) return json_null();
     char buf[40];
@@ -176,18 +177,18 @@ static json_t *stats_json(const dlp_mon_stats *st, const dlp_mon_store *s, const
         if (!(st->wdt[k] > 0)) continue;  // never had a value in this phase
         const dlp_mon_field *f = &fields[s->idx[k]];
         json_t *e = json_object();
-        json_object_set_new(e, "mean", num(st->wsum[k] / st->wdt[k], 6));
+        json_object_set_new(e, "mean", num(st->wsum[k] / st->wdt[k], 10));
         int n = 0;
         for (int r = 0; r < st->res_n; r++) {
             float v = st->res[(size_t)r * s->nsum + k];
             if (isfinite(v)) scratch[n++] = v;
         }
-        json_object_set_new(e, "p50", num(dlp_mon_percentile(scratch, n, 0.50), 6));
-        json_object_set_new(e, "p95", num(dlp_mon_percentile(scratch, n, 0.95), 6));
-        json_object_set_new(e, "max", num(st->max[k], 6));
+        json_object_set_new(e, "p50", num(dlp_mon_percentile(scratch, n, 0.50), 7));
+        json_object_set_new(e, "p95", num(dlp_mon_percentile(scratch, n, 0.95), 7));
+        json_object_set_new(e, "max", num(st->max[k], 10));
         double scale;
         const char *tk = dlp_mon_field_total_key(f, &scale);
-        if (tk) json_object_set_new(e, tk, num(st->tsum[k] * scale, 9));
+        if (tk) json_object_set_new(e, tk, num(st->tsum[k] * scale, 12));
         json_object_set_new(m, f->name, e);
     }
     json_object_set_new(o, "metrics", m);
