@@ -307,7 +307,11 @@ int dlp_cli_monitor(int argc, char **argv) {
         dlp_monitor_destroy(mon);
         return dlp_cli_fail(st);
     }
-    if (http) fprintf(stderr, "dlperf monitor: serving http://%s:%d/metrics\n", metrics_addr, dlp_monitor_http_port(http));
+    if (http) {
+        int v6 = strchr(metrics_addr, ':') != NULL;
+        fprintf(stderr, "dlperf monitor: serving http://%s%s%s:%d/metrics\n", v6 ? "[" : "", metrics_addr, v6 ? "]" : "",
+                dlp_monitor_http_port(http));
+    }
     int64_t t0 = dlp_now_ns();
     ssize_t w = write(go[1], "g", 1);
     (void)w;

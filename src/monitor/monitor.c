@@ -360,6 +360,12 @@ dlp_status dlp_monitor_sample_at(dlp_monitor *m, int64_t t_ns) {
 
 void dlp_monitor_overhead(const dlp_monitor *mc, double *cpu_s, double *wall_s) {
     dlp_monitor *m = (dlp_monitor *)mc;
+    pthread_mutex_lock(&m->mu);
+    dlp_mon_overhead_locked(m, cpu_s, wall_s);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void dlp_mon_overhead_locked(dlp_monitor *m, double *cpu_s, double *wall_s) {
     *cpu_s = (double)(atomic_load(&m->sampler_cpu_ns) + atomic_load(&m->http_cpu_ns)) * 1e-9;
     int64_t end = m->stopped ? m->end_ns : (m->thread_running ? dlp_now_ns() : m->last_ns);
     *wall_s = m->have_baseline ? (double)(end - m->t0_ns) * 1e-9 : 0;
@@ -384,7 +390,7 @@ json_t *dlp_monitor_summary_json(dlp_monitor *m) {
     json_object_set_new(o, "pid", json_integer(m->env.pid));
     json_object_set_new(o, "samples", json_integer(m->samples));
     double cpu_s, wall_s;
-    dlp_monitor_overhead(m, &cpu_s, &wall_s);
+    dlp_mon_overhead_locked(m, &cpu_s, &wall_s);
     json_object_set_new(o, "wall_s", json_real(round(wall_s * 1000) / 1000));
     json_object_set_new(o, "sources", dlp_monitor_sources_json(m));
     json_t *ov = json_object();

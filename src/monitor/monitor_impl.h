@@ -1,5 +1,5 @@
 // monitor/monitor_impl: the monitor's state, shared by the files of the module (not part of the API).
-// Defines: struct dlp_monitor, dlp_mon_src_slot, dlp_mon_sink_slot, dlp_monitor_add_http_cpu.
+// Defines: struct dlp_monitor, dlp_mon_src_slot, dlp_mon_sink_slot, dlp_monitor_add_http_cpu, dlp_mon_overhead_locked.
 #ifndef DLP_MONITOR_IMPL_H
 #define DLP_MONITOR_IMPL_H
 #include <pthread.h>
@@ -63,5 +63,7 @@ struct dlp_monitor {
 
 // Adds CPU time spent serving /metrics to the monitor's overhead.
 void dlp_monitor_add_http_cpu(dlp_monitor *mon, int64_t ns);
+// dlp_monitor_overhead with mu already held.
+void dlp_mon_overhead_locked(dlp_monitor *mon, double *cpu_s, double *wall_s);
 
 #endif

@@ -21,13 +21,12 @@ dlp_status dlp_monitor_render_prom(dlp_monitor *m, dlp_prom_buf *b) {
                         (double)dlp_monitor_counter_value(m, (dlp_monitor_counter)counters[i].c) * counters[i].scale,
                         (char *)NULL);
     }
+    pthread_mutex_lock(&m->mu);
     double cpu_s, wall_s;
-    dlp_monitor_overhead(m, &cpu_s, &wall_s);
+    dlp_mon_overhead_locked(m, &cpu_s, &wall_s);
     dlp_prom_family(b, "dlperf_monitor_cpu_seconds_total", "counter",
                     "CPU seconds the monitor itself used (sampler thread and /metrics rendering).");
     dlp_prom_sample(b, "dlperf_monitor_cpu_seconds_total", cpu_s, (char *)NULL);
-
-    pthread_mutex_lock(&m->mu);
     dlp_prom_family(b, "dlperf_monitor_samples_total", "counter", "Samples the monitor has taken.");
     dlp_prom_sample(b, "dlperf_monitor_samples_total", (double)m->samples, (char *)NULL);
     dlp_prom_family(b, "dlperf_monitor_source_available", "gauge",

@@ -114,7 +114,7 @@ int dlp_mon_read_small(const dlp_mon_env *env, const char *rel, char *buf, size_
 typedef struct dlp_mon_dir {
     int fd;
     int pos, len;
-    char buf[4096];
+    _Alignas(8) char buf[4096];  // struct dirent64 records, 8-byte aligned
 } dlp_mon_dir;
 int dlp_mon_dir_open(dlp_mon_dir *d, const dlp_mon_env *env, const char *rel);  // 0 or errno
 const char *dlp_mon_dir_next(dlp_mon_dir *d);  // next name (skipping . and ..), NULL at the end

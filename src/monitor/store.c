@@ -63,6 +63,10 @@ void dlp_mon_store_free(dlp_mon_store *s) {
 
 dlp_status dlp_mon_store_phase(dlp_mon_store *s, const char *name, double t_s) {
     dlp_mon_stats *cur = &s->phases[s->nphases - 1];
+    if (cur->rows == 0 && cur->start_s == t_s) {  // nothing happened in it (a phase marked before the start)
+        snprintf(cur->name, sizeof cur->name, "%s", name);
+        return DLP_OK;
+    }
     cur->end_s = t_s;
     if (s->nphases >= DLP_MON_MAX_PHASES) {
         dlp_log_warn_limited("monitor.phases", 1, "monitor: more than %d phases; '%s' and later ones are merged into '%s'",

@@ -43,7 +43,7 @@ typedef struct dlp_mon_store {
 dlp_status dlp_mon_store_init(dlp_mon_store *s, const dlp_mon_field *fields, int nfields, double interval_s,
                               const char *first_phase);
 void dlp_mon_store_free(dlp_mon_store *s);
-// Ends the current phase at t_s and starts `name`.
+// Ends the current phase at t_s and starts `name` (a current phase that is still empty at t_s is renamed).
 dlp_status dlp_mon_store_phase(dlp_mon_store *s, const char *name, double t_s);
 // One interval ending at t_s, of length dt_s (> 0), with a value per field.
 void dlp_mon_store_add(dlp_mon_store *s, double t_s, double dt_s, const double *vals);

@@ -625,9 +625,10 @@ static void test_phases_and_counters(void **state) {
     (void)state;
     char root[512];
     fx_setup("basic", root, sizeof root);
-    dlp_monitor_cfg cfg = {.root = root, .pid = -1, .sources = "cpu", .interval_ms = 1000, .initial_phase = "warm-up"};
+    dlp_monitor_cfg cfg = {.root = root, .pid = -1, .sources = "cpu", .interval_ms = 1000};
     dlp_monitor *m;
     assert_int_equal(dlp_monitor_create(&cfg, &m), DLP_OK);
+    dlp_monitor_phase(m, "warm-up");  // before anything was sampled: replaces the empty initial phase "run"
     assert_int_equal(dlp_monitor_sample_at(m, 0), DLP_OK);
     dlp_monitor_count(m, DLP_MONITOR_IMAGES, 100);
     dlp_monitor_count(m, DLP_MONITOR_DATA_WAIT_NS, SEC / 4);
