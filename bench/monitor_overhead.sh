@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 [ -x "$D" ] || { echo "no $D: build first (make)" >&2; exit 2; }
 echo "dlperf monitor overhead: sleep $DUR s under the monitor; $(nproc) CPUs; $(uname -r)"
 "$D" monitor --list | sed 's/^/  /'
-printf '\n%-24s %8s %12s %14s %16s   %s\n' "interval, command" samples "monitor CPU" "% of one core" \
+printf '\n%-24s %8s %12s %14s %18s   %s\n' "interval, command" samples "monitor CPU" "% of one core" \
   "dlperf+cmd rusage" "per-sample CPU by source (ms)"
 for run in "500 sleep" "100 sleep" "500 threads"; do
   set -- $run
@@ -40,7 +40,7 @@ ov = mon["overhead"]
 whole = 100.0 * (ru.ru_utime + ru.ru_stime) / mon["wall_s"]
 per = " ".join("%s %.3f" % kv for kv in ov["per_sample_cpu_ms"].items())
 label = "%d ms, %s" % (iv, "sleep" if what == "sleep" else "64 threads")
-print("%-24s %8d %10.3f s %13.3f%% %15.3f%%   %s" % (label, mon["samples"], ov["cpu_s"], ov["pct_of_one_core"], whole, per))
+print("%-24s %8d %10.3f s %13.3f%% %17.3f%%   %s" % (label, mon["samples"], ov["cpu_s"], ov["pct_of_one_core"], whole, per))
 open("%s/pct%d%s" % (t, iv, what), "w").write("%.3f" % ov["pct_of_one_core"])
 PYEOF
 done

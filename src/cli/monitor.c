@@ -128,7 +128,10 @@ static void print_table(FILE *f, const json_t *summary) {
         } else if (!isnan(t = jnum(e, "total"))) {
             fmt_num(total, sizeof total, t);
         }
-        fprintf(f, "%-34s %-6s %9s %9s %9s %12s\n", label, unit, a, b, c, total);
+        char line[160];
+        int n = snprintf(line, sizeof line, "%-34s %-6s %9s %9s %9s %12s", label, unit, a, b, c, total);
+        while (n > 0 && line[n - 1] == ' ') line[--n] = '\0';  // no trailing blanks when there is no total
+        fprintf(f, "%s\n", line);
     }
     if (hidden) fprintf(f, "(%d metrics that stayed at 0 are not shown; the JSON has them all)\n", hidden);
 }

@@ -90,7 +90,10 @@ static dlp_status gpu_available(const dlp_mon_env *env, dlp_mon_fields *fl, void
     void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *why = dlerror();
-        snprintf(note, note_len, "%s not found (no NVIDIA driver here%s%s)", libname, why ? ": " : "", why ? why : "");
+        if (!why || strstr(why, "No such file"))
+            snprintf(note, note_len, "%s not found (no NVIDIA driver here)", libname);
+        else
+            snprintf(note, note_len, "%s cannot be loaded: %s", libname, why);
         return DLP_ERR_UNSUPPORTED;
     }
     gpu_state *s = calloc(1, sizeof *s);

@@ -56,9 +56,13 @@ static dlp_status rapl_available(const dlp_mon_env *env, dlp_mon_fields *fl, voi
                                  size_t note_len) {
     dlp_mon_dir d;
     int e = dlp_mon_dir_open(&d, env, "/sys/class/powercap");
+    if (e == ENOENT) {
+        snprintf(note, note_len, "no %s/sys/class/powercap: no powercap driver (a VM, or a kernel without RAPL)",
+                 env->root);
+        return DLP_ERR_UNSUPPORTED;
+    }
     if (e) {
-        snprintf(note, note_len, "no %s/sys/class/powercap (%s): no powercap driver (a VM, or a kernel without RAPL)",
-                 env->root, strerror(e));
+        snprintf(note, note_len, "cannot list %s/sys/class/powercap: %s", env->root, strerror(e));
         return DLP_ERR_UNSUPPORTED;
     }
     char dirs[MAX_ZONES][64];

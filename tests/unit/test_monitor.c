@@ -335,7 +335,7 @@ static void test_missing_files(void **state) {
         {"mem", "/proc/meminfo: No such file or directory"},
         {"disk", "/proc/diskstats: No such file or directory"},
         {"net", "/proc/net/dev: No such file or directory"},
-        {"rapl", "/sys/class/powercap (No such file or directory)"},
+        {"rapl", "/sys/class/powercap: no powercap driver"},
         {"proc", "/proc/100/stat"},
         {"gpu", "not found"},
     };
