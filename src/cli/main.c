@@ -9,6 +9,7 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
     {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
     {NULL, NULL, NULL},
 };
