@@ -23,6 +23,7 @@
 #include "monitor/monitor.h"
 #include "monitor/monitor_impl.h"
 #include "monitor/prom.h"
+#include "monitor/sink.h"
 #include "monitor/source.h"
 #include "monitor/store.h"
 #include "testutil.h"
@@ -533,12 +534,15 @@ static void test_sinks_parse_back(void **state) {
                            .nvml_lib = "/nonexistent/libnvidia-ml.so.1", .initial_phase = "warm-up"};
     dlp_monitor *m;
     assert_int_equal(dlp_monitor_create(&cfg, &m), DLP_OK);
+    assert_int_equal(dlp_monitor_add_sink(m, &dlp_mon_sink_null, NULL), DLP_OK);  // the trivial sink counts rows
     assert_int_equal(dlp_monitor_sample_at(m, 5 * SEC), DLP_OK);
     fx_step(root, "basic", 1);
     assert_int_equal(dlp_monitor_sample_at(m, 6 * SEC), DLP_OK);
     dlp_monitor_phase(m, "epoch 1, \"quoted\"");
     fx_step(root, "basic", 2);
     assert_int_equal(dlp_monitor_sample_at(m, 7 * SEC), DLP_OK);
+    assert_int_equal(m->nsinks, 3);
+    assert_int_equal(*(long *)m->sinks[2].state, 2);
     int nfields = m->fields.n;
     assert_int_equal(dlp_monitor_stop(m), DLP_OK);
     dlp_monitor_destroy(m);

@@ -138,7 +138,7 @@ static void test_thread_phases_counters(void **state) {
     assert_true(fabs(metric(s, -1, "run.images_per_s", "total") - (double)a.counted) <= 1e-6 * (double)a.counted + 1e-3);
     assert_true(fabs(metric(s, -1, "run.input_bytes_per_s", "total_bytes") - 1000.0 * (double)a.counted / 3) < 1);
     double start1 = json_number_value(json_object_get(json_array_get(ph, 1), "start_s"));
-    if (fabs(start1 - mark1) > 0.05) fail_msg("phase 'epoch 1' starts at %.3f s, marked at %.3f s", start1, mark1);
+    if (fabs(start1 - mark1) > 0.1) fail_msg("phase 'epoch 1' starts at %.3f s, marked at %.3f s", start1, mark1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(ph, 2), "name")), "eval");
     json_t *ov = json_object_get(s, "overhead");
     assert_true(json_number_value(json_object_get(ov, "cpu_s")) > 0);
