@@ -15,13 +15,19 @@ SAN    ?=
 have_pc   = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1 || echo 0)
 have_file = $(shell test -e $(1) && echo 1 || echo 0)
 
+# CUDA: the toolkit (nvcc, cudart) in CUDA_HOME; cuDNN's headers and library may live elsewhere (CUDNN_INC,
+# CUDNN_LIB: e.g. a pip package's nvidia/cudnn/{include,lib}); NCCL likewise (NCCL_INC, NCCL_LIB).
 CUDA_HOME ?= /usr/local/cuda
+CUDNN_INC ?= $(CUDA_HOME)/include
+CUDNN_LIB ?= $(CUDA_HOME)/lib64
+NCCL_INC  ?= $(CUDA_HOME)/include
+NCCL_LIB  ?= $(CUDA_HOME)/lib64
 USE_DNNL  ?= $(call have_file,/usr/include/oneapi/dnnl/dnnl.h)
 USE_MHD   ?= $(call have_pc,libmicrohttpd)
 USE_MPI   ?= $(call have_pc,ompi-c)
 USE_CUDA  ?= $(call have_file,$(CUDA_HOME)/bin/nvcc)
-USE_CUDNN ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(CUDA_HOME)/include/cudnn.h),0)
-USE_NCCL  ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(CUDA_HOME)/include/nccl.h),0)
+USE_CUDNN ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(CUDNN_INC)/cudnn.h),0)
+USE_NCCL  ?= $(if $(filter 1,$(USE_CUDA)),$(call have_file,$(NCCL_INC)/nccl.h),0)
 HAVE_CMOCKA := $(call have_pc,cmocka)
 
 CFLAGS   := -std=c11 -D_GNU_SOURCE -g $(OPT) $(ARCH) -pthread -fopenmp -Wall -Wextra -Wshadow \
@@ -51,27 +57,50 @@ ifeq ($(USE_MPI),1)
 else
   SRC_OFF += $(filter %_mpi.c,$(SRC_ALL))
 endif
+# The cuda backend (src/backend/cuda_*.c, src/*/*.cu) needs the toolkit and cuDNN. cuBLAS is not linked: the
+# backend loads it with dlopen when a plan is made (libcublasLt alone costs every process ~0.1 s and 200 MB to
+# map). Files named cuda_host*.c / cuda_alloc*.c are built in every build (host-side logic, and the pinned
+# allocator with its pageable fallback); other cuda_*.c only with CUDA. cuda_*.c get the CUDA include path.
 CU_SRC :=
-ifeq ($(USE_CUDA),1)
-  CFLAGS += -DDLP_HAVE_CUDA
-  CUDA_CFLAGS := -I$(CUDA_HOME)/include
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas
-  CU_SRC := $(wildcard src/*/*.cu)
-  ifeq ($(USE_CUDNN),1)
-    CFLAGS += -DDLP_HAVE_CUDNN
-    LDLIBS += -lcudnn
+CUDA_C_SRC := $(wildcard src/*/cuda_*.c)
+CUDA_C_ALWAYS := $(filter src/%/cuda_host.c src/%/cuda_alloc.c,$(CUDA_C_SRC)) \
+                 $(filter src/%/cuda_host_%.c src/%/cuda_alloc_%.c,$(CUDA_C_SRC))
+ifeq ($(USE_CUDA)$(USE_CUDNN),11)
+  CFLAGS += -DDLP_HAVE_CUDA -DDLP_HAVE_CUDNN
+  CUDA_CFLAGS := -I$(CUDA_HOME)/include $(if $(filter-out $(CUDA_HOME)/include,$(CUDNN_INC)),-I$(CUDNN_INC)) \
+                 -DDLP_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+  ifneq ($(CUDNN_LIB),$(CUDA_HOME)/lib64)
+    LDLIBS += -L$(CUDNN_LIB) -Wl,-rpath,$(CUDNN_LIB)
   endif
+  # pip's cuDNN ships only libcudnn.so.9 (no dev symlink)
+  LDLIBS += $(if $(wildcard $(CUDNN_LIB)/libcudnn.so),-lcudnn,-l:libcudnn.so.9)
+  CU_SRC := $(wildcard src/*/*.cu)
   ifeq ($(USE_NCCL),1)
     CFLAGS += -DDLP_HAVE_NCCL
+    CUDA_CFLAGS += $(if $(filter-out $(CUDA_HOME)/include,$(NCCL_INC)),-I$(NCCL_INC))
+    ifneq ($(NCCL_LIB),$(CUDA_HOME)/lib64)
+      LDLIBS += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB)
+    endif
     LDLIBS += -lnccl
   else
     SRC_OFF += $(filter %_nccl.c,$(SRC_ALL))
   endif
 else
-  SRC_OFF += $(filter %_cuda.c %_cudnn.c %_nccl.c,$(SRC_ALL))
+  ifeq ($(USE_CUDA),1)
+    $(info CUDA found in $(CUDA_HOME) but no cuDNN ($(CUDNN_INC)/cudnn.h): building without the cuda backend)
+  endif
+  override USE_CUDA := 0
+  override USE_CUDNN := 0
+  override USE_NCCL := 0
+  SRC_OFF += $(filter %_cuda.c %_cudnn.c %_nccl.c,$(SRC_ALL)) $(filter-out $(CUDA_C_ALWAYS),$(CUDA_C_SRC))
 endif
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
-NVCCFLAGS ?= -O3 -std=c++17 -arch=sm_90a -Isrc -Xcompiler -fPIC,-Wall
+# Hopper (H100/H200) machine code; sm_90a as the -gencode form (HOPPER.md: the -arch shorthand also runs a
+# plain sm_90 pass). Add e.g. "-gencode=arch=compute_80,code=sm_80" to CUDA_ARCH for an A100.
+CUDA_ARCH ?= -gencode=arch=compute_90a,code=sm_90a
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -lineinfo -Isrc $(if $(filter-out $(CUDA_HOME)/include,$(CUDNN_INC)),-I$(CUDNN_INC)) \
+             -Xcompiler -fPIC,-Wall,-fno-exceptions -Xcudafe --display_error_number
 
 SRC_LIB  := $(filter-out src/cli/% $(SRC_OFF),$(SRC_ALL))
 SRC_CLI  := $(filter src/cli/%,$(filter-out $(SRC_OFF),$(SRC_ALL)))
@@ -98,6 +127,7 @@ $(BUILD)/dlperf: $(OBJ_CLI) $(BUILD)/libdlperf.a
 $(BUILD)/src/%_mpi.o: src/%_mpi.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
+$(CUDA_C_SRC:%.c=$(BUILD)/%.o): CFLAGS += $(CUDA_CFLAGS)
 $(BUILD)/src/%_cuda.o: src/%_cuda.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -MMD -MP -c $< -o $@
@@ -112,7 +142,7 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 ifeq ($(HAVE_CMOCKA),1)
 tests: $(TEST_BIN)

@@ -90,6 +90,11 @@ typedef struct dlp_backend_ops {
     // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
     // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).
     dlp_status (*measure_peak)(dlp_dtype precision, int threads, double *gflops);
+
+    // Optional: totals since the plan was made, for the step line and result — time spent copying input batches
+    // to the device, time the step's compute waited for such a copy (the device-side data stall), and how many
+    // copies those totals cover (a GPU backend measures with events; only copies already completed count).
+    dlp_status (*input_stats)(dlp_plan *p, double *copy_ms, double *stall_ms, int64_t *copies);
 } dlp_backend_ops;
 
 struct dlp_plan {

@@ -10,6 +10,9 @@ extern const dlp_backend_ops dlp_backend_ref;
 #ifdef DLP_HAVE_DNNL
 extern const dlp_backend_ops dlp_backend_cpu;
 #endif
+#ifdef DLP_HAVE_CUDA
+extern const dlp_backend_ops dlp_backend_cuda;  // backend/cuda_backend.c: cuDNN/cuBLAS, with USE_CUDA
+#endif
 extern const dlp_backend_ops dlp_backend_sim;  // backend/sim.c: an emulated GPU, always built
 
 // Backends this build may have, for the message when one is asked for that is not compiled in.
@@ -19,6 +22,9 @@ static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
 // own build switch.
 static const dlp_backend_ops *const k_backends[] = {
     &dlp_backend_ref,
+#ifdef DLP_HAVE_CUDA
+    &dlp_backend_cuda,  // after ref: callers take the first entry as the default device without asking available()
+#endif
     &dlp_backend_sim,  // last: never the default device
     NULL,
 };

@@ -20,5 +20,6 @@ int dlp_cli_nn(int argc, char **argv);
 int dlp_cli_predict(int argc, char **argv);
 int dlp_cli_catalog(int argc, char **argv);
 int dlp_cli_monitor(int argc, char **argv);
+int dlp_cli_gpu(int argc, char **argv);
 
 #endif

@@ -1,0 +1,401 @@
+// backend/cuda_probe: the measurements behind a GPU profile — host-to-device bandwidth from pinned and pageable
+// memory, and step time against batch size for training and inference — and the profile's JSON.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda.h"
+#include "backend/cuda_host.h"
+#include "backend/cuda_util.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/clock.h"
+#include "core/rng.h"
+#include "hw/derive.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(double *v, int n, double q) {  // sorts v
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double pos = q * (n - 1);
+    int i = (int)pos;
+    double f = pos - i;
+    return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+dlp_status dlp_cuda_probe_h2d(int device, const int64_t *bytes, int n, int repeats, dlp_cuda_h2d_point *out) {
+    int ndev = 0;
+    DLP_CHECK(dlp_cuda_no_device(&ndev));
+    DLP_CU(cudaSetDevice(device));
+    if (n <= 0) return DLP_OK;
+    if (repeats < 1) repeats = 1;
+    int64_t maxb = 0;
+    for (int i = 0; i < n; i++)
+        if (bytes[i] > maxb) maxb = bytes[i];
+    void *pinned = NULL, *pageable = NULL, *dev = NULL;
+    cudaStream_t s = NULL;
+    cudaEvent_t a = NULL, b = NULL;
+    double *h2d = malloc((size_t)repeats * sizeof *h2d), *d2h = malloc((size_t)repeats * sizeof *d2h);
+    dlp_status st = DLP_OK;
+    if (!h2d || !d2h) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    DLP_CU_GOTO(st, cudaHostAlloc(&pinned, (size_t)maxb, 0), out);
+    pageable = malloc((size_t)maxb);
+    if (!pageable) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory allocating %lld pageable bytes", (long long)maxb);
+        goto out;
+    }
+    memset(pageable, 1, (size_t)maxb);  // touch every page
+    memset(pinned, 1, (size_t)maxb);
+    DLP_CU_GOTO(st, cudaMalloc(&dev, (size_t)maxb), out);
+    DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+    DLP_CU_GOTO(st, cudaEventCreate(&a), out);
+    DLP_CU_GOTO(st, cudaEventCreate(&b), out);
+    for (int kind = 0; kind < 2; kind++) {  // 0 pinned, 1 pageable
+        void *host = kind == 0 ? pinned : pageable;
+        for (int i = 0; i < n; i++) {
+            dlp_cuda_h2d_point *pt = &out[kind * n + i];
+            memset(pt, 0, sizeof *pt);
+            pt->bytes = bytes[i];
+            pt->pinned = kind == 0;
+            for (int r = -2; r < repeats; r++) {  // two warm-up copies each way
+                float ms1 = 0, ms2 = 0;
+                DLP_CU_GOTO(st, cudaEventRecord(a, s), out);
+                DLP_CU_GOTO(st, cudaMemcpyAsync(dev, host, (size_t)bytes[i], cudaMemcpyHostToDevice, s), out);
+                DLP_CU_GOTO(st, cudaEventRecord(b, s), out);
+                DLP_CU_GOTO(st, cudaEventSynchronize(b), out);
+                DLP_CU_GOTO(st, cudaEventElapsedTime(&ms1, a, b), out);
+                DLP_CU_GOTO(st, cudaEventRecord(a, s), out);
+                DLP_CU_GOTO(st, cudaMemcpyAsync(host, dev, (size_t)bytes[i], cudaMemcpyDeviceToHost, s), out);
+                DLP_CU_GOTO(st, cudaEventRecord(b, s), out);
+                DLP_CU_GOTO(st, cudaEventSynchronize(b), out);
+                DLP_CU_GOTO(st, cudaEventElapsedTime(&ms2, a, b), out);
+                if (r >= 0) {
+                    h2d[r] = ms1;
+                    d2h[r] = ms2;
+                }
+            }
+            double mh = quantile(h2d, repeats, 0.5), md = quantile(d2h, repeats, 0.5);
+            pt->h2d_latency_us = mh * 1e3;
+            pt->h2d_gb_per_s = mh > 0 ? (double)bytes[i] / (mh * 1e-3) / 1e9 : 0;
+            pt->d2h_gb_per_s = md > 0 ? (double)bytes[i] / (md * 1e-3) / 1e9 : 0;
+        }
+    }
+out:
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    if (s) cudaStreamDestroy(s);
+    if (dev) cudaFree(dev);
+    if (pinned) cudaFreeHost(pinned);
+    free(pageable);
+    free(h2d);
+    free(d2h);
+    (void)cudaGetLastError();
+    return st;
+}
+
+// One batch size: plan, random parameters and input (uploaded once), warm-up, timed steps.
+static dlp_status probe_one(const dlp_net *net, const float *params, const float *bufs, int train, dlp_dtype prec,
+                            int tf32, int batch, int warmup, int steps, int h2d, dlp_cuda_step_point *pt) {
+    memset(pt, 0, sizeof *pt);
+    pt->batch = batch;
+    pt->train = train;
+    pt->precision = prec;
+    const dlp_backend_ops *ops = &dlp_backend_cuda;
+    dlp_plan_cfg cfg = {.batch = batch, .train = train, .precision = prec, .tf32 = tf32};
+    dlp_plan *pl = NULL;
+    int64_t in_n = (int64_t)batch * dlp_net_layer_numel(net, 0);
+    float *x32 = malloc((size_t)in_n * 4);
+    const dlp_allocator *ha = dlp_cuda_host_allocator();  // pinned, as the loader's batches
+    void *x = ha->alloc(ha->ctx, (size_t)in_n * 4);
+    int32_t *labels = malloc((size_t)batch * 4);
+    double *ms = malloc((size_t)(steps > 0 ? steps : 1) * 4 * sizeof *ms);
+    cudaEvent_t *ev = calloc((size_t)(3 * steps + 1), sizeof *ev);  // step starts, then after-forward, after-backward
+    cudaEvent_t *evf = ev + steps + 1, *evb = ev + 2 * steps + 1;
+    dlp_status st = DLP_OK;
+    if (!x32 || !x || !labels || !ms || !ev) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    dlp_rng r;
+    dlp_rng_init(&r, 99, (uint64_t)batch);
+    for (int64_t i = 0; i < in_n; i++) x32[i] = (float)dlp_rng_normal(&r);
+    for (int i = 0; i < batch; i++) labels[i] = net->num_classes > 0 ? (int32_t)dlp_rng_below(&r, (uint64_t)net->num_classes) : 0;
+    {
+        const dlp_layer *in = &net->layers[0];
+        dlp_cuda_nchw_to_nhwc(x32, batch, in->c, (int64_t)in->h * in->w, prec, x);
+    }
+    DLP_CHECK_GOTO(st, ops->plan_create(net, &cfg, &pl), out);
+    DLP_CHECK_GOTO(st, ops->set_params(pl, params, bufs), out);
+    DLP_CHECK_GOTO(st, ops->set_input(pl, x, batch), out);
+    cudaStream_t s = (cudaStream_t)dlp_cuda_plan_stream(pl);
+    dlp_sgd hp = {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-5f, .nesterov = 0, .decay_no_decay_params = 0};
+    dlp_loss_out lo;
+    for (int i = 0; i < 3 * steps + 1; i++) DLP_CU_GOTO(st, cudaEventCreate(&ev[i]), out);
+    for (int i = -warmup; i < steps; i++) {
+        if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(ev[i], s), out);
+        if (h2d) DLP_CHECK_GOTO(st, ops->set_input(pl, x, batch), out);
+        if (train) {
+            DLP_CHECK_GOTO(st, ops->forward(pl, DLP_PASS_TRAIN), out);
+            if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evf[i], s), out);
+            DLP_CHECK_GOTO(st, ops->loss(pl, labels, 0.0f, &lo), out);
+            DLP_CHECK_GOTO(st, ops->backward(pl, NULL), out);
+            if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evb[i], s), out);
+            DLP_CHECK_GOTO(st, ops->update(pl, &hp), out);
+        } else {
+            DLP_CHECK_GOTO(st, ops->forward(pl, DLP_PASS_EVAL), out);
+        }
+    }
+    if (steps > 0) DLP_CU_GOTO(st, cudaEventRecord(ev[steps], s), out);
+    DLP_CHECK_GOTO(st, ops->sync(pl), out);
+    for (int i = 0; i < steps; i++) {
+        float m = 0;
+        DLP_CU_GOTO(st, cudaEventElapsedTime(&m, ev[i], ev[i + 1]), out);
+        ms[i] = m;
+    }
+    if (train) {  // phases: forward; loss + backward; update
+        double *f = ms + steps, *b = ms + 2 * steps, *u = ms + 3 * steps;
+        for (int i = 0; i < steps; i++) {
+            float m1 = 0, m2 = 0, m3 = 0;
+            DLP_CU_GOTO(st, cudaEventElapsedTime(&m1, ev[i], evf[i]), out);
+            DLP_CU_GOTO(st, cudaEventElapsedTime(&m2, evf[i], evb[i]), out);
+            DLP_CU_GOTO(st, cudaEventElapsedTime(&m3, evb[i], ev[i + 1]), out);
+            f[i] = m1, b[i] = m2, u[i] = m3;
+        }
+        pt->fwd_ms = quantile(f, steps, 0.5);
+        pt->bwd_ms = quantile(b, steps, 0.5);
+        pt->update_ms = quantile(u, steps, 0.5);
+    }
+    pt->step_ms = quantile(ms, steps, 0.5);
+    pt->step_ms_p10 = quantile(ms, steps, 0.1);
+    pt->step_ms_p90 = quantile(ms, steps, 0.9);
+    pt->images_per_s = pt->step_ms > 0 ? batch / (pt->step_ms * 1e-3) : 0;
+    json_t *d = dlp_cuda_plan_describe(pl);
+    pt->device_bytes = json_integer_value(json_object_get(d, "device_bytes"));
+    pt->plan_ms = json_number_value(json_object_get(d, "plan_ms"));
+    pt->graphs_captured = (int)json_integer_value(json_object_get(d, "graphs_captured"));
+    json_decref(d);
+    if (h2d && ops->input_stats) {
+        double c = 0, w = 0;
+        int64_t k = 0;
+        DLP_CHECK_GOTO(st, ops->input_stats(pl, &c, &w, &k), out);
+        pt->copy_ms = k ? c / k : 0;
+        pt->stall_ms = k ? w / k : 0;
+    }
+out:
+    if (ev)
+        for (int i = 0; i < 3 * steps + 1; i++)
+            if (ev[i]) cudaEventDestroy(ev[i]);
+    if (pl) ops->plan_free(pl);
+    free(x32);
+    if (x) ha->free(ha->ctx, x);
+    free(labels);
+    free(ms);
+    free(ev);
+    return st;
+}
+
+dlp_status dlp_cuda_probe_steps(const dlp_net *net, const float *params, const float *bufs, int train,
+                                dlp_dtype precision, int tf32, const int *batches, int nbatches, int warmup,
+                                int steps, int h2d, dlp_cuda_step_point *out) {
+    for (int i = 0; i < nbatches; i++) {
+        dlp_status st = probe_one(net, params, bufs, train, precision, tf32, batches[i], warmup, steps, h2d, &out[i]);
+        if (st != DLP_OK) {
+            dlp_err_context("%s %s batch %d", train ? "training" : "inference", dlp_dtype_name(precision), batches[i]);
+            return st;
+        }
+        DLP_INFO("cuda probe: %s %s batch %d: %.3f ms/step, %.0f img/s", train ? "train" : "infer",
+                 dlp_dtype_name(precision), batches[i], out[i].step_ms, out[i].images_per_s);
+    }
+    return DLP_OK;
+}
+
+// Least squares y = a + b x; with one point (or a negative intercept) a line through the origin.
+static void fit_line(const double *x, const double *y, int n, double *a, double *b) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i];
+    double den = n * sxx - sx * sx;
+    *b = n > 1 && den > 0 ? (n * sxy - sx * sy) / den : 0;
+    *a = n > 1 && den > 0 ? (sy - *b * sx) / n : 0;
+    if (n <= 1 || den <= 0 || *a < 0) {
+        *a = 0;
+        *b = sxx > 0 ? sxy / sxx : 0;
+    }
+}
+
+dlp_status dlp_cuda_device_profile(const char *name, const dlp_cuda_device_info *dev, const dlp_cuda_h2d_point *h2d,
+                                   int nh2d, const dlp_cuda_step_point *steps, int nsteps, double work_ratio,
+                                   double param_ratio, dlp_device_profile *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    out->kind = DLP_DEVICE_GPU;
+    snprintf(out->source, sizeof out->source, "measured");
+    out->contention_efficiency = 1;
+    out->h2d_overlap = 1;
+    out->mem_bytes = dev ? (double)dev->mem_bytes : 0;
+    int64_t best_pinned = 0, best_pageable = 0;
+    for (int i = 0; i < nh2d; i++) {
+        const dlp_cuda_h2d_point *h = &h2d[i];
+        if (h->pinned && h->bytes >= best_pinned) best_pinned = h->bytes, out->h2d_bytes_per_s = h->h2d_gb_per_s * 1e9;
+        if (!h->pinned && h->bytes >= best_pageable)
+            best_pageable = h->bytes, out->h2d_pageable_bytes_per_s = h->h2d_gb_per_s * 1e9;
+    }
+    if (!(work_ratio > 0)) work_ratio = 1;
+    if (!(param_ratio > 0)) param_ratio = 1;
+    double fsum = 0, tsum = 0;
+    for (int i = 0; i < nsteps; i++) {
+        const dlp_cuda_step_point *a = &steps[i];
+        if (a->train) fsum += a->fwd_ms, tsum += a->fwd_ms + a->bwd_ms;
+        int seen = 0;  // one row per (task, precision), from every point that has it
+        for (int j = 0; j < i; j++) seen |= steps[j].train == a->train && steps[j].precision == a->precision;
+        if (seen) continue;
+        if (out->nrates == DLP_DEVICE_MAX_RATES) return DLP_ERR(DLP_ERR_INVALID, "too many (task, precision) rows");
+        double x[64], y[64], upd[64];
+        int n = 0, bmax = 0;
+        for (int j = i; j < nsteps && n < 64; j++) {
+            const dlp_cuda_step_point *b = &steps[j];
+            if (b->train != a->train || b->precision != a->precision) continue;
+            x[n] = b->batch;
+            y[n] = (b->train ? b->fwd_ms + b->bwd_ms : b->step_ms) * 1e-3;
+            upd[n] = b->update_ms * 1e-3;
+            if (b->batch > bmax) bmax = b->batch;
+            n++;
+        }
+        dlp_rate *r = &out->rates[out->nrates++];
+        r->task = a->train ? DLP_TASK_TRAIN : DLP_TASK_INFER;
+        r->prec = dlp_prec_from_dtype(a->precision, 0);
+        r->batch_ref = bmax;
+        fit_line(x, y, n, &r->t0_s, &r->per_image_s);
+        r->per_image_s /= work_ratio;
+        if (a->train) {
+            qsort(upd, (size_t)n, sizeof *upd, cmp_double);
+            r->update_s = upd[n / 2] / param_ratio;
+        }
+        snprintf(r->basis, sizeof r->basis, "measured: dlperf gpu probe, cuda backend, %s %s, %d batch sizes up to %d%s",
+                 dlp_task_name(r->task), dlp_prec_name(r->prec), n, bmax, dev ? "" : "");
+        if (!(r->per_image_s > 0))
+            return DLP_ERR(DLP_ERR_NUMERIC, "%s %s: step time does not grow with the batch (%d points); probe more batch sizes",
+                           dlp_task_name(r->task), dlp_prec_name(r->prec), n);
+    }
+    out->fwd_fraction = tsum > 0 ? fsum / tsum : 1.0 / 3;
+    return dlp_device_validate(out, "dlp_cuda_device_profile");
+}
+
+const dlp_gpu_spec *dlp_cuda_catalog_gpu(const dlp_catalog *c, const char *device_name) {
+    char low[256];
+    size_t n = strlen(device_name);
+    if (n >= sizeof low) n = sizeof low - 1;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)(device_name[i] >= 'A' && device_name[i] <= 'Z' ? device_name[i] + 32 : device_name[i]);
+    low[n] = '\0';
+    const dlp_gpu_spec *best = NULL;
+    size_t best_len = 0;
+    for (int i = 0; i < c->ngpus; i++) {
+        const dlp_gpu_spec *g = &c->gpus[i];
+        const json_t *al = json_object_get(g->json, "aliases");
+        size_t na = json_is_array(al) ? json_array_size(al) : 0;
+        for (size_t k = 0; k <= na; k++) {
+            const char *a = k == na ? g->id : json_string_value(json_array_get(al, k));
+            if (a && strlen(a) > best_len && strstr(low, a)) best = g, best_len = strlen(a);
+        }
+    }
+    return best;
+}
+
+dlp_status dlp_cuda_machine_profile(const dlp_catalog *c, const dlp_gpu_spec *g, const dlp_cuda_device_info *d,
+                                    const dlp_device_profile *dev, const char *model, dlp_profile *p) {
+    const dlp_system_spec *sys = NULL;
+    for (int i = 0; i < c->nsystems && !sys; i++)
+        if (c->systems[i].gpu == g) sys = &c->systems[i];
+    if (!sys) return DLP_ERR(DLP_ERR_NOTFOUND, "no catalog system has GPU %s to take the host part from", g->id);
+    DLP_CHECK(dlp_derive_system(c, sys, NULL, p));
+    p->devices[0] = *dev;
+    snprintf(p->devices[0].name, sizeof p->devices[0].name, "%s", g->id);
+    snprintf(p->devices[0].source, sizeof p->devices[0].source, "measured");
+    p->devices[0].price_usd = g->price_usd;
+    p->devices[0].power_w = g->board_power_w;
+    snprintf(p->source, sizeof p->source, "probe");
+    char when[32];
+    snprintf(p->created, sizeof p->created, "%s", dlp_wall_iso8601(when, sizeof when));
+    snprintf(p->notes, sizeof p->notes,
+             "GPU %s measured by dlperf gpu probe (%s, cuDNN %d, CUDA driver %d) with %s; host, storage and pipeline "
+             "from catalog system %s",
+             d ? d->name : g->name, p->created, d ? d->cudnn_version : 0, d ? d->driver_version : 0,
+             model ? model : "resnet50", sys->id);
+    return dlp_profile_validate(p, g->id);
+}
+
+json_t *dlp_cuda_profile_json(const dlp_cuda_device_info *dev, const dlp_cuda_h2d_point *h2d, int nh2d,
+                              const dlp_cuda_step_point *steps, int nsteps, const char *model) {
+    json_t *o = dlp_json_result_new("dlperf.gpu_profile/1", 0, NULL);
+    if (dev) json_object_set_new(o, "device", dlp_cuda_device_to_json(dev));
+    json_object_set_new(o, "versions", dlp_cuda_versions_to_json());
+    json_object_set_new(o, "model", json_string(model ? model : ""));
+    json_t *ha = json_array();
+    for (int i = 0; i < nh2d; i++) {
+        json_t *r = json_object();
+        json_object_set_new(r, "bytes", json_integer(h2d[i].bytes));
+        json_object_set_new(r, "pinned", json_boolean(h2d[i].pinned));
+        json_object_set_new(r, "h2d_gb_per_s", json_real(h2d[i].h2d_gb_per_s));
+        json_object_set_new(r, "d2h_gb_per_s", json_real(h2d[i].d2h_gb_per_s));
+        json_object_set_new(r, "h2d_latency_us", json_real(h2d[i].h2d_latency_us));
+        json_array_append_new(ha, r);
+    }
+    json_object_set_new(o, "h2d", ha);
+    json_t *sa = json_array(), *fits = json_object();
+    for (int i = 0; i < nsteps; i++) {
+        const dlp_cuda_step_point *p = &steps[i];
+        json_t *r = json_object();
+        json_object_set_new(r, "mode", json_string(p->train ? "train" : "infer"));
+        json_object_set_new(r, "precision", json_string(dlp_dtype_name(p->precision)));
+        json_object_set_new(r, "batch", json_integer(p->batch));
+        json_object_set_new(r, "step_ms", json_real(p->step_ms));
+        json_object_set_new(r, "step_ms_p10", json_real(p->step_ms_p10));
+        json_object_set_new(r, "step_ms_p90", json_real(p->step_ms_p90));
+        json_object_set_new(r, "images_per_s", json_real(p->images_per_s));
+        json_object_set_new(r, "plan_ms", json_real(p->plan_ms));
+        json_object_set_new(r, "device_bytes", json_integer(p->device_bytes));
+        json_object_set_new(r, "graphs_captured", json_integer(p->graphs_captured));
+        if (p->train) {
+            json_object_set_new(r, "forward_ms", json_real(p->fwd_ms));
+            json_object_set_new(r, "loss_backward_ms", json_real(p->bwd_ms));
+            json_object_set_new(r, "update_ms", json_real(p->update_ms));
+        }
+        if (p->copy_ms > 0) {
+            json_object_set_new(r, "h2d_copy_ms", json_real(p->copy_ms));
+            json_object_set_new(r, "h2d_stall_ms", json_real(p->stall_ms));
+        }
+        json_array_append_new(sa, r);
+    }
+    // Least-squares line step_ms = fixed_ms + ms_per_image * batch for each (mode, precision).
+    for (int i = 0; i < nsteps; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_%s", steps[i].train ? "train" : "infer", dlp_dtype_name(steps[i].precision));
+        if (json_object_get(fits, key)) continue;
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        int n = 0;
+        for (int j = 0; j < nsteps; j++) {
+            if (steps[j].train != steps[i].train || steps[j].precision != steps[i].precision) continue;
+            double x = steps[j].batch, y = steps[j].step_ms;
+            sx += x, sy += y, sxx += x * x, sxy += x * y, n++;
+        }
+        json_t *f = json_object();
+        double den = n * sxx - sx * sx;
+        double slope = n > 1 && den != 0 ? (n * sxy - sx * sy) / den : (n ? sy / sx : 0);
+        double icpt = n > 1 && den != 0 ? (sy - slope * sx) / n : 0;
+        json_object_set_new(f, "fixed_ms", json_real(icpt));
+        json_object_set_new(f, "ms_per_image", json_real(slope));
+        json_object_set_new(f, "points", json_integer(n));
+        json_object_set_new(fits, key, f);
+    }
+    json_object_set_new(o, "steps", sa);
+    json_object_set_new(o, "fits", fits);
+    return o;
+}
