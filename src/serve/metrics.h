@@ -1,0 +1,46 @@
+// serve/metrics: the service's counters and histograms (lock-free, updated from any thread) and their
+// Prometheus text rendering for GET /metrics. Kept in this one file so the monitor's renderer can replace
+// the rendering part once it lands.
+// Defines: dlp_serve_hist, dlp_serve_metrics, dlp_serve_gauges, dlp_serve_metrics_init/request/batch/render.
+#ifndef DLP_SERVE_METRICS_H
+#define DLP_SERVE_METRICS_H
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define DLP_SERVE_HIST_MAX 24
+
+typedef struct dlp_serve_hist {
+    int nbounds;
+    double bounds[DLP_SERVE_HIST_MAX];        // upper bounds, ascending (in the metric's unit)
+    atomic_llong counts[DLP_SERVE_HIST_MAX + 1];  // per bucket (not cumulative); the last is +Inf
+    atomic_llong count;
+    atomic_llong sum_milli;                   // sum in thousandths of a second for time metrics, x1000 otherwise
+} dlp_serve_hist;
+
+typedef struct dlp_serve_metrics {
+    atomic_llong requests_by_status[600];
+    dlp_serve_hist request_seconds;   // from the request's arrival to its response being queued
+    dlp_serve_hist queue_seconds;     // arrival to the start of the batch it ran in
+    dlp_serve_hist infer_seconds;     // one engine call
+    dlp_serve_hist batch_size;        // requests per engine call
+    atomic_llong admitted_total, images_total, batches_total;
+    atomic_llong connections_total, reaped_total;
+} dlp_serve_metrics;
+
+typedef struct dlp_serve_gauges {
+    int queue_depth;      // admitted and not yet in a running batch
+    int inflight;         // admitted and not yet answered
+    int queue_capacity;
+    int connections;      // open now
+    int draining;
+    int max_batch;
+} dlp_serve_gauges;
+
+void dlp_serve_metrics_init(dlp_serve_metrics *m, int max_batch);
+void dlp_serve_hist_observe(dlp_serve_hist *h, double v);
+void dlp_serve_metrics_request(dlp_serve_metrics *m, int status, int64_t duration_ns);
+void dlp_serve_metrics_batch(dlp_serve_metrics *m, int n, int64_t infer_ns);
+// Prometheus text exposition format 0.0.4 (malloc'd, NUL-terminated; NULL when out of memory).
+char *dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges *g);
+
+#endif
