@@ -133,6 +133,12 @@ char *dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauge
     emit(&o, "# HELP dlperf_serve_connections_reaped_total Connections cut off for sending a request too slowly.\n"
              "# TYPE dlperf_serve_connections_reaped_total counter\ndlperf_serve_connections_reaped_total %lld\n",
          (long long)atomic_load(&m->reaped_total));
+    emit(&o, "# HELP dlperf_serve_client_gone_total Admitted requests whose client hung up before the answer.\n"
+             "# TYPE dlperf_serve_client_gone_total counter\ndlperf_serve_client_gone_total %lld\n",
+         (long long)atomic_load(&m->client_gone_total));
+    emit(&o, "# HELP dlperf_serve_aborted_total Requests that ended without an answer (the client hung up).\n"
+             "# TYPE dlperf_serve_aborted_total counter\ndlperf_serve_aborted_total %lld\n",
+         (long long)atomic_load(&m->aborted_total));
     if (o.failed) {
         free(o.p);
         return NULL;

@@ -25,6 +25,8 @@ typedef struct dlp_serve_metrics {
     dlp_serve_hist batch_size;        // requests per engine call
     atomic_llong admitted_total, images_total, batches_total;
     atomic_llong connections_total, reaped_total;
+    atomic_llong client_gone_total;   // admitted, answered by the pipeline, but the client had hung up
+    atomic_llong aborted_total;       // requests that ended without any answer (client hung up mid-request)
 } dlp_serve_metrics;
 
 typedef struct dlp_serve_gauges {

@@ -46,6 +46,8 @@ json_t *dlp_serve_stats_to_json(const dlp_serve_stats *st) {
     json_object_set_new(o, "mean_batch", json_real(st->batches ? (double)st->inferred / (double)st->batches : 0));
     json_object_set_new(o, "connections", json_integer(st->connections_total));
     json_object_set_new(o, "connections_reaped", json_integer(st->reaped));
+    json_object_set_new(o, "aborted_by_client", json_integer(st->aborted));
+    json_object_set_new(o, "answer_undeliverable", json_integer(st->client_gone));
     return o;
 }
 

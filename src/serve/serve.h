@@ -69,6 +69,8 @@ typedef struct dlp_serve_stats {
     int64_t batches;
     int64_t connections_total;
     int64_t reaped;            // connections cut off by the read timeout
+    int64_t aborted;           // requests that ended with no answer sent (the client hung up)
+    int64_t client_gone;       // ...of which admitted and answered by the pipeline: undeliverable
     int inflight;              // admitted and not yet answered, now
     int open_connections;      // now
 } dlp_serve_stats;

@@ -47,6 +47,7 @@ typedef struct http_req {
     uint8_t *body;
     size_t len, cap;
     int too_large;
+    int responded;  // a response was queued
     atomic_int state;
     dlp_serve_req req;
 } http_req;
@@ -92,6 +93,7 @@ static enum MHD_Result reply(http_req *h, int status, const char *body, size_t l
     if (atomic_load(&s->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result r = MHD_queue_response(h->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
+    h->responded = r == MHD_YES;
     dlp_serve_metrics_request(&s->metrics, status, dlp_now_ns() - h->t_start_ns);
     return r;
 }
@@ -147,7 +149,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     dlp_server *s = cls;
     (void)version;
     http_req *h = *con_cls;
-    if (!h) {  // the header has arrived
+    if (!h) {  // the header has arrived. Answers wait for the final call (MHD closes the connection after an
+               // answer queued on this first call), except a 413 announced by Content-Length.
         h = calloc(1, sizeof *h);
         if (!h) return MHD_NO;
         h->srv = s;
@@ -157,25 +160,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pthread_mutex_lock(&s->mu);
         s->active++;
         pthread_mutex_unlock(&s->mu);
-        int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-        if (strcmp(url, "/v1/classify") == 0) {
-            if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
-                return reply_error(h, 405, "use POST with a JPEG body", "POST");
-            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl) {
-                char *e;
-                unsigned long long v = strtoull(cl, &e, 10);
-                if (e != cl && v > (unsigned long long)s->cfg.max_body_bytes) {
-                    char msg[128];
-                    snprintf(msg, sizeof msg, "body of %llu bytes is over the limit of %lld bytes", v,
-                             (long long)s->cfg.max_body_bytes);
-                    return reply_error(h, 413, msg, NULL);
-                }
+        h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : ROUTE_OTHER;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl) {
+            char *e;
+            unsigned long long v = strtoull(cl, &e, 10);
+            if (e != cl && v > (unsigned long long)s->cfg.max_body_bytes) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "body of %llu bytes is over the limit of %lld bytes", v,
+                         (long long)s->cfg.max_body_bytes);
+                return reply_error(h, 413, msg, NULL);  // MHD then closes: the body is not read
             }
-            h->route = ROUTE_CLASSIFY;
-            return MHD_YES;
         }
-        h->route = ROUTE_OTHER;
+        return MHD_YES;
+    }
+    if (h->responded) {  // answered early (413): ignore whatever body comes
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (h->route != ROUTE_CLASSIFY) {
+        if (*upload_size > 0) {  // a body nobody wants: drop it, within the size limit
+            h->len += *upload_size;
+            *upload_size = 0;
+            return h->len > (size_t)s->cfg.max_body_bytes ? MHD_NO : MHD_YES;
+        }
+        int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
         if (strcmp(url, "/healthz") == 0) {
             if (!get) return reply_error(h, 405, "use GET", "GET, HEAD");
             if (atomic_load(&s->draining)) return reply_error(h, 503, "shutting down", NULL);
@@ -192,9 +201,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return reply_error(h, 404, "no such path: use POST /v1/classify, GET /healthz or GET /metrics", NULL);
     }
-    if (h->route != ROUTE_CLASSIFY) {  // an answer was queued on the first call; swallow any body
-        *upload_size = 0;
-        return MHD_YES;
+    if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+        if (*upload_size > 0) {
+            h->len += *upload_size;
+            *upload_size = 0;
+            return h->len > (size_t)s->cfg.max_body_bytes ? MHD_NO : MHD_YES;
+        }
+        return reply_error(h, 405, "use POST with a JPEG body", "POST");
     }
     int state = atomic_load(&h->state);
     if (state == RQ_DONE) return answer_classify(h);
@@ -269,6 +282,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (atomic_load(&h->state) == RQ_QUEUED) {  // cannot happen while suspended; never free what the pipeline holds
         dlp_log_warn_limited("serve-queued", 3, "a request ended while still queued; leaking it rather than freeing");
         return;
+    }
+    if (!h->responded) {
+        atomic_fetch_add(&s->metrics.aborted_total, 1);
+        if (h->route == ROUTE_CLASSIFY && atomic_load(&h->state) == RQ_DONE) atomic_fetch_add(&s->metrics.client_gone_total, 1);
     }
     conn_ctx *cc = conn_of(c);
     pthread_mutex_lock(&s->mu);
@@ -387,6 +404,7 @@ dlp_status dlp_server_start(const dlp_serve_cfg *cfg, const dlp_serve_engine *en
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 256, NULL},
+        {MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL},  // reject sloppy requests (e.g. bare LF, double Content-Length)
         {cfg->http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, cfg->http_threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
@@ -469,6 +487,8 @@ void dlp_server_stats(dlp_server *s, dlp_serve_stats *o) {
     o->batches = atomic_load(&s->metrics.batches_total);
     o->connections_total = atomic_load(&s->metrics.connections_total);
     o->reaped = atomic_load(&s->metrics.reaped_total);
+    o->aborted = atomic_load(&s->metrics.aborted_total);
+    o->client_gone = atomic_load(&s->metrics.client_gone_total);
     dlp_serve_gauges g;
     gauges(s, &g);
     o->inflight = g.inflight;
