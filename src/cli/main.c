@@ -9,6 +9,8 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {"serve", dlp_cli_serve, "HTTP classification service with dynamic batching (POST /v1/classify)"},
+    {"loadgen", dlp_cli_loadgen, "MLPerf LoadGen scenarios (SingleStream, MultiStream, Server, Offline) against a service"},
     {NULL, NULL, NULL},
 };
 
