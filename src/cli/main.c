@@ -9,6 +9,10 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
+    {"predict", dlp_cli_predict, "predict throughput, bottleneck, stall, epoch time and cost (catalog system or profile)"},
+    {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
+    {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
     {"serve", dlp_cli_serve, "HTTP classification service with dynamic batching (POST /v1/classify)"},
     {"loadgen", dlp_cli_loadgen, "MLPerf LoadGen scenarios (SingleStream, MultiStream, Server, Offline) against a service"},
     {NULL, NULL, NULL},
