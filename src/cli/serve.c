@@ -1,5 +1,7 @@
 // cli/serve: `dlperf serve` — the HTTP classification service (POST /v1/classify, GET /healthz, GET /metrics)
 // with dynamic batching, until SIGINT/SIGTERM; the request counts as JSON at the end.
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +11,7 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "hw/host.h"
+#include "monitor/monitor.h"
 #include "serve/serve.h"
 
 typedef struct engine_opts {
@@ -32,7 +35,8 @@ int dlp_cli_serve(int argc, char **argv) {
     dlp_serve_cfg cfg;
     dlp_serve_cfg_default(&cfg);
     engine_opts eo = {0};
-    const char *labels_path = NULL, *port_file = NULL, *json_path = NULL;
+    const char *labels_path = NULL, *port_file = NULL, *json_path = NULL, *mon_csv = NULL, *mon_jsonl = NULL;
+    int mon_interval = 500;
     double delay_ms = 2, timeout_ms = 5000, read_timeout_s = 30, drain_s = 30;
     int64_t max_body = 8 << 20;
     dlp_opt opts[] = {
@@ -56,7 +60,10 @@ int dlp_cli_serve(int argc, char **argv) {
         {"read-timeout", 0, DLP_OPT_DOUBLE, &read_timeout_s, "30", "S", "a whole request must arrive within this (slow clients are cut off)", NULL, 0},
         {"http-threads", 0, DLP_OPT_INT, &cfg.http_threads, "1", "N", "HTTP polling threads", NULL, 0},
         {"drain-timeout", 0, DLP_OPT_DOUBLE, &drain_s, "30", "S", "on SIGTERM, how long requests in flight may take", NULL, 0},
-        {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the request counts here at exit (never overwritten)", NULL, 0},
+        {"monitor-interval", 0, DLP_OPT_INT, &mon_interval, "500", "MS", "hardware monitor period (0: no monitor); its metrics join /metrics", NULL, 0},
+        {"monitor-csv", 0, DLP_OPT_STR, &mon_csv, NULL, "FILE", "the monitor's time series as CSV (never overwritten)", NULL, 0},
+        {"monitor-jsonl", 0, DLP_OPT_STR, &mon_jsonl, NULL, "FILE", "the monitor's time series as JSON lines (never overwritten)", NULL, 0},
+        {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the request counts and monitor summary here at exit (never overwritten)", NULL, 0},
         {0},
     };
     int rest;
@@ -67,6 +74,8 @@ int dlp_cli_serve(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[rest]));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    if (mon_interval != 0 && mon_interval < 10)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", mon_interval));
     if (delay_ms < 0 || timeout_ms <= 0 || read_timeout_s <= 0 || drain_s < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--max-delay must be >= 0; --timeout, --read-timeout > 0; "
                                     "--drain-timeout >= 0"));
@@ -87,11 +96,30 @@ int dlp_cli_serve(int argc, char **argv) {
     dlp_serve_preprocess pre;
     memset(&eng, 0, sizeof eng);
     memset(&pre, 0, sizeof pre);
+    // The stop signals are blocked before any thread starts (the engine's, the monitor's, the server's), so
+    // only the sigwait in dlp_serve_run receives them.
+    sigset_t stop_set, old_mask;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_set, &old_mask);
+    dlp_monitor *mon = NULL;
     st = open_engine(&eo, &eng, &pre);
     if (st == DLP_OK) st = dlp_serve_cfg_check(&cfg, &eng);
+    if (st == DLP_OK && mon_interval > 0) {
+        dlp_monitor_cfg mc = {.interval_ms = mon_interval, .csv_path = mon_csv, .jsonl_path = mon_jsonl,
+                              .initial_phase = "serving"};
+        st = dlp_monitor_create(&mc, &mon);
+        if (st == DLP_OK) st = dlp_monitor_start(mon);
+        cfg.monitor = mon;
+    }
     dlp_serve_stats stats;
     int sig = 0;
     if (st == DLP_OK) st = dlp_serve_run(&cfg, &eng, &pre, port_file, &stats, &sig);
+    if (mon) {
+        dlp_status ms = dlp_monitor_stop(mon);
+        if (ms != DLP_OK) dlp_err_print(stderr), dlp_err_clear();
+    }
     if (st == DLP_OK) {
         fprintf(stderr, "serve: stopped; %lld requests answered (200: %lld, 4xx: %lld, 503: %lld, 504: %lld), %lld images "
                 "in %lld batches\n", (long long)stats.requests, (long long)stats.by_status[200],
@@ -104,6 +132,7 @@ int dlp_cli_serve(int argc, char **argv) {
             json_object_set_new(j, "options", dlp_opts_to_json(opts));
             json_object_set_new(j, "engine", json_string(eng.name ? eng.name : ""));
             json_object_set_new(j, "stats", dlp_serve_stats_to_json(&stats));
+            if (mon) json_object_set_new(j, "monitor", dlp_monitor_summary_json(mon));
             dlp_host_info h;
             dlp_host_probe(&h);
             json_object_set_new(j, "host", dlp_host_to_json(&h));
@@ -112,6 +141,8 @@ int dlp_cli_serve(int argc, char **argv) {
             json_decref(j);
         }
     }
+    dlp_monitor_destroy(mon);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     close_engine(&eng, &pre);
     dlp_serve_labels_free(labels, nlabels);
     return dlp_cli_fail(st);

@@ -1,7 +1,6 @@
 // serve/metrics: counters, histograms and the Prometheus text rendering of /metrics.
 #include "serve/metrics.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,101 +46,62 @@ void dlp_serve_metrics_batch(dlp_serve_metrics *m, int n, int64_t infer_ns) {
     dlp_serve_hist_observe(&m->infer_seconds, (double)infer_ns * 1e-9);
 }
 
-typedef struct out {
-    char *p;
-    size_t len, cap;
-    int failed;
-} out;
-
-static void emit(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(out *o, const char *fmt, ...) {
-    if (o->failed) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (o->len + (size_t)n + 1 > o->cap) {
-        size_t nc = o->cap ? o->cap * 2 : 8192;
-        while (o->len + (size_t)n + 1 > nc) nc *= 2;
-        char *np = realloc(o->p, nc);
-        if (!np) {
-            o->failed = 1;
-            return;
-        }
-        o->p = np;
-        o->cap = nc;
-    }
-    va_start(ap, fmt);
-    vsnprintf(o->p + o->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    o->len += (size_t)n;
-}
-
-static void emit_hist(out *o, const char *name, const char *help, const dlp_serve_hist *h) {
-    emit(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+static void hist(dlp_prom_buf *b, const char *name, const char *help, const dlp_serve_hist *h) {
+    char bucket[128], sum[128], count[128], le[32];
+    snprintf(bucket, sizeof bucket, "%s_bucket", name);
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(count, sizeof count, "%s_count", name);
+    dlp_prom_family(b, name, "histogram", help);
     long long cum = 0;
     for (int i = 0; i < h->nbounds; i++) {
         cum += atomic_load(&h->counts[i]);
-        emit(o, "%s_bucket{le=\"%g\"} %lld\n", name, h->bounds[i], cum);
+        snprintf(le, sizeof le, "%g", h->bounds[i]);
+        dlp_prom_sample(b, bucket, (double)cum, "le", le, (char *)NULL);
     }
     cum += atomic_load(&h->counts[h->nbounds]);
-    emit(o, "%s_bucket{le=\"+Inf\"} %lld\n", name, cum);
-    emit(o, "%s_sum %.3f\n", name, (double)atomic_load(&h->sum_milli) / 1000.0);
-    emit(o, "%s_count %lld\n", name, cum);  // consistent with the +Inf bucket by construction
+    dlp_prom_sample(b, bucket, (double)cum, "le", "+Inf", (char *)NULL);
+    dlp_prom_sample(b, sum, (double)atomic_load(&h->sum_milli) / 1000.0, (char *)NULL);
+    dlp_prom_sample(b, count, (double)cum, (char *)NULL);  // consistent with +Inf by construction
 }
 
-char *dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges *g) {
-    out o = {0};
-    emit(&o, "# HELP dlperf_serve_requests_total HTTP requests answered, by status code.\n"
-             "# TYPE dlperf_serve_requests_total counter\n");
+static void one(dlp_prom_buf *b, const char *name, const char *type, const char *help, double v) {
+    dlp_prom_family(b, name, type, help);
+    dlp_prom_sample(b, name, v, (char *)NULL);
+}
+
+void dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges *g, dlp_prom_buf *b) {
+    dlp_prom_family(b, "dlperf_serve_requests_total", "counter", "HTTP requests answered, by status code.");
     for (int c = 100; c < 600; c++) {
         long long v = atomic_load(&m->requests_by_status[c]);
-        if (v > 0 || c == 200) emit(&o, "dlperf_serve_requests_total{code=\"%d\"} %lld\n", c, v);
+        if (v > 0 || c == 200) {
+            char code[8];
+            snprintf(code, sizeof code, "%d", c);
+            dlp_prom_sample(b, "dlperf_serve_requests_total", (double)v, "code", code, (char *)NULL);
+        }
     }
-    emit_hist(&o, "dlperf_serve_request_duration_seconds",
-              "Time from a request's arrival to its response, every status.", &m->request_seconds);
-    emit_hist(&o, "dlperf_serve_queue_wait_seconds", "Time from a request's arrival to the start of its batch.",
-              &m->queue_seconds);
-    emit_hist(&o, "dlperf_serve_inference_duration_seconds", "Time of one engine call (one batch).",
-              &m->infer_seconds);
-    emit_hist(&o, "dlperf_serve_batch_size", "Requests per engine call (dynamic batching).", &m->batch_size);
-    emit(&o, "# HELP dlperf_serve_queue_depth Requests admitted and waiting (decoding or for a batch).\n"
-             "# TYPE dlperf_serve_queue_depth gauge\ndlperf_serve_queue_depth %d\n", g->queue_depth);
-    emit(&o, "# HELP dlperf_serve_inflight_requests Requests admitted and not yet answered.\n"
-             "# TYPE dlperf_serve_inflight_requests gauge\ndlperf_serve_inflight_requests %d\n", g->inflight);
-    emit(&o, "# HELP dlperf_serve_queue_capacity Requests that can be admitted at once (503 beyond).\n"
-             "# TYPE dlperf_serve_queue_capacity gauge\ndlperf_serve_queue_capacity %d\n", g->queue_capacity);
-    emit(&o, "# HELP dlperf_serve_max_batch Largest batch the batcher forms.\n"
-             "# TYPE dlperf_serve_max_batch gauge\ndlperf_serve_max_batch %d\n", g->max_batch);
-    emit(&o, "# HELP dlperf_serve_open_connections HTTP connections open now.\n"
-             "# TYPE dlperf_serve_open_connections gauge\ndlperf_serve_open_connections %d\n", g->connections);
-    emit(&o, "# HELP dlperf_serve_draining 1 while shutting down gracefully.\n"
-             "# TYPE dlperf_serve_draining gauge\ndlperf_serve_draining %d\n", g->draining);
-    emit(&o, "# HELP dlperf_serve_admitted_total Requests admitted into the pipeline.\n"
-             "# TYPE dlperf_serve_admitted_total counter\ndlperf_serve_admitted_total %lld\n",
-         (long long)atomic_load(&m->admitted_total));
-    emit(&o, "# HELP dlperf_serve_images_total Images run through the engine.\n"
-             "# TYPE dlperf_serve_images_total counter\ndlperf_serve_images_total %lld\n",
-         (long long)atomic_load(&m->images_total));
-    emit(&o, "# HELP dlperf_serve_batches_total Engine calls.\n"
-             "# TYPE dlperf_serve_batches_total counter\ndlperf_serve_batches_total %lld\n",
-         (long long)atomic_load(&m->batches_total));
-    emit(&o, "# HELP dlperf_serve_connections_total HTTP connections accepted.\n"
-             "# TYPE dlperf_serve_connections_total counter\ndlperf_serve_connections_total %lld\n",
-         (long long)atomic_load(&m->connections_total));
-    emit(&o, "# HELP dlperf_serve_connections_reaped_total Connections cut off for sending a request too slowly.\n"
-             "# TYPE dlperf_serve_connections_reaped_total counter\ndlperf_serve_connections_reaped_total %lld\n",
-         (long long)atomic_load(&m->reaped_total));
-    emit(&o, "# HELP dlperf_serve_client_gone_total Admitted requests whose client hung up before the answer.\n"
-             "# TYPE dlperf_serve_client_gone_total counter\ndlperf_serve_client_gone_total %lld\n",
-         (long long)atomic_load(&m->client_gone_total));
-    emit(&o, "# HELP dlperf_serve_aborted_total Requests that ended without an answer (the client hung up).\n"
-             "# TYPE dlperf_serve_aborted_total counter\ndlperf_serve_aborted_total %lld\n",
-         (long long)atomic_load(&m->aborted_total));
-    if (o.failed) {
-        free(o.p);
-        return NULL;
-    }
-    return o.p;
+    hist(b, "dlperf_serve_request_duration_seconds", "Time from a request's arrival to its response, every status.",
+         &m->request_seconds);
+    hist(b, "dlperf_serve_queue_wait_seconds", "Time from a request's arrival to the start of its batch.",
+         &m->queue_seconds);
+    hist(b, "dlperf_serve_inference_duration_seconds", "Time of one engine call (one batch).", &m->infer_seconds);
+    hist(b, "dlperf_serve_batch_size", "Requests per engine call (dynamic batching).", &m->batch_size);
+    one(b, "dlperf_serve_queue_depth", "gauge", "Requests admitted and waiting (decoding or for a batch).", g->queue_depth);
+    one(b, "dlperf_serve_inflight_requests", "gauge", "Requests admitted and not yet answered.", g->inflight);
+    one(b, "dlperf_serve_queue_capacity", "gauge", "Requests that can be admitted at once (503 beyond).",
+        g->queue_capacity);
+    one(b, "dlperf_serve_max_batch", "gauge", "Largest batch the batcher forms.", g->max_batch);
+    one(b, "dlperf_serve_open_connections", "gauge", "HTTP connections open now.", g->connections);
+    one(b, "dlperf_serve_draining", "gauge", "1 while shutting down gracefully.", g->draining);
+    one(b, "dlperf_serve_admitted_total", "counter", "Requests admitted into the pipeline.",
+        (double)atomic_load(&m->admitted_total));
+    one(b, "dlperf_serve_images_total", "counter", "Images run through the engine.", (double)atomic_load(&m->images_total));
+    one(b, "dlperf_serve_batches_total", "counter", "Engine calls.", (double)atomic_load(&m->batches_total));
+    one(b, "dlperf_serve_connections_total", "counter", "HTTP connections accepted.",
+        (double)atomic_load(&m->connections_total));
+    one(b, "dlperf_serve_connections_reaped_total", "counter", "Connections cut off for sending a request too slowly.",
+        (double)atomic_load(&m->reaped_total));
+    one(b, "dlperf_serve_client_gone_total", "counter", "Admitted requests whose client hung up before the answer.",
+        (double)atomic_load(&m->client_gone_total));
+    one(b, "dlperf_serve_aborted_total", "counter", "Requests that ended without an answer (the client hung up).",
+        (double)atomic_load(&m->aborted_total));
 }

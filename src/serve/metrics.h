@@ -1,11 +1,12 @@
 // serve/metrics: the service's counters and histograms (lock-free, updated from any thread) and their
-// Prometheus text rendering for GET /metrics. Kept in this one file so the monitor's renderer can replace
-// the rendering part once it lands.
+// Prometheus text for GET /metrics, written with the monitor's exposition writer (monitor/prom.h).
 // Defines: dlp_serve_hist, dlp_serve_metrics, dlp_serve_gauges, dlp_serve_metrics_init/request/batch/render.
 #ifndef DLP_SERVE_METRICS_H
 #define DLP_SERVE_METRICS_H
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "monitor/prom.h"
 
 #define DLP_SERVE_HIST_MAX 24
 
@@ -42,7 +43,7 @@ void dlp_serve_metrics_init(dlp_serve_metrics *m, int max_batch);
 void dlp_serve_hist_observe(dlp_serve_hist *h, double v);
 void dlp_serve_metrics_request(dlp_serve_metrics *m, int status, int64_t duration_ns);
 void dlp_serve_metrics_batch(dlp_serve_metrics *m, int n, int64_t infer_ns);
-// Prometheus text exposition format 0.0.4 (malloc'd, NUL-terminated; NULL when out of memory).
-char *dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges *g);
+// Appends the Prometheus text (exposition format 0.0.4) to out.
+void dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges *g, dlp_prom_buf *out);
 
 #endif

@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "monitor/monitor.h"
 
 struct dlp_serve_pipeline {
     dlp_serve_cfg cfg;
@@ -175,6 +176,7 @@ static void run_batch(dlp_serve_pipeline *p, dlp_serve_req **rs, int n) {
     dlp_status st = p->engine->infer(p->engine->ctx, p->batch, n, p->logits);
     int64_t t1 = dlp_now_ns();
     dlp_serve_metrics_batch(p->metrics, n, t1 - t0);
+    if (st == DLP_OK) dlp_monitor_count(p->cfg.monitor, DLP_MONITOR_IMAGES, n);
     if (st != DLP_OK) {
         char msg[200];
         snprintf(msg, sizeof msg, "inference failed: %s", dlp_err_msg());

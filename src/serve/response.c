@@ -6,7 +6,7 @@
 #include "serve/pipeline.h"
 
 static char *dump(json_t *o, size_t *len) {
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(o);
     if (s && len) *len = strlen(s);
     return s;

@@ -3,7 +3,7 @@
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
 //          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*, dlp_serve_topk,
-//          dlp_serve_is_jpeg.
+//          dlp_serve_is_jpeg, dlp_serve_engine_from_plan.
 #ifndef DLP_SERVE_H
 #define DLP_SERVE_H
 #include <jansson.h>
@@ -25,6 +25,16 @@ typedef struct dlp_serve_engine {
     int num_classes;
     dlp_status (*infer)(void *ctx, const void *batch, int n, float *logits);
 } dlp_serve_engine;
+
+// The engine over a backend inference plan made by the caller (ops->plan_create(net, {batch, train = 0,
+// precision, threads}), weights set): infer = set_input(n) + forward(DLP_PASS_EVAL) + get_output. The input
+// sample is net layer 0 in the plan's input_format (layout, dtype); the classes are the last layer's outputs.
+// The plan stays the caller's; free the adapter with dlp_serve_engine_from_plan_free.
+struct dlp_plan;
+struct dlp_net;
+dlp_status dlp_serve_engine_from_plan(struct dlp_plan *plan, const struct dlp_net *net, int batch,
+                                      dlp_serve_engine *out);
+void dlp_serve_engine_from_plan_free(dlp_serve_engine *e);
 
 // Request preprocessing: one JPEG body -> one input sample in the engine's layout and type. Called
 // concurrently from `workers` threads; `worker` in [0, workers) lets it keep per-thread state (decompressor,
@@ -55,6 +65,8 @@ typedef struct dlp_serve_cfg {
     int topk;                  // classes in each answer (5)
     const char *const *labels; // optional class names (labels[i] for class i), nlabels of them
     int nlabels;
+    struct dlp_monitor *monitor;  // optional: counts requests, images and body bytes into it, and GET /metrics
+                                  // appends its exposition (CPU, memory, ... of the machine while serving)
 } dlp_serve_cfg;
 
 void dlp_serve_cfg_default(dlp_serve_cfg *c);
@@ -91,7 +103,8 @@ json_t *dlp_serve_stats_to_json(const dlp_serve_stats *st);
 char *dlp_server_metrics_text(dlp_server *s);
 
 // Runs the server until SIGINT or SIGTERM, then stops gracefully. Blocks both signals in the calling thread
-// before any thread starts (so sigwait gets them) and restores the mask at the end. port_file: when not
+// before its threads start (so sigwait gets them) and restores the mask at the end; a caller that starts
+// threads of its own before (a monitor) must block SIGINT and SIGTERM first. port_file: when not
 // NULL, the bound port is written there (atomically) once listening. *signo gets the signal that stopped it.
 dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engine, const dlp_serve_preprocess *pre,
                          const char *port_file, dlp_serve_stats *stats, int *signo);

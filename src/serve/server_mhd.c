@@ -26,6 +26,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "monitor/monitor.h"
 #include "serve/pipeline.h"
 
 typedef struct conn_ctx {
@@ -95,6 +96,7 @@ static enum MHD_Result reply(http_req *h, int status, const char *body, size_t l
     MHD_destroy_response(resp);
     h->responded = r == MHD_YES;
     dlp_serve_metrics_request(&s->metrics, status, dlp_now_ns() - h->t_start_ns);
+    dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_REQUESTS, 1);
     return r;
 }
 
@@ -120,7 +122,15 @@ static void gauges(dlp_server *s, dlp_serve_gauges *g) {
 char *dlp_server_metrics_text(dlp_server *s) {
     dlp_serve_gauges g;
     gauges(s, &g);
-    return dlp_serve_metrics_render(&s->metrics, &g);
+    dlp_prom_buf b;
+    dlp_prom_init(&b);
+    dlp_serve_metrics_render(&s->metrics, &g, &b);
+    if (s->cfg.monitor) dlp_monitor_render_prom(s->cfg.monitor, &b);
+    if (b.failed) {
+        dlp_prom_free(&b);
+        return NULL;
+    }
+    return b.data;  // malloc'd by the writer
 }
 
 static conn_ctx *conn_of(struct MHD_Connection *c) {
@@ -195,7 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (!get) return reply_error(h, 405, "use GET", "GET, HEAD");
             char *t = dlp_server_metrics_text(s);
             if (!t) return reply_error(h, 500, "out of memory", NULL);
-            enum MHD_Result r = reply(h, 200, t, strlen(t), "text/plain; version=0.0.4; charset=utf-8", NULL);
+            enum MHD_Result r = reply(h, 200, t, strlen(t), DLP_PROM_CONTENT_TYPE, NULL);
             free(t);
             return r;
         }
@@ -250,6 +260,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (h->len == 0) return reply_error(h, 400, "empty body: POST the JPEG file as the request body", NULL);
     if (!dlp_serve_is_jpeg(h->body, h->len))
         return reply_error(h, 400, "not a JPEG: the body does not start with the SOI marker FF D8 FF", NULL);
+    dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_INPUT_BYTES, (int64_t)h->len);
     h->req.body = h->body;
     h->req.len = h->len;
     h->req.t_arrival_ns = h->t_start_ns;

@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jpeglib.h>
+
+#include "backend/backend.h"
 #include "core/clock.h"
+#include "core/rng.h"
 #include "serve/pipeline.h"
 #include "serve_fake.h"
 #include "testutil.h"
@@ -356,6 +360,109 @@ static void test_drain(void **state) {
     fx_stop(&fx);
 }
 
+// A test-only preprocess for a real backend: decode with libjpeg and average the image down to 3 x 8 x 8 fp32
+// (NCHW), the input of the tiny net below. (The data module's val transform does this for 224 x 224.)
+static dlp_status tiny_pre(void *ctx, int worker, const uint8_t *jpeg, size_t len, void *dst) {
+    (void)ctx, (void)worker;
+    struct jpeg_decompress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_decompress(&ci);
+    jpeg_mem_src(&ci, jpeg, (unsigned long)len);
+    jpeg_read_header(&ci, TRUE);  // the bodies here are valid: libjpeg's default error handling is fine
+    ci.out_color_space = JCS_RGB;
+    jpeg_start_decompress(&ci);
+    int w = (int)ci.output_width, h = (int)ci.output_height;
+    uint8_t *row = malloc((size_t)w * 3);
+    double acc[3 * 64] = {0};
+    int cnt[64] = {0};
+    while (ci.output_scanline < ci.output_height) {
+        int y = (int)ci.output_scanline;
+        JSAMPROW rp = row;
+        jpeg_read_scanlines(&ci, &rp, 1);
+        for (int x = 0; x < w; x++) {
+            int cell = (y * 8 / h) * 8 + x * 8 / w;
+            for (int c = 0; c < 3; c++) acc[c * 64 + cell] += row[x * 3 + c] / 255.0;
+            cnt[cell]++;
+        }
+    }
+    jpeg_finish_decompress(&ci);
+    jpeg_destroy_decompress(&ci);
+    free(row);
+    float *o = dst;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 64; i++) o[c * 64 + i] = (float)(acc[c * 64 + i] / (cnt[i] ? cnt[i] : 1) - 0.5);
+    return DLP_OK;
+}
+
+static void test_engine_from_ref_plan(void **state) {
+    (void)state;
+    // The service over a real backend plan (ref, inference, batch 4) of a tiny conv net: every answer equals
+    // a direct one-sample forward of the same plan, also for batches the batcher leaves partly empty.
+    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    assert_non_null(ops);
+    dlp_net net;
+    assert_int_equal(dlp_net_init(&net, "tiny", 3, 8, 8), DLP_OK);
+    int l = dlp_net_conv(&net, "conv1", 0, 6, 3, 1, 1);
+    l = dlp_net_relu(&net, l);
+    l = dlp_net_avgpool(&net, l);
+    assert_true(dlp_net_fc(&net, "fc", l, 20) > 0);
+    dlp_plan_cfg pc = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
+    dlp_plan *plan;
+    assert_int_equal(ops->plan_create(&net, &pc, &plan), DLP_OK);
+    float *params = malloc((size_t)net.param_count * sizeof(float));
+    dlp_rng rng;
+    dlp_rng_init(&rng, 5, 0);
+    for (int64_t i = 0; i < net.param_count; i++) params[i] = (float)dlp_rng_range(&rng, -1, 1);
+    assert_int_equal(ops->set_params(plan, params, NULL), DLP_OK);
+    dlp_serve_engine eng;
+    assert_int_equal(dlp_serve_engine_from_plan(plan, &net, 4, &eng), DLP_OK);
+    assert_int_equal(eng.num_classes, 20);
+    assert_int_equal((int)eng.sample_bytes, 3 * 8 * 8 * 4);
+    dlp_serve_preprocess pre = {.name = "tiny", .run = tiny_pre};
+    dlp_serve_cfg cfg;
+    dlp_serve_cfg_default(&cfg);
+    cfg.max_batch = 4;
+    cfg.max_delay_ns = 5 * MS;
+    dlp_serve_metrics m;
+    dlp_serve_metrics_init(&m, 4);
+    dlp_serve_pipeline *p;
+    assert_int_equal(dlp_serve_pipeline_create(&cfg, &eng, &pre, &m, &p), DLP_OK);
+    enum { N = 10 };
+    uint8_t *jp[N];
+    size_t jl[N];
+    treq t[N];
+    for (int i = 0; i < N; i++) {
+        fake_make_jpeg(40 + (uint64_t)i, 48, 40, 90, &jp[i], &jl[i]);
+        treq_init(&t[i], jp[i], jl[i], 0);
+        assert_int_equal(dlp_serve_pipeline_submit(p, &t[i].r), DLP_OK);
+    }
+    for (int i = 0; i < N; i++) treq_wait(&t[i]);
+    dlp_serve_pipeline_free(p);  // the plan is ours again
+    int partial = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(t[i].r.status, 200);
+        partial += t[i].r.batch_size < 4;
+        float x[192], logits[20];
+        int c[5];
+        float pr[5];
+        assert_int_equal(tiny_pre(NULL, 0, jp[i], jl[i], x), DLP_OK);
+        assert_int_equal(ops->set_input(plan, x, 1), DLP_OK);
+        assert_int_equal(ops->forward(plan, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(ops->get_output(plan, logits), DLP_OK);
+        dlp_serve_topk(logits, 20, 5, c, pr);
+        assert_memory_equal(t[i].r.top_class, c, sizeof c);
+        for (int k = 0; k < 5; k++) assert_true(fabs(t[i].r.top_prob[k] - pr[k]) < 1e-5);
+        treq_destroy(&t[i]);
+        free(jp[i]);
+    }
+    assert_true(partial > 0);  // 10 requests in batches of at most 4: at least one partial batch
+    dlp_serve_engine_from_plan_free(&eng);
+    ops->plan_free(plan);
+    free(params);
+    dlp_net_free(&net);
+}
+
 static void test_metrics_render(void **state) {
     (void)state;
     dlp_serve_metrics m;
@@ -365,8 +472,11 @@ static void test_metrics_render(void **state) {
     dlp_serve_metrics_request(&m, 503, 1 * MS / 2);
     dlp_serve_metrics_batch(&m, 3, 20 * MS);
     dlp_serve_gauges g = {.queue_depth = 2, .inflight = 3, .queue_capacity = 64, .connections = 5, .max_batch = 8};
-    char *t = dlp_serve_metrics_render(&m, &g);
-    assert_non_null(t);
+    dlp_prom_buf b;
+    dlp_prom_init(&b);
+    dlp_serve_metrics_render(&m, &g, &b);
+    assert_false(b.failed);
+    const char *t = b.data;
     assert_non_null(strstr(t, "dlperf_serve_requests_total{code=\"200\"} 2\n"));
     assert_non_null(strstr(t, "dlperf_serve_requests_total{code=\"503\"} 1\n"));
     assert_non_null(strstr(t, "# TYPE dlperf_serve_request_duration_seconds histogram\n"));
@@ -377,10 +487,10 @@ static void test_metrics_render(void **state) {
     assert_non_null(strstr(t, "dlperf_serve_request_duration_seconds_count 3\n"));
     assert_non_null(strstr(t, "dlperf_serve_batch_size_bucket{le=\"2\"} 0\n"));
     assert_non_null(strstr(t, "dlperf_serve_batch_size_bucket{le=\"4\"} 1\n"));
-    assert_non_null(strstr(t, "dlperf_serve_batch_size_sum 3.000\n"));
+    assert_non_null(strstr(t, "dlperf_serve_batch_size_sum 3\n"));
     assert_non_null(strstr(t, "dlperf_serve_queue_depth 2\n"));
     assert_non_null(strstr(t, "dlperf_serve_images_total 3\n"));
-    free(t);
+    dlp_prom_free(&b);
 }
 
 int main(void) {
@@ -392,6 +502,7 @@ int main(void) {
         cmocka_unit_test(test_queue_full_and_deadline),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_engine_from_ref_plan),
         cmocka_unit_test(test_metrics_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,7 @@
 #include "core/clock.h"
 #include "loadgen/http_client.h"
 #include "loadgen/loadgen.h"
+#include "monitor/monitor.h"
 #include "serve/serve.h"
 #include "serve_fake.h"
 #include "testutil.h"
@@ -290,8 +291,14 @@ static void test_status_codes(void **state) {
 
 static void test_metrics_promtool(void **state) {
     (void)state;
+    // With the hardware monitor attached, as `dlperf serve` runs it: its exposition joins /metrics.
+    dlp_monitor_cfg mc = {.interval_ms = 100, .initial_phase = "serving"};
+    dlp_monitor *mon;
+    assert_int_equal(dlp_monitor_create(&mc, &mon), DLP_OK);
+    assert_int_equal(dlp_monitor_start(mon), DLP_OK);
     srv_fx f;
     srv_cfg(&f, 4, 1 * MS);
+    f.cfg.monitor = mon;
     srv_start(&f);
     dlp_http_conn *c = client(f.port);
     dlp_http_response r;
@@ -311,6 +318,10 @@ static void test_metrics_promtool(void **state) {
     assert_non_null(strstr(r.body, "dlperf_serve_images_total 6\n"));
     assert_non_null(strstr(r.body, "dlperf_serve_queue_depth 0\n"));
     assert_non_null(strstr(r.body, "# TYPE dlperf_serve_batch_size histogram"));
+    // The monitor's part: its counters were fed by the service (6 images; 7 requests before this one).
+    assert_non_null(strstr(r.body, "dlperf_images_processed_total 6\n"));
+    assert_non_null(strstr(r.body, "dlperf_requests_total 7\n"));
+    assert_non_null(strstr(r.body, "dlperf_phase_info{phase=\"serving\"} 1\n"));
     // promtool (Debian's prometheus) accepts it.
     if (system("command -v promtool >/dev/null 2>&1") == 0) {
         char dir[256], path[300], cmd[700];
@@ -329,6 +340,8 @@ static void test_metrics_promtool(void **state) {
     dlp_http_response_free(&r);
     dlp_http_conn_close(c);
     srv_stop(&f);
+    assert_int_equal(dlp_monitor_stop(mon), DLP_OK);
+    dlp_monitor_destroy(mon);
 }
 
 // A thousand malformed requests of a dozen kinds, from 4 threads; the server answers each (or closes the
