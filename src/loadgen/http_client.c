@@ -459,6 +459,22 @@ dlp_status dlp_http_request(dlp_http_conn *c, const char *method, const char *pa
         }
         struct iovec iov[2] = {{head, (size_t)hl}, {(void *)body, len}};
         dlp_status st = send_all(c, iov, len ? 2 : 1, dlp_now_ns() + c->t.send_ns, err);
+        if (st != DLP_OK && *err == DLP_HTTP_ERR_SEND) {
+            // The server may have answered and closed before taking the whole body (413 from Content-Length):
+            // read that answer if there is one.
+            dlp_http_error e2 = DLP_HTTP_ERR_NONE;
+            int fresh = 0;
+            dlp_status st2 = read_response(c, method, dlp_now_ns() + 1000000000LL, resp, &e2, &fresh);
+            if (st2 == DLP_OK) {
+                drop_fd(c);
+                resp->keep_alive = 0;
+                dlp_err_clear();
+                *err = DLP_HTTP_ERR_NONE;
+                return DLP_OK;
+            }
+            dlp_err_clear();
+            st = DLP_ERR(DLP_ERR_IO, "sending to %s: the connection was closed", c->url.authority);
+        }
         if (st != DLP_OK) {
             drop_fd(c);
             if (reused && *err == DLP_HTTP_ERR_SEND) {  // the server closed an idle keep-alive connection
