@@ -527,10 +527,10 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_re
 
     // Wait for the answers still out, giving up after idle_timeout without progress.
     pthread_mutex_lock(&r->mu);
-    if (!gave_up && !wait_progress(r, 0, r->ns, s->idle_timeout_ns)) gave_up = 1;
+    if (!gave_up && !wait_progress(r, 0, r->ns, s->idle_timeout_ns) && !o->stop_reason[0])
+        snprintf(o->stop_reason, sizeof o->stop_reason, "no response for %.1f s", dlp_ns_to_s(s->idle_timeout_ns));
     r->abandoned = 1;  // answers from now on are counted but not recorded
     pthread_mutex_unlock(&r->mu);
-    (void)gave_up;
 
     if (st == DLP_OK) st = analyze(r, s, t0, o);
     if (sut->stats_json) o->sut_stats = sut->stats_json(sut->ctx);

@@ -49,6 +49,7 @@ typedef struct http_req {
     size_t len, cap;
     int too_large;
     int responded;  // a response was queued
+    int admitted;   // taken by the pipeline (else refused with 503)
     atomic_int state;
     dlp_serve_req req;
 } http_req;
@@ -275,6 +276,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     atomic_store(&h->state, RQ_QUEUED);
     MHD_suspend_connection(c);
     dlp_status st = dlp_serve_pipeline_submit(s->pipe, &h->req);
+    h->admitted = st == DLP_OK;  // written before any resume: the handler runs again only after one
     if (st != DLP_OK) {
         h->req.status = 503;
         snprintf(h->req.error, sizeof h->req.error, "%s",
@@ -296,7 +298,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     }
     if (!h->responded) {
         atomic_fetch_add(&s->metrics.aborted_total, 1);
-        if (h->route == ROUTE_CLASSIFY && atomic_load(&h->state) == RQ_DONE) atomic_fetch_add(&s->metrics.client_gone_total, 1);
+        if (h->admitted) atomic_fetch_add(&s->metrics.client_gone_total, 1);
     }
     conn_ctx *cc = conn_of(c);
     pthread_mutex_lock(&s->mu);
