@@ -1,0 +1,234 @@
+// loadgen: an MLPerf-style load generator — the four LoadGen scenarios (SingleStream, MultiStream, Server,
+// Offline) with MLPerf's validity rules, driving any System Under Test through one small interface, with a
+// summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
+// Defines: dlp_lg_scenario, dlp_lg_settings, dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done,
+//          dlp_lg_sut, dlp_lg_latency, dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_summary_text,
+//          dlp_lg_result_to_json, and the statistics helpers (percentile, Poisson schedule, early stopping).
+#ifndef DLP_LOADGEN_H
+#define DLP_LOADGEN_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef enum {
+    DLP_LG_SINGLE_STREAM = 0,  // one query of 1 sample at a time; metric: 90th-percentile latency
+    DLP_LG_MULTI_STREAM,       // queries of 8 samples back to back; metric: 99th-percentile query latency
+    DLP_LG_SERVER,             // Poisson arrivals at target_qps; VALID when p99 latency <= target_latency
+    DLP_LG_OFFLINE,            // every sample issued at once; metric: samples/s
+    DLP_LG_SCENARIO_COUNT
+} dlp_lg_scenario;
+
+const char *dlp_lg_scenario_name(dlp_lg_scenario s);  // "SingleStream", ...
+// Accepts MLPerf's names and lower-case short forms ("server", "single", "multistream", "offline").
+dlp_status dlp_lg_scenario_parse(const char *s, dlp_lg_scenario *out);
+
+typedef struct dlp_lg_settings {
+    dlp_lg_scenario scenario;
+    double target_qps;                 // Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)
+    int64_t target_latency_ns;         // Server: the latency bound (MLPerf ResNet-50: 15 ms)
+    double target_latency_percentile;  // 0.90 SingleStream, 0.99 MultiStream and Server
+    int samples_per_query;             // 8 for MultiStream, 1 otherwise
+    int64_t min_duration_ns;           // the run goes on until both minimums are met (MLPerf: 600 s)
+    int64_t min_query_count;           // Offline: the minimum number of samples (MLPerf ResNet-50: 24576)
+    int64_t max_duration_ns;           // 0: none. Stops issuing early (the result then says why)
+    int64_t max_query_count;           // 0: none
+    int64_t sample_count;              // the query sample library: indices 0..sample_count-1 (MLPerf: 1024)
+    uint64_t schedule_seed;            // Poisson arrivals
+    uint64_t sample_seed;              // which sample each query carries
+    int early_stopping;                // apply MLPerf's early-stopping rule (confidence 99%)
+    double max_failed_fraction;        // failed samples (503, timeouts, errors) allowed; MLPerf: 0
+    int offline_batch;                 // Offline: issue the samples as queries of this many (0: one query)
+    int64_t idle_timeout_ns;           // give up when no response arrived for this long (samples then "lost")
+} dlp_lg_settings;
+
+// Our defaults for a small machine (see docs/serving.md for MLPerf's): min duration 10 s; min queries 64
+// (SingleStream), 662 (MultiStream), 500 (Server), 256 samples (Offline) — each the least that MLPerf's
+// early-stopping rule can accept at its percentile.
+void dlp_lg_settings_default(dlp_lg_settings *s, dlp_lg_scenario scenario);
+dlp_status dlp_lg_settings_check(const dlp_lg_settings *s);
+
+// --- the System Under Test interface (MLPerf's SystemUnderTest: IssueQuery / FlushQueries) ---------------
+typedef struct dlp_lg_sample {
+    uint64_t id;     // response id: pass it back in dlp_lg_response
+    uint32_t index;  // which sample of the library (the SUT maps it to its data: a JPEG body, a tensor)
+} dlp_lg_sample;
+
+typedef enum {
+    DLP_LG_OK = 0,
+    DLP_LG_REJECTED,  // the SUT refused it (HTTP 503: queue full)
+    DLP_LG_TIMEOUT,   // a deadline passed (HTTP 504, or the client's receive timeout)
+    DLP_LG_ERROR,     // anything else (connection refused or reset, HTTP 4xx/5xx, engine error)
+    DLP_LG_OUTCOME_COUNT
+} dlp_lg_outcome;
+const char *dlp_lg_outcome_name(dlp_lg_outcome o);
+
+typedef struct dlp_lg_response {
+    uint64_t id;
+    dlp_lg_outcome outcome;
+    int32_t top1;  // predicted class when known (-1 otherwise); for accuracy runs
+} dlp_lg_response;
+
+// Where a SUT reports responses: fn(ctx, responses, n) from any thread, exactly once per sample.
+typedef struct dlp_lg_done {
+    void (*fn)(void *ctx, const dlp_lg_response *r, size_t n);
+    void *ctx;
+} dlp_lg_done;
+
+typedef struct dlp_lg_sut {
+    const char *name;
+    void *ctx;
+    // Starts work on n samples and returns without waiting for them. Each sample is answered through
+    // done->fn exactly once, from any thread, possibly before issue_query returns; `done` stays valid until
+    // the last answer. On a non-OK return none of these samples was taken (the harness counts them failed).
+    dlp_status (*issue_query)(void *ctx, const dlp_lg_sample *s, size_t n, const dlp_lg_done *done);
+    void (*flush)(void *ctx);          // optional: no more queries for now (MLPerf's FlushQueries)
+    json_t *(*stats_json)(void *ctx);  // optional: the SUT's own counters, for the result
+    void (*destroy)(void *ctx);        // optional: joins the SUT's threads (answering what is left) and frees
+} dlp_lg_sut;
+
+void dlp_lg_sut_destroy(dlp_lg_sut *sut);
+
+// In-process SUT: worker threads take up to max_batch queued samples at a time (never waiting for more) and
+// call fn(ctx, worker, indices, n, top1) synchronously. The inference engine plugs in here: fn looks the
+// samples up in its preloaded library, runs the plan and writes each sample's top-1 class (or -1).
+// fn returns DLP_OK or an error (every sample of that call is then answered DLP_LG_ERROR).
+typedef dlp_status (*dlp_lg_infer_fn)(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1);
+typedef struct dlp_lg_inproc_cfg {
+    dlp_lg_infer_fn fn;
+    void *ctx;
+    int max_batch;  // samples per call (>= 1)
+    int threads;    // worker threads (>= 1); a plan is not re-entrant, so one plan per worker
+    const char *name;
+} dlp_lg_inproc_cfg;
+dlp_status dlp_lg_sut_inproc_create(const dlp_lg_inproc_cfg *cfg, dlp_lg_sut *out);
+
+// HTTP SUT: POSTs sample i's body (bodies[i % nbodies]) to url over at most `connections` keep-alive
+// connections (one thread each). 200 -> OK (top-1 taken from the JSON when present), 503 -> REJECTED,
+// 504 or a receive timeout -> TIMEOUT, anything else -> ERROR; every status and error kind is counted.
+typedef struct dlp_lg_http_cfg {
+    const char *url;                 // http://host:port/path
+    const void *const *bodies;       // not copied: must outlive the SUT
+    const size_t *body_lens;
+    int nbodies;
+    const char *content_type;        // "image/jpeg"
+    int connections;                 // >= 1
+    int64_t connect_timeout_ns, send_timeout_ns, recv_timeout_ns;
+    int64_t max_pending;             // samples waiting for a free connection beyond this are REJECTED locally
+} dlp_lg_http_cfg;
+dlp_status dlp_lg_sut_http_create(const dlp_lg_http_cfg *cfg, dlp_lg_sut *out);
+
+// --- statistics ------------------------------------------------------------------------------------
+// MLPerf's percentile: sorted[floor(n * p)] (clamped to n-1); sorted ascending, n >= 1.
+int64_t dlp_lg_percentile(const int64_t *sorted, size_t n, double p);
+
+typedef struct dlp_lg_latency {
+    int64_t count;
+    int64_t min_ns, max_ns, mean_ns;
+    int64_t p50_ns, p90_ns, p95_ns, p97_ns, p99_ns, p999_ns;
+} dlp_lg_latency;
+// Sorts lat in place and fills out (count 0 and zeros when n == 0).
+void dlp_lg_latency_summarize(int64_t *lat, size_t n, dlp_lg_latency *out);
+
+// Arrival times of a Poisson process at rate_per_s: t[0] = 0, then exponential gaps with mean 1/rate,
+// cumulative, in ns. Deterministic from seed.
+void dlp_lg_poisson_schedule(double rate_per_s, uint64_t seed, int64_t n, int64_t *t_ns);
+
+// MLPerf's early-stopping arithmetic (binomial, confidence c, tolerance 0). The least number h of passing
+// queries such that seeing h passes and t failures gives, with confidence c, a true failure rate < 1 - p.
+int64_t dlp_lg_es_min_passing(int64_t t, double p, double c);
+// P(X <= t) for X ~ Binomial(n, q), computed in log space.
+double dlp_lg_binomial_cdf(int64_t t, int64_t n, double q);
+// SingleStream/MultiStream: the early-stopping estimate of the p-percentile from sorted latencies (the t-th
+// highest, t as large as the query count allows). Returns 0 with *need set to the minimum query count when
+// n is too small, else 1 with *estimate_ns and *discarded (t - 1) set.
+int dlp_lg_es_estimate(const int64_t *sorted, int64_t n, double p, double c, int64_t *estimate_ns,
+                       int64_t *discarded, int64_t *need);
+
+// --- running ---------------------------------------------------------------------------------------
+#define DLP_LG_MAX_REASONS 8
+
+typedef struct dlp_lg_result {
+    dlp_lg_settings settings;
+    char sut_name[64];
+    int valid;
+    int min_duration_met, min_queries_met, perf_constraints_met, early_stopping_met, none_lost;
+    int nreasons;
+    char reasons[DLP_LG_MAX_REASONS][200];  // why INVALID, each with what to do (MLPerf's "Recommendations")
+    char early_stopping_text[400];          // MLPerf's "Early Stopping Result" lines
+    char stop_reason[120];                  // why issuing stopped ("min duration and min queries met", ...)
+    int nwarnings;
+    char warnings[4][200];                  // e.g. the loadgen itself issued late (an overloaded machine)
+
+    int64_t queries_issued, samples_issued, samples_completed, samples_lost, duplicate_responses;
+    int64_t samples_by_outcome[DLP_LG_OUTCOME_COUNT];
+    int64_t overlatency_count;     // Server: samples over the bound, failed ones included
+    int64_t duration_ns;           // first scheduled issue -> last response
+    int64_t last_scheduled_ns;     // Server: offset of the last query's scheduled time
+    int64_t last_issued_ns;        // SingleStream/MultiStream: offset of the last query's issue
+    double scheduled_samples_per_s, completed_samples_per_s;
+    double qps_with_overhead, qps_without_overhead;  // SingleStream, as MLPerf reports them
+    dlp_lg_latency sample_latency;  // from the query's scheduled time to the sample's response (OK ones)
+    dlp_lg_latency query_latency;   // to the query's last response (MultiStream's metric)
+    int64_t target_percentile_ns;   // the constraint percentile, failed samples counted as infinitely late
+    int64_t es_estimate_ns;         // early-stopping estimate (SingleStream/MultiStream), 0 if none
+    dlp_lg_latency issue_lag;       // actual issue time - scheduled time (loadgen's own lateness)
+
+    const char *metric_name;        // "90th percentile latency (ns)", "Samples per second", ...
+    double metric_value;
+    json_t *sut_stats;              // owned: the SUT's stats_json at the end (NULL if none)
+} dlp_lg_result;
+
+// Runs one scenario against sut. Returns an error only when the run could not be done at all (bad
+// settings, out of memory); an INVALID run is DLP_OK with out->valid == 0 and the reasons.
+dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_result *out);
+void dlp_lg_result_free(dlp_lg_result *r);
+
+// Server search: the highest VALID target_qps, by a ramp (x2 up from start_qps while VALID, /2 down while
+// INVALID) then bisection, until hi/lo - 1 <= tolerance or the time budget would be exceeded by the next
+// trial. Every trial uses the same schedule seed (common random numbers), so the comparison is fair.
+typedef struct dlp_lg_trial {
+    double target_qps;
+    int valid;
+    int64_t p99_ns;                 // the constraint percentile (failed samples counted as late)
+    double completed_samples_per_s;
+    int64_t failed, duration_ns;
+    char reason[200];               // the first reason when INVALID
+} dlp_lg_trial;
+
+typedef struct dlp_lg_search_cfg {
+    double start_qps;     // first trial
+    double min_qps;       // give up below this (no VALID rate)
+    double max_qps;       // never try above this (0: no cap)
+    double tolerance;     // relative width of the final bracket, e.g. 0.05
+    int64_t budget_ns;    // total time for all trials
+    int max_trials;
+    // Optional progress report after each trial (cli prints it).
+    void (*on_trial)(void *ctx, const dlp_lg_trial *t, int index);
+    void *on_trial_ctx;
+} dlp_lg_search_cfg;
+
+typedef struct dlp_lg_search_result {
+    int found;                // a VALID rate was found
+    int converged;            // the bracket is within tolerance (else the budget or trial cap ran out)
+    double best_qps, lo_qps, hi_qps;  // hi_qps: lowest INVALID rate tried (0 if none)
+    int ntrials;
+    dlp_lg_trial trials[64];
+    dlp_lg_result best;       // the full result of the best VALID trial (or the last trial when none)
+    char stop_reason[120];
+} dlp_lg_search_result;
+
+dlp_status dlp_lg_search(const dlp_lg_settings *base, const dlp_lg_sut *sut, const dlp_lg_search_cfg *cfg,
+                         dlp_lg_search_result *out);
+void dlp_lg_search_result_free(dlp_lg_search_result *r);
+
+// --- output ----------------------------------------------------------------------------------------
+// The mlperf_log_summary.txt-style text (malloc'd; caller frees).
+char *dlp_lg_summary_text(const dlp_lg_result *r);
+// {"scenario", "mode", "valid", "reasons", "metric", "latency_ms", counts, "settings", "sut"} for the result.
+json_t *dlp_lg_result_to_json(const dlp_lg_result *r);
+json_t *dlp_lg_search_to_json(const dlp_lg_search_result *r);
+json_t *dlp_lg_settings_to_json(const dlp_lg_settings *s);
+
+#endif
