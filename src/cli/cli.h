@@ -16,5 +16,6 @@ int dlp_cli_fail(dlp_status st);
 int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv);
 
 int dlp_cli_version(int argc, char **argv);
+int dlp_cli_data(int argc, char **argv);
 
 #endif

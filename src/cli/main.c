@@ -9,6 +9,7 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
+    {"data", dlp_cli_data, "synthetic ImageNet, the input pipeline benchmark, one-image transforms"},
     {NULL, NULL, NULL},
 };
 
