@@ -209,7 +209,7 @@ dlp_status dlp_dataset_open_folder(const char *dir, dlp_dataset **out) {
         walk_vec w = {0};
         st = walk(dir, names[c], 0, &w);
         if (st == DLP_OK) {
-            qsort(w.v, w.n, sizeof *w.v, cmp_walk);
+            if (w.n > 1) qsort(w.v, w.n, sizeof *w.v, cmp_walk);
             char rel[4096];
             for (size_t i = 0; i < w.n && st == DLP_OK; i++) {
                 snprintf(rel, sizeof rel, "%s/%s", w.v[i].dir, w.v[i].name);

@@ -164,8 +164,8 @@ static void mark_bad(dlp_loader *l, int64_t idx, dlp_bad_kind kind, const char *
         a->new_bad[kind]++;
         char path[4096];
         dlp_dataset_path(l->ds, idx, path, sizeof path);
-        dlp_log_warn_limited("bad-input", 20, "skipping %s: %s (%s); replaced by the next sample", path, why,
-                             dlp_bad_kind_name(kind));
+        dlp_log_warn_limited("bad-input", 20, "skipping %s [%s]: %s; replaced by the next good sample", path,
+                             dlp_bad_kind_name(kind), why);
     }
 }
 

@@ -634,7 +634,7 @@ dlp_status dlp_synth_generate(const dlp_synth_params *p, const char *out_dir, dl
     // Progress for humans on long runs.
     int64_t last = dlp_now_ns();
     while (started && atomic_load(&j->done) < j->total && !atomic_load(&j->failed)) {
-        dlp_sleep_ns(100 * 1000 * 1000);
+        dlp_sleep_ns(20 * 1000 * 1000);
         if (dlp_now_ns() - last > 5000000000LL) {
             last = dlp_now_ns();
             DLP_INFO("generating synthetic ImageNet: %lld/%lld images", (long long)atomic_load(&j->done), (long long)j->total);
