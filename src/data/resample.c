@@ -102,6 +102,20 @@ dlp_status dlp_resample_axis_plan(dlp_resample_axis *a, double origin, double sc
             if (f2 + taps > in_hi) in_hi = f2 + taps;
         }
     }
+    if (a->fixed) {  // the layout the 4-pixel SIMD loop loads directly
+        size_t n4 = (size_t)(out / 4) * (size_t)taps * 16;
+        if (n4 > a->cap_coef4) {
+            int32_t *c4 = realloc(a->coef4, sizeof(int32_t) * (n4 ? n4 : 1));
+            if (!c4) return DLP_ERR(DLP_ERR_NOMEM, "out of memory planning a resample of %d samples", out);
+            a->coef4 = c4;
+            a->cap_coef4 = n4;
+        }
+        for (int g = 0; g < out / 4; g++)
+            for (int t = 0; t < taps; t++)
+                for (int j = 0; j < 4; j++)
+                    for (int l = 0; l < 4; l++)
+                        a->coef4[((size_t)g * taps + t) * 16 + 4 * j + l] = a->coef[(size_t)(4 * g + j) * taps + t];
+    }
     a->in_lo = in_lo;
     a->in_hi = in_hi;
     return DLP_OK;
@@ -111,6 +125,7 @@ void dlp_resample_axis_free(dlp_resample_axis *a) {
     free(a->first);
     free(a->n);
     free(a->coef);
+    free(a->coef4);
     memset(a, 0, sizeof *a);
 }
 
@@ -147,8 +162,13 @@ static void hpass_row_generic(const uint8_t *src, int off_x, const dlp_resample_
     }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define HAVE_HPASS_AVX512 1
+#endif
+
 #if defined(__SSE4_1__)
 #include <immintrin.h>
+#if !defined(HAVE_HPASS_AVX512)
 // Fixed taps, one pixel's R,G,B (+1 byte of the next pixel, weighted but discarded) in four int32 lanes: the same
 // integer arithmetic as the generic loop, so the same result. Reads 1 byte past the last pixel the taps touch and
 // writes 1 byte past dst's last pixel: the caller guarantees both exist.
@@ -172,6 +192,62 @@ static void hpass_row_sse(const uint8_t *src, int off_x, const dlp_resample_axis
         memcpy(dst + 3 * i, &o, 4);
     }
 }
+#endif
+
+#if defined(HAVE_HPASS_AVX512)
+static inline int32_t load32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+// Four output pixels at once: their R,G,B,x in the four 128-bit lanes of a 512-bit register. Same integer arithmetic
+// as the generic loop. TAPS is a constant in the specialized copies so the tap loop unrolls.
+static inline __attribute__((always_inline)) void hpass_avx512_t(const uint8_t *src, int off_x,
+                                                                 const dlp_resample_axis *ax, uint8_t *dst,
+                                                                 const int TAPS) {
+    const int groups = ax->out / 4;
+    const __m512i half = _mm512_set1_epi32(HALF), zero = _mm512_setzero_si512();
+    const __m128i pick = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (int g = 0; g < groups; g++) {
+        const int i = 4 * g;
+        const uint8_t *p0 = src + (size_t)(ax->first[i] - off_x) * 3, *p1 = src + (size_t)(ax->first[i + 1] - off_x) * 3;
+        const uint8_t *p2 = src + (size_t)(ax->first[i + 2] - off_x) * 3, *p3 = src + (size_t)(ax->first[i + 3] - off_x) * 3;
+        const int32_t *k = ax->coef4 + (size_t)g * TAPS * 16;
+        __m512i acc = half;
+        for (int t = 0; t < TAPS; t++) {
+            __m128i v = _mm_setr_epi32(load32(p0 + 3 * t), load32(p1 + 3 * t), load32(p2 + 3 * t), load32(p3 + 3 * t));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(v), _mm512_loadu_si512(k + 16 * t)));
+        }
+        acc = _mm512_max_epi32(_mm512_srai_epi32(acc, PREC_BITS), zero);  // clip8: < 0 -> 0 ...
+        __m128i b = _mm_shuffle_epi8(_mm512_cvtusepi32_epi8(acc), pick);  // ... > 255 -> 255; drop the x bytes
+        _mm_storeu_si128((__m128i *)(dst + 3 * i), b);                     // 12 bytes used, 4 overwritten next
+    }
+}
+
+static void hpass_row_avx512(const uint8_t *src, int off_x, const dlp_resample_axis *ax, uint8_t *dst) {
+    switch (ax->taps) {
+    case 3: hpass_avx512_t(src, off_x, ax, dst, 3); break;
+    case 5: hpass_avx512_t(src, off_x, ax, dst, 5); break;
+    case 7: hpass_avx512_t(src, off_x, ax, dst, 7); break;
+    default: hpass_avx512_t(src, off_x, ax, dst, ax->taps); break;
+    }
+    // the last out % 4 pixels, one at a time (same arithmetic)
+    const int taps = ax->taps;
+    for (int i = ax->out / 4 * 4; i < ax->out; i++) {
+        const uint8_t *p = src + (size_t)(ax->first[i] - off_x) * 3;
+        const int32_t *k = ax->coef + (size_t)i * taps;
+        __m128i acc = _mm_set1_epi32(HALF);
+        for (int t = 0; t < taps; t++)
+            acc = _mm_add_epi32(acc, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(load32(p + 3 * t))),
+                                                     _mm_set1_epi32(k[t])));
+        acc = _mm_srai_epi32(acc, PREC_BITS);
+        __m128i w8 = _mm_packus_epi16(_mm_packus_epi32(acc, acc), _mm_packus_epi32(acc, acc));
+        int32_t o = _mm_cvtsi128_si32(w8);
+        memcpy(dst + 3 * i, &o, 4);
+    }
+}
+#endif
 #endif
 
 static inline uint16_t f32_to_bf16(float f) { return dlp_f32_to_bf16(f); }
@@ -282,7 +358,12 @@ dlp_status dlp_resample_rgb(const uint8_t *src, int stride, int off_x, int off_y
     for (int r = 0; r < rows; r++) {
         const uint8_t *row = src + (size_t)(ay->in_lo - off_y + r) * stride;
         uint8_t *out = s->tmp + (size_t)r * w3;
-#if defined(__SSE4_1__)
+#if defined(HAVE_HPASS_AVX512)
+        if (ax->fixed && r + 1 < rows) {
+            hpass_row_avx512(row, off_x, ax, out);
+            continue;
+        }
+#elif defined(__SSE4_1__)
         if (ax->fixed && r + 1 < rows) {
             hpass_row_sse(row, off_x, ax, out);
             continue;

@@ -25,7 +25,8 @@ typedef struct dlp_resample_axis {
     int32_t *first;  // (out)
     int32_t *n;      // (out)
     int32_t *coef;   // (out, taps) Q22
-    size_t cap_out, cap_coef;  // elements allocated
+    int32_t *coef4;  // fixed only: (out / 4, taps, 4 pixels x 4 lanes) the weights of 4 outputs, each repeated 4x
+    size_t cap_out, cap_coef, cap_coef4;  // elements allocated
 } dlp_resample_axis;
 
 // Plans an axis in input coordinates: output sample k (0..out-1) is centred at origin + (k0 + k + 0.5) * scale and

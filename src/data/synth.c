@@ -225,7 +225,7 @@ static void plan_image(const dlp_synth_params *p, int cls, dlp_rng *r, img_plan 
     g->phase = dlp_rng_range(r, 0, 2 * M_PI);
     g->contrast = dlp_rng_range(r, 0.6, 1.0);
     g->warp_amp = dlp_rng_range(r, 0.5, 2.0);
-    g->noise_fine = dlp_rng_range(r, 9.0, 15.0);  // 8-bit units: sets the file size
+    g->noise_fine = dlp_rng_range(r, 8.0, 13.0);  // 8-bit units: sets the file size
     g->noise_gain = dlp_rng_range(r, 1.05, 1.25);
     g->chroma = dlp_rng_range(r, 0.25, 0.45);
     g->nblobs = 1 + (int)dlp_rng_below(r, 4);

@@ -15,7 +15,7 @@
 
 #include "core/status.h"
 
-#define DLP_SYNTH_VERSION 1  // bump when the generator's output changes (it is part of the cache key)
+#define DLP_SYNTH_VERSION 2  // bump when the generator's output changes (it is part of the cache key)
 
 typedef struct dlp_synth_params {
     int classes;          // default 10
