@@ -209,7 +209,7 @@ static void plan_image(const dlp_synth_params *p, int cls, dlp_rng *r, img_plan 
     else if (u < 0.95) g->h_samp = 1, g->v_samp = 1; // 4:4:4
     else g->h_samp = 2, g->v_samp = 1;               // 4:2:2
     g->gray = dlp_rng_uniform(r) < 0.02;
-    g->progressive = dlp_rng_uniform(r) < 0.04;
+    g->progressive = dlp_rng_uniform(r) < 0.02;
     g->optimize = dlp_rng_uniform(r) < 0.5;
     class_look k;
     class_look_of(cls, p->classes, &k);

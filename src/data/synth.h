@@ -1,6 +1,6 @@
 // data/synth: the embedded synthetic ImageNet. Writes train/<wnid>/*.JPEG and val/<wnid>/*.JPEG that look like
 // ImageNet to a decoder (sizes around 500x375 — landscape, portrait, square, a few over 1000 px —, quality 90-96,
-// 4:2:0 / 4:4:4 / a few 4:2:2, a few grayscale and progressive files, ~110 KB on average) with natural-image-like
+// 4:2:0 / 4:4:4 / a few 4:2:2, 2 % grayscale and 2 % progressive files, ~110 KB on average) with natural-image-like
 // 1/f content, and classes a small ResNet learns easily: each class is a colour palette plus a stripe orientation
 // and frequency that hold over the whole image, so every random crop shows them.
 // Deterministic from the seed: image k's randomness is its own stream, so the files are the same byte for byte
@@ -15,7 +15,7 @@
 
 #include "core/status.h"
 
-#define DLP_SYNTH_VERSION 2  // bump when the generator's output changes (it is part of the cache key)
+#define DLP_SYNTH_VERSION 3  // bump when the generator's output changes (it is part of the cache key)
 
 typedef struct dlp_synth_params {
     int classes;          // default 10
