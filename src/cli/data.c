@@ -241,7 +241,7 @@ static int cmd_bench(int argc, char **argv) {
         return dlp_cli_fail(st);
     }
     printf("%7s %9s %8s %9s %9s %10s %8s %7s %9s %6s\n", "workers", "img/s", "MB/s", "read ms", "decode ms", "augment ms",
-           "cpu/img", "stall%", "decoded", "bad");
+           "cpu/img", "wait%", "decoded", "bad");
     for (int k = 0; k < bc.nworkers; k++) {
         const dlp_data_bench_run *r = &runs[k];
         double n = r->images ? (double)r->images : 1.0;
@@ -251,7 +251,8 @@ static int cmd_bench(int argc, char **argv) {
                r->cpu_seconds * 1e3 / n, r->seconds > 0 ? 100.0 * dlp_ns_to_s(s->wait_ns) / r->seconds : 0.0,
                s->source_pixels ? 100.0 * s->decoded_pixels / s->source_pixels : 0.0, (long long)s->bad);
     }
-    printf("(read/decode/augment/cpu: ms of worker time per image; decoded: pixels decoded at the DCT scale vs full size)\n");
+    printf("(read/decode/augment/cpu: ms per image of worker time and of process CPU; wait%%: time the consumer waited\n"
+           " for batches, ~100%% with no model to feed; decoded: pixels decoded at the DCT scale vs full size)\n");
     for (int k = 1; k < bc.nworkers; k++)
         if (runs[0].img_per_s > 0)
             printf("speed-up %d -> %d workers: %.2fx\n", runs[0].workers, runs[k].workers, runs[k].img_per_s / runs[0].img_per_s);

@@ -363,7 +363,7 @@ dlp_status dlp_dataset_drop_cache(const dlp_dataset *ds, const int64_t *idx, int
     for (int64_t k = 0; k < count; k++) {
         int64_t i = idx ? idx[k] : k;
         dlp_dataset_path(ds, i, path, sizeof path);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
             failed++;
             continue;

@@ -1,9 +1,10 @@
 // data/jpeg: JPEG decoding with libjpeg-turbo — header checks and limits, a region-of-interest decode at a DCT
 // scale (jpeg_crop_scanline + jpeg_skip_scanlines, stopping after the last needed row), every colour kind
 // converted to RGB, and a classification of bad input. Errors longjmp back (libjpeg never exits the process).
-// Defines: dlp_bad_kind, dlp_bad_kind_name, dlp_jpeg_info, dlp_jpeg_limits, dlp_jpeg_dec, dlp_jpeg_rgb,
-//          dlp_jpeg_dec_create/free, dlp_jpeg_open, dlp_jpeg_decode_region, dlp_jpeg_close, dlp_jpeg_pick_scale,
-//          dlp_jpeg_scaled_size, dlp_jpeg_sniff, dlp_jpeg_bad, dlp_jpeg_why.
+// Defines: dlp_bad_kind, dlp_bad_kind_name, dlp_jpeg_color, dlp_jpeg_info, dlp_jpeg_limits, dlp_jpeg_dec,
+//          dlp_jpeg_rgb, dlp_jpeg_dec_create/free/set_limits, dlp_jpeg_open, dlp_jpeg_decode_region, dlp_jpeg_close,
+//          dlp_jpeg_bad, dlp_jpeg_warnings, dlp_jpeg_sniff, dlp_jpeg_pick_scale, DLP_JPEG_SCALES_ALL,
+//          dlp_jpeg_scaled_size.
 #ifndef DLP_DATA_JPEG_H
 #define DLP_DATA_JPEG_H
 #include <stddef.h>

@@ -89,11 +89,12 @@ void dlp_loader_cfg_defaults(dlp_loader_cfg *c, const dlp_dataset *ds, dlp_xform
 int64_t dlp_loader_batches_per_epoch(const dlp_loader *l) { return l->nbatches; }
 int64_t dlp_loader_samples_per_epoch(const dlp_loader *l) { return l->samples_epoch; }
 
-// Reads a whole file into the worker's buffer. Returns DLP_BAD_NONE or the kind; *why explains.
+// Reads a whole file into the worker's buffer. Returns DLP_BAD_NONE or the kind; *why explains. O_NONBLOCK: a FIFO
+// or device named *.JPEG must not block the worker (regular files ignore the flag).
 static dlp_bad_kind read_file(dlp_loader *l, worker *w, const char *path, size_t *len, int64_t *throttle_ns,
                               char *why, size_t whylen) {
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         snprintf(why, whylen, "cannot open: %s", strerror(errno));
         return DLP_BAD_IO;

@@ -53,7 +53,9 @@ dlp_status dlp_transform_check(const dlp_transform *t) {
             return DLP_ERR(DLP_ERR_INVALID, "normalization mean/std of channel %d (%g/%g) is not usable", c, t->mean[c],
                            t->std[c]);
     if ((unsigned)t->dtype >= DLP_DTYPE_COUNT) return DLP_ERR(DLP_ERR_INVALID, "unknown dtype %d", (int)t->dtype);
-    if (t->resize_short < 0) return DLP_ERR(DLP_ERR_INVALID, "resize size %d is negative", t->resize_short);
+    int big = t->out_w > t->out_h ? t->out_w : t->out_h;
+    if (t->resize_short < 0 || (t->resize_short > 0 && t->resize_short < big))
+        return DLP_ERR(DLP_ERR_INVALID, "resize size %d must be at least the crop size %d", t->resize_short, big);
     return DLP_OK;
 }
 

@@ -1,8 +1,8 @@
 // data/transform: one sample from JPEG bytes to a tensor — the crop (torchvision's RandomResizedCrop + horizontal
 // flip for training; Resize(shorter side 256) + CenterCrop(224) for validation), the decode window and DCT scale the
 // crop allows, and the fused resize/flip/normalize/convert into the caller's memory.
-// Defines: dlp_xform_kind, dlp_transform, dlp_transform_defaults, dlp_crop, dlp_transform_pick_crop,
-//          dlp_transform_sample_bytes, dlp_sample_info, dlp_transformer, dlp_transformer_create/free/run,
+// Defines: dlp_xform_kind, dlp_transform, dlp_transform_defaults, dlp_transform_check, dlp_transform_sample_bytes,
+//          dlp_crop, dlp_transform_pick_crop, dlp_sample_info, dlp_transformer, dlp_transformer_create/free/run/config,
 //          dlp_transform_jpeg.
 #ifndef DLP_DATA_TRANSFORM_H
 #define DLP_DATA_TRANSFORM_H
@@ -22,7 +22,7 @@ typedef struct dlp_transform {
     double scale_lo, scale_hi; // RandomResizedCrop: crop area as a fraction of the image (0.08, 1)
     double ratio_lo, ratio_hi; // RandomResizedCrop: crop aspect ratio w/h (3/4, 4/3)
     double flip_p;             // probability of a horizontal flip (train 0.5, val 0)
-    int resize_short;          // val: shorter side before the centre crop; 0 = round(min(out) * 256 / 224)
+    int resize_short;          // val: shorter side before the centre crop (>= the crop); 0 = round(min(out) * 256/224)
     float mean[3], std[3];     // of values in [0, 1] (ImageNet's by default)
     dlp_layout layout;         // NCHW (default) or NHWC
     dlp_dtype dtype;           // fp32 (default), bf16, fp16, uint8 (uint8: resized pixels, no normalization)

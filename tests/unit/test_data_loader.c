@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -65,7 +66,8 @@ static void add_good(const char *dir, int cls, int idx) {
     free(jpg);
 }
 
-// One file of every bad kind into dir/c0 (names sort before the good ones: "a*"), plus a dangling symlink (io).
+// One file of every bad kind into dir/c0 (names sort before the good ones: "a*"), plus a dangling symlink and a
+// FIFO (io).
 static void add_bad_files(const char *dir) {
     char p[512], cmd[600];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/c0'", dir);
@@ -100,6 +102,8 @@ static void add_bad_files(const char *dir) {
     write_file(p, b, len);
     snprintf(p, sizeof p, "%s/c0/a6_dangling.JPEG", dir);
     assert_int_equal(symlink("/nonexistent/nothing.JPEG", p), 0);
+    snprintf(p, sizeof p, "%s/c0/a7_fifo.JPEG", dir);  // opening it must not block a worker
+    assert_int_equal(mkfifo(p, 0644), 0);
     free(b);
     free(jpg);
 }
@@ -262,7 +266,7 @@ static void test_bad_inputs(void **state) {
     (void)state;
     dlp_dataset *ds;
     assert_int_equal(dlp_dataset_open(g_bad_dir, &ds), DLP_OK);
-    assert_int_equal(ds->n, 27);
+    assert_int_equal(ds->n, 28);
     char *is_bad = calloc((size_t)ds->n, 1);
     for (int64_t i = 0; i < ds->n; i++) is_bad[i] = strstr(dlp_dataset_relpath(ds, i), "/a") != NULL;
     for (int shuffle = 0; shuffle < 2; shuffle++) {
@@ -291,23 +295,23 @@ static void test_bad_inputs(void **state) {
                 bad += b->bad;
                 dlp_loader_release(l, b);
             }
-            assert_int_equal(total, 27);  // batches stay full: 7 bad samples replaced
-            assert_int_equal(bad, 7);
+            assert_int_equal(total, 28);  // batches stay full: 8 bad samples replaced
+            assert_int_equal(bad, 8);
             for (int64_t i = 0; i < ds->n; i++)
                 if (!is_bad[i]) assert_true(seen[i] >= 1);  // every good file still seen
             free(seen);
         }
         dlp_loader_stats s;
         dlp_loader_get_stats(l, &s);
-        assert_int_equal(s.bad, 14);
-        assert_int_equal(s.bad_files, 7);
+        assert_int_equal(s.bad, 16);
+        assert_int_equal(s.bad_files, 8);
         assert_int_equal(s.bad_by_kind[DLP_BAD_EMPTY], 1);
         assert_int_equal(s.bad_by_kind[DLP_BAD_NOT_JPEG], 2);
         assert_int_equal(s.bad_by_kind[DLP_BAD_TRUNCATED], 1);
         assert_int_equal(s.bad_by_kind[DLP_BAD_CORRUPT], 1);
         assert_int_equal(s.bad_by_kind[DLP_BAD_TOO_LARGE], 1);
-        assert_int_equal(s.bad_by_kind[DLP_BAD_IO], 1);
-        assert_int_equal(s.images, 54);
+        assert_int_equal(s.bad_by_kind[DLP_BAD_IO], 2);
+        assert_int_equal(s.images, 56);
         json_t *j = dlp_loader_stats_to_json(&s);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "bad"), "truncated")), 1);
         json_decref(j);
@@ -331,7 +335,7 @@ static void test_all_bad(void **state) {
         dlp_batch *b;
         assert_int_equal(dlp_loader_next(l, &b), DLP_ERR_FORMAT);
         assert_null(b);
-        assert_non_null(strstr(dlp_err_msg(), "every one of the 7 samples"));
+        assert_non_null(strstr(dlp_err_msg(), "every one of the 8 samples"));
         assert_int_equal(dlp_loader_next(l, &b), DLP_ERR_FORMAT);  // stays failed, does not hang
         dlp_loader_free(l);
     }
