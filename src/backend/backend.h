@@ -71,15 +71,20 @@ typedef struct dlp_backend_ops {
     // One step. set_input takes n <= batch samples in input_format (n < batch only for DLP_PASS_EVAL; the
     // rest is padding whose outputs are ignored); a GPU backend may start an asynchronous copy here.
     dlp_status (*set_input)(dlp_plan *p, const void *batch, int n);
+    // DLP_PASS_TRAIN needs a training plan and a full batch (n == batch).
     dlp_status (*forward)(dlp_plan *p, dlp_pass pass);
     // The last layer's output for the n samples of the last set_input, fp32 NCHW (logits: (n, classes)).
     dlp_status (*get_output)(dlp_plan *p, float *out);
     // Softmax cross-entropy of the output against labels (n of them); keeps d(loss)/d(logits) for backward.
+    // Label smoothing as PyTorch's cross_entropy(label_smoothing=); a label outside [0, classes) is an error.
+    // On an inference plan it gives the loss and top-1/top-5 counts only (docs/nn.md has the conventions).
     dlp_status (*loss)(dlp_plan *p, const int32_t *labels, float label_smoothing, dlp_loss_out *out);
-    // Backward from the loss (dy NULL) or from a given fp32 NCHW gradient of the output (tests).
+    // Backward from the loss (dy NULL) or from a given fp32 NCHW gradient of the output (tests), after a
+    // DLP_PASS_TRAIN forward. It overwrites the gradient array (no accumulation across steps) and calls
+    // cfg.on_bucket for each bucket of dlp_net_buckets() in order, as soon as its gradients are final.
     dlp_status (*backward)(dlp_plan *p, const float *dy);
     dlp_status (*get_input_grad)(dlp_plan *p, float *dx);  // optional (NULL): fp32 NCHW dL/d(input)
-    dlp_status (*update)(dlp_plan *p, const dlp_sgd *hp);
+    dlp_status (*update)(dlp_plan *p, const dlp_sgd *hp);  // torch.optim.SGD on the current gradients
     dlp_status (*sync)(dlp_plan *p);  // optional: wait for queued device work
 
     // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,

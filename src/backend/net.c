@@ -204,3 +204,57 @@ double dlp_net_forward_flops(const dlp_net *net) {
     }
     return f;
 }
+
+dlp_status dlp_net_copy(dlp_net *dst, const dlp_net *src) {
+    memset(dst, 0, sizeof *dst);
+    memcpy(dst->arch, src->arch, sizeof dst->arch);
+    dst->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof(dlp_layer));
+    dst->params = malloc((size_t)(src->nparams ? src->nparams : 1) * sizeof(dlp_param));
+    dst->bufs = malloc((size_t)(src->nbufs ? src->nbufs : 1) * sizeof(dlp_param));
+    if (!dst->layers || !dst->params || !dst->bufs) {
+        dlp_net_free(dst);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory copying net %s", src->arch);
+    }
+    if (src->nlayers) memcpy(dst->layers, src->layers, (size_t)src->nlayers * sizeof(dlp_layer));
+    if (src->nparams) memcpy(dst->params, src->params, (size_t)src->nparams * sizeof(dlp_param));
+    if (src->nbufs) memcpy(dst->bufs, src->bufs, (size_t)src->nbufs * sizeof(dlp_param));
+    dst->nlayers = dst->cap_layers = src->nlayers;
+    dst->nparams = dst->cap_params = src->nparams;
+    dst->nbufs = dst->cap_bufs = src->nbufs;
+    dst->param_count = src->param_count;
+    dst->buf_count = src->buf_count;
+    dst->num_classes = src->num_classes;
+    return DLP_OK;
+}
+
+int dlp_net_consumers(const dlp_net *net, int layer) {
+    int n = 0;
+    for (int i = 0; i < net->nlayers; i++) n += (net->layers[i].in0 == layer) + (net->layers[i].in1 == layer);
+    return n;
+}
+
+dlp_status dlp_net_buckets(const dlp_net *net, int64_t bucket_elems, dlp_bucket **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (net->nparams == 0) return DLP_OK;
+    dlp_bucket *b = calloc((size_t)net->nparams, sizeof *b);  // at most one bucket per parameter
+    if (!b) return DLP_ERR(DLP_ERR_NOMEM, "out of memory cutting gradient buckets");
+    int nb = 0, hi = net->nparams;
+    int64_t acc = 0;
+    for (int i = net->nparams - 1; i >= 0; i--) {
+        acc += net->params[i].numel;
+        if (i == 0 || (bucket_elems > 0 && acc >= bucket_elems)) {
+            dlp_bucket *x = &b[nb++];
+            x->param_lo = i;
+            x->param_hi = hi;
+            x->offset = net->params[i].offset;
+            x->count = acc;
+            x->ready_layer = net->params[i].layer;
+            hi = i;
+            acc = 0;
+        }
+    }
+    *out = b;
+    *n = nb;
+    return DLP_OK;
+}

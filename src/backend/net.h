@@ -1,7 +1,7 @@
 // backend/net: what a backend executes — a network as a list of layers in topological order, with its
 // parameters (trainable, fp32, one flat array in torchvision state_dict order) and buffers (BN running stats).
 // nn/ builds nets (the ResNet family); backends turn a net into a plan. Tests build one-layer nets.
-// Defines: dlp_layer_kind, dlp_layer, dlp_param, dlp_net, dlp_net_* helpers.
+// Defines: dlp_layer_kind, dlp_layer, dlp_param, dlp_net, dlp_bucket, dlp_net_* helpers.
 #ifndef DLP_BACKEND_NET_H
 #define DLP_BACKEND_NET_H
 #include <stdint.h>
@@ -72,5 +72,23 @@ int64_t dlp_net_layer_numel(const dlp_net *net, int layer);  // c*h*w of one sam
 // Multiply-accumulates x2 of one sample's forward pass (conv + fc); a training step is ~3x this.
 double dlp_net_forward_flops(const dlp_net *net);
 const char *dlp_layer_kind_name(dlp_layer_kind k);
+
+// A deep copy of src into dst (dst is overwritten, not freed first). Plans keep their own copy.
+dlp_status dlp_net_copy(dlp_net *dst, const dlp_net *src);
+// Number of layers that take layer i as an input (ADD counts once per input it takes).
+int dlp_net_consumers(const dlp_net *net, int layer);
+
+// Gradient buckets: the flat parameter (= gradient) array cut at parameter boundaries into runs of at least
+// bucket_elems elements (the last one cut may be smaller), taken from the end: bucket 0 holds the last
+// parameters (the fc), since backward finishes them first. A bucket's gradients are final once backward has
+// processed layer ready_layer (layers are processed in decreasing index order, and parameters are in layer order).
+typedef struct dlp_bucket {
+    int64_t offset, count;  // elements of the flat gradient array
+    int param_lo, param_hi; // parameters [param_lo, param_hi) of net->params
+    int ready_layer;        // the lowest layer index owning a parameter of this bucket
+} dlp_bucket;
+// bucket_elems <= 0: one bucket with everything. *out is malloc'ed (free()), *n gets the count (0 if the net has
+// no parameters).
+dlp_status dlp_net_buckets(const dlp_net *net, int64_t bucket_elems, dlp_bucket **out, int *n);
 
 #endif

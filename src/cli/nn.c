@@ -1,0 +1,605 @@
+// cli/nn: `dlperf nn` — the model and its backends up close.
+//   nn info   the layer list, parameter count and FLOPs of a model
+//   nn bench  times the plan's phases (forward, loss, backward, update) on random tensors
+//   nn step   one forward/backward/SGD step on given weights and inputs, everything written out (for tests
+//             against torchvision and between backends)
+//   nn init   writes torchvision-initialized weights (safetensors, torchvision names)
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/opts.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "hw/host.h"
+#include "nn/checkpoint.h"
+#include "nn/resnet.h"
+#include "nn/safetensors.h"
+#include "nn/state.h"
+
+#define PRECISIONS "fp32|bf16|fp16"
+static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
+
+static const char *default_device(void) { return dlp_backends()[0]->name; }
+
+static void shape_text(char *buf, size_t len, const dlp_layer *l) {
+    if (l->h == 1 && l->w == 1) snprintf(buf, len, "%d", l->c);
+    else snprintf(buf, len, "%dx%dx%d", l->c, l->h, l->w);
+}
+
+static int64_t activation_elems(const dlp_net *net) {
+    int64_t s = 0;
+    for (int i = 0; i < net->nlayers; i++) s += dlp_net_layer_numel(net, i);
+    return s;
+}
+
+// ---- nn info ----------------------------------------------------------------------------------------------
+
+static int cmd_info(int argc, char **argv) {
+    const char *model, *json_path;
+    int classes, size, layers;
+    dlp_opt opts[] = {
+        {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes (fc outputs)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &size, "224", "PX", "input height and width (at least 32)", NULL, 0},
+        {"layers", 'l', DLP_OPT_FLAG, &layers, NULL, NULL, "print every layer", NULL, 0},
+        {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-info/1)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, "usage: dlperf nn info [--model resnet50] [--classes N] [--size PX] [--layers]",
+                                   argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    dlp_net net;
+    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
+    const double gflop = dlp_net_forward_flops(&net) * 1e-9;
+    int nconv = 0, nbn = 0;
+    for (int i = 0; i < net.nlayers; i++) {
+        nconv += net.layers[i].kind == DLP_LAYER_CONV;
+        nbn += net.layers[i].kind == DLP_LAYER_BN;
+    }
+    if (layers) {
+        printf("%4s %-8s %-26s %-14s %12s %10s\n", "#", "kind", "name", "output", "params", "MFLOP");
+        for (int i = 0; i < net.nlayers; i++) {
+            const dlp_layer *l = &net.layers[i];
+            char shp[48];
+            shape_text(shp, sizeof shp, l);
+            int64_t np = 0;
+            for (int p = l->param0; p < l->param0 + l->nparams; p++) np += net.params[p].numel;
+            double f = 0;
+            if (l->kind == DLP_LAYER_CONV) f = 2.0 * l->c * l->h * l->w * (double)net.layers[l->in0].c * l->k * l->k;
+            if (l->kind == DLP_LAYER_FC) f = 2.0 * l->c * (double)dlp_net_layer_numel(&net, l->in0);
+            char nm[64];
+            if (l->kind == DLP_LAYER_ADD) snprintf(nm, sizeof nm, "add(#%d, #%d)", l->in0, l->in1);
+            else if (l->kind == DLP_LAYER_INPUT) snprintf(nm, sizeof nm, "input");
+            else if (!l->nparams) snprintf(nm, sizeof nm, "%s(#%d)", dlp_layer_kind_name(l->kind), l->in0);
+            else snprintf(nm, sizeof nm, "%s", l->name);
+            printf("%4d %-8s %-26s %-14s %12lld %10.1f\n", i, dlp_layer_kind_name(l->kind), nm, shp, (long long)np,
+                   f * 1e-6);
+        }
+        printf("\n");
+    }
+    const dlp_layer *in = &net.layers[0];
+    printf("model          %s (ResNet v1.5, torchvision names)\n", net.arch);
+    printf("input          %dx%dx%d, %d classes\n", in->c, in->h, in->w, net.num_classes);
+    printf("layers         %d (%d conv, %d batch norm)\n", net.nlayers - 1, nconv, nbn);
+    printf("parameters     %lld in %d tensors; BN running stats %lld\n", (long long)net.param_count, net.nparams,
+           (long long)net.buf_count);
+    printf("forward        %.3f GFLOP per image (conv + fc, multiply-add = 2)\n", gflop);
+    printf("training step  %.3f GFLOP per image (3x forward)\n", 3 * gflop);
+    printf("activations    %.1f MiB per image (every layer's output, fp32)\n",
+           (double)activation_elems(&net) * 4 / (1 << 20));
+    if (json_path) {
+        json_t *o = dlp_json_result_new("dlperf.nn-info/1", 0, NULL);
+        json_object_set_new(o, "config", dlp_opts_to_json(opts));
+        json_object_set_new(o, "arch", json_string(net.arch));
+        json_object_set_new(o, "num_classes", json_integer(net.num_classes));
+        json_object_set_new(o, "input", json_pack("[iii]", in->c, in->h, in->w));
+        json_object_set_new(o, "layers", json_integer(net.nlayers - 1));
+        json_object_set_new(o, "conv_layers", json_integer(nconv));
+        json_object_set_new(o, "bn_layers", json_integer(nbn));
+        json_object_set_new(o, "parameters", json_integer(net.param_count));
+        json_object_set_new(o, "parameter_tensors", json_integer(net.nparams));
+        json_object_set_new(o, "bn_buffer_elems", json_integer(net.buf_count));
+        json_object_set_new(o, "forward_gflop_per_image", json_real(gflop));
+        json_object_set_new(o, "train_gflop_per_image", json_real(3 * gflop));
+        json_object_set_new(o, "activation_bytes_per_image", json_integer(activation_elems(&net) * 4));
+        st = dlp_json_write(o, json_path, DLP_WRITE_NOCLOBBER);
+        json_decref(o);
+    }
+    dlp_net_free(&net);
+    return dlp_cli_fail(st);
+}
+
+// ---- nn bench ---------------------------------------------------------------------------------------------
+
+enum { PH_INPUT, PH_FORWARD, PH_LOSS, PH_BACKWARD, PH_UPDATE, PH_COUNT };
+static const char *const k_phase_names[PH_COUNT] = {"input", "forward", "loss", "backward", "update"};
+
+static void fill_random(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)dlp_rng_normal(r);
+        switch (t) {
+        case DLP_DTYPE_F32: ((float *)dst)[i] = v; break;
+        case DLP_DTYPE_BF16: ((uint16_t *)dst)[i] = dlp_f32_to_bf16(v); break;
+        case DLP_DTYPE_F16: ((uint16_t *)dst)[i] = dlp_f32_to_f16(v); break;
+        default: ((uint8_t *)dst)[i] = (uint8_t)dlp_rng_below(r, 256); break;
+        }
+    }
+}
+
+static dlp_status sync_plan(const dlp_backend_ops *ops, dlp_plan *p) { return ops->sync ? ops->sync(p) : DLP_OK; }
+
+static int cmd_bench(int argc, char **argv) {
+    const char *model, *device, *json_path;
+    int classes, size, batch, prec, threads, steps, warmup, infer, peak;
+    int64_t seed;
+    dlp_opt opts[] = {
+        {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &batch, "32", "N", "samples per step", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &size, "224", "PX", "input height and width", NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes", NULL, 0},
+        {"device", 'd', DLP_OPT_STR, &device, default_device(), "DEV", "backend: cpu|ref|cuda|sim:<gpu>", NULL, 0},
+        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
+        {"steps", 's', DLP_OPT_INT, &steps, "10", "N", "timed steps", NULL, 0},
+        {"warmup", 'w', DLP_OPT_INT, &warmup, "2", "N", "untimed steps first", NULL, 0},
+        {"infer", 0, DLP_OPT_FLAG, &infer, NULL, NULL, "inference plan: forward only, BN with running stats", NULL, 0},
+        {"peak", 0, DLP_OPT_FLAG, &peak, NULL, NULL, "also measure the backend's convolution peak GFLOP/s", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the weights and random inputs", NULL, 0},
+        {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-bench/1)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(
+        opts, "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
+              "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
+              "Times each phase of the backend's plan on random tensors (no data loading).",
+        argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
+    if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    const char *arg;
+    const dlp_backend_ops *ops = dlp_backend_find(device, &arg);
+    if (!ops) return dlp_cli_fail(dlp_err_status());
+    char why[256] = "";
+    if (ops->available(why, sizeof why) != DLP_OK)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", device, why));
+    dlp_net net;
+    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
+    float *params = malloc((size_t)net.param_count * sizeof(float)), *bufs = malloc((size_t)net.buf_count * sizeof(float));
+    int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
+    void *input = NULL;
+    dlp_plan *plan = NULL;
+    json_t *res = NULL;
+    if (!params || !bufs || !labels) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    dlp_resnet_init_params(&net, (uint64_t)seed, 0, params, bufs);
+    dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = k_precisions[prec], .threads = threads, .arg = arg};
+    int64_t t0 = dlp_now_ns();
+    DLP_CHECK_GOTO(st, ops->plan_create(&net, &cfg, &plan), out);
+    const double plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
+    DLP_CHECK_GOTO(st, ops->set_params(plan, params, bufs), out);
+    dlp_layout layout;
+    dlp_dtype in_type;
+    ops->input_format(plan, &layout, &in_type);
+    const int64_t in_elems = (int64_t)batch * dlp_net_layer_numel(&net, 0);
+    input = malloc((size_t)in_elems * dlp_dtype_size(in_type));
+    if (!input) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the input batch");
+        goto out;
+    }
+    dlp_rng rng;
+    dlp_rng_init(&rng, (uint64_t)seed, 99);
+    fill_random(input, in_elems, in_type, &rng);
+    for (int i = 0; i < batch; i++) labels[i] = (int32_t)dlp_rng_below(&rng, (uint64_t)classes);
+    dlp_sgd sgd = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = 0, .decay_no_decay_params = 0};
+    double ph_ms[PH_COUNT] = {0};
+    double loss_first = 0, loss_last = 0;
+    int64_t total_ns = 0;
+    fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", net.arch, batch, size,
+            size, ops->name, dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
+    for (int s = 0; s < warmup + steps; s++) {
+        int64_t t[PH_COUNT + 1];
+        t[0] = dlp_now_ns();
+        DLP_CHECK_GOTO(st, ops->set_input(plan, input, batch), out);
+        DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+        t[1] = dlp_now_ns();
+        DLP_CHECK_GOTO(st, ops->forward(plan, infer ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
+        DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+        t[2] = dlp_now_ns();
+        t[3] = t[4] = t[5] = t[2];
+        if (!infer) {
+            dlp_loss_out lo;
+            DLP_CHECK_GOTO(st, ops->loss(plan, labels, 0.0f, &lo), out);
+            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            t[3] = dlp_now_ns();
+            DLP_CHECK_GOTO(st, ops->backward(plan, NULL), out);
+            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            t[4] = dlp_now_ns();
+            DLP_CHECK_GOTO(st, ops->update(plan, &sgd), out);
+            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            t[5] = dlp_now_ns();
+            if (!isfinite(lo.loss)) {
+                st = DLP_ERR(DLP_ERR_NUMERIC, "loss is %g at step %d", lo.loss, s);
+                goto out;
+            }
+            if (s == 0) loss_first = lo.loss;
+            loss_last = lo.loss;
+        }
+        if (s < warmup) continue;
+        for (int p = 0; p < PH_COUNT; p++) ph_ms[p] += dlp_ns_to_ms(t[p + 1] - t[p]);
+        total_ns += t[5] - t[0];
+    }
+    const double total_s = dlp_ns_to_s(total_ns);
+    const double img_per_s = (double)batch * steps / total_s;
+    const double flop_img = dlp_net_forward_flops(&net) * (infer ? 1 : 3);
+    const double gflops = flop_img * batch * steps / total_s * 1e-9;
+    double peak_gflops = 0;
+    if (peak && ops->measure_peak) DLP_CHECK_GOTO(st, ops->measure_peak(cfg.precision, threads, &peak_gflops), out);
+    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, ops->name,
+           dlp_dtype_name(cfg.precision), infer ? "inference" : "training");
+    printf("%-10s %.2f img/s, %.1f ms per step, %.1f GFLOP/s achieved (%.2f GFLOP per image)\n", "throughput",
+           img_per_s, total_s * 1e3 / steps, gflops, flop_img * 1e-9);
+    for (int p = 0; p < PH_COUNT; p++)
+        if (!infer || p <= PH_FORWARD)
+            printf("%-10s %9.2f ms per step (%4.1f%%)\n", k_phase_names[p], ph_ms[p] / steps,
+                   100.0 * ph_ms[p] / (total_s * 1e3));
+    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", loss_first, loss_last);
+    if (peak_gflops > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak", peak_gflops,
+                                100 * gflops / peak_gflops);
+    if (json_path) {
+        dlp_host_info h;
+        dlp_host_probe(&h);
+        res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
+        json_object_set_new(res, "config", dlp_opts_to_json(opts));
+        json_object_set_new(res, "backend", json_string(ops->name));
+        json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
+        json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
+        json_object_set_new(res, "plan_ms", json_real(plan_ms));
+        json_object_set_new(res, "img_per_s", json_real(img_per_s));
+        json_object_set_new(res, "step_ms", json_real(total_s * 1e3 / steps));
+        json_object_set_new(res, "gflop_per_image", json_real(flop_img * 1e-9));
+        json_object_set_new(res, "achieved_gflop_per_s", json_real(gflops));
+        if (peak_gflops > 0) {
+            json_object_set_new(res, "peak_gflop_per_s", json_real(peak_gflops));
+            json_object_set_new(res, "fraction_of_peak", json_real(gflops / peak_gflops));
+        }
+        json_t *ph = json_object();
+        for (int p = 0; p < PH_COUNT; p++)
+            if (!infer || p <= PH_FORWARD) json_object_set_new(ph, k_phase_names[p], json_real(ph_ms[p] / steps));
+        json_object_set_new(res, "phase_ms_per_step", ph);
+        if (!infer) {
+            json_object_set_new(res, "loss_first", json_real(loss_first));
+            json_object_set_new(res, "loss_last", json_real(loss_last));
+        }
+        json_object_set_new(res, "host", dlp_host_to_json(&h));
+        json_object_set_new(res, "versions", dlp_versions_to_json());
+        st = dlp_json_write(res, json_path, DLP_WRITE_NOCLOBBER);
+    }
+out:
+    json_decref(res);
+    if (plan) ops->plan_free(plan);
+    free(input);
+    free(params);
+    free(bufs);
+    free(labels);
+    dlp_net_free(&net);
+    return dlp_cli_fail(st);
+}
+
+// ---- nn step ----------------------------------------------------------------------------------------------
+
+typedef struct step_io {
+    dlp_st_file in;
+    float *x;
+    int32_t *labels;
+    int n, c, h, w;
+} step_io;
+
+static dlp_status read_batch(const char *path, step_io *io) {
+    memset(io, 0, sizeof *io);
+    DLP_CHECK(dlp_st_open(path, 0, &io->in));
+    const dlp_st_tensor *x = dlp_st_find(&io->in, "input"), *y = dlp_st_find(&io->in, "labels");
+    if (!x || !y)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: needs tensors 'input' (N, C, H, W) and 'labels' (N)", path);
+    if (x->ndim != 4 || y->ndim != 1 || y->shape[0] != x->shape[0] || x->shape[0] < 1 || x->shape[0] > 1 << 20)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: 'input' must be (N, C, H, W) and 'labels' (N) with the same N", path);
+    io->n = (int)x->shape[0];
+    io->c = (int)x->shape[1];
+    io->h = (int)x->shape[2];
+    io->w = (int)x->shape[3];
+    io->x = malloc((size_t)x->numel * sizeof(float));
+    int64_t *l = malloc((size_t)io->n * sizeof(int64_t));
+    io->labels = malloc((size_t)io->n * sizeof(int32_t));
+    if (!io->x || !l || !io->labels) {
+        free(l);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory reading %s", path);
+    }
+    dlp_status st = dlp_st_read_f32(&io->in, x, io->x);
+    if (!st) st = dlp_st_read_i64(&io->in, y, l);
+    for (int i = 0; !st && i < io->n; i++) io->labels[i] = (int32_t)l[i];
+    free(l);
+    return st;
+}
+
+static void step_io_free(step_io *io) {
+    free(io->x);
+    free(io->labels);
+    dlp_st_close(&io->in);
+}
+
+static int cmd_step(int argc, char **argv) {
+    const char *model, *device, *weights, *input_path, *out_path, *ck_path;
+    int classes, prec, threads, eval, nesterov, no_decay_bn, plan_batch, zero_init;
+    double lr, momentum, wd, smoothing;
+    int64_t seed;
+    dlp_opt opts[] = {
+        {"model", 'm', DLP_OPT_STR, &model, "resnet18", "NAME", dlp_model_names(), NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes", NULL, 0},
+        {"weights", 0, DLP_OPT_STR, &weights, NULL, "FILE",
+         "safetensors state_dict with torchvision names (default: torchvision's init from --seed)", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the initialization when no --weights", NULL, 0},
+        {"zero-init-residual", 0, DLP_OPT_FLAG, &zero_init, NULL, NULL, "with --seed: zero each block's last BN gamma", NULL, 0},
+        {"input", 'i', DLP_OPT_STR, &input_path, NULL, "FILE",
+         "safetensors with 'input' (N, 3, H, W) F32 and 'labels' (N) integer (required)", NULL, 0},
+        {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
+        {"device", 'd', DLP_OPT_STR, &device, "ref", "DEV", "backend: ref|cpu|cuda|sim:<gpu>", NULL, 0},
+        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
+        {"eval", 0, DLP_OPT_FLAG, &eval, NULL, NULL, "inference plan: logits and loss only, BN with running stats", NULL, 0},
+        {"plan-batch", 0, DLP_OPT_INT, &plan_batch, "0", "N", "with --eval: the plan's batch (>= N: a partial batch)", NULL, 0},
+        {"lr", 0, DLP_OPT_DOUBLE, &lr, "0.1", "X", "SGD learning rate", NULL, 0},
+        {"momentum", 0, DLP_OPT_DOUBLE, &momentum, "0.9", "X", "SGD momentum (buffers start at zero)", NULL, 0},
+        {"wd", 0, DLP_OPT_DOUBLE, &wd, "0.0001", "X", "weight decay", NULL, 0},
+        {"nesterov", 0, DLP_OPT_FLAG, &nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
+        {"no-decay-bn-bias", 0, DLP_OPT_FLAG, &no_decay_bn, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
+        {"smoothing", 0, DLP_OPT_DOUBLE, &smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
+        {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(
+        opts,
+        "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
+        "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
+        "One training step (forward in training mode, softmax cross-entropy, backward, one SGD update; or with --eval\n"
+        "a forward pass in inference mode) on the given weights and batch. The input size comes from the batch.\n"
+        "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
+        "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
+        "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().",
+        argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (!input_path || !out_path)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
+    if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
+    if (ck_path) {
+        char sp[1100];
+        dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
+        if ((st = dlp_check_new_output(ck_path, "--checkpoint")) || (st = dlp_check_new_output(sp, "--checkpoint's state")))
+            return dlp_cli_fail(st);
+    }
+    const char *arg;
+    const dlp_backend_ops *ops = dlp_backend_find(device, &arg);
+    if (!ops) return dlp_cli_fail(dlp_err_status());
+    step_io io;
+    dlp_net net;
+    memset(&net, 0, sizeof net);
+    float *params = NULL, *bufs = NULL, *grads = NULL, *gx = NULL, *logits = NULL, *newp = NULL, *newb = NULL;
+    dlp_plan *plan = NULL;
+    dlp_st_writer w;
+    dlp_st_writer_init(&w);
+    char **names = NULL;
+    int nnames = 0;
+    DLP_CHECK_GOTO(st, read_batch(input_path, &io), out);
+    dlp_resnet_cfg rc;
+    DLP_CHECK_GOTO(st, dlp_resnet_cfg_from_name(model, classes, io.h, &rc), out);
+    rc.in_channels = io.c;
+    rc.width_px = io.w;
+    DLP_CHECK_GOTO(st, dlp_resnet_build(&rc, &net), out);
+    const int n = io.n;
+    if (plan_batch == 0) plan_batch = n;
+    if (plan_batch < n || (!eval && plan_batch != n)) {
+        st = DLP_ERR(DLP_ERR_INVALID, "--plan-batch %d: must be >= the batch's %d samples, and only with --eval", plan_batch, n);
+        goto out;
+    }
+    params = malloc((size_t)net.param_count * sizeof(float));
+    bufs = malloc((size_t)net.buf_count * sizeof(float));
+    grads = malloc((size_t)net.param_count * sizeof(float));
+    newp = malloc((size_t)net.param_count * sizeof(float));
+    newb = malloc((size_t)net.buf_count * sizeof(float));
+    gx = malloc((size_t)n * dlp_net_layer_numel(&net, 0) * sizeof(float));
+    logits = malloc((size_t)n * net.num_classes * sizeof(float));
+    if (!params || !bufs || !grads || !newp || !newb || !gx || !logits) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int64_t nbt = 0;
+    if (weights) DLP_CHECK_GOTO(st, dlp_state_load(&net, weights, DLP_STATE_STRICT, params, bufs, &nbt), out);
+    else dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, params, bufs);
+    dlp_plan_cfg cfg = {.batch = plan_batch, .train = !eval, .precision = k_precisions[prec], .threads = threads, .arg = arg};
+    DLP_CHECK_GOTO(st, ops->plan_create(&net, &cfg, &plan), out);
+    DLP_CHECK_GOTO(st, ops->set_params(plan, params, bufs), out);
+    dlp_layout layout;
+    dlp_dtype in_type;
+    ops->input_format(plan, &layout, &in_type);
+    if (layout != DLP_LAYOUT_NCHW || in_type != DLP_DTYPE_F32) {
+        // Convert the NCHW fp32 batch to what the plan wants.
+        const int64_t hw = (int64_t)io.h * io.w, per = hw * io.c;
+        void *conv = malloc((size_t)(n * per) * dlp_dtype_size(in_type));
+        if (!conv || in_type == DLP_DTYPE_U8) {
+            free(conv);
+            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "nn step: cannot feed device %s its input format", ops->name);
+            goto out;
+        }
+        for (int i = 0; i < n; i++)
+            for (int c = 0; c < io.c; c++)
+                for (int64_t j = 0; j < hw; j++) {
+                    float v = io.x[i * per + c * hw + j];
+                    int64_t at = layout == DLP_LAYOUT_NHWC ? i * per + j * io.c + c : i * per + c * hw + j;
+                    if (in_type == DLP_DTYPE_F32) ((float *)conv)[at] = v;
+                    else ((uint16_t *)conv)[at] = in_type == DLP_DTYPE_BF16 ? dlp_f32_to_bf16(v) : dlp_f32_to_f16(v);
+                }
+        st = ops->set_input(plan, conv, n);
+        free(conv);
+        if (st) goto out;
+    } else {
+        DLP_CHECK_GOTO(st, ops->set_input(plan, io.x, n), out);
+    }
+    DLP_CHECK_GOTO(st, ops->forward(plan, eval ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
+    DLP_CHECK_GOTO(st, ops->get_output(plan, logits), out);
+    dlp_loss_out lo;
+    DLP_CHECK_GOTO(st, ops->loss(plan, io.labels, (float)smoothing, &lo), out);
+    int64_t c1 = lo.correct_top1, c5 = lo.correct_top5;
+    int64_t lshape[2] = {n, net.num_classes};
+    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "logits", DLP_ST_F32, 2, lshape, logits), out);
+    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "loss", DLP_ST_F64, 0, NULL, &lo.loss), out);
+    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top1", DLP_ST_I64, 0, NULL, &c1), out);
+    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top5", DLP_ST_I64, 0, NULL, &c5), out);
+    int64_t nbt_after = nbt + 1;
+    if (!eval) {
+        DLP_CHECK_GOTO(st, ops->backward(plan, NULL), out);
+        DLP_CHECK_GOTO(st, ops->get_grads(plan, grads), out);
+        dlp_sgd sgd = {.lr = (float)lr, .momentum = (float)momentum, .weight_decay = (float)wd, .nesterov = nesterov,
+                       .decay_no_decay_params = !no_decay_bn};
+        DLP_CHECK_GOTO(st, ops->update(plan, &sgd), out);
+        DLP_CHECK_GOTO(st, ops->get_params(plan, newp, newb), out);
+        int64_t xshape[4] = {n, io.c, io.h, io.w};
+        if (ops->get_input_grad) {
+            DLP_CHECK_GOTO(st, ops->get_input_grad(plan, gx), out);
+            DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "input_grad", DLP_ST_F32, 4, xshape, gx), out);
+        }
+        names = calloc((size_t)(2 * net.nparams + 2 * net.nbufs), sizeof *names);
+        if (!names) {
+            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < net.nparams; i++) {
+            const dlp_param *p = &net.params[i];
+            if (asprintf(&names[nnames], "grad.%s", p->name) < 0) names[nnames] = NULL;
+            if (!names[nnames]) { st = DLP_ERR(DLP_ERR_NOMEM, "out of memory"); goto out; }
+            DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, names[nnames++], DLP_ST_F32, p->ndim, p->shape, grads + p->offset), out);
+        }
+        // updated.<name>: the state_dict after optimizer.step(), in its order
+        for (int li = 0; li < net.nlayers; li++) {
+            const dlp_layer *l = &net.layers[li];
+            for (int k = 0; k < l->nparams + l->nbufs + (l->kind == DLP_LAYER_BN); k++) {
+                const dlp_param *p = k < l->nparams ? &net.params[l->param0 + k]
+                                   : k < l->nparams + l->nbufs ? &net.bufs[l->buf0 + k - l->nparams] : NULL;
+                char *nm;
+                if (asprintf(&nm, "updated.%s%s", p ? p->name : l->name, p ? "" : ".num_batches_tracked") < 0) {
+                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+                    goto out;
+                }
+                names[nnames++] = nm;
+                if (p) st = dlp_st_writer_add(&w, nm, DLP_ST_F32, p->ndim, p->shape,
+                                              (k < l->nparams ? newp : newb) + p->offset);
+                else st = dlp_st_writer_add(&w, nm, DLP_ST_I64, 0, NULL, &nbt_after);
+                if (st) goto out;
+            }
+        }
+    }
+    DLP_CHECK_GOTO(st, dlp_st_writer_write(&w, out_path, DLP_WRITE_NOCLOBBER), out);
+    if (ck_path) {
+        dlp_checkpoint ck;
+        memset(&ck, 0, sizeof ck);
+        dlp_lr_schedule_default(&ck.sched);
+        ck.sched.base_lr = lr;
+        ck.sched.scale_by_batch = 0;
+        ck.sched.decay = DLP_LR_CONSTANT;
+        ck.pos.step = eval ? 0 : 1;
+        ck.pos.step_in_epoch = ck.pos.step;
+        ck.pos.samples_seen = eval ? 0 : n;
+        ck.pos.seed = (uint64_t)seed;
+        ck.pos.last_loss = lo.loss;
+        float *mom = NULL;
+        if (!eval) {
+            mom = malloc((size_t)net.param_count * sizeof(float));
+            if (!mom || (st = ops->get_momentum(plan, mom))) {
+                free(mom);
+                if (!st) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+        }
+        st = dlp_checkpoint_save(ck_path, &net, eval ? params : newp, eval ? bufs : newb, mom, &ck);
+        free(mom);
+        if (st) goto out;
+    }
+    printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", ops->name,
+           n, lo.loss, (long long)c1, (long long)c5, out_path);
+out:
+    if (plan) ops->plan_free(plan);
+    dlp_st_writer_free(&w);
+    for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    step_io_free(&io);
+    free(params);
+    free(bufs);
+    free(grads);
+    free(gx);
+    free(logits);
+    free(newp);
+    free(newb);
+    dlp_net_free(&net);
+    return dlp_cli_fail(st);
+}
+
+// ---- nn init ----------------------------------------------------------------------------------------------
+
+static int cmd_init(int argc, char **argv) {
+    const char *model, *out_path;
+    int classes, size, zero_init;
+    int64_t seed;
+    dlp_opt opts[] = {
+        {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &size, "224", "PX", "input size the model is built for", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed", NULL, 0},
+        {"zero-init-residual", 0, DLP_OPT_FLAG, &zero_init, NULL, NULL, "zero each block's last BN gamma", NULL, 0},
+        {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts,
+                                   "usage: dlperf nn init --out w.safetensors [--model resnet50] [--classes N] [--seed N]\n"
+                                   "Writes torchvision's initialization (kaiming_normal_ fan_out for convs, BN 1/0, "
+                                   "nn.Linear's default for fc)\nas a safetensors state_dict with torchvision's names.",
+                                   argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (!out_path) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn init needs --out FILE"));
+    if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
+    dlp_net net;
+    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
+    float *p = malloc((size_t)net.param_count * sizeof(float)), *b = malloc((size_t)net.buf_count * sizeof(float));
+    if (!p || !b) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    if (!st) {
+        dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, p, b);
+        st = dlp_state_save(&net, out_path, p, b, 0, DLP_WRITE_NOCLOBBER);
+    }
+    if (!st) printf("%s: %s, %d classes, %lld parameters\n", out_path, net.arch, net.num_classes, (long long)net.param_count);
+    free(p);
+    free(b);
+    dlp_net_free(&net);
+    return dlp_cli_fail(st);
+}
+
+int dlp_cli_nn(int argc, char **argv) {
+    static const dlp_cli_cmd cmds[] = {
+        {"info", cmd_info, "layers, parameter count and FLOPs of a model"},
+        {"bench", cmd_bench, "time a backend's forward/loss/backward/update on random tensors"},
+        {"step", cmd_step, "one training (or eval) step on given weights and batch, everything written out"},
+        {"init", cmd_init, "write torchvision-initialized weights as safetensors"},
+        {NULL, NULL, NULL},
+    };
+    return dlp_cli_dispatch("dlperf nn", cmds, argc, argv);
+}

@@ -1,0 +1,390 @@
+// cli/predict: `dlperf predict` — a machine (catalog system or measured profile) and a workload in, each stage's
+// capacity, the throughput, the bottleneck, the data stall, epoch time, cost and what would fix it out.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/opts.h"
+#include "hw/catalog.h"
+#include "hw/derive.h"
+#include "perf/cost.h"
+#include "perf/datastats.h"
+#include "perf/model.h"
+
+typedef struct {
+    const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json;
+    int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, alt, seed;
+    int64_t images, read_limit;
+    double lifetime, utilization, kwh, pue, price, power, usd_h;
+} opts_t;
+
+// "19,722"
+static const char *grp(double v, char *buf, size_t len) {
+    if (!isfinite(v)) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    char raw[48];
+    snprintf(raw, sizeof raw, "%.0f", v);
+    int neg = raw[0] == '-';
+    const char *d = raw + neg;
+    size_t nd = strlen(d), o = 0;
+    if (neg && o + 1 < len) buf[o++] = '-';
+    for (size_t i = 0; i < nd && o + 2 < len; i++) {
+        if (i > 0 && (nd - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = d[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *dur(double s, char *buf, size_t len) {
+    if (!isfinite(s)) snprintf(buf, len, "-");
+    else if (s < 1) snprintf(buf, len, "%.0f ms", s * 1e3);
+    else if (s < 60) snprintf(buf, len, "%.1f s", s);
+    else if (s < 3600) snprintf(buf, len, "%d min %02d s", (int)(s / 60), (int)fmod(s, 60));
+    else if (s < 48 * 3600) snprintf(buf, len, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else snprintf(buf, len, "%.1f days", s / 86400);
+    return buf;
+}
+
+// The device to predict for: --device (sim:<gpu>[,opts], a GPU name, cpu, cuda) or the profile's first one.
+static int sim_spec_plain(const dlp_sim_spec *s) {
+    return s->scale == 1 && s->t0_s < 0 && s->pcie_bytes_per_s == 0 && s->overlap < 0 && s->img_per_s == 0;
+}
+
+// *plain: the device is a GPU as the catalog or a measured profile has it (published figures apply).
+static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, dlp_device_profile *d,
+                              int *plain) {
+    *plain = 1;
+    if (!spec || !spec[0]) {
+        if (p->ndevices == 0)
+            return DLP_ERR(DLP_ERR_INVALID, "profile %s has no devices; give --device cpu or sim:<gpu>", p->id);
+        *d = p->devices[0];
+        return DLP_OK;
+    }
+    if (strncmp(spec, "sim:", 4) == 0) {
+        dlp_sim_spec s;
+        DLP_CHECK(dlp_sim_spec_parse(spec + 4, &s));
+        *plain = sim_spec_plain(&s);
+        return dlp_sim_device(&s, cat, d);
+    }
+    if (strcmp(spec, "cuda") == 0) {
+        for (int i = 0; i < p->ndevices; i++)
+            if (p->devices[i].kind == DLP_DEVICE_GPU) {
+                *d = p->devices[i];
+                return DLP_OK;
+            }
+        return DLP_ERR(DLP_ERR_NOTFOUND, "profile %s has no GPU device (measure one with dlperf probe --device cuda, or "
+                       "use --device sim:<gpu>)", p->id);
+    }
+    const dlp_device_profile *pd = dlp_profile_find_device(p, spec);
+    if (pd) {
+        *d = *pd;
+        return DLP_OK;
+    }
+    if (strcmp(spec, "cpu") == 0)
+        return DLP_ERR(DLP_ERR_NOTFOUND, "profile %s has no cpu device (a catalog system has only its GPUs; use a profile "
+                       "measured by dlperf probe)", p->id);
+    dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options
+    DLP_CHECK(dlp_sim_spec_parse(spec, &s));
+    *plain = sim_spec_plain(&s);
+    return dlp_sim_device(&s, cat, d);
+}
+
+static void print_header(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w,
+                         const dlp_prediction *o) {
+    char b1[32];
+    printf("%s: %s\n", p->id[0] ? p->id : "profile", p->name[0] ? p->name : "");
+    printf("  machine  %d x %s (%s), %s: %d cores, %d threads, %.0f GB RAM; storage: %s\n", o->devices, d->name,
+           d->source, p->host.cpu_model, p->host.cores, p->host.threads, p->host.mem_bytes / 1e9,
+           p->storage.desc[0] ? p->storage.desc : "-");
+    printf("  workload %s %s %s, batch %d per device, %dx%d, %d device%s x %d node%s, %d loader threads (%d per "
+           "device), pipeline %s, storage %s\n", w->model, dlp_task_name(w->task), dlp_prec_name(w->prec), o->batch,
+           w->tf.size, w->tf.size, o->devices, o->devices > 1 ? "s" : "", o->nodes, o->nodes > 1 ? "s" : "",
+           o->workers_total, o->workers_total / o->devices, p->pipeline.name, o->storage_cold ? "cold" : "warm");
+    printf("  dataset  %s: %s images, %.0f KB mean; per image %.0f KB read, %.0f KB entropy-decoded, %s px decoded "
+           "(mean DCT scale %.2f)\n", w->stats.name, grp((double)w->stats.images, b1, sizeof b1), w->stats.mean_bytes / 1e3,
+           o->work.bytes / 1e3, o->work.entropy_bytes / 1e3, grp(o->work.decoded_pixels, (char[32]){0}, 32),
+           o->work.mean_dct_scale);
+}
+
+static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const dlp_device_profile *d,
+                             const dlp_workload *w, const dlp_prediction *o, const dlp_cost *cost, int plain,
+                             json_t *pub_out) {
+    char b1[32], b2[32], b3[32];
+    print_header(p, d, w, o);
+    printf("\n  %-16s %14s %12s  %s\n", "stage", "capacity img/s", "per device", "detail");
+    for (int i = 0; i < DLP_STAGE_COUNT; i++) {
+        const dlp_stage_cap *s = &o->stages[i];
+        if (!s->present) continue;
+        printf("  %-16s %14s %12s  %s%s\n", dlp_stage_name((dlp_stage)i), grp(s->img_per_s, b1, sizeof b1),
+               grp(s->img_per_s / o->devices, b2, sizeof b2), s->detail, i == (int)o->bottleneck ? "  <- bottleneck" : "");
+    }
+    printf("  %-16s %14s %12s  bottleneck: %s; data stall %.1f%%\n", "pipeline", grp(o->img_per_s, b1, sizeof b1),
+           grp(o->per_device_img_per_s, b2, sizeof b2), dlp_stage_name(o->bottleneck), 100 * o->data_stall_fraction);
+    if (o->nodes > 1) printf("  %-16s %14s  (%d nodes)\n", "cluster", grp(o->cluster_img_per_s, b1, sizeof b1), o->nodes);
+    printf("\n  step %s, epoch %s", dur(o->step_s, b1, sizeof b1), dur(o->epoch_s, b2, sizeof b2));
+    if (o->first_epoch_s > o->epoch_s * 1.001) printf(" (first epoch %s, cold)", dur(o->first_epoch_s, b3, sizeof b3));
+    printf(", %d epochs %s\n", w->epochs, dur(o->total_s, b1, sizeof b1));
+    // Published figures for this GPU, task and precision: single-GPU ones per device, whole-run ones as a whole.
+    // Only for the GPU as published: ResNet-50 at 224x224, 1000 classes, no sim options.
+    const dlp_gpu_spec *g = NULL;
+    int comparable = plain && fabs(o->work_ratio - 1) < 1e-9 && w->classes == 1000;
+    for (int i = 0; comparable && cat && i < cat->ngpus; i++)
+        if (strcmp(cat->gpus[i].id, d->name) == 0) g = &cat->gpus[i];
+    int N = o->devices * o->nodes;
+    for (int i = 0; g && i < cat->npublished; i++) {
+        const dlp_published *pb = &cat->published[i];
+        if (pb->gpu != g || pb->task != w->task || pb->prec != w->prec || (pb->gpus != 1 && pb->gpus != N)) continue;
+        double pred = pb->gpus == 1 ? o->per_device_img_per_s : o->cluster_img_per_s;
+        double err = (pred - pb->img_per_s) / pb->img_per_s;
+        printf("  published%s%s: %s img/s on %d GPU%s (batch %d, %s) -> predicted %s%s (%+.1f%%)\n",
+               pb->primary ? "*" : " ", pb->estimate ? " (estimate)" : "", grp(pb->img_per_s, b1, sizeof b1), pb->gpus,
+               pb->gpus > 1 ? "s" : "", pb->batch, pb->framework, grp(pred, b2, sizeof b2),
+               pb->gpus == 1 ? " per device" : "", 100 * err);
+        if (pub_out) {
+            json_t *e = json_object();
+            json_object_set_new(e, "img_per_s", json_real(pb->img_per_s));
+            json_object_set_new(e, "gpus", json_integer(pb->gpus));
+            json_object_set_new(e, "batch", json_integer(pb->batch));
+            json_object_set_new(e, "framework", json_string(pb->framework));
+            json_object_set_new(e, "source", json_string(pb->src->id));
+            json_object_set_new(e, "primary", json_boolean(pb->primary));
+            json_object_set_new(e, "estimate", json_boolean(pb->estimate));
+            json_object_set_new(e, "predicted_img_per_s", json_real(pred));
+            json_object_set_new(e, "error", json_real(err));
+            json_array_append_new(pub_out, e);
+        }
+    }
+    printf("\n");
+    const char *label = o->bottleneck == DLP_STAGE_COMPUTE ? "verdict:" : "fix:";
+    for (int i = 0; i < o->nfix; i++) printf("  %-8s %s\n", i == 0 ? label : "", o->fix[i]);
+    if (g) printf("  (* the figure the device's profile is built from; the prediction is at batch %d)\n", o->batch);
+    if (cost->known)
+        printf("  cost: $%.2f/h (%s) -> $%.3f per million images, $%.*f per epoch, $%.2f for %d epochs\n",
+               cost->usd_per_hour, cost->basis, cost->usd_per_million_images, cost->usd_per_epoch < 1 ? 4 : 2,
+               cost->usd_per_epoch, cost->usd_total, w->epochs);
+    else
+        printf("  cost: %s\n", cost->basis);
+    if (cost->known && cost->kwh_per_epoch > 0) printf("        energy %.2f kWh per epoch\n", cost->kwh_per_epoch);
+    for (int i = 0; i < o->nnotes; i++) printf("  note: %s\n", o->notes[i]);
+    printf("  basis: %s\n", o->step.rate ? o->step.rate->basis : "-");
+}
+
+static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const dlp_catalog *cat, const dlp_profile *p,
+                                 const dlp_device_profile *d, dlp_workload *w) {
+    dlp_workload_init(w);
+    snprintf(w->model, sizeof w->model, "%s", op->model);
+    w->classes = op->classes;
+    w->task = op->mode == 1 ? DLP_TASK_INFER : DLP_TASK_TRAIN;
+    static const dlp_prec k_prec[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16, DLP_PREC_INT8};
+    if (dlp_opt_given(table, "precision")) w->prec = k_prec[op->precision];
+    else w->prec = d->kind == DLP_DEVICE_CPU ? DLP_PREC_FP32 : DLP_PREC_FP16;
+    if (op->batch > 0) {
+        w->batch = op->batch;
+    } else {
+        const dlp_rate *r = dlp_device_find_rate(d, w->task, w->prec, op->threads);
+        w->batch = r && r->batch_ref > 0 ? r->batch_ref : d->kind == DLP_DEVICE_CPU ? 32 : 256;
+    }
+    w->devices = op->devices;
+    w->nodes = op->nodes;
+    w->workers = op->workers;
+    w->threads = op->threads;
+    dlp_transform_init(&w->tf, w->task == DLP_TASK_TRAIN, op->size);
+    w->storage = (dlp_storage_state)op->storage;
+    w->read_limit_bytes_per_s = (double)op->read_limit;
+    w->epochs = op->epochs;
+    w->seed = (uint64_t)op->seed;
+    if (op->data) {
+        int skipped = 0;
+        DLP_CHECK(dlp_dataset_scan(op->data, 2000, &w->stats, &skipped));
+        if (skipped) fprintf(stderr, "predict: %d files in %s could not be read as JPEG and were left out of the statistics\n",
+                             skipped, op->data);
+    } else if (op->dataset) {
+        const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
+        if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
+        w->stats = cd->stats;
+    } else if (p->has_stats) {
+        w->stats = p->stats;
+    } else {
+        const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, w->task == DLP_TASK_TRAIN ? "imagenet-train" : "imagenet-val");
+        if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "default dataset");
+        w->stats = cd->stats;
+    }
+    if (op->images > 0) w->stats.images = op->images;
+    return DLP_OK;
+}
+
+int dlp_cli_predict(int argc, char **argv) {
+    opts_t op;
+    memset(&op, 0, sizeof op);
+    dlp_opt table[] = {
+        {"system", 0, DLP_OPT_STR, &op.system, NULL, "ID[,ID...]", "catalog system(s) (dlperf catalog systems); several: a comparison", NULL, 0},
+        {"profile", 0, DLP_OPT_STR, &op.profile, NULL, "FILE", "a machine profile (schema dlperf.profile/1) instead of a catalog system", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &op.device, NULL, "DEV", "cpu | cuda | sim:<gpu>[,scale=X,...] | <gpu> (default: the machine's)", NULL, 0},
+        {"model", 0, DLP_OPT_STR, &op.model, "resnet50", "M", "resnet18|resnet34|resnet50|resnet101|resnet152", NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per device (0: the published figure's batch; 256 GPU, 32 cpu)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
+        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "fp32", NULL, "compute precision (default: fp16 on GPUs, fp32 on the cpu device)", "fp32|tf32|bf16|fp16|int8", 0},
+        {"mode", 0, DLP_OPT_CHOICE, &op.mode, "train", NULL, "training or inference", "train|infer", 0},
+        {"workers", 'w', DLP_OPT_INT, &op.workers, "0", NULL, "loader threads per device (0: the free hardware threads / devices)", NULL, 0},
+        {"threads", 't', DLP_OPT_INT, &op.threads, "0", NULL, "compute threads of the cpu device (0: all cores)", NULL, 0},
+        {"devices", 0, DLP_OPT_INT, &op.devices, "0", NULL, "devices per node (0: all the machine has)", NULL, 0},
+        {"nodes", 0, DLP_OPT_INT, &op.nodes, "1", NULL, "nodes", NULL, 0},
+        {"data", 0, DLP_OPT_STR, &op.data, NULL, "DIR", "measure the dataset's JPEG statistics from DIR (default: catalog ImageNet)", NULL, 0},
+        {"dataset", 0, DLP_OPT_STR, &op.dataset, NULL, "ID", "catalog dataset (imagenet-train, imagenet-val)", NULL, 0},
+        {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
+        {"pipeline", 0, DLP_OPT_STR, &op.pipeline, "dlperf", "ID", "input pipeline of a catalog system: dlperf|torchvision", NULL, 0},
+        {"storage", 0, DLP_OPT_CHOICE, &op.storage, "auto", NULL, "page cache state (auto: warm if the dataset fits)", "auto|warm|cold", 0},
+        {"read-limit", 0, DLP_OPT_SIZE, &op.read_limit, "0", NULL, "read-rate limit in bytes/s (e.g. 200M)", NULL, 0},
+        {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs for the total time and cost", NULL, 0},
+        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of an owned machine's price", NULL, 0},
+        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime the machine works", NULL, 0},
+        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
+        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness (1: no overhead counted)", NULL, 0},
+        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        {"price-usd", 0, DLP_OPT_DOUBLE, &op.price, "0", NULL, "machine price (sets or replaces the profile's)", NULL, 0},
+        {"power-w", 0, DLP_OPT_DOUBLE, &op.power, "0", NULL, "machine power under load (sets or replaces)", NULL, 0},
+        {"usd-per-hour", 0, DLP_OPT_DOUBLE, &op.usd_h, "0", NULL, "rent per node-hour (sets or replaces)", NULL, 0},
+        {"seed", 0, DLP_OPT_INT, &op.seed, "1", NULL, "seed of the crop sampler in the expectations", NULL, 0},
+        {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
+        {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
+                                   "Predicts each stage's capacity, the throughput, the bottleneck, the data stall, epoch "
+                                   "time and cost,\nand what would keep the device busy (docs/model.md).", argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: unexpected argument '%s'", argv[rest]));
+    if (!op.system == !op.profile)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: give --system ID (see dlperf catalog systems) or --profile FILE"));
+    if (op.size < 32 || op.epochs < 1 || op.nodes < 1 || op.devices < 0 || op.workers < 0 || op.threads < 0 || op.batch < 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: --size >= 32, --epochs >= 1, --nodes >= 1 and non-negative "
+                                    "--devices, --workers, --threads, --batch"));
+    if (op.json) {
+        st = dlp_check_new_output(op.json, "--json");
+        if (st) return dlp_cli_fail(st);
+    }
+    dlp_catalog *cat = NULL;
+    st = dlp_catalog_load(op.catalog, &cat);
+    if (st) return dlp_cli_fail(st);
+
+    dlp_cost_params cp;
+    dlp_cost_params_init(&cp);
+    cp.lifetime_years = op.lifetime;
+    cp.utilization = op.utilization;
+    cp.usd_per_kwh = op.kwh;
+    cp.pue = op.pue;
+    cp.alt_rate = op.alt;
+
+    json_t *res = dlp_json_result_new("dlperf.predict/1", 0, NULL);
+    json_object_set_new(res, "options", dlp_opts_to_json(table));
+    json_t *preds = json_array();
+    json_object_set_new(res, "predictions", preds);
+
+    char ids[1024];
+    snprintf(ids, sizeof ids, "%s", op.system ? op.system : "");
+    int nsys = 0;
+    char *save = NULL;
+    char *id = op.system ? strtok_r(ids, ",", &save) : NULL;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *o = malloc(sizeof *o);
+    dlp_device_profile *d = malloc(sizeof *d);
+    if (!p || !o || !d) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    int compare = op.system && strchr(op.system, ',') != NULL;
+    if (compare && st == DLP_OK)
+        printf("%-14s %-10s %7s %10s %9s %-15s %6s %12s %9s %9s %9s %11s\n", "system", "device", "devices", "img/s",
+               "per dev", "bottleneck", "stall", "epoch", "$/h", "$/1M img", "$/epoch", "$/run");
+    while (st == DLP_OK && (op.profile || id)) {
+        if (op.profile) {
+            st = dlp_profile_read(op.profile, p);
+        } else {
+            const dlp_system_spec *s = dlp_catalog_system(cat, id);
+            st = s ? dlp_derive_system(cat, s, op.pipeline, p) : DLP_ERR_NOTFOUND;
+            if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
+        }
+        if (st) break;
+        if (op.price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
+            p->cost.price_usd = op.price;
+            if (op.usd_h <= 0) p->cost.usd_per_hour = p->cost.usd_per_hour_alt = 0;
+        }
+        if (op.power > 0) p->cost.power_w = op.power;
+        if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
+        int plain = 1;
+        st = pick_device(cat, p, op.device, d, &plain);
+        if (st) break;
+        dlp_workload w;
+        st = build_workload(&op, table, cat, p, d, &w);
+        if (st) break;
+        st = dlp_predict(p, d, &w, o);
+        if (st) break;
+        dlp_cost cost;
+        st = dlp_cost_compute(&p->cost, &cp, o->nodes, o->cluster_img_per_s, o->epoch_s, o->total_s, &cost);
+        if (st) break;
+        json_t *e = json_object();
+        json_t *pub = json_array();
+        json_t *m = json_object();
+        json_object_set_new(m, "id", json_string(p->id));
+        json_object_set_new(m, "name", json_string(p->name));
+        json_object_set_new(m, "source", json_string(op.profile ? op.profile : "catalog"));
+        json_object_set_new(m, "pipeline", json_string(p->pipeline.name));
+        json_object_set_new(e, "machine", m);
+        json_object_set_new(e, "device", dlp_device_to_json(d));
+        json_t *wj = json_object();
+        json_object_set_new(wj, "model", json_string(w.model));
+        json_object_set_new(wj, "size", json_integer(w.tf.size));
+        json_object_set_new(wj, "storage", json_string(dlp_storage_state_name(w.storage)));
+        json_object_set_new(wj, "read_limit_bytes_per_s", json_real(w.read_limit_bytes_per_s));
+        json_object_set_new(wj, "epochs", json_integer(w.epochs));
+        json_object_set_new(wj, "dataset", dlp_dataset_stats_to_json(&w.stats));
+        json_object_set_new(e, "workload", wj);
+        if (compare) {
+            char b1[32], b2[32], b3[32], b4[32];
+            printf("%-14s %-10s %7d %10s %9s %-15s %5.1f%% %12s", p->id, d->name, o->devices,
+                   grp(o->cluster_img_per_s, b1, sizeof b1), grp(o->per_device_img_per_s, b2, sizeof b2),
+                   dlp_stage_name(o->bottleneck), 100 * o->data_stall_fraction, dur(o->epoch_s, b3, sizeof b3));
+            if (cost.known)
+                printf(" %9.2f %9.3f %9.*f %11s\n", cost.usd_per_hour, cost.usd_per_million_images,
+                       cost.usd_per_epoch < 1 ? 4 : 2, cost.usd_per_epoch,
+                       cost.usd_total < 10 ? (snprintf(b4, sizeof b4, "%.2f", cost.usd_total), b4)
+                                           : grp(cost.usd_total, b4, sizeof b4));
+            else
+                printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
+        } else {
+            print_prediction(cat, p, d, &w, o, &cost, plain, pub);
+        }
+        json_object_set_new(e, "prediction", dlp_prediction_to_json(o));
+        json_object_set_new(e, "cost", dlp_cost_to_json(&cost));
+        json_object_set_new(e, "published", pub);
+        json_array_append_new(preds, e);
+        nsys++;
+        if (op.profile) break;
+        id = strtok_r(NULL, ",", &save);
+    }
+    if (compare && st == DLP_OK) {
+        printf("\n");
+        for (size_t i = 0; i < json_array_size(preds); i++) {
+            json_t *e = json_array_get(preds, i);
+            json_t *fx = json_object_get(json_object_get(e, "prediction"), "fix");
+            printf("%-14s %s\n", json_string_value(json_object_get(json_object_get(e, "machine"), "id")),
+                   json_string_value(json_array_get(fx, 0)));
+        }
+        printf("\ncost basis: owned machines amortized over %.1f years at %.0f%% use plus power at $%.3f/kWh; cloud at "
+               "%s rates\n", cp.lifetime_years, 100 * cp.utilization, cp.usd_per_kwh, cp.alt_rate ? "capacity-block" : "on-demand");
+    }
+    if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
+    json_decref(res);
+    free(p);
+    free(o);
+    free(d);
+    dlp_catalog_free(cat);
+    (void)nsys;
+    return dlp_cli_fail(st);
+}

@@ -1,0 +1,92 @@
+// hw/work: ResNet v1.5 FLOPs and parameter counts from the architecture.
+#include "hw/work.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    double flops;
+    int64_t params;
+} acc;
+
+// Output size of a convolution or pooling window (PyTorch's floor rule).
+static int out_size(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
+
+// conv k x k (no bias) + BN: adds FLOPs and parameters, returns the output size in *h, *w.
+static void conv_bn(acc *a, int cin, int cout, int k, int stride, int *h, int *w) {
+    int pad = k / 2;
+    *h = out_size(*h, k, stride, pad);
+    *w = out_size(*w, k, stride, pad);
+    a->flops += 2.0 * cout * (double)*h * *w * cin * k * k;
+    a->params += (int64_t)cout * cin * k * k + 2 * (int64_t)cout;
+}
+
+dlp_status dlp_work_resnet(const char *model, int height, int width, int classes, dlp_model_work *out) {
+    static const struct {
+        const char *name;
+        int blocks[4];
+        int bottleneck;
+    } k_arch[] = {
+        {"resnet18", {2, 2, 2, 2}, 0},  {"resnet34", {3, 4, 6, 3}, 0},  {"resnet50", {3, 4, 6, 3}, 1},
+        {"resnet101", {3, 4, 23, 3}, 1}, {"resnet152", {3, 8, 36, 3}, 1},
+    };
+    int ai = -1;
+    for (int i = 0; i < (int)(sizeof k_arch / sizeof k_arch[0]); i++)
+        if (model && strcmp(model, k_arch[i].name) == 0) ai = i;
+    if (ai < 0) return DLP_ERR(DLP_ERR_NOTFOUND, "unknown model '%s' (resnet18|resnet34|resnet50|resnet101|resnet152)",
+                               model ? model : "(null)");
+    if (height < 32 || width < 32 || classes < 1)
+        return DLP_ERR(DLP_ERR_INVALID, "model %s: input %dx%d with %d classes (need >= 32x32 and >= 1 class)", model,
+                       height, width, classes);
+    acc a = {0, 0};
+    int h = height, w = width;
+    conv_bn(&a, 3, 64, 7, 2, &h, &w);  // stem: 7x7 stride 2
+    h = out_size(h, 3, 2, 1);          // maxpool 3x3 stride 2 pad 1
+    w = out_size(w, 3, 2, 1);
+    int cin = 64;
+    const int exp = k_arch[ai].bottleneck ? 4 : 1;
+    for (int s = 0; s < 4; s++) {
+        int width_s = 64 << s;
+        for (int b = 0; b < k_arch[ai].blocks[s]; b++) {
+            int stride = (s > 0 && b == 0) ? 2 : 1;
+            int bh = h, bw = w;
+            if (k_arch[ai].bottleneck) {  // v1.5: the stride is on the 3x3
+                conv_bn(&a, cin, width_s, 1, 1, &bh, &bw);
+                conv_bn(&a, width_s, width_s, 3, stride, &bh, &bw);
+                conv_bn(&a, width_s, width_s * exp, 1, 1, &bh, &bw);
+            } else {
+                conv_bn(&a, cin, width_s, 3, stride, &bh, &bw);
+                conv_bn(&a, width_s, width_s, 3, 1, &bh, &bw);
+            }
+            if (stride != 1 || cin != width_s * exp) {
+                int dh = h, dw = w;
+                conv_bn(&a, cin, width_s * exp, 1, stride, &dh, &dw);
+            }
+            h = bh;
+            w = bw;
+            cin = width_s * exp;
+        }
+    }
+    a.flops += 2.0 * classes * cin;  // fc after the global average pool
+    a.params += (int64_t)classes * cin + classes;
+    memset(out, 0, sizeof *out);
+    snprintf(out->model, sizeof out->model, "%s", model);
+    out->height = height;
+    out->width = width;
+    out->classes = classes;
+    out->fwd_flops = a.flops;
+    out->params = a.params;
+    return DLP_OK;
+}
+
+static dlp_model_work g_ref;
+static pthread_once_t g_ref_once = PTHREAD_ONCE_INIT;
+static void init_ref(void) { dlp_work_resnet("resnet50", 224, 224, 1000, &g_ref); }
+
+const dlp_model_work *dlp_work_ref(void) {
+    pthread_once(&g_ref_once, init_ref);
+    return &g_ref;
+}
+
+double dlp_work_ratio(const dlp_model_work *w) { return w->fwd_flops / dlp_work_ref()->fwd_flops; }

@@ -1,0 +1,30 @@
+// monitor/sink: the time-series sink interface (one file per format) and the row a sink receives.
+// Defines: dlp_mon_row, dlp_mon_sink_ops, dlp_mon_sink_csv, dlp_mon_sink_jsonl, dlp_mon_sink_null.
+#ifndef DLP_MONITOR_SINK_H
+#define DLP_MONITOR_SINK_H
+#include "core/status.h"
+#include "monitor/source.h"
+
+// One sample: the interval [t_s - dt_s, t_s] since the monitor started, its wall-clock end, its phase, and a
+// value per field (NaN: none).
+typedef struct dlp_mon_row {
+    double t_s, dt_s, unix_s;
+    const char *phase;
+    const double *vals;  // [nfields]
+} dlp_mon_row;
+
+// open() creates path (never overwriting: dlp_fopen_new) for the given fields; write() appends one sample;
+// close() flushes and reports whether everything reached the file. A sink that fails is dropped by the monitor
+// with a warning; the run goes on.
+typedef struct dlp_mon_sink_ops {
+    const char *name;
+    dlp_status (*open)(void **state, const char *path, const dlp_mon_field *fields, int nfields);
+    dlp_status (*write)(void *state, const dlp_mon_row *row);
+    dlp_status (*close)(void *state);
+} dlp_mon_sink_ops;
+
+extern const dlp_mon_sink_ops dlp_mon_sink_csv;    // one row per sample, a column per field
+extern const dlp_mon_sink_ops dlp_mon_sink_jsonl;  // one line per sample per metric set (set + instance)
+extern const dlp_mon_sink_ops dlp_mon_sink_null;   // counts rows, writes nothing
+
+#endif

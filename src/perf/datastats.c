@@ -1,0 +1,203 @@
+// perf/datastats: dataset statistics from JPEG headers.
+#include "perf/datastats.h"
+
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+
+#include "core/fs.h"
+
+typedef struct {
+    char **paths;
+    size_t n, cap;
+} path_list;
+
+static int is_jpeg_name(const char *name) {
+    const char *dot = strrchr(name, '.');
+    return dot && (strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".jpg") == 0);
+}
+
+static dlp_status walk(const char *dir, int depth, path_list *out) {
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    if (n < 0) return DLP_ERR(DLP_ERR_IO, "cannot list %s", dir);
+    dlp_status st = DLP_OK;
+    for (int i = 0; i < n; i++) {
+        const char *name = ents[i]->d_name;
+        if (st == DLP_OK && name[0] != '.') {
+            size_t len = strlen(dir) + strlen(name) + 2;
+            char *path = malloc(len);
+            if (!path) {
+                st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
+            } else {
+                snprintf(path, len, "%s/%s", dir, name);
+                struct stat sb;
+                if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+                    if (depth < 3) st = walk(path, depth + 1, out);
+                    free(path);
+                } else if (is_jpeg_name(name)) {
+                    if (out->n == out->cap) {
+                        size_t nc = out->cap ? out->cap * 2 : 1024;
+                        char **p = realloc(out->paths, nc * sizeof *p);
+                        if (!p) {
+                            free(path);
+                            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
+                        } else {
+                            out->paths = p;
+                            out->cap = nc;
+                        }
+                    }
+                    if (st == DLP_OK) out->paths[out->n++] = path;
+                } else {
+                    free(path);
+                }
+            }
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return st;
+}
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jb;
+} err_mgr;
+
+static void on_error(j_common_ptr cinfo) { longjmp(((err_mgr *)cinfo->err)->jb, 1); }
+static void on_message(j_common_ptr cinfo) { (void)cinfo; }
+
+// Header of one file: 0 ok, -1 unreadable or not a JPEG.
+static int read_header(const char *path, int *w, int *h, int *progressive, long *bytes) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || sb.st_size <= 0) {
+        fclose(f);
+        return -1;
+    }
+    *bytes = (long)sb.st_size;
+    struct jpeg_decompress_struct ci;
+    err_mgr em;
+    ci.err = jpeg_std_error(&em.pub);
+    em.pub.error_exit = on_error;
+    em.pub.output_message = on_message;
+    if (setjmp(em.jb)) {
+        jpeg_destroy_decompress(&ci);
+        fclose(f);
+        return -1;
+    }
+    jpeg_create_decompress(&ci);
+    jpeg_stdio_src(&ci, f);
+    jpeg_read_header(&ci, TRUE);
+    *w = (int)ci.image_width;
+    *h = (int)ci.image_height;
+    *progressive = ci.progressive_mode ? 1 : 0;
+    jpeg_destroy_decompress(&ci);
+    fclose(f);
+    return *w > 0 && *h > 0 ? 0 : -1;
+}
+
+typedef struct {
+    int w, h;
+    long bytes;
+} sample;
+
+// Groups samples into buckets of q x q pixels, doubling q until at most `max` buckets remain.
+static void bucket(const sample *s, int n, dlp_dataset_stats *out) {
+    for (int q = 1;; q *= 2) {
+        out->nsizes = 0;
+        int overflow = 0;
+        for (int i = 0; i < n && !overflow; i++) {
+            int bw = s[i].w / q, bh = s[i].h / q, k;
+            for (k = 0; k < out->nsizes; k++)
+                if (out->sizes[k].w == bw && out->sizes[k].h == bh) break;
+            if (k == out->nsizes) {
+                if (out->nsizes == DLP_DATASET_MAX_SIZES) {
+                    overflow = 1;
+                    break;
+                }
+                memset(&out->sizes[k], 0, sizeof out->sizes[k]);
+                out->sizes[k].w = bw;
+                out->sizes[k].h = bh;
+                out->nsizes++;
+            }
+        }
+        if (overflow) continue;
+        // Second pass: the bucket's mean size and bytes (w, h were keys).
+        double sw[DLP_DATASET_MAX_SIZES] = {0}, sh[DLP_DATASET_MAX_SIZES] = {0}, sb[DLP_DATASET_MAX_SIZES] = {0};
+        int cnt[DLP_DATASET_MAX_SIZES] = {0};
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < out->nsizes; k++)
+                if (out->sizes[k].w == s[i].w / q && out->sizes[k].h == s[i].h / q) {
+                    sw[k] += s[i].w;
+                    sh[k] += s[i].h;
+                    sb[k] += (double)s[i].bytes;
+                    cnt[k]++;
+                    break;
+                }
+        for (int k = 0; k < out->nsizes; k++) {
+            out->sizes[k].w = (int)(sw[k] / cnt[k] + 0.5);
+            out->sizes[k].h = (int)(sh[k] / cnt[k] + 0.5);
+            out->sizes[k].weight = (double)cnt[k] / n;
+            out->sizes[k].mean_bytes = sb[k] / cnt[k];
+        }
+        return;
+    }
+}
+
+dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats *out, int *skipped) {
+    memset(out, 0, sizeof *out);
+    *skipped = 0;
+    if (!dlp_is_dir(dir)) return DLP_ERR(DLP_ERR_NOTFOUND, "dataset %s: not a directory", dir);
+    char root[1024];
+    snprintf(root, sizeof root, "%s/train", dir);
+    if (!dlp_is_dir(root)) snprintf(root, sizeof root, "%s", dir);
+    path_list pl = {0};
+    dlp_status st = walk(root, 0, &pl);
+    if (st == DLP_OK && pl.n == 0) st = DLP_ERR(DLP_ERR_NOTFOUND, "dataset %s: no .JPEG/.jpg files found", root);
+    sample *s = NULL;
+    int ns = 0;
+    if (st == DLP_OK) {
+        if (max_samples <= 0) max_samples = 2000;
+        size_t want = pl.n < (size_t)max_samples ? pl.n : (size_t)max_samples;
+        s = calloc(want, sizeof *s);
+        if (!s) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", root);
+        int prog = 0;
+        double bytes = 0;
+        for (size_t i = 0; st == DLP_OK && i < want; i++) {
+            size_t idx = i * pl.n / want;  // evenly spaced over the sorted list
+            int w, h, p;
+            long b;
+            if (read_header(pl.paths[idx], &w, &h, &p, &b) != 0) {
+                (*skipped)++;
+                continue;
+            }
+            s[ns].w = w;
+            s[ns].h = h;
+            s[ns].bytes = b;
+            bytes += (double)b;
+            prog += p;
+            ns++;
+        }
+        if (st == DLP_OK && ns == 0) st = DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %zu sampled files is a readable JPEG", root, want);
+        if (st == DLP_OK) {
+            snprintf(out->name, sizeof out->name, "%.90s", root);
+            out->images = (int64_t)pl.n;
+            out->mean_bytes = bytes / ns;
+            out->progressive_fraction = (double)prog / ns;
+            bucket(s, ns, out);
+            st = dlp_dataset_stats_normalize(out, root);
+        }
+    }
+    for (size_t i = 0; i < pl.n; i++) free(pl.paths[i]);
+    free(pl.paths);
+    free(s);
+    return st;
+}

@@ -1,0 +1,485 @@
+// perf/model: stage capacities, the pipeline's throughput, the bottleneck and what would fix it.
+#include "perf/model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/work.h"
+
+static const char *const k_stage_names[DLP_STAGE_COUNT] = {
+    "read", "decode+augment", "read-wait", "host-memory", "shared-cpu", "host-to-device", "compute", "allreduce",
+};
+
+const char *dlp_stage_name(dlp_stage s) { return (unsigned)s < DLP_STAGE_COUNT ? k_stage_names[s] : "?"; }
+
+const char *dlp_storage_state_name(dlp_storage_state s) {
+    return s == DLP_STORAGE_WARM ? "warm" : s == DLP_STORAGE_COLD ? "cold" : "auto";
+}
+
+void dlp_workload_init(dlp_workload *w) {
+    memset(w, 0, sizeof *w);
+    snprintf(w->model, sizeof w->model, "resnet50");
+    w->classes = 1000;
+    w->task = DLP_TASK_TRAIN;
+    w->prec = DLP_PREC_FP32;
+    w->batch = 32;
+    w->nodes = 1;
+    dlp_transform_init(&w->tf, 1, 224);
+    w->bucket_bytes = 25.0 * 1024 * 1024;
+    w->grad_bytes_per_param = 4;
+    w->epochs = 90;
+    w->seed = 1;
+}
+
+double dlp_loader_parallelism(const dlp_host_profile *h, const dlp_pipeline_profile *p, double cores, int workers) {
+    if (workers < 1 || !(cores > 0)) return 0;
+    double base = workers < cores ? workers : cores;
+    double par = base * dlp_pipeline_efficiency(p, (int)ceil(base));
+    double extra = workers - base;
+    if (extra > 0) {
+        double eff = dlp_pipeline_efficiency(p, (int)ceil(cores));
+        double smt = h->threads > h->cores ? h->threads - h->cores : 0;  // hardware threads beyond the cores
+        double s = extra < smt ? extra : smt;
+        par += s * h->smt_yield * eff;
+        par += (extra - s) * p->oversub_efficiency * eff;
+    }
+    return par;
+}
+
+static void add_fix(dlp_prediction *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_fix(dlp_prediction *o, const char *fmt, ...) {
+    if (o->nfix >= 4) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->fix[o->nfix++], sizeof o->fix[0], fmt, ap);
+    va_end(ap);
+}
+
+static void add_note(dlp_prediction *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(dlp_prediction *o, const char *fmt, ...) {
+    if (o->nnotes >= 8) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->notes[o->nnotes++], sizeof o->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+static void set_stage(dlp_prediction *o, dlp_stage s, double cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void set_stage(dlp_prediction *o, dlp_stage s, double cap, const char *fmt, ...) {
+    o->stages[s].present = 1;
+    o->stages[s].img_per_s = cap;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->stages[s].detail, sizeof o->stages[s].detail, fmt, ap);
+    va_end(ap);
+}
+
+// "1.25 GB/s" or "37 MB/s" into a small rotating buffer (up to 4 in one printf).
+static const char *rate_str(double bytes_per_s) {
+    static _Thread_local char bufs[4][32];
+    static _Thread_local int k;
+    char *b = bufs[k++ & 3];
+    if (bytes_per_s >= 1e9) snprintf(b, 32, "%.2f GB/s", bytes_per_s / 1e9);
+    else snprintf(b, 32, "%.1f MB/s", bytes_per_s / 1e6);
+    return b;
+}
+
+static double dmin(double a, double b) { return a < b ? a : b; }
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+// Loader capacity at `workers` threads: CPU-bound (parallelism / CPU time) and, with cold reads, bounded by
+// threads / (CPU time + wait) since a thread prepares one image at a time.
+static double loader_cap(const dlp_profile *p, double cores, int workers, double c, double w_io) {
+    double par = dlp_loader_parallelism(&p->host, &p->pipeline, cores, workers);
+    double x = par / c;
+    if (w_io > 0) {
+        double eff = dlp_pipeline_efficiency(&p->pipeline, (int)ceil(dmin(workers, cores)));
+        x = dmin(x, workers / (c / eff + w_io));
+    }
+    return x;
+}
+
+static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, int cold,
+                                dlp_prediction *o) {
+    memset(o, 0, sizeof *o);
+    const int is_cpu = dev->kind == DLP_DEVICE_CPU;
+    const dlp_host_profile *h = &p->host;
+    const dlp_pipeline_profile *pp = &p->pipeline;
+    int n = w->devices > 0 ? w->devices : (p->devices_per_node > 0 ? p->devices_per_node : 1);
+    if (is_cpu && n != 1) return DLP_ERR(DLP_ERR_INVALID, "the cpu device is one device per node (asked for %d)", n);
+    if (!is_cpu && p->devices_per_node > 0 && n > p->devices_per_node)
+        return DLP_ERR(DLP_ERR_INVALID, "%s has %d GPUs per node (asked for %d devices; use --nodes for more)",
+                       p->id[0] ? p->id : "the machine", p->devices_per_node, n);
+    if (w->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "batch must be >= 1 (got %d)", w->batch);
+    if (w->task == DLP_TASK_TRAIN && w->prec == DLP_PREC_INT8)
+        return DLP_ERR(DLP_ERR_INVALID, "int8 is an inference precision (use --mode infer, or fp16/bf16/fp32)");
+    const int nodes = w->nodes > 0 ? w->nodes : 1, b = w->batch, size = w->tf.size;
+    o->devices = n;
+    o->nodes = nodes;
+    o->batch = b;
+    o->task = w->task;
+    o->prec = w->prec;
+    o->storage_cold = cold;
+
+    // Work: the model's FLOPs relative to the reference, the expected JPEG work per image.
+    dlp_model_work mw;
+    DLP_CHECK(dlp_work_resnet(w->model, size, size, w->classes, &mw));
+    o->work_ratio = dlp_work_ratio(&mw);
+    o->params_ratio = (double)mw.params / (double)dlp_work_ref()->params;
+    dlp_dataset_stats stats = w->stats;
+    DLP_CHECK(dlp_dataset_stats_normalize(&stats, stats.name[0] ? stats.name : "workload dataset"));
+    DLP_CHECK(dlp_image_work_expect(&stats, pp, &w->tf, w->seed, w->samples, &o->work));
+    const dlp_image_work *iw = &o->work;
+
+    // Loader CPU time per image on one thread.
+    o->read_cpu_s = pp->read_per_file_s + pp->read_per_byte_s * iw->bytes;
+    o->decode_cpu_s = pp->decode_per_image_s + pp->decode_per_pixel_s * iw->decoded_pixels +
+                      pp->decode_per_byte_s * iw->entropy_bytes;
+    o->augment_cpu_s = pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw->resize_pixels +
+                       pp->augment_per_out_pixel_s * iw->out_pixels;
+    const double c = o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s;
+    o->loader_cpu_s_per_image = c;
+
+    // Device step.
+    double in_elem = w->input_bytes > 0 ? w->input_bytes : (double)dlp_prec_input_bytes(w->prec);
+    o->input_bytes_per_image = 3.0 * size * size * in_elem;
+    double h2d = dev->h2d_bytes_per_s;
+    if (!is_cpu && h2d > 0 && p->net.pcie_uplink_bytes_per_s > 0) {
+        int share = p->net.gpus_per_uplink < n ? p->net.gpus_per_uplink : n;
+        h2d = dmin(h2d, p->net.pcie_uplink_bytes_per_s / share);
+    }
+    o->h2d_bytes_per_s = h2d;
+    o->threads = is_cpu ? (w->threads > 0 ? w->threads : h->cores) : 0;
+    dlp_step_request req = {w->task, w->prec, o->threads, b, o->work_ratio, o->params_ratio,
+                            is_cpu ? 0 : o->input_bytes_per_image, h2d};
+    DLP_CHECK(dlp_step_times_compute(dev, &req, &o->step));
+    const dlp_step_times *st = &o->step;
+    if (is_cpu && st->rate->threads != o->threads)
+        add_note(o, "the profile has no %s row at %d threads; used the one at %d threads (%s)", dlp_prec_name(w->prec),
+                 o->threads, st->rate->threads, st->rate->threads > o->threads ? "scaled down" : "not scaled up");
+    if (st->rate->estimate) add_note(o, "device figure is an estimate: %s", st->rate->basis);
+
+    // Allreduce: ring inside the node over the bus bandwidth, across nodes over the NICs; the slower level sets
+    // the pace. Buckets are reduced while backward runs; only what outlasts backward is exposed.
+    const int N = n * nodes;
+    double t_ar = 0, exposed = 0, f = 1;
+    if (w->task == DLP_TASK_TRAIN && N > 1) {
+        double S = (double)mw.params * w->grad_bytes_per_param, t_intra = 0, t_inter = 0;
+        if (n > 1) {
+            if (!(p->net.allreduce_busbw_bytes_per_s > 0))
+                return DLP_ERR(DLP_ERR_INVALID, "profile %s has no allreduce bus bandwidth "
+                               "(interconnect.allreduce_busbw_bytes_per_s) for %d devices", p->id, n);
+            t_intra = 2.0 * (n - 1) / n * S / p->net.allreduce_busbw_bytes_per_s;
+        }
+        if (nodes > 1) {
+            if (!(p->net.nic_bytes_per_s > 0))
+                return DLP_ERR(DLP_ERR_INVALID, "profile %s has no network bandwidth (interconnect.nic_bytes_per_s) for "
+                               "%d nodes", p->id, nodes);
+            t_inter = 2.0 * (nodes - 1) / nodes * S / p->net.nic_bytes_per_s;
+        }
+        t_ar = dmax(t_intra, t_inter);
+        f = w->bucket_bytes > 0 ? dmin(1.0, w->bucket_bytes / S) : 1.0;
+        exposed = dmax(t_ar * f, t_ar - st->bwd_s * (1 - f));
+        set_stage(o, DLP_STAGE_ALLREDUCE, n * b / t_ar, "%.1f MB of gradients over %d devices: %.2f ms (%.2f ms exposed "
+                  "after backward)", S / 1e6, N, t_ar * 1e3, exposed * 1e3);
+    }
+    o->allreduce_s = t_ar;
+    o->allreduce_exposed_s = exposed;
+    o->device_step_s = st->step_s + exposed + h->loop_overhead_s;
+    o->device_img_per_s = n * b / o->device_step_s;
+    set_stage(o, DLP_STAGE_COMPUTE, n * b / st->compute_s, "%s %s, batch %d: %.2f ms per step (fwd %.2f, bwd %.2f, "
+              "update %.2f)", dev->name, dlp_prec_name(w->prec), b, st->compute_s * 1e3, st->fwd_s * 1e3,
+              st->bwd_s * 1e3, st->update_s * 1e3);
+    if (st->h2d_s > 0)
+        set_stage(o, DLP_STAGE_H2D, n * b / st->h2d_s, "%.0f KB per image at %.1f GB/s per device: %.2f ms per step%s",
+                  o->input_bytes_per_image / 1e3, h2d / 1e9, st->h2d_s * 1e3, dev->h2d_overlap ? " (overlapped)" : "");
+
+    // Loader: threads and the cores they can use (GPU host threads take theirs first).
+    double free_cores = is_cpu ? h->cores : h->cores - n * st->cores_busy;
+    if (!(free_cores > 0.05))
+        return DLP_ERR(DLP_ERR_INVALID, "the devices' host threads (%.2f cores each) leave no core for the loader",
+                       st->cores_busy);
+    int workers = w->workers;
+    if (workers <= 0) {
+        double avail = is_cpu ? h->threads : h->threads - n * st->cores_busy;
+        workers = (int)floor(avail / n);
+        if (workers < 1) workers = 1;
+    }
+    const int W = workers * n;
+    o->workers_total = W;
+    o->loader_cores = free_cores;
+    o->loader_parallelism = dlp_loader_parallelism(h, pp, free_cores, W);
+    set_stage(o, DLP_STAGE_PREP, o->loader_parallelism / c, "%d thread(s) on %.1f cores (%.2f thread-equivalents), "
+              "%.2f ms CPU per image (read %.2f, decode %.2f, augment %.2f)", W, free_cores, o->loader_parallelism,
+              c * 1e3, o->read_cpu_s * 1e3, o->decode_cpu_s * 1e3, o->augment_cpu_s * 1e3);
+
+    // Storage.
+    const double bytes = iw->bytes;
+    double w_io = 0;
+    if (cold) {
+        const dlp_storage_profile *sp = &p->storage;
+        if (!(sp->cold_read_bytes_per_s > 0))
+            return DLP_ERR(DLP_ERR_INVALID, "profile %s has no cold-storage read rate (storage.cold_read_bytes_per_s); "
+                           "predict with --storage warm", p->id);
+        w_io = sp->cold_latency_s + (sp->cold_stream_bytes_per_s > 0 ? bytes / sp->cold_stream_bytes_per_s : 0);
+        double x = sp->cold_read_bytes_per_s / bytes;
+        if (w->read_limit_bytes_per_s > 0 && w->read_limit_bytes_per_s < sp->cold_read_bytes_per_s)
+            set_stage(o, DLP_STAGE_READ, w->read_limit_bytes_per_s / bytes, "read-rate limit %.1f MB/s, %.0f KB per image",
+                      w->read_limit_bytes_per_s / 1e6, bytes / 1e3);
+        else
+            set_stage(o, DLP_STAGE_READ, x, "cold: %s at %.2f GB/s, %.0f KB per image", sp->desc[0] ? sp->desc : "storage",
+                      sp->cold_read_bytes_per_s / 1e9, bytes / 1e3);
+    } else if (w->read_limit_bytes_per_s > 0) {
+        set_stage(o, DLP_STAGE_READ, w->read_limit_bytes_per_s / bytes, "read-rate limit %.1f MB/s, %.0f KB per image",
+                  w->read_limit_bytes_per_s / 1e6, bytes / 1e3);
+    }
+    o->io_wait_s_per_image = w_io;
+    if (w_io > 0) {
+        double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, free_cores)));
+        set_stage(o, DLP_STAGE_IOWAIT, W / (c / eff + w_io), "%d thread(s), each %.2f ms CPU + %.2f ms waiting per image",
+                  W, c / eff * 1e3, w_io * 1e3);
+    }
+    if (h->mem_bw_bytes_per_s > 0) {
+        // Page cache to user buffer (3x the file), IDCT output written and read by the resize, the batch
+        // written and read by the copy or the compute.
+        double mb = 3 * bytes + 6 * iw->decoded_pixels + 2 * o->input_bytes_per_image;
+        set_stage(o, DLP_STAGE_HOSTMEM, h->mem_bw_bytes_per_s / mb, "%.2f MB per image at %.0f GB/s", mb / 1e6,
+                  h->mem_bw_bytes_per_s / 1e9);
+    }
+    double x_shared = INFINITY;
+    if (is_cpu) {
+        // Compute (cores_busy cores for the step) and the loader's threads draw on the same cores.
+        double s_c = st->cores_busy * st->compute_s / b;
+        double c_eff = h->cores + h->smt_yield * (h->threads - h->cores);
+        double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, h->cores)));
+        x_shared = c_eff * dev->contention_efficiency / (s_c + c / eff);
+        set_stage(o, DLP_STAGE_SHARED_CPU, x_shared, "%.1f cores shared: compute %.2f ms CPU per image (%.1f cores "
+                  "busy), loader %.2f ms, efficiency %.2f", c_eff, s_c * 1e3, st->cores_busy, c / eff * 1e3,
+                  dev->contention_efficiency);
+    }
+
+    // The pipeline: the slowest stage sets the pace.
+    double x = o->device_img_per_s;
+    dlp_stage bn = DLP_STAGE_COMPUTE;
+    if (st->h2d_s > st->compute_s && st->h2d_s >= exposed) bn = DLP_STAGE_H2D;
+    else if (exposed > st->compute_s) bn = DLP_STAGE_ALLREDUCE;
+    static const dlp_stage k_loader_side[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM,
+                                              DLP_STAGE_SHARED_CPU};
+    for (size_t i = 0; i < sizeof k_loader_side / sizeof k_loader_side[0]; i++) {
+        const dlp_stage_cap *s = &o->stages[k_loader_side[i]];
+        if (s->present && s->img_per_s < x) {
+            x = s->img_per_s;
+            bn = k_loader_side[i];
+        }
+    }
+    o->img_per_s = x;
+    o->bottleneck = bn;
+    o->busy_img_per_s = dmin(o->device_img_per_s, x_shared);
+    o->data_stall_fraction = dmax(0, 1 - x / o->busy_img_per_s);
+    o->per_device_img_per_s = x / n;
+    o->cluster_img_per_s = x * nodes;
+    o->step_s = n * b / x;
+    o->epoch_s = (double)stats.images / o->cluster_img_per_s;
+
+    // What would keep the devices busy.
+    const double target = o->busy_img_per_s;
+    double eff_need = dlp_pipeline_efficiency(pp, (int)ceil(target * c));
+    o->loader_cores_needed = target * c / eff_need;
+    o->loader_threads_needed = 0;
+    for (int k = 1; k <= 65536; k++)
+        if (loader_cap(p, free_cores, k, c, w_io) >= target * (1 - 1e-9)) {
+            o->loader_threads_needed = k;
+            break;
+        }
+    o->storage_bytes_per_s_needed = target * bytes;
+    o->page_cache_bytes_needed = (double)stats.images * stats.mean_bytes;
+    o->h2d_bytes_per_s_needed = target / n * o->input_bytes_per_image;
+    if (t_ar > 0 && exposed > 0.02 * o->device_step_s && st->bwd_s * (1 - f) > 0)
+        o->busbw_needed = p->net.allreduce_busbw_bytes_per_s * t_ar / (st->bwd_s * (1 - f));
+    return DLP_OK;
+}
+
+static void write_fixes(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, dlp_prediction *o) {
+    const int n = o->devices;
+    const char *unit = n > 1 ? "devices" : "device";
+    double spare = o->loader_cores - o->loader_cores_needed;
+    switch (o->bottleneck) {
+    case DLP_STAGE_COMPUTE:
+        add_fix(o, "%s compute is the bottleneck: the input pipeline keeps up (it needs %.1f cores, %.1f per device; "
+                "%.1f are free%s)", dev->name, o->loader_cores_needed, o->loader_cores_needed / n, o->loader_cores,
+                spare > 0.5 ? ", the rest is headroom" : "");
+        break;
+    case DLP_STAGE_PREP:
+        if (o->loader_threads_needed > 0 && o->loader_cores_needed <= o->loader_cores + 1e-9)
+            add_fix(o, "decode+augment sets the pace: %d loader threads (%d per device) would keep the %s busy; "
+                    "raise --workers to %d", o->loader_threads_needed, (o->loader_threads_needed + n - 1) / n, unit,
+                    (o->loader_threads_needed + n - 1) / n);
+        else
+            add_fix(o, "decode+augment sets the pace: keeping the %s busy needs %.1f cores of this speed (%.1f per "
+                    "device), the host has %.1f for the loader; use a CPU with at least %.0f cores per device, faster "
+                    "cores, a cheaper decode (smaller source images), or GPU decode", unit, o->loader_cores_needed,
+                    o->loader_cores_needed / n, o->loader_cores, ceil(o->loader_cores_needed / n));
+        break;
+    case DLP_STAGE_IOWAIT:
+        add_fix(o, "loader threads wait %.2f ms per image for cold reads: %d threads (%d per device) would hide the "
+                "wait; raise --workers", o->io_wait_s_per_image * 1e3, o->loader_threads_needed,
+                (o->loader_threads_needed + n - 1) / n);
+        break;
+    case DLP_STAGE_READ:
+        if (w->read_limit_bytes_per_s > 0)
+            add_fix(o, "the read-rate limit (%s) sets the pace: the %s need %s of reads",
+                    rate_str(w->read_limit_bytes_per_s), unit, rate_str(o->storage_bytes_per_s_needed));
+        else
+            add_fix(o, "storage reads set the pace: the %s need %s, the storage gives %s; use faster "
+                    "storage, or keep the dataset in the page cache (%.0f GB; it holds %.0f GB)", unit,
+                    rate_str(o->storage_bytes_per_s_needed), rate_str(p->storage.cold_read_bytes_per_s),
+                    o->page_cache_bytes_needed / 1e9, p->storage.page_cache_bytes / 1e9);
+        break;
+    case DLP_STAGE_HOSTMEM:
+        add_fix(o, "host memory bandwidth sets the pace (%.0f GB/s)", p->host.mem_bw_bytes_per_s / 1e9);
+        break;
+    case DLP_STAGE_SHARED_CPU:
+        add_fix(o, "compute and the loader share the CPU: compute alone would run %.1f img/s; more cores, or fewer "
+                "loader cycles per image (smaller images, a cheaper pipeline), speed it up", o->device_img_per_s);
+        break;
+    case DLP_STAGE_H2D:
+        add_fix(o, "host-to-device copies set the pace: %s needed per device, the link gives %s; send "
+                "uint8 images (4x less than fp32) or use a faster host link", rate_str(o->h2d_bytes_per_s_needed),
+                rate_str(o->h2d_bytes_per_s));
+        break;
+    case DLP_STAGE_ALLREDUCE:
+        add_fix(o, "gradient allreduce exposes %.2f ms per step: a bus bandwidth of %.0f GB/s would hide it under "
+                "backward (the profile has %.0f GB/s)", o->allreduce_exposed_s * 1e3, o->busbw_needed / 1e9,
+                p->net.allreduce_busbw_bytes_per_s / 1e9);
+        break;
+    default:
+        break;
+    }
+    if (o->bottleneck != DLP_STAGE_COMPUTE && o->bottleneck != DLP_STAGE_H2D && o->bottleneck != DLP_STAGE_ALLREDUCE &&
+        o->bottleneck != DLP_STAGE_SHARED_CPU)
+        add_fix(o, "the %s would run %.0f img/s (%.0f per device) if fed: the data stall is %.0f%% of the time",
+                unit, o->busy_img_per_s, o->busy_img_per_s / n, 100 * o->data_stall_fraction);
+    if (o->bottleneck != DLP_STAGE_READ && o->storage_cold)
+        add_fix(o, "cold reads need %s at full speed (the storage gives %s)",
+                rate_str(o->storage_bytes_per_s_needed), rate_str(p->storage.cold_read_bytes_per_s));
+}
+
+dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, dlp_prediction *out) {
+    double dataset_bytes = (double)w->stats.images * w->stats.mean_bytes;
+    int have_cold = p->storage.cold_read_bytes_per_s > 0;
+    int fits = dataset_bytes <= p->storage.page_cache_bytes;
+    int steady_cold = w->storage == DLP_STORAGE_COLD || (w->storage == DLP_STORAGE_AUTO && !fits && have_cold);
+    DLP_CHECK(predict_state(p, dev, w, steady_cold, out));
+    out->first_epoch_s = out->epoch_s;
+    if (w->storage == DLP_STORAGE_AUTO) {
+        if (!fits && !have_cold)
+            add_note(out, "the dataset (%.0f GB) does not fit in the page cache (%.0f GB) but the profile has no cold-"
+                     "storage figures: predicted as warm", dataset_bytes / 1e9, p->storage.page_cache_bytes / 1e9);
+        if (!steady_cold && have_cold) {
+            dlp_prediction *first = malloc(sizeof *first);
+            DLP_TRY_ALLOC(first);
+            dlp_status st = predict_state(p, dev, w, 1, first);
+            if (st == DLP_OK) {
+                out->first_epoch_s = first->epoch_s;
+                if (first->img_per_s < out->img_per_s * 0.999)
+                    add_note(out, "the first epoch reads cold: %.0f img/s (%s-bound); later epochs come from the page "
+                             "cache", first->img_per_s, dlp_stage_name(first->bottleneck));
+            }
+            free(first);
+            DLP_CHECK(st);
+        } else if (steady_cold) {
+            add_note(out, "the dataset (%.0f GB) does not fit in the page cache (%.0f GB): every epoch reads cold",
+                     dataset_bytes / 1e9, p->storage.page_cache_bytes / 1e9);
+        }
+    }
+    int epochs = w->epochs > 0 ? w->epochs : 1;
+    out->total_s = out->first_epoch_s + (epochs - 1) * out->epoch_s;
+    write_fixes(p, dev, w, out);
+    return DLP_OK;
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *dlp_prediction_to_json(const dlp_prediction *o) {
+    json_t *r = json_object();
+    json_object_set_new(r, "task", json_string(dlp_task_name(o->task)));
+    json_object_set_new(r, "precision", json_string(dlp_prec_name(o->prec)));
+    json_object_set_new(r, "devices_per_node", json_integer(o->devices));
+    json_object_set_new(r, "nodes", json_integer(o->nodes));
+    json_object_set_new(r, "batch_per_device", json_integer(o->batch));
+    json_object_set_new(r, "loader_threads", json_integer(o->workers_total));
+    if (o->threads) json_object_set_new(r, "compute_threads", json_integer(o->threads));
+    json_object_set_new(r, "storage", json_string(o->storage_cold ? "cold" : "warm"));
+    json_object_set_new(r, "work_ratio", num(o->work_ratio));
+    json_t *iw = json_object();
+    json_object_set_new(iw, "bytes", num(o->work.bytes));
+    json_object_set_new(iw, "entropy_bytes", num(o->work.entropy_bytes));
+    json_object_set_new(iw, "decoded_pixels", num(o->work.decoded_pixels));
+    json_object_set_new(iw, "resize_pixels", num(o->work.resize_pixels));
+    json_object_set_new(iw, "out_pixels", num(o->work.out_pixels));
+    json_object_set_new(iw, "mean_dct_scale", num(o->work.mean_dct_scale));
+    json_object_set_new(iw, "mean_crop_area", num(o->work.mean_crop_area));
+    json_object_set_new(r, "image_work", iw);
+    json_t *ld = json_object();
+    json_object_set_new(ld, "read_cpu_s", num(o->read_cpu_s));
+    json_object_set_new(ld, "decode_cpu_s", num(o->decode_cpu_s));
+    json_object_set_new(ld, "augment_cpu_s", num(o->augment_cpu_s));
+    json_object_set_new(ld, "cpu_s_per_image", num(o->loader_cpu_s_per_image));
+    json_object_set_new(ld, "io_wait_s_per_image", num(o->io_wait_s_per_image));
+    json_object_set_new(ld, "cores", num(o->loader_cores));
+    json_object_set_new(ld, "parallelism", num(o->loader_parallelism));
+    json_object_set_new(r, "loader", ld);
+    json_t *dv = json_object();
+    json_object_set_new(dv, "h2d_s", num(o->step.h2d_s));
+    json_object_set_new(dv, "fwd_s", num(o->step.fwd_s));
+    json_object_set_new(dv, "bwd_s", num(o->step.bwd_s));
+    json_object_set_new(dv, "update_s", num(o->step.update_s));
+    json_object_set_new(dv, "compute_s", num(o->step.compute_s));
+    json_object_set_new(dv, "step_s", num(o->step.step_s));
+    json_object_set_new(dv, "allreduce_s", num(o->allreduce_s));
+    json_object_set_new(dv, "allreduce_exposed_s", num(o->allreduce_exposed_s));
+    json_object_set_new(dv, "device_step_s", num(o->device_step_s));
+    json_object_set_new(dv, "h2d_bytes_per_s", num(o->h2d_bytes_per_s));
+    json_object_set_new(dv, "input_bytes_per_image", num(o->input_bytes_per_image));
+    if (o->step.rate) json_object_set_new(dv, "basis", json_string(o->step.rate->basis));
+    json_object_set_new(r, "device_step", dv);
+    json_t *sa = json_array();
+    for (int i = 0; i < DLP_STAGE_COUNT; i++) {
+        if (!o->stages[i].present) continue;
+        json_t *s = json_object();
+        json_object_set_new(s, "stage", json_string(dlp_stage_name((dlp_stage)i)));
+        json_object_set_new(s, "img_per_s", num(o->stages[i].img_per_s));
+        json_object_set_new(s, "detail", json_string(o->stages[i].detail));
+        json_array_append_new(sa, s);
+    }
+    json_object_set_new(r, "stages", sa);
+    json_object_set_new(r, "img_per_s", num(o->img_per_s));
+    json_object_set_new(r, "per_device_img_per_s", num(o->per_device_img_per_s));
+    json_object_set_new(r, "cluster_img_per_s", num(o->cluster_img_per_s));
+    json_object_set_new(r, "device_img_per_s", num(o->device_img_per_s));
+    json_object_set_new(r, "bottleneck", json_string(dlp_stage_name(o->bottleneck)));
+    json_object_set_new(r, "data_stall_fraction", num(o->data_stall_fraction));
+    json_object_set_new(r, "step_s", num(o->step_s));
+    json_object_set_new(r, "epoch_s", num(o->epoch_s));
+    json_object_set_new(r, "first_epoch_s", num(o->first_epoch_s));
+    json_object_set_new(r, "total_s", num(o->total_s));
+    json_t *nd = json_object();
+    json_object_set_new(nd, "loader_cores", num(o->loader_cores_needed));
+    json_object_set_new(nd, "loader_cores_per_device", num(o->loader_cores_needed / o->devices));
+    json_object_set_new(nd, "loader_threads", json_integer(o->loader_threads_needed));
+    json_object_set_new(nd, "storage_bytes_per_s", num(o->storage_bytes_per_s_needed));
+    json_object_set_new(nd, "page_cache_bytes", num(o->page_cache_bytes_needed));
+    json_object_set_new(nd, "h2d_bytes_per_s_per_device", num(o->h2d_bytes_per_s_needed));
+    json_object_set_new(nd, "allreduce_busbw_bytes_per_s", num(o->busbw_needed));
+    json_object_set_new(r, "needs", nd);
+    json_t *fx = json_array();
+    for (int i = 0; i < o->nfix; i++) json_array_append_new(fx, json_string(o->fix[i]));
+    json_object_set_new(r, "fix", fx);
+    json_t *nt = json_array();
+    for (int i = 0; i < o->nnotes; i++) json_array_append_new(nt, json_string(o->notes[i]));
+    json_object_set_new(r, "notes", nt);
+    return r;
+}

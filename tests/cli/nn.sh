@@ -1,0 +1,77 @@
+#!/bin/bash
+# `dlperf nn`: info figures, bench and step end to end on tiny nets, and the errors a user meets (unknown model
+# or device, too-small input, existing outputs, a checkpoint of another model, a corrupt file).
+# tags: asan
+# timeout: 300
+set -u
+D=${DLPERF:-build/dlperf}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/nn-sh.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export OMP_WAIT_POLICY=passive
+fail() { echo "FAIL: $*"; exit 1; }
+expect_fail() {  # expect_fail "message part" cmd...
+  local want=$1; shift
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "expected failure: $* (got: $out)"
+  echo "$out" | grep -qF -- "$want" || fail "expected '$want' from: $* (got: $out)"
+  echo "$out" | grep -q "AddressSanitizer\|runtime error" && fail "sanitizer report: $*"
+  echo "ok: $* -> $(echo "$out" | head -1)"
+}
+
+out=$($D nn info --model resnet50) || fail "nn info"
+echo "$out" | grep -q "parameters     25557032 in 161 tensors" || fail "resnet50 parameter count: $out"
+echo "$out" | grep -q "forward        8.178 GFLOP" || fail "resnet50 GFLOP: $out"
+$D nn info --model resnet18 --classes 10 --size 64 --json "$T/info.json" >/dev/null || fail "nn info --json"
+grep -q '"parameters": 11181642' "$T/info.json" || fail "resnet18/10 classes parameter count"
+grep -q '"schema": "dlperf.nn-info/1"' "$T/info.json" || fail "schema"
+$D nn info --model resnet-mini --size 32 --layers | grep -q "layer4.0.downsample.0" || fail "--layers"
+expect_fail "already exists" $D nn info --json "$T/info.json"
+expect_fail "unknown model 'resnet19'" $D nn info --model resnet19
+expect_fail "too small" $D nn info --model resnet18 --size 16
+expect_fail "unknown device 'tpu'" $D nn bench --device tpu --model resnet-mini --size 32
+expect_fail "fp32 only" $D nn bench --device ref --precision bf16 --model resnet-mini --size 32 --batch 2
+expect_fail "needs --input and --out" $D nn step --model resnet-mini
+expect_fail "is not one of" $D nn bench --precision fp64
+
+# bench on a tiny net, JSON result
+$D nn bench --device ref --model resnet-mini --size 32 --batch 2 --steps 2 --warmup 1 --threads 2 \
+  --json "$T/bench.json" >"$T/bench.txt" 2>&1 || { cat "$T/bench.txt"; fail "nn bench"; }
+for k in '"schema": "dlperf.nn-bench/1"' '"img_per_s"' '"backward"' '"achieved_gflop_per_s"' '"cpu_model"'; do
+  grep -q "$k" "$T/bench.json" || fail "bench JSON lacks $k"
+done
+$D nn bench --device ref --model resnet-mini --size 32 --batch 3 --steps 1 --warmup 0 --infer | grep -q "img/s" \
+  || fail "nn bench --infer"
+
+# init -> step (train, then eval on the checkpoint) on a tiny batch
+$D nn init --model resnet-mini --classes 4 --size 32 --seed 2 --out "$T/w.safetensors" >/dev/null || fail "nn init"
+expect_fail "already exists" $D nn init --model resnet-mini --classes 4 --out "$T/w.safetensors"
+"$PY" - "$T" <<'PYEOF' || fail "writing the batch"
+import sys, struct, json, random
+t = sys.argv[1]
+random.seed(1)
+x = [random.gauss(0, 1) for _ in range(2 * 3 * 32 * 32)]
+hdr = {"input": {"dtype": "F32", "shape": [2, 3, 32, 32], "data_offsets": [0, 4 * len(x)]},
+       "labels": {"dtype": "I64", "shape": [2], "data_offsets": [4 * len(x), 4 * len(x) + 16]}}
+h = json.dumps(hdr).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+with open(f"{t}/b.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + struct.pack(f"<{len(x)}f", *x) + struct.pack("<2q", 1, 3))
+PYEOF
+$D nn step --model resnet-mini --classes 4 --weights "$T/w.safetensors" --input "$T/b.safetensors" \
+  --out "$T/o.safetensors" --checkpoint "$T/ck.safetensors" --threads 2 | grep -q "train step on ref: 2 samples" \
+  || fail "nn step"
+[ -f "$T/ck.state.safetensors" ] || fail "checkpoint sidecar missing"
+ls "$T" | grep -q "tmp" && fail "temporary files left: $(ls "$T")"
+$D nn step --eval --model resnet-mini --classes 4 --weights "$T/ck.safetensors" --input "$T/b.safetensors" \
+  --out "$T/e.safetensors" | grep -q "eval on ref" || fail "nn step --eval on the checkpoint"
+expect_fail "already exists" $D nn step --model resnet-mini --classes 4 --input "$T/b.safetensors" --out "$T/o.safetensors"
+expect_fail "has shape (4, 64) but net resnet-mini (7 classes) needs (7, 64)" \
+  $D nn step --model resnet-mini --classes 7 --weights "$T/w.safetensors" --input "$T/b.safetensors" --out "$T/x.safetensors"
+$D nn init --model resnet18 --classes 4 --size 32 --out "$T/r18.safetensors" >/dev/null || fail "nn init resnet18"
+expect_fail "does not match net resnet34: 80 missing key(s): layer1.2.conv1.weight" \
+  $D nn step --model resnet34 --classes 4 --weights "$T/r18.safetensors" --input "$T/b.safetensors" --out "$T/x.safetensors"
+head -c 1000 "$T/w.safetensors" >"$T/cut.safetensors"
+expect_fail "cut.safetensors" \
+  $D nn step --model resnet-mini --classes 4 --weights "$T/cut.safetensors" --input "$T/b.safetensors" --out "$T/x.safetensors"
+echo "nn.sh: all checks passed"

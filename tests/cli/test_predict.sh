@@ -1,0 +1,101 @@
+#!/bin/bash
+# dlperf predict and dlperf catalog end to end: issue 5's "must show" on the catalog's DGX A100, DGX Station and
+# desktop (GPU-bound: agrees with the published per-GPU figure; not GPU-bound: names the stage and the fix), the
+# comparison table, the JSON result, measured datasets, and clear errors for bad profiles and names.
+# tags: asan
+# timeout: 300
+set -u
+D=${DLPERF:?}
+T=${DLPERF_TEST_TMP:-/tmp}/predict.$$
+mkdir -p "$T"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+has() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "'$2' not in $1"; }; }
+
+# 1. GPU-bound systems: the per-GPU prediction is the published figure it was built from (within 1%).
+for s in dgx-a100 dgx-station desktop-4090; do
+  "$D" predict --system "$s" >"$T/$s.txt" 2>&1 || { cat "$T/$s.txt"; fail "predict --system $s"; }
+  has "$T/$s.txt" "bottleneck: compute"
+  line=$(grep -F "published*:" "$T/$s.txt" | head -1)
+  [ -n "$line" ] || fail "$s: no primary published figure printed"
+  err=$(echo "$line" | sed -n 's/.*(\([-+0-9.]*\)%)$/\1/p')
+  awk -v e="$err" 'BEGIN { exit !(e > -1 && e < 1) }' || fail "$s: published vs predicted differ by $err%: $line"
+  echo "ok $s: $line"
+done
+has "$T/dgx-a100.txt" "published*: 2,470 img/s on 1 GPU"
+has "$T/dgx-station.txt" "published*: 1,200 img/s on 1 GPU"
+has "$T/desktop-4090.txt" "published*: 1,301 img/s on 1 GPU"
+has "$T/desktop-4090.txt" "-> predicted 1,301 per device (+0.0%)"
+
+# 2. Not GPU-bound (torchvision's loader on 5 cores per V100): the stage and the cores per GPU that would fix it.
+"$D" predict --system dgx-station --pipeline torchvision >"$T/tv.txt" 2>&1 || { cat "$T/tv.txt"; fail "torchvision"; }
+has "$T/tv.txt" "bottleneck: decode+augment"
+has "$T/tv.txt" "fix:"
+has "$T/tv.txt" "cores per device"
+has "$T/tv.txt" "data stall"
+echo "ok dgx-station torchvision: $(grep -F 'fix:' "$T/tv.txt" | head -1)"
+
+# 3. Comparison of several systems, with cost per million images.
+"$D" predict --system dgx-a100,dgx-station,desktop-4090 --mode infer >"$T/cmp.txt" 2>&1 || { cat "$T/cmp.txt"; fail "compare"; }
+[ "$(grep -cE '^(dgx-a100|dgx-station|desktop-4090) ' "$T/cmp.txt")" -ge 6 ] || { cat "$T/cmp.txt"; fail "comparison rows"; }
+has "$T/cmp.txt" '$/1M img'
+
+# 4. JSON result, never overwritten.
+"$D" predict --system dgx-a100 --json "$T/r.json" >/dev/null 2>&1 || fail "--json"
+"$PYTHON" - "$T/r.json" <<'PY' || fail "JSON result"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "dlperf.predict/1", r["schema"]
+p = r["predictions"][0]
+assert p["prediction"]["bottleneck"] == "compute"
+assert p["cost"]["known"] and p["cost"]["usd_per_million_images"] > 0
+prim = [x for x in p["published"] if x["primary"]]
+assert prim and abs(prim[0]["error"]) < 0.01, prim
+stages = {s["stage"] for s in p["prediction"]["stages"]}
+assert {"decode+augment", "compute", "allreduce", "host-to-device"} <= stages, stages
+PY
+if "$D" predict --system dgx-a100 --json "$T/r.json" >"$T/again.txt" 2>&1; then fail "--json overwrote a file"; fi
+has "$T/again.txt" "--json"
+
+# 5. A profile with emulated devices, and dataset statistics measured from a directory.
+F="$DLPERF_ROOT/tests/fixtures/model/profile-dev.json"
+"$D" predict --profile "$F" --device cpu --threads 2 --workers 1 >"$T/cpu.txt" 2>&1 || { cat "$T/cpu.txt"; fail "cpu device"; }
+has "$T/cpu.txt" "shared-cpu"
+mkdir -p "$T/data/train/n01"
+"$PYTHON" - "$T/data/train/n01" <<'PY' || fail "making JPEGs"
+import sys
+from PIL import Image
+for i in range(6):
+    Image.new("RGB", (500, 375) if i % 2 else (375, 500), (i * 40, 100, 200)).save(f"{sys.argv[1]}/x{i}.JPEG", quality=90)
+PY
+"$D" predict --profile "$F" --device sim:a100,scale=0.05 --data "$T/data" --batch 16 --size 112 >"$T/data.txt" 2>&1 \
+  || { cat "$T/data.txt"; fail "--data"; }
+has "$T/data.txt" ": 6 images"
+
+# 6. Errors name the thing at fault.
+"$PYTHON" - "$F" "$T/bad.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); del p["host"]["cores"]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+if "$D" predict --profile "$T/bad.json" >"$T/bad.txt" 2>&1; then fail "a bad profile was accepted"; fi
+has "$T/bad.txt" "bad.json: host: field 'cores'"
+if "$D" predict --system dgx-a1000 >"$T/unk.txt" 2>&1; then fail "unknown system accepted"; fi
+has "$T/unk.txt" "unknown system 'dgx-a1000'"
+has "$T/unk.txt" "dgx-station"
+if "$D" predict --system dgx-station --precision bf16 >"$T/bf.txt" 2>&1; then fail "bf16 on V100 accepted"; fi
+has "$T/bf.txt" "no train rate at bf16"
+if "$D" predict --profile "$F" --device sim:h100,warp=2 >"$T/opt.txt" 2>&1; then fail "bad sim option accepted"; fi
+has "$T/opt.txt" "unknown option 'warp'"
+
+# 7. The catalog listing, with sources.
+"$D" catalog gpus >"$T/gpus.txt" || fail "catalog gpus"
+has "$T/gpus.txt" "h200-sxm"
+has "$T/gpus.txt" "sources:"
+"$D" catalog sources >"$T/src.txt" || fail "catalog sources"
+has "$T/src.txt" "dle-pyt-rn50"
+has "$T/src.txt" "estimate"
+"$D" catalog throughput | grep -q "2470" || fail "catalog throughput"
+"$D" catalog systems --json | "$PYTHON" -c "import json,sys; assert len(json.load(sys.stdin)['systems']) >= 7" || fail "catalog --json"
+if "$D" catalog bogus >/dev/null 2>&1; then fail "catalog bogus accepted"; fi
+echo "all predict/catalog checks passed"

@@ -1,0 +1,354 @@
+// Unit tests for hw/profile, hw/steptime and the sim specs of hw/derive: reading, writing and round-tripping
+// profiles; malformed profiles (missing field, wrong type, negative rate, unknown precision, wrong schema) give
+// errors naming the field and the file; step times by hand; a measured GPU profile replaces the catalog's.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "hw/catalog.h"
+#include "hw/derive.h"
+#include "hw/profile.h"
+#include "hw/steptime.h"
+#include "testutil.h"
+
+#define FIXTURE "tests/fixtures/model/profile-dev.json"
+#define NEAR(a, b, rel) assert_true(fabs((double)(a) - (double)(b)) <= (rel) * fabs((double)(b)) + 1e-15)
+
+static void test_read_fixture(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_status st = dlp_profile_read(FIXTURE, p);
+    if (st) dlp_err_print(stderr);
+    assert_int_equal(st, DLP_OK);
+    assert_int_equal(p->host.cores, 2);
+    assert_int_equal(p->pipeline.nscaling, 2);
+    NEAR(dlp_pipeline_efficiency(&p->pipeline, 2), 0.95, 1e-12);
+    const dlp_device_profile *d = dlp_profile_find_device(p, "cpu");
+    assert_non_null(d);
+    assert_int_equal(d->kind, DLP_DEVICE_CPU);
+    assert_int_equal(d->nrates, 4);
+    // Rows by thread count: the most threads <= asked, else the fewest above.
+    assert_int_equal(dlp_device_find_rate(d, DLP_TASK_TRAIN, DLP_PREC_FP32, 2)->threads, 2);
+    assert_int_equal(dlp_device_find_rate(d, DLP_TASK_TRAIN, DLP_PREC_FP32, 1)->threads, 1);
+    assert_int_equal(dlp_device_find_rate(d, DLP_TASK_TRAIN, DLP_PREC_FP32, 8)->threads, 2);
+    assert_int_equal(dlp_device_find_rate(d, DLP_TASK_TRAIN, DLP_PREC_FP32, 0)->threads, 2);
+    assert_int_equal(dlp_device_find_rate(d, DLP_TASK_TRAIN, DLP_PREC_BF16, 1)->threads, 2);
+    assert_null(dlp_device_find_rate(d, DLP_TASK_INFER, DLP_PREC_FP16, 0));
+    free(p);
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    dlp_catalog *c;
+    assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
+    dlp_profile *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_int_equal(dlp_derive_system(c, dlp_catalog_system(c, "dgx-a100"), NULL, a), DLP_OK);
+    snprintf(a->created, sizeof a->created, "2026-11-30T00:00:00Z");
+    a->has_stats = 1;
+    a->stats = dlp_catalog_dataset_find(c, "imagenet-train")->stats;
+    json_t *ja = dlp_profile_to_json(a);
+    assert_int_equal(dlp_profile_from_json(ja, "memory", b), DLP_OK);
+    json_t *jb = dlp_profile_to_json(b);
+    char *sa = json_dumps(ja, JSON_SORT_KEYS), *sb = json_dumps(jb, JSON_SORT_KEYS);
+    assert_string_equal(sa, sb);
+    free(sa);
+    free(sb);
+    json_decref(ja);
+    json_decref(jb);
+    // Through a file, which is never overwritten.
+    char dir[512], path[600];
+    dlp_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    assert_int_equal(dlp_profile_write(a, path), DLP_OK);
+    assert_int_equal(dlp_profile_write(a, path), DLP_ERR_EXISTS);
+    assert_int_equal(dlp_profile_read(path, b), DLP_OK);
+    assert_int_equal(b->devices_per_node, 8);
+    assert_string_equal(b->devices[0].name, "a100-80gb");
+    assert_int_equal(b->devices[0].nrates, a->devices[0].nrates);
+    NEAR(b->devices[0].rates[3].per_image_s, a->devices[0].rates[3].per_image_s, 1e-9);
+    assert_int_equal(b->stats.images, 1281167);
+    dlp_test_rmtree(dir);
+    free(a);
+    free(b);
+    dlp_catalog_free(c);
+}
+
+// --- malformed profiles ------------------------------------------------------------------------------------------------
+
+typedef void (*mutate_fn)(json_t *root);
+static json_t *dev0(json_t *r) { return json_array_get(json_object_get(r, "devices"), 0); }
+static json_t *rate0(json_t *r) { return json_array_get(json_object_get(dev0(r), "rates"), 0); }
+
+static void m_no_cores(json_t *r) { json_object_del(json_object_get(r, "host"), "cores"); }
+static void m_type(json_t *r) { json_object_set_new(json_object_get(r, "pipeline"), "decode_per_pixel_s", json_string("x")); }
+static void m_neg_rate(json_t *r) { json_object_set_new(rate0(r), "per_image_s", json_real(-0.5)); }
+static void m_zero_rate(json_t *r) { json_object_set_new(rate0(r), "per_image_s", json_integer(0)); }
+static void m_prec(json_t *r) { json_object_set_new(rate0(r), "precision", json_string("fp8")); }
+static void m_task(json_t *r) { json_object_set_new(rate0(r), "task", json_string("serve")); }
+static void m_schema(json_t *r) { json_object_set_new(r, "schema", json_string("dlperf.profile/2")); }
+static void m_kind(json_t *r) { json_object_set_new(dev0(r), "kind", json_string("tpu")); }
+static void m_eff(json_t *r) {
+    json_object_set_new(json_array_get(json_object_get(json_object_get(r, "pipeline"), "scaling"), 1), "efficiency",
+                        json_integer(0));
+}
+static void m_threads(json_t *r) { json_object_set_new(json_object_get(r, "host"), "threads", json_integer(1)); }
+static void m_no_storage(json_t *r) { json_object_del(r, "storage"); }
+static void m_rates_empty(json_t *r) { json_object_set_new(dev0(r), "rates", json_array()); }
+static void m_fwd(json_t *r) { json_object_set_new(dev0(r), "fwd_fraction", json_real(1.5)); }
+static void m_devices(json_t *r) { json_object_set_new(r, "devices", json_string("cpu")); }
+static void m_neg_storage(json_t *r) {
+    json_object_set_new(json_object_get(r, "storage"), "cold_read_bytes_per_s", json_integer(-1));
+}
+static void m_overlap(json_t *r) { json_object_set_new(dev0(r), "h2d_overlap", json_string("yes")); }
+static void m_unsorted(json_t *r) {
+    json_object_set_new(json_array_get(json_object_get(json_object_get(r, "pipeline"), "scaling"), 1), "threads",
+                        json_integer(1));
+}
+static void m_stats(json_t *r) {
+    json_t *s = json_object();
+    json_object_set_new(s, "images", json_integer(10));
+    json_object_set_new(s, "mean_bytes", json_integer(1000));
+    json_object_set_new(r, "stats", s);
+}
+
+static const struct {
+    mutate_fn fn;
+    const char *want[2];
+} k_cases[] = {
+    {m_no_cores, {": host: field 'cores'", "missing"}},
+    {m_type, {": pipeline: field 'decode_per_pixel_s'", "not a number"}},
+    {m_neg_rate, {"devices[0] (cpu): rates[0]: field 'per_image_s' must be > 0", "-0.5"}},
+    {m_zero_rate, {"devices[0] (cpu): rates[0]: field 'per_image_s' must be > 0", NULL}},
+    {m_prec, {"rates[0]: field 'precision' is 'fp8'", NULL}},
+    {m_task, {"rates[0]: field 'task' is 'serve'", NULL}},
+    {m_schema, {"schema 'dlperf.profile/2' is not supported", "dlperf.profile/1"}},
+    {m_kind, {"devices[0] (cpu): field 'kind' is 'tpu'", NULL}},
+    {m_eff, {"pipeline: scaling[1]: field 'efficiency' must be > 0", NULL}},
+    {m_threads, {"threads >= cores", NULL}},
+    {m_no_storage, {"field 'storage' is missing", NULL}},
+    {m_rates_empty, {"devices[0] (cpu): field 'rates' is missing or not a non-empty array", NULL}},
+    {m_fwd, {"field 'fwd_fraction' must be < 1", NULL}},
+    {m_devices, {"field 'devices' is missing or not an array", NULL}},
+    {m_neg_storage, {": storage: field 'cold_read_bytes_per_s' must be >= 0", NULL}},
+    {m_overlap, {"field 'h2d_overlap' is not true/false", NULL}},
+    {m_unsorted, {"pipeline.scaling must be sorted", NULL}},
+    {m_stats, {": stats: field 'sizes'", NULL}},
+};
+
+static void test_malformed(void **state) {
+    (void)state;
+    char dir[512], path[600];
+    dlp_test_tmpdir(dir, sizeof dir);
+    dlp_profile *p = malloc(sizeof *p);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        json_error_t e;
+        json_t *j = json_load_file(FIXTURE, 0, &e);
+        assert_non_null(j);
+        k_cases[i].fn(j);
+        snprintf(path, sizeof path, "%s/bad%zu.json", dir, i);
+        assert_int_equal(json_dump_file(j, path, JSON_INDENT(1)), 0);
+        json_decref(j);
+        dlp_err_clear();
+        assert_int_equal(dlp_profile_read(path, p), DLP_ERR_FORMAT);
+        const char *msg = dlp_err_msg();
+        for (int k = 0; k < 2; k++)
+            if (k_cases[i].want[k] && !strstr(msg, k_cases[i].want[k]))
+                fail_msg("case %zu: '%s' not in: %s", i, k_cases[i].want[k], msg);
+        if (!strstr(msg, path)) fail_msg("case %zu: the file is not named in: %s", i, msg);
+    }
+    // Not JSON at all; no file.
+    snprintf(path, sizeof path, "%s/text.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("schema: dlperf.profile/1\n", f);
+    fclose(f);
+    assert_int_equal(dlp_profile_read(path, p), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "text.json:1:"));
+    snprintf(path, sizeof path, "%s/none.json", dir);
+    assert_int_equal(dlp_profile_read(path, p), DLP_ERR_NOTFOUND);
+    assert_non_null(strstr(dlp_err_msg(), "none.json"));
+    free(p);
+    dlp_test_rmtree(dir);
+}
+
+// --- step times --------------------------------------------------------------------------------------------------------
+
+static void test_step_times(void **state) {
+    (void)state;
+    dlp_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "g");
+    d.kind = DLP_DEVICE_GPU;
+    d.fwd_fraction = 1.0 / 3;
+    d.contention_efficiency = 1;
+    d.h2d_bytes_per_s = 1e9;
+    d.nrates = 2;
+    d.rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP16, .t0_s = 0.01, .per_image_s = 0.002, .update_s = 0.005};
+    d.rates[1] = (dlp_rate){.task = DLP_TASK_INFER, .prec = DLP_PREC_FP16, .t0_s = 0.001, .per_image_s = 0.0005};
+    // Batch 10 of twice the reference work, half its parameters, 1 MB per image:
+    // fwd+bwd = 10 ms + 10 x 2 ms x 2 = 50 ms; update 5 x 0.5 = 2.5 ms; copy 10 MB / 1 GB/s = 10 ms.
+    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 10, 2.0, 0.5, 1e6, 0};
+    dlp_step_times st;
+    assert_int_equal(dlp_device_validate(&d, "test"), DLP_OK);
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
+    NEAR(st.fwd_s, 0.05 / 3, 1e-12);
+    NEAR(st.bwd_s, 0.10 / 3, 1e-12);
+    NEAR(st.update_s, 0.0025, 1e-12);
+    NEAR(st.compute_s, 0.0525, 1e-12);
+    NEAR(st.h2d_s, 0.010, 1e-12);
+    NEAR(st.step_s, 0.0625, 1e-12);
+    d.h2d_overlap = 1;
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
+    NEAR(st.step_s, 0.0525, 1e-12);
+    q.h2d_bytes_per_s = 1e8;  // a slower shared link: the copy (100 ms) sets the step
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
+    NEAR(st.step_s, 0.100, 1e-12);
+    q.task = DLP_TASK_INFER;
+    q.h2d_bytes_per_s = 0;
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
+    NEAR(st.compute_s, 0.001 + 10 * 0.0005 * 2, 1e-12);
+    assert_true(st.bwd_s == 0 && st.update_s == 0);
+    q.prec = DLP_PREC_BF16;
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dlp_err_msg(), "device g has no infer rate at bf16 (it has: train fp16, infer fp16)"));
+    q.batch = 0;
+    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_ERR_INVALID);
+}
+
+// --- sim specs and measured GPU profiles --------------------------------------------------------------------------------
+
+static void test_sim_spec(void **state) {
+    (void)state;
+    dlp_sim_spec s;
+    assert_int_equal(dlp_sim_spec_parse("a100", &s), DLP_OK);
+    assert_true(strcmp(s.gpu, "a100") == 0 && s.scale == 1 && s.t0_s < 0 && s.overlap < 0);
+    assert_int_equal(dlp_sim_spec_parse("h100,scale=0.1,t0_ms=2,pcie_gbps=12,overlap=0", &s), DLP_OK);
+    assert_true(s.scale == 0.1 && fabs(s.t0_s - 0.002) < 1e-15 && s.pcie_bytes_per_s == 12e9 && s.overlap == 0);
+    assert_int_equal(dlp_sim_spec_parse("custom,img_per_s=500", &s), DLP_OK);
+    static const struct { const char *arg, *want; } bad[] = {
+        {"", "needs a GPU"},
+        {"scale=2", "first item must be a GPU name"},
+        {"a100,speed=2", "unknown option 'speed'"},
+        {"a100,scale", "not key=value"},
+        {"a100,scale=-1", "scale=-1: needs a number > 0"},
+        {"a100,scale=abc", "needs a number > 0"},
+        {"a100,overlap=2", "overlap=2: 0 or 1"},
+        {"custom", "sim:custom needs img_per_s"},
+        {"a100,img_per_s=5", "img_per_s applies to sim:custom only"},
+        {"a100,t0_ms=-1", "t0_ms=-1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(dlp_sim_spec_parse(bad[i].arg, &s), DLP_ERR_INVALID);
+        if (!strstr(dlp_err_msg(), bad[i].want)) fail_msg("'%s': '%s' not in: %s", bad[i].arg, bad[i].want, dlp_err_msg());
+    }
+    // Options applied to the device: scale divides every time, t0_ms replaces t0, pcie_gbps the copy rate.
+    dlp_catalog *c;
+    assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
+    dlp_device_profile base, d;
+    assert_int_equal(dlp_derive_gpu(c, dlp_catalog_gpu(c, "a100"), &base), DLP_OK);
+    assert_int_equal(dlp_sim_spec_parse("a100,scale=0.5,pcie_gbps=8,overlap=0", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_int_equal(d.nrates, base.nrates);
+    for (int i = 0; i < d.nrates; i++) {
+        NEAR(d.rates[i].per_image_s, 2 * base.rates[i].per_image_s, 1e-12);
+        NEAR(d.rates[i].t0_s, 2 * base.rates[i].t0_s, 1e-12);
+    }
+    assert_true(d.h2d_bytes_per_s == 8e9 && d.h2d_overlap == 0);
+    assert_int_equal(dlp_sim_spec_parse("custom,img_per_s=400,t0_ms=3", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, NULL, &d), DLP_OK);
+    const dlp_rate *r = dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP32, 0);
+    assert_true(r && fabs(r->per_image_s - 1.0 / 400) < 1e-15 && fabs(r->t0_s - 0.003) < 1e-15);
+    assert_true(d.h2d_bytes_per_s == 0);  // no copy unless pcie_gbps is given
+    assert_int_equal(dlp_sim_spec_parse("a1000", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_ERR_NOTFOUND);
+    assert_non_null(strstr(dlp_err_msg(), "unknown GPU 'a1000'"));
+    dlp_catalog_free(c);
+}
+
+// Writes a measured profile for a100-80gb doing 1000 img/s at fp16 (and nothing else) into dir/name.
+static void write_measured(const char *path) {
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_profile_init(p);
+    snprintf(p->id, sizeof p->id, "gpu-box");
+    snprintf(p->pipeline.name, sizeof p->pipeline.name, "dlperf");
+    p->pipeline.decode_per_image_s = 0.001;
+    p->devices_per_node = 1;
+    p->ndevices = 1;
+    dlp_device_profile *d = &p->devices[0];
+    snprintf(d->name, sizeof d->name, "a100-80gb");
+    d->kind = DLP_DEVICE_GPU;
+    snprintf(d->source, sizeof d->source, "measured");
+    d->fwd_fraction = 0.3;
+    d->contention_efficiency = 1;
+    d->h2d_bytes_per_s = 2e10;
+    d->h2d_overlap = 1;
+    d->nrates = 1;
+    d->rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP16, .t0_s = 0.001, .per_image_s = 0.001};
+    snprintf(d->rates[0].basis, sizeof d->rates[0].basis, "measured: test");
+    assert_int_equal(dlp_profile_write(p, path), DLP_OK);
+    free(p);
+}
+
+static void test_measured_replaces_catalog(void **state) {
+    (void)state;
+    char dir[512], path[600];
+    dlp_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a100-80gb.json", dir);
+    write_measured(path);
+    dlp_catalog *c;
+    assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
+    dlp_sim_spec s;
+    dlp_device_profile d;
+    // profile=FILE
+    char arg[700];
+    snprintf(arg, sizeof arg, "a100,profile=%s", path);
+    assert_int_equal(dlp_sim_spec_parse(arg, &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_string_equal(d.source, "measured");
+    assert_int_equal(d.nrates, 1);
+    NEAR(d.fwd_fraction, 0.3, 1e-12);
+    // $DLPERF_PROFILES/<id>.json is found for the GPU, in sim devices and in derived systems.
+    setenv("DLPERF_PROFILES", dir, 1);
+    assert_int_equal(dlp_sim_spec_parse("a100", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_string_equal(d.source, "measured");
+    dlp_profile *p = malloc(sizeof *p);
+    assert_int_equal(dlp_derive_system(c, dlp_catalog_system(c, "dgx-a100"), NULL, p), DLP_OK);
+    assert_string_equal(p->devices[0].source, "measured");
+    NEAR(p->devices[0].rates[0].per_image_s, 0.001, 1e-12);
+    // Another GPU is still derived from the catalog.
+    assert_int_equal(dlp_sim_spec_parse("h100", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_string_equal(d.source, "catalog");
+    unsetenv("DLPERF_PROFILES");
+    assert_int_equal(dlp_sim_spec_parse("a100", &s), DLP_OK);
+    assert_int_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_string_equal(d.source, "catalog");
+    // A bad measured file is an error, not a silent fallback.
+    snprintf(arg, sizeof arg, "a100,profile=%s/missing.json", dir);
+    assert_int_equal(dlp_sim_spec_parse(arg, &s), DLP_OK);
+    assert_int_not_equal(dlp_sim_device(&s, c, &d), DLP_OK);
+    assert_non_null(strstr(dlp_err_msg(), "missing.json"));
+    free(p);
+    dlp_catalog_free(c);
+    dlp_test_rmtree(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_fixture),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_step_times),
+        cmocka_unit_test(test_sim_spec),
+        cmocka_unit_test(test_measured_replaces_catalog),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
