@@ -308,6 +308,7 @@ static void *worker_main(void *arg) {
 }
 
 static void stop_workers(dlp_loader *l) {
+    dlp_throttle_cancel(&l->throttle);
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
     pthread_cond_broadcast(&l->work_cv);

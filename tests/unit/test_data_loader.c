@@ -433,6 +433,16 @@ static void test_allocator_and_read_limit(void **state) {
     assert_int_equal(s.dropped_files, 33);
     if (took < 0.8 * want_s) fail_msg("read limit: %lld bytes took %.3f s, want >= %.3f s", (long long)bytes, took, 0.8 * want_s);
     dlp_loader_free(l);
+    // A loader reading from very slow "storage" (1 KB/s) still stops promptly.
+    c.read_limit_bytes_per_s = 1024;
+    c.drop_cache = 0;
+    assert_int_equal(dlp_loader_create(&c, &l), DLP_OK);
+    assert_int_equal(dlp_loader_start_epoch(l, 0), DLP_OK);
+    dlp_sleep_ns(300 * 1000 * 1000);  // the workers are now sleeping off their reads
+    t0 = dlp_now_ns();
+    dlp_loader_free(l);
+    took = dlp_ns_to_s(dlp_now_ns() - t0);
+    if (took > 1.0) fail_msg("freeing a loader with sleeping readers took %.2f s", took);
     dlp_dataset_free(ds);
 }
 
