@@ -209,7 +209,8 @@ static dlp_status process_sample(dlp_loader *l, worker *w, const int64_t *order,
             a->source_pixels += (int64_t)info.width * info.height;
             return DLP_OK;
         }
-        if (st != DLP_ERR_FORMAT) return st;  // not the file's fault (out of memory, a bug): stop the run
+        if (st == DLP_ERR_NOMEM) return st;  // not the file's fault: stop the run with the error
+        // Anything else about this file (a format error, or geometry the decoder refused) costs the file, not the run.
         mark_bad(l, idx, info.bad != DLP_BAD_NONE ? info.bad : DLP_BAD_CORRUPT, dlp_err_msg(), a);
         if (k == 0) a->bad = 1;
     }
