@@ -192,8 +192,14 @@ dlp_status dlp_transformer_run(dlp_transformer *x, const uint8_t *jpg, size_t le
     info->width = ji.width;
     info->height = ji.height;
     dlp_crop c;
-    if (crop) c = *crop;
-    else dlp_transform_pick_crop(t, ji.width, ji.height, rng, &c);
+    if (crop) {
+        c = *crop;
+    } else if (!rng && (t->kind == DLP_XFORM_TRAIN || t->flip_p > 0)) {
+        dlp_jpeg_close(x->dec);
+        return DLP_ERR(DLP_ERR_INVALID, "a random crop needs an rng (or give the crop)");
+    } else {
+        dlp_transform_pick_crop(t, ji.width, ji.height, rng, &c);
+    }
     info->crop = c;
     // The DCT scale: the window seen at scale s/8 must stay at least the output size.
     double win_w, win_h;

@@ -66,7 +66,7 @@ dlp_status dlp_transformer_create(const dlp_transform *t, dlp_transformer **out)
 void dlp_transformer_free(dlp_transformer *x);
 const dlp_transform *dlp_transformer_config(const dlp_transformer *x);
 // Decodes and transforms one JPEG into dst (dlp_transform_sample_bytes). crop NULL: picked by
-// dlp_transform_pick_crop with rng. On bad input returns DLP_ERR_FORMAT and info->bad says why; dst may then hold
+// dlp_transform_pick_crop with rng (which may be NULL only for VAL without flips). On bad input returns DLP_ERR_FORMAT and info->bad says why; dst may then hold
 // partial output (the loader overwrites it with the replacement sample).
 dlp_status dlp_transformer_run(dlp_transformer *x, const uint8_t *jpg, size_t len, const dlp_crop *crop, dlp_rng *rng,
                                void *dst, dlp_sample_info *info);

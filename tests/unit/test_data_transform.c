@@ -262,6 +262,13 @@ static void test_one_shot_and_layouts(void **state) {
     assert_int_equal(dlp_transformer_run(x, jpg, len / 3, NULL, NULL, b, &si), DLP_ERR_FORMAT);
     assert_int_equal(si.bad, DLP_BAD_TRUNCATED);
     assert_int_equal(dlp_transform_jpeg(&t, (const uint8_t *)"GIF89a....", 10, b), DLP_ERR_FORMAT);
+    // A random crop without an rng is refused, not a crash.
+    dlp_transform tt;
+    dlp_transform_defaults(&tt, DLP_XFORM_TRAIN);
+    dlp_transformer *xt;
+    assert_int_equal(dlp_transformer_create(&tt, &xt), DLP_OK);
+    assert_int_equal(dlp_transformer_run(xt, jpg, len, NULL, NULL, b, &si), DLP_ERR_INVALID);
+    dlp_transformer_free(xt);
     // Options that make no sense are refused up front.
     dlp_transform bad = t;
     bad.std[1] = 0;
