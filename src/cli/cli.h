@@ -16,6 +16,7 @@ int dlp_cli_fail(dlp_status st);
 int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv);
 
 int dlp_cli_version(int argc, char **argv);
+int dlp_cli_data(int argc, char **argv);
 int dlp_cli_nn(int argc, char **argv);
 int dlp_cli_predict(int argc, char **argv);
 int dlp_cli_catalog(int argc, char **argv);

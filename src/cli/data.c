@@ -1,0 +1,459 @@
+// cli/data: `dlperf data gen|bench|crop|info` — the synthetic ImageNet, the input pipeline's benchmark, one-image
+// transforms (for tests against torchvision and for debugging) and dataset summaries.
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/opts.h"
+#include "data/bench.h"
+#include "data/jpeg.h"
+#include "data/loader.h"
+#include "data/source.h"
+#include "data/synth.h"
+#include "data/transform.h"
+#include "hw/host.h"
+
+// ---- shared option helpers ----------------------------------------------------------------------------------------
+
+static dlp_status parse_range(const char *s, const char *opt, double *lo, double *hi) {
+    char *end;
+    *lo = strtod(s, &end);
+    if (end == s) goto bad;
+    if (*end == '\0') {
+        *hi = *lo;
+        return DLP_OK;
+    }
+    if (*end != '-' && *end != ':' && *end != ',') goto bad;
+    const char *p = end + 1;
+    *hi = strtod(p, &end);
+    if (end == p || *end) goto bad;
+    return DLP_OK;
+bad:
+    return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not a range like 0.08-1", opt, s);
+}
+
+static dlp_status parse_wh(const char *s, const char *opt, int *w, int *h) {
+    char x;
+    int a, b;
+    if (sscanf(s, "%dx%d%c", &a, &b, &x) == 2 || sscanf(s, "%dX%d%c", &a, &b, &x) == 2) {
+        *w = a;
+        *h = b;
+    } else if (sscanf(s, "%d%c", &a, &x) == 1) {
+        *w = *h = a;
+    } else {
+        return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not N or WxH", opt, s);
+    }
+    if (*w < 1 || *h < 1 || *w > 8192 || *h > 8192) return DLP_ERR(DLP_ERR_INVALID, "option --%s: %s out of range", opt, s);
+    return DLP_OK;
+}
+
+static const dlp_dtype k_dtypes[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_U8};
+#define DTYPE_CHOICES "fp32|bf16|fp16|uint8"
+#define LAYOUT_CHOICES "NCHW|NHWC"
+
+// Transform options common to bench and crop.
+typedef struct xform_opts {
+    const char *crop, *scale, *ratio, *dct_scales;
+    int dtype, layout, no_dct;
+} xform_opts;
+
+static dlp_status apply_xform_opts(const xform_opts *o, dlp_transform *t) {
+    DLP_CHECK(parse_wh(o->crop, "crop", &t->out_w, &t->out_h));
+    DLP_CHECK(parse_range(o->scale, "scale", &t->scale_lo, &t->scale_hi));
+    DLP_CHECK(parse_range(o->ratio, "ratio", &t->ratio_lo, &t->ratio_hi));
+    t->dtype = k_dtypes[o->dtype];
+    t->layout = o->layout ? DLP_LAYOUT_NHWC : DLP_LAYOUT_NCHW;
+    if (o->no_dct) {
+        t->dct_scales = 1u << 8;
+    } else if (o->dct_scales && o->dct_scales[0]) {
+        int v[8];
+        int n = dlp_parse_int_list(o->dct_scales, v, 8);
+        if (n < 1) return DLP_ERR(DLP_ERR_INVALID, "--dct-scales '%s' is not a list like 1,2,4,8", o->dct_scales);
+        t->dct_scales = 1u << 8;
+        for (int i = 0; i < n; i++) {
+            if (v[i] < 1 || v[i] > 8) return DLP_ERR(DLP_ERR_INVALID, "--dct-scales: %d is not in 1..8", v[i]);
+            t->dct_scales |= 1u << v[i];
+        }
+    }
+    return dlp_transform_check(t);
+}
+
+static void add_record(json_t *o, const dlp_opt *opts) {
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_object_set_new(o, "options", dlp_opts_to_json(opts));
+    json_object_set_new(o, "host", dlp_host_to_json(&h));
+    json_object_set_new(o, "versions", dlp_versions_to_json());
+}
+
+// ---- data gen -------------------------------------------------------------------------------------------------------
+
+static int cmd_gen(int argc, char **argv) {
+    dlp_synth_params p;
+    dlp_synth_defaults(&p);
+    const char *out = NULL, *size = "imagenet";
+    int64_t seed = 0;
+    char def_classes[16], def_pc[16], def_vpc[16];
+    snprintf(def_classes, sizeof def_classes, "%d", p.classes);
+    snprintf(def_pc, sizeof def_pc, "%d", p.per_class);
+    snprintf(def_vpc, sizeof def_vpc, "%d", p.val_per_class);
+    dlp_opt opts[] = {
+        {"out", 'o', DLP_OPT_STR, &out, NULL, "DIR", "write here (must not exist); default: the cache, printed", NULL, 0},
+        {"classes", 'c', DLP_OPT_INT, &p.classes, def_classes, "N", "number of classes", NULL, 0},
+        {"per-class", 'n', DLP_OPT_INT, &p.per_class, def_pc, "N", "training images per class", NULL, 0},
+        {"val-per-class", 0, DLP_OPT_INT, &p.val_per_class, def_vpc, "N", "validation images per class", NULL, 0},
+        {"size", 's', DLP_OPT_STR, &size, "imagenet", "MIN-MAX", "shorter side range in pixels, or imagenet", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "random seed (same seed, same files)", NULL, 0},
+        {"workers", 'w', DLP_OPT_INT, &p.workers, "0", "N", "generator threads (0: all CPUs; output is the same)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data gen [--out DIR] [options]\n\n"
+                                         "Writes a synthetic ImageNet: train/<wnid>/*.JPEG, val/<wnid>/*.JPEG, labels.txt,\n"
+                                         "train.txt and val.txt (path label), dataset.json.",
+                                   argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
+    if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
+    p.seed = (uint64_t)seed;
+    if ((st = dlp_synth_parse_size(size, &p))) return dlp_cli_fail(st);
+    if (p.classes < 1 || p.per_class < 1 || p.val_per_class < 0 || p.workers < 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--classes and --per-class must be >= 1, --val-per-class >= 0"));
+    char dir[4096];
+    dlp_synth_report rep = {0};
+    if (out) {
+        snprintf(dir, sizeof dir, "%s", out);
+        if ((st = dlp_synth_generate(&p, dir, &rep))) return dlp_cli_fail(st);
+    } else {
+        if ((st = dlp_synth_ensure(&p, dir, sizeof dir))) return dlp_cli_fail(st);
+        char meta[4200];
+        snprintf(meta, sizeof meta, "%s/dataset.json", dir);
+        json_t *j;
+        if (dlp_json_load(meta, &j) == DLP_OK) {
+            rep.images = json_integer_value(json_object_get(j, "images"));
+            rep.bytes = json_integer_value(json_object_get(j, "bytes"));
+            json_t *m = json_object_get(j, "mix");
+            rep.gray = json_integer_value(json_object_get(m, "gray"));
+            rep.sub444 = json_integer_value(json_object_get(m, "sub444"));
+            rep.sub422 = json_integer_value(json_object_get(m, "sub422"));
+            rep.sub420 = json_integer_value(json_object_get(m, "sub420"));
+            rep.progressive = json_integer_value(json_object_get(m, "progressive"));
+            rep.over_1000px = json_integer_value(json_object_get(m, "over_1000px"));
+            json_decref(j);
+        }
+    }
+    double n = rep.images ? (double)rep.images : 1.0;
+    printf("%s\n", dir);
+    printf("  %lld images (%lld train, %lld val) in %d classes, %.1f MB, %.1f KB per file on average\n",
+           (long long)rep.images, (long long)p.classes * p.per_class, (long long)p.classes * p.val_per_class, p.classes,
+           rep.bytes / 1e6, rep.bytes / 1e3 / n);
+    printf("  4:2:0 %.1f%%, 4:4:4 %.1f%%, 4:2:2 %.1f%%, grayscale %.1f%%, progressive %.1f%%, over 1000 px %.1f%%\n",
+           100 * rep.sub420 / n, 100 * rep.sub444 / n, 100 * rep.sub422 / n, 100 * rep.gray / n,
+           100 * rep.progressive / n, 100 * rep.over_1000px / n);
+    if (rep.seconds > 0) printf("  generated in %.1f s (%.0f images/s)\n", rep.seconds, rep.images / rep.seconds);
+    return 0;
+}
+
+// ---- data bench -----------------------------------------------------------------------------------------------------
+
+static int cmd_bench(int argc, char **argv) {
+    const char *data = "synthetic", *split = "train", *workers_s = NULL, *json = NULL;
+    int batch = 32, prefetch = 0, repeat = 1, transform_val = 0, drop_cache = 0;
+    int64_t images = 0, read_limit = 0, seed = 0;
+    xform_opts xo = {0};
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    char def_workers[64];
+    if (ncpu > 1) snprintf(def_workers, sizeof def_workers, "1,%d", ncpu);
+    else snprintf(def_workers, sizeof def_workers, "1");
+    dlp_opt opts[] = {
+        {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR|synthetic", "dataset: ImageNet root, ImageFolder, list file, synthetic[:k=v,..]", NULL, 0},
+        {"split", 0, DLP_OPT_STR, &split, "train", "train|val", "which folder of an ImageNet root", NULL, 0},
+        {"val", 0, DLP_OPT_FLAG, &transform_val, NULL, NULL, "validation transform (resize 256, centre crop) instead of training", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &batch, "32", NULL, "batch size", NULL, 0},
+        {"workers", 'w', DLP_OPT_STR, &workers_s, def_workers, "N[,N..]", "loader threads; a list measures scaling", NULL, 0},
+        {"prefetch", 0, DLP_OPT_INT, &prefetch, "0", NULL, "batch slots in the ring (0: 2 x workers)", NULL, 0},
+        {"images", 'n', DLP_OPT_I64, &images, "0", NULL, "images per measurement (0: the whole dataset once)", NULL, 0},
+        {"repeat", 'r', DLP_OPT_INT, &repeat, "1", NULL, "measurements per worker count (median reported)", NULL, 0},
+        {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
+        {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
+        {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
+        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
+        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (no DCT scaling)", NULL, 0},
+        {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
+        {"read-limit", 0, DLP_OPT_SIZE, &read_limit, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 200M)", NULL, 0},
+        {"drop-cache", 0, DLP_OPT_FLAG, &drop_cache, NULL, NULL, "cold reads: drop the files from the page cache before each run", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "shuffle and augmentation seed", NULL, 0},
+        {"json", 'j', DLP_OPT_STR, &json, NULL, "FILE", "write the versioned JSON result here (never overwritten)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data bench [--data DIR|synthetic] [--workers 1,2] [options]\n\n"
+                                         "The input pipeline alone (read, decode, augment into batches; no model): img/s,\n"
+                                         "MB/s and worker time per image per stage, for each worker count.",
+                                   argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
+    if ((st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
+    dlp_data_bench_cfg bc;
+    memset(&bc, 0, sizeof bc);
+    bc.nworkers = dlp_parse_int_list(workers_s, bc.workers, DLP_DATA_BENCH_MAX_RUNS);
+    if (bc.nworkers < 1) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--workers '%s' is not a list like 1,2,4", workers_s));
+    for (int i = 0; i < bc.nworkers; i++)
+        if (bc.workers[i] < 1 || bc.workers[i] > 1024)
+            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--workers: %d is not in 1..1024", bc.workers[i]));
+    if (batch < 1 || repeat < 1 || images < 0 || prefetch < 0 || seed < 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --repeat must be >= 1; --images, --prefetch, --seed >= 0"));
+    dlp_dataset *ds;
+    char where[4096];
+    if ((st = dlp_data_open(data, split, NULL, &ds, where, sizeof where))) return dlp_cli_fail(st);
+    dlp_loader_cfg_defaults(&bc.loader, ds, transform_val ? DLP_XFORM_VAL : DLP_XFORM_TRAIN);
+    if ((st = apply_xform_opts(&xo, &bc.loader.transform))) {
+        dlp_dataset_free(ds);
+        return dlp_cli_fail(st);
+    }
+    bc.loader.batch = batch;
+    bc.loader.prefetch = prefetch;
+    bc.loader.seed = (uint64_t)seed;
+    bc.loader.read_limit_bytes_per_s = read_limit;
+    bc.loader.drop_cache = drop_cache;
+    bc.images = images;
+    bc.repeat = repeat;
+    const dlp_transform *t = &bc.loader.transform;
+    int64_t n_used = images > 0 && images < ds->n ? images : ds->n;
+    fprintf(stderr, "data bench: %s (%lld of %lld images, %d classes); %s transform -> %dx%d %s %s, batch %d; %s%s\n",
+            where, (long long)n_used, (long long)ds->n, ds->nclasses, transform_val ? "val" : "train", t->out_w, t->out_h,
+            dlp_dtype_name(t->dtype), dlp_layout_name(t->layout), batch, drop_cache ? "cold (page cache dropped)" : "warm",
+            t->dct_scales == (1u << 8) ? ", no DCT scaling" : "");
+    dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
+    st = dlp_data_bench(&bc, runs);
+    if (st) {
+        dlp_dataset_free(ds);
+        return dlp_cli_fail(st);
+    }
+    printf("%7s %9s %8s %9s %9s %10s %8s %7s %9s %6s\n", "workers", "img/s", "MB/s", "read ms", "decode ms", "augment ms",
+           "cpu/img", "wait%", "decoded", "bad");
+    for (int k = 0; k < bc.nworkers; k++) {
+        const dlp_data_bench_run *r = &runs[k];
+        double n = r->images ? (double)r->images : 1.0;
+        const dlp_loader_stats *s = &r->stats;
+        printf("%7d %9.1f %8.1f %9.3f %9.3f %10.3f %8.3f %7.1f %8.0f%% %6lld\n", r->workers, r->img_per_s, r->mb_per_s,
+               dlp_ns_to_ms(s->read_ns) / n, dlp_ns_to_ms(s->decode_ns) / n, dlp_ns_to_ms(s->augment_ns) / n,
+               r->cpu_seconds * 1e3 / n, r->seconds > 0 ? 100.0 * dlp_ns_to_s(s->wait_ns) / r->seconds : 0.0,
+               s->source_pixels ? 100.0 * s->decoded_pixels / s->source_pixels : 0.0, (long long)s->bad);
+    }
+    printf("(read/decode/augment/cpu: ms per image of worker time and of process CPU; wait%%: time the consumer waited\n"
+           " for batches, ~100%% with no model to feed; decoded: pixels decoded at the DCT scale vs full size)\n");
+    for (int k = 1; k < bc.nworkers; k++)
+        if (runs[0].img_per_s > 0)
+            printf("speed-up %d -> %d workers: %.2fx\n", runs[0].workers, runs[k].workers, runs[k].img_per_s / runs[0].img_per_s);
+    int rc = 0;
+    if (json) {
+        json_t *o = dlp_json_result_new("dlperf.data_bench/1", 0, NULL);
+        add_record(o, opts);
+        json_t *d = json_object();
+        json_object_set_new(d, "path", json_string(where));
+        json_object_set_new(d, "images", json_integer(ds->n));
+        json_object_set_new(d, "images_used", json_integer(n_used));
+        json_object_set_new(d, "classes", json_integer(ds->nclasses));
+        json_object_set_new(o, "dataset", d);
+        json_object_set_new(o, "cold", json_boolean(drop_cache));
+        json_t *arr = json_array();
+        for (int k = 0; k < bc.nworkers; k++) json_array_append_new(arr, dlp_data_bench_run_to_json(&runs[k]));
+        json_object_set_new(o, "runs", arr);
+        st = dlp_json_write(o, json, DLP_WRITE_NOCLOBBER);
+        json_decref(o);
+        if (st) rc = dlp_cli_fail(st);
+        else fprintf(stderr, "wrote %s\n", json);
+    }
+    dlp_dataset_free(ds);
+    return rc;
+}
+
+// ---- data crop ------------------------------------------------------------------------------------------------------
+
+static int cmd_crop(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *box = NULL;
+    int val = 0, flip = 0;
+    int64_t seed = 0;
+    xform_opts xo = {0};
+    dlp_opt opts[] = {
+        {"in", 'i', DLP_OPT_STR, &in, NULL, "FILE", "JPEG file", NULL, 0},
+        {"out", 'o', DLP_OPT_STR, &out, NULL, "FILE", "raw tensor output (3 x H x W or H x W x 3; never overwritten)", NULL, 0},
+        {"box", 0, DLP_OPT_STR, &box, NULL, "X,Y,W,H", "crop this box (image pixels), then resize (RandomResizedCrop's op)", NULL, 0},
+        {"val", 0, DLP_OPT_FLAG, &val, NULL, NULL, "validation transform: resize shorter side to 256 (x crop/224), centre crop", NULL, 0},
+        {"flip", 0, DLP_OPT_FLAG, &flip, NULL, NULL, "mirror horizontally (with --box)", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "random crop seed (without --box or --val)", NULL, 0},
+        {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
+        {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
+        {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
+        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
+        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (exactly torchvision's pixels)", NULL, 0},
+        {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
+                                         "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
+                                         "torchvision and for debugging); prints what it did as JSON on stdout.",
+                                   argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (!in || !out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--in and --out are required (see --help)"));
+    if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);
+    dlp_transform t;
+    dlp_transform_defaults(&t, val ? DLP_XFORM_VAL : DLP_XFORM_TRAIN);
+    if ((st = apply_xform_opts(&xo, &t))) return dlp_cli_fail(st);
+    dlp_crop c, *cp = NULL;
+    if (box) {
+        memset(&c, 0, sizeof c);
+        char x;
+        if (sscanf(box, "%d,%d,%d,%d%c", &c.x, &c.y, &c.w, &c.h, &x) != 4 || c.w < 1 || c.h < 1 || c.x < 0 || c.y < 0)
+            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--box '%s' is not X,Y,W,H with W,H >= 1", box));
+        c.flip = flip;
+        cp = &c;
+    }
+    char *buf;
+    size_t len;
+    if ((st = dlp_read_file(in, &buf, &len, 256u << 20))) return dlp_cli_fail(st);
+    dlp_transformer *xf;
+    if ((st = dlp_transformer_create(&t, &xf))) {
+        free(buf);
+        return dlp_cli_fail(st);
+    }
+    if (cp) {  // the box must lie in the image: check against the header
+        dlp_jpeg_dec *d;
+        dlp_jpeg_info ji;
+        st = dlp_jpeg_dec_create(&d);
+        if (st == DLP_OK) {
+            st = dlp_jpeg_open(d, (const uint8_t *)buf, len, &ji);
+            dlp_jpeg_close(d);
+            dlp_jpeg_dec_free(d);
+        }
+        if (st == DLP_OK && (c.x + c.w > ji.width || c.y + c.h > ji.height))
+            st = DLP_ERR(DLP_ERR_INVALID, "--box %s is outside the %dx%d image", box, ji.width, ji.height);
+    }
+    size_t nbytes = dlp_transform_sample_bytes(&t);
+    void *dst = calloc(1, nbytes);
+    dlp_sample_info info;
+    dlp_rng rng;
+    dlp_rng_init(&rng, (uint64_t)seed, 0);
+    if (st == DLP_OK && !dst) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    if (st == DLP_OK) st = dlp_transformer_run(xf, (const uint8_t *)buf, len, cp, &rng, dst, &info);
+    if (st == DLP_OK) st = dlp_write_atomic(out, dst, nbytes, DLP_WRITE_NOCLOBBER);
+    if (st == DLP_OK) {
+        json_t *o = json_object();
+        json_object_set_new(o, "width", json_integer(info.width));
+        json_object_set_new(o, "height", json_integer(info.height));
+        json_object_set_new(o, "components", json_integer(info.jpeg.components));
+        json_object_set_new(o, "progressive", json_boolean(info.jpeg.progressive));
+        json_t *cj = json_object();
+        json_object_set_new(cj, "x", json_integer(info.crop.x));
+        json_object_set_new(cj, "y", json_integer(info.crop.y));
+        json_object_set_new(cj, "w", json_integer(info.crop.w));
+        json_object_set_new(cj, "h", json_integer(info.crop.h));
+        json_object_set_new(cj, "resized_w", json_integer(info.crop.resized_w));
+        json_object_set_new(cj, "resized_h", json_integer(info.crop.resized_h));
+        json_object_set_new(cj, "flip", json_boolean(info.crop.flip));
+        json_object_set_new(o, "crop", cj);
+        json_object_set_new(o, "dct_scale", json_integer(info.scale_num));
+        json_object_set_new(o, "decoded_w", json_integer(info.dec_w));
+        json_object_set_new(o, "decoded_h", json_integer(info.dec_h));
+        json_object_set_new(o, "out_w", json_integer(t.out_w));
+        json_object_set_new(o, "out_h", json_integer(t.out_h));
+        json_object_set_new(o, "dtype", json_string(dlp_dtype_name(t.dtype)));
+        json_object_set_new(o, "layout", json_string(dlp_layout_name(t.layout)));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)nbytes));
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+        putchar('\n');
+        json_decref(o);
+    }
+    free(dst);
+    free(buf);
+    dlp_transformer_free(xf);
+    return dlp_cli_fail(st);
+}
+
+// ---- data info ------------------------------------------------------------------------------------------------------
+
+static int cmd_info(int argc, char **argv) {
+    const char *data = "synthetic", *split = "train";
+    int check = 0;
+    dlp_opt opts[] = {
+        {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR|synthetic", "dataset", NULL, 0},
+        {"split", 0, DLP_OPT_STR, &split, "train", "train|val", "which folder of an ImageNet root", NULL, 0},
+        {"check", 0, DLP_OPT_FLAG, &check, NULL, NULL, "decode every file (at 1/8 scale) and list the bad ones", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data info [--data DIR|synthetic] [--check]", argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    dlp_dataset *ds;
+    char where[4096];
+    if ((st = dlp_data_open(data, split, NULL, &ds, where, sizeof where))) return dlp_cli_fail(st);
+    printf("%s: %lld images in %d classes\n", where, (long long)ds->n, ds->nclasses);
+    for (int c = 0; c < ds->nclasses && c < 5; c++) printf("  class %d: %s\n", c, ds->class_names[c]);
+    if (ds->nclasses > 5) printf("  ... class %d: %s\n", ds->nclasses - 1, ds->class_names[ds->nclasses - 1]);
+    int rc = 0;
+    if (check) {
+        dlp_jpeg_dec *d;
+        if ((st = dlp_jpeg_dec_create(&d))) {
+            dlp_dataset_free(ds);
+            return dlp_cli_fail(st);
+        }
+        int64_t kinds[DLP_BAD_KIND_COUNT] = {0}, bytes = 0, bad = 0;
+        char path[4096];
+        for (int64_t i = 0; i < ds->n; i++) {
+            dlp_dataset_path(ds, i, path, sizeof path);
+            char *buf;
+            size_t len;
+            dlp_bad_kind k = DLP_BAD_NONE;
+            if (dlp_read_file(path, &buf, &len, 256u << 20) != DLP_OK) {
+                k = DLP_BAD_IO;
+            } else {
+                bytes += (int64_t)len;
+                dlp_jpeg_info ji;
+                dlp_jpeg_rgb img;
+                if (dlp_jpeg_open(d, (const uint8_t *)buf, len, &ji) != DLP_OK ||
+                    dlp_jpeg_decode_region(d, 1, 0, 0, 1 << 30, 1 << 30, &img) != DLP_OK)
+                    k = dlp_jpeg_bad(d) != DLP_BAD_NONE ? dlp_jpeg_bad(d) : DLP_BAD_CORRUPT;
+                dlp_jpeg_close(d);
+                free(buf);
+            }
+            if (k != DLP_BAD_NONE) {
+                kinds[k]++;
+                bad++;
+                printf("  bad: %s: %s (%s)\n", path, dlp_bad_kind_name(k), dlp_err_msg());
+            }
+            dlp_err_clear();
+        }
+        dlp_jpeg_dec_free(d);
+        printf("checked %lld files, %.1f MB: %lld bad", (long long)ds->n, bytes / 1e6, (long long)bad);
+        for (int k = 1; k < DLP_BAD_KIND_COUNT; k++)
+            if (kinds[k]) printf(", %s %lld", dlp_bad_kind_name((dlp_bad_kind)k), (long long)kinds[k]);
+        printf("\n");
+        rc = bad ? 1 : 0;
+    }
+    dlp_dataset_free(ds);
+    return rc;
+}
+
+int dlp_cli_data(int argc, char **argv) {
+    static const dlp_cli_cmd cmds[] = {
+        {"gen", cmd_gen, "write a synthetic ImageNet (deterministic from --seed)"},
+        {"bench", cmd_bench, "the input pipeline alone: img/s, MB/s, time per stage, scaling over threads"},
+        {"crop", cmd_crop, "decode + transform one JPEG into a raw tensor (tests, debugging)"},
+        {"info", cmd_info, "summarize a dataset; --check decodes every file"},
+        {NULL, NULL, NULL},
+    };
+    return dlp_cli_dispatch("dlperf data", cmds, argc, argv);
+}

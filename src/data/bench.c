@@ -1,0 +1,104 @@
+// data/bench: loader throughput measurements.
+#include "data/bench.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+// Reads the files once so a warm run measures the pipeline, not the disk.
+static void warm_files(const dlp_dataset *ds, int64_t n_used) {
+    char path[4096];
+    char *buf = malloc(1 << 16);
+    if (!buf) return;
+    for (int64_t i = 0; i < n_used; i++) {
+        int64_t idx = n_used < ds->n ? (int64_t)((double)i * ds->n / n_used) : i;
+        dlp_dataset_path(ds, idx, path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        while (read(fd, buf, 1 << 16) > 0) {
+        }
+        close(fd);
+    }
+    free(buf);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static dlp_status measure(const dlp_data_bench_cfg *cfg, int workers, double *secs, double *cpu, dlp_loader_stats *st,
+                          int64_t *images) {
+    dlp_loader_cfg lc = cfg->loader;
+    lc.workers = workers;
+    if (cfg->images > 0) lc.limit_samples = cfg->images;
+    lc.drop_last = 0;
+    dlp_loader *l;
+    DLP_CHECK(dlp_loader_create(&lc, &l));
+    int64_t c0 = dlp_cpu_ns(), t0 = dlp_now_ns();
+    dlp_status s = dlp_loader_start_epoch(l, lc.epoch);
+    dlp_batch *b;
+    while (s == DLP_OK && (s = dlp_loader_next(l, &b)) == DLP_OK && b) dlp_loader_release(l, b);
+    int64_t t1 = dlp_now_ns(), c1 = dlp_cpu_ns();
+    dlp_loader_get_stats(l, st);
+    dlp_loader_free(l);
+    DLP_CHECK(s);
+    *secs = dlp_ns_to_s(t1 - t0);
+    *cpu = dlp_ns_to_s(c1 - c0);
+    *images = st->images;
+    return DLP_OK;
+}
+
+dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *runs) {
+    if (cfg->nworkers < 1 || cfg->nworkers > DLP_DATA_BENCH_MAX_RUNS)
+        return DLP_ERR(DLP_ERR_INVALID, "give 1..%d worker counts", DLP_DATA_BENCH_MAX_RUNS);
+    const dlp_dataset *ds = cfg->loader.dataset;
+    int64_t n_used = cfg->images > 0 && cfg->images < ds->n ? cfg->images : ds->n;
+    if (!cfg->loader.drop_cache) {
+        int64_t t0 = dlp_now_ns();
+        warm_files(ds, n_used);
+        DLP_INFO("read %lld files once to warm the page cache (%.1f s)", (long long)n_used, dlp_ns_to_s(dlp_now_ns() - t0));
+    }
+    int repeat = cfg->repeat > 0 ? cfg->repeat : 1;
+    for (int k = 0; k < cfg->nworkers; k++) {
+        double secs[64], cpus[64];
+        dlp_loader_stats stats[64];
+        int64_t imgs[64];
+        if (repeat > 64) repeat = 64;
+        for (int r = 0; r < repeat; r++)
+            DLP_CHECK(measure(cfg, cfg->workers[k], &secs[r], &cpus[r], &stats[r], &imgs[r]));
+        double sorted[64];
+        memcpy(sorted, secs, sizeof(double) * (size_t)repeat);
+        qsort(sorted, (size_t)repeat, sizeof(double), cmp_double);
+        double med = sorted[repeat / 2];
+        int mi = 0;
+        for (int r = 0; r < repeat; r++)
+            if (secs[r] == med) mi = r;
+        dlp_data_bench_run *o = &runs[k];
+        memset(o, 0, sizeof *o);
+        o->workers = cfg->workers[k];
+        o->images = imgs[mi];
+        o->seconds = med;
+        o->cpu_seconds = cpus[mi];
+        o->stats = stats[mi];
+        o->img_per_s = med > 0 ? (double)imgs[mi] / med : 0;
+        o->mb_per_s = med > 0 ? (double)stats[mi].bytes_read / 1e6 / med : 0;
+    }
+    return DLP_OK;
+}
+
+json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r) {
+    json_t *o = json_object();
+    json_object_set_new(o, "workers", json_integer(r->workers));
+    json_object_set_new(o, "images", json_integer(r->images));
+    json_object_set_new(o, "seconds", json_real(r->seconds));
+    json_object_set_new(o, "img_per_s", json_real(r->img_per_s));
+    json_object_set_new(o, "mb_per_s", json_real(r->mb_per_s));
+    json_object_set_new(o, "cpu_seconds", json_real(r->cpu_seconds));
+    json_object_set_new(o, "loader", dlp_loader_stats_to_json(&r->stats));
+    return o;
+}

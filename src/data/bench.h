@@ -1,0 +1,36 @@
+// data/bench: the input pipeline alone — the "preparation rate" of a data-stall analysis. Runs the loader with a
+// consumer that only releases batches, for each worker count asked, and measures images/s, MB/s, worker time per
+// image per stage, and CPU time; warm (files read once beforehand) or cold (dropped from the page cache first).
+// Defines: dlp_data_bench_cfg, dlp_data_bench_run, dlp_data_bench, dlp_data_bench_run_to_json.
+#ifndef DLP_DATA_BENCH_H
+#define DLP_DATA_BENCH_H
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "data/loader.h"
+
+#define DLP_DATA_BENCH_MAX_RUNS 32
+
+typedef struct dlp_data_bench_cfg {
+    dlp_loader_cfg loader;       // dataset, batch, transform, prefetch, read limit, drop_cache, seed; workers ignored
+    int workers[DLP_DATA_BENCH_MAX_RUNS];
+    int nworkers;
+    int64_t images;              // images per measurement (0: the whole dataset once)
+    int repeat;                  // measurements per worker count (the median is reported)
+} dlp_data_bench_cfg;
+
+typedef struct dlp_data_bench_run {
+    int workers;
+    int64_t images;
+    double seconds;         // median over repeats
+    double img_per_s, mb_per_s;
+    double cpu_seconds;     // process CPU time during the measurement
+    dlp_loader_stats stats; // of the median measurement
+} dlp_data_bench_run;
+
+// Fills runs[0..cfg->nworkers). When not cold (drop_cache 0), every file used is read once first.
+dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *runs);
+json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r);
+
+#endif
