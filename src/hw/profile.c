@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -131,6 +132,10 @@ dlp_status dlp_pipeline_coeffs_from_json(const json_t *o, const char *w, dlp_pip
     p->dct_scaling = (int)v;
     DLP_CHECK(dlp_field_int(o, "crop_window", 0, 1, &v, w));
     p->crop_window = (int)v;
+    v = 0;
+    if (json_object_get(o, "dct_scale_mask")) DLP_CHECK(dlp_field_int(o, "dct_scale_mask", 0, 0x1FE, &v, w));
+    if (v & 1) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'dct_scale_mask' has bit 0 set (scales are bits 1..8)", w);
+    p->dct_scale_mask = (unsigned)v;
     struct { const char *k; double *d; } f[] = {
         {"read_per_file_s", &p->read_per_file_s},       {"read_per_byte_s", &p->read_per_byte_s},
         {"decode_per_image_s", &p->decode_per_image_s}, {"decode_per_pixel_s", &p->decode_per_pixel_s},
@@ -140,6 +145,7 @@ dlp_status dlp_pipeline_coeffs_from_json(const json_t *o, const char *w, dlp_pip
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) DLP_CHECK(dlp_field_nonneg(o, f[i].k, f[i].d, w));
     DLP_CHECK(dlp_field_opt_nonneg(o, "oversub_efficiency", 0, &p->oversub_efficiency, w));
+    DLP_CHECK(dlp_field_opt_nonneg(o, "per_sample_overhead_s", 0, &p->per_sample_overhead_s, w));
     p->nscaling = 0;
     const json_t *sc = json_object_get(o, "scaling");
     if (sc && !json_is_null(sc)) {
@@ -172,6 +178,7 @@ static json_t *pipeline_to_json(const dlp_pipeline_profile *p) {
     json_object_set_new(o, "name", json_string(p->name));
     json_object_set_new(o, "dct_scaling", json_integer(p->dct_scaling));
     json_object_set_new(o, "crop_window", json_integer(p->crop_window));
+    if (p->dct_scale_mask) json_object_set_new(o, "dct_scale_mask", json_integer(p->dct_scale_mask));
     json_object_set_new(o, "read_per_file_s", json_real(p->read_per_file_s));
     json_object_set_new(o, "read_per_byte_s", json_real(p->read_per_byte_s));
     json_object_set_new(o, "decode_per_image_s", json_real(p->decode_per_image_s));
@@ -180,6 +187,7 @@ static json_t *pipeline_to_json(const dlp_pipeline_profile *p) {
     json_object_set_new(o, "augment_per_image_s", json_real(p->augment_per_image_s));
     json_object_set_new(o, "augment_per_in_pixel_s", json_real(p->augment_per_in_pixel_s));
     json_object_set_new(o, "augment_per_out_pixel_s", json_real(p->augment_per_out_pixel_s));
+    json_object_set_new(o, "per_sample_overhead_s", json_real(p->per_sample_overhead_s));
     json_t *a = json_array();
     for (int i = 0; i < p->nscaling; i++) {
         json_t *e = json_object();
@@ -195,6 +203,16 @@ static json_t *pipeline_to_json(const dlp_pipeline_profile *p) {
 // --- devices ---------------------------------------------------------------------------------------------------------
 
 const dlp_rate *dlp_device_find_rate(const dlp_device_profile *d, dlp_task task, dlp_prec prec, int threads) {
+    return dlp_device_find_rate_for(d, task, prec, threads, NULL, 0);
+}
+
+static double size_distance(int a, int b) {
+    double x = a > 0 ? a : 224, y = b > 0 ? b : 224;
+    return fabs(log(x / y));
+}
+
+const dlp_rate *dlp_device_find_rate_for(const dlp_device_profile *d, dlp_task task, dlp_prec prec, int threads,
+                                         const char *model, int size) {
     const dlp_rate *below = NULL, *above = NULL;
     for (int i = 0; i < d->nrates; i++) {
         const dlp_rate *r = &d->rates[i];
@@ -205,7 +223,35 @@ const dlp_rate *dlp_device_find_rate(const dlp_device_profile *d, dlp_task task,
             above = r;
         }
     }
-    return below ? below : above;
+    const dlp_rate *pick = below ? below : above;
+    if (!pick || (!(model && model[0]) && size <= 0)) return pick;
+    const dlp_rate *best = pick;
+    double best_score = 1e300;
+    for (int i = 0; i < d->nrates; i++) {
+        const dlp_rate *r = &d->rates[i];
+        if (r->task != task || r->prec != prec || r->threads != pick->threads) continue;
+        double score = (model && model[0] && r->model[0] && strcmp(model, r->model) != 0) ? 100 : 0;
+        if (size > 0) score += size_distance(size, r->size);
+        if (score < best_score) {
+            best_score = score;
+            best = r;
+        }
+    }
+    return best;
+}
+
+const dlp_contention_point *dlp_device_find_contention(const dlp_device_profile *d, int threads, int workers) {
+    const dlp_contention_point *best = NULL;
+    double best_score = 1e300;
+    for (int i = 0; i < d->ncontention; i++) {
+        const dlp_contention_point *c = &d->contention[i];
+        double score = 1000.0 * abs(c->threads - threads) + abs(c->workers - workers);
+        if (score < best_score) {
+            best_score = score;
+            best = c;
+        }
+    }
+    return best;
 }
 
 static dlp_status rate_from_json(const json_t *o, const char *where, dlp_rate *r) {
@@ -224,6 +270,10 @@ static dlp_status rate_from_json(const json_t *o, const char *where, dlp_rate *r
     v = 0;
     if (json_object_get(o, "batch_ref")) DLP_CHECK(dlp_field_int(o, "batch_ref", 0, 1 << 20, &v, where));
     r->batch_ref = (int)v;
+    DLP_CHECK(dlp_field_opt_str(o, "model", r->model, sizeof r->model, where));
+    v = 0;
+    if (json_object_get(o, "size")) DLP_CHECK(dlp_field_int(o, "size", 0, 1 << 16, &v, where));
+    r->size = (int)v;
     DLP_CHECK(dlp_field_nonneg(o, "t0_s", &r->t0_s, where));
     DLP_CHECK(dlp_field_pos(o, "per_image_s", &r->per_image_s, where));
     DLP_CHECK(dlp_field_opt_nonneg(o, "update_s", 0, &r->update_s, where));
@@ -268,6 +318,25 @@ dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_p
         snprintf(wr, sizeof wr, "%s: rates[%zu]", w, i);
         DLP_CHECK(rate_from_json(json_array_get(rates, i), wr, &d->rates[d->nrates++]));
     }
+    const json_t *cn = json_object_get(o, "contention");
+    if (cn && !json_is_null(cn)) {
+        if (!json_is_array(cn)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'contention' is not an array", w);
+        if (json_array_size(cn) > DLP_DEVICE_MAX_CONTENTION)
+            return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'contention' has more than %d points", w, DLP_DEVICE_MAX_CONTENTION);
+        for (size_t i = 0; i < json_array_size(cn); i++) {
+            char wc[360];
+            snprintf(wc, sizeof wc, "%s: contention[%zu]", w, i);
+            const json_t *e = json_array_get(cn, i);
+            dlp_contention_point *pt = &d->contention[d->ncontention++];
+            int64_t iv;
+            DLP_CHECK(dlp_field_int(e, "threads", 1, 4096, &iv, wc));
+            pt->threads = (int)iv;
+            DLP_CHECK(dlp_field_int(e, "workers", 1, 4096, &iv, wc));
+            pt->workers = (int)iv;
+            DLP_CHECK(dlp_field_pos(e, "compute_share", &pt->compute_share, wc));
+            DLP_CHECK(dlp_field_pos(e, "loader_share", &pt->loader_share, wc));
+        }
+    }
     return dlp_device_validate(d, where);
 }
 
@@ -292,6 +361,8 @@ json_t *dlp_device_to_json(const dlp_device_profile *d) {
         json_object_set_new(e, "precision", json_string(dlp_prec_name(r->prec)));
         json_object_set_new(e, "threads", json_integer(r->threads));
         json_object_set_new(e, "batch_ref", json_integer(r->batch_ref));
+        if (r->model[0]) json_object_set_new(e, "model", json_string(r->model));
+        if (r->size) json_object_set_new(e, "size", json_integer(r->size));
         json_object_set_new(e, "t0_s", json_real(r->t0_s));
         json_object_set_new(e, "per_image_s", json_real(r->per_image_s));
         json_object_set_new(e, "update_s", json_real(r->update_s));
@@ -301,6 +372,15 @@ json_t *dlp_device_to_json(const dlp_device_profile *d) {
         json_array_append_new(a, e);
     }
     json_object_set_new(o, "rates", a);
+    if (d->ncontention) {
+        json_t *ca = json_array();
+        for (int i = 0; i < d->ncontention; i++) {
+            const dlp_contention_point *c = &d->contention[i];
+            json_array_append_new(ca, json_pack("{s:i, s:i, s:f, s:f}", "threads", c->threads, "workers", c->workers,
+                                                "compute_share", c->compute_share, "loader_share", c->loader_share));
+        }
+        json_object_set_new(o, "contention", ca);
+    }
     return o;
 }
 
@@ -314,6 +394,14 @@ dlp_status dlp_device_validate(const dlp_device_profile *d, const char *where) {
     if (!(d->h2d_bytes_per_s >= 0) || !isfinite(d->h2d_bytes_per_s))
         return DLP_ERR(DLP_ERR_FORMAT, "%s (%s): h2d_bytes_per_s must be >= 0", where, d->name);
     if (d->nrates < 1) return DLP_ERR(DLP_ERR_FORMAT, "%s (%s): device has no rates", where, d->name);
+    for (int i = 0; i < d->ncontention; i++) {
+        const dlp_contention_point *c = &d->contention[i];
+        if (c->threads < 1 || c->workers < 1 || !(c->compute_share > 0 && c->compute_share <= 1.2) ||
+            !(c->loader_share > 0 && c->loader_share <= 1.2))
+            return DLP_ERR(DLP_ERR_FORMAT, "%s (%s): contention[%d] needs threads, workers >= 1 and shares in (0, 1.2] "
+                           "(got %d, %d, %g, %g)", where, d->name, i, c->threads, c->workers, c->compute_share,
+                           c->loader_share);
+    }
     for (int i = 0; i < d->nrates; i++) {
         const dlp_rate *r = &d->rates[i];
         if (!(r->per_image_s > 0) || !isfinite(r->per_image_s) || !(r->t0_s >= 0) || !(r->update_s >= 0) ||

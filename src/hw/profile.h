@@ -16,9 +16,10 @@
 
 #define DLP_PROFILE_SCHEMA "dlperf.profile/1"
 #define DLP_PROFILE_MAX_DEVICES 8
-#define DLP_DEVICE_MAX_RATES 16
+#define DLP_DEVICE_MAX_RATES 48
+#define DLP_DEVICE_MAX_CONTENTION 16
 #define DLP_PIPELINE_MAX_SCALING 32
-#define DLP_DATASET_MAX_SIZES 64
+#define DLP_DATASET_MAX_SIZES 256
 
 // Compute precision. fp32 is strict FP32; tf32 is FP32 storage with TF32 tensor-core math (PyTorch's default on
 // Ampere and newer GPUs); fp16 is mixed precision (AMP); int8 only for inference.
@@ -61,6 +62,7 @@ typedef struct dlp_scaling_point {
 typedef struct dlp_pipeline_profile {
     char name[32];                 // "dlperf", "torchvision"
     int dct_scaling;               // decodes at the smallest DCT scale M/8 keeping the crop >= output size
+    unsigned dct_scale_mask;       // the scales M it chooses from (bit M, M = 1..8); 0: all of 1..8
     int crop_window;               // decodes only the crop window's columns and stops after its last row
     double read_per_file_s;        // read from the page cache: per file (open, read, close) ...
     double read_per_byte_s;        // ... and per byte copied
@@ -70,6 +72,7 @@ typedef struct dlp_pipeline_profile {
     double augment_per_image_s;    // augment: per image ...
     double augment_per_in_pixel_s; // ... per decoded pixel resized from ...
     double augment_per_out_pixel_s;// ... per output pixel (resize, flip, normalize, write in the batch type)
+    double per_sample_overhead_s;  // the loader's own time per sample beyond its stages (claiming, accounting)
     int nscaling;                  // measured efficiencies at 1..N threads (N <= cores); none: 1.0
     dlp_scaling_point scaling[DLP_PIPELINE_MAX_SCALING];
     double oversub_efficiency;     // more loader threads than cores: extra threads add this fraction of a core (0)
@@ -111,6 +114,8 @@ typedef struct dlp_rate {
     dlp_prec prec;
     int threads;          // compute threads this row is for (cpu device); 0 for GPUs
     int batch_ref;        // batch the figure was taken or fitted at (0: not stated)
+    char model[24];       // the model it was measured with ("" : any; per_image_s is per image of reference work)
+    int size;             // the image size it was measured at (0: any)
     double t0_s;          // fixed time per step
     double per_image_s;   // per image of reference work
     double update_s;      // optimizer step for reference parameters (train)
@@ -118,6 +123,16 @@ typedef struct dlp_rate {
     int estimate;         // 1 when derived rather than published or measured
     char basis[256];      // where the figure comes from
 } dlp_rate;
+
+// The cpu device and the loader running at once on the same cores, both flat out (probe): each one's rate as a
+// share of its rate alone. Perfect sharing gives compute_share + loader_share = 1; threads preempted inside a
+// parallel region (the others wait at its barrier) give less.
+typedef struct dlp_contention_point {
+    int threads;           // compute threads
+    int workers;           // loader threads
+    double compute_share;  // compute's rate while the loader runs / alone (0..1]
+    double loader_share;   // the loader's rate while compute runs / alone (0..1]
+} dlp_contention_point;
 
 typedef struct dlp_device_profile {
     char name[48];                   // "cpu", "a100-80gb", "custom"
@@ -128,6 +143,9 @@ typedef struct dlp_device_profile {
     double h2d_pageable_bytes_per_s; // pageable copies (record; the loader's batches are pinned)
     int h2d_overlap;                 // copies run on a copy engine while the previous step computes
     double contention_efficiency;    // cpu device: useful share of CPU time when loader and compute share cores
+                                     // (used when no contention points were measured)
+    int ncontention;                 // cpu device: measured contention points
+    dlp_contention_point contention[DLP_DEVICE_MAX_CONTENTION];
     double mem_bytes, power_w, price_usd;  // 0: unknown
     int nrates;
     dlp_rate rates[DLP_DEVICE_MAX_RATES];
@@ -135,6 +153,14 @@ typedef struct dlp_device_profile {
 // The row for (task, prec): for the cpu device the row with the most threads <= `threads` (0: the most),
 // else the fewest above. NULL if the device has no row for that task and precision.
 const dlp_rate *dlp_device_find_rate(const dlp_device_profile *d, dlp_task task, dlp_prec prec, int threads);
+// The same thread choice, then among the rows with that thread count the one measured closest to the workload:
+// the same model first, then the nearest image size (in log scale; rows without a size count as 224).
+// model NULL / size 0: no preference (the first such row).
+const dlp_rate *dlp_device_find_rate_for(const dlp_device_profile *d, dlp_task task, dlp_prec prec, int threads,
+                                         const char *model, int size);
+// The measured contention point for (threads, workers): the same threads and workers, else the nearest
+// (threads first). NULL when none was measured.
+const dlp_contention_point *dlp_device_find_contention(const dlp_device_profile *d, int threads, int workers);
 
 // --- interconnect, cost --------------------------------------------------------------------------------------
 typedef struct dlp_interconnect_profile {

@@ -9,7 +9,7 @@ dlp_status dlp_step_times_compute(const dlp_device_profile *d, const dlp_step_re
     if (q->batch < 1 || !(q->work_ratio > 0) || q->params_ratio < 0 || q->input_bytes < 0)
         return DLP_ERR(DLP_ERR_INVALID, "step on %s: batch %d, work ratio %g, params ratio %g: need batch >= 1, ratio > 0",
                        d->name, q->batch, q->work_ratio, q->params_ratio);
-    const dlp_rate *r = dlp_device_find_rate(d, q->task, q->prec, q->threads);
+    const dlp_rate *r = dlp_device_find_rate_for(d, q->task, q->prec, q->threads, q->model, q->size);
     if (!r) {
         char have[256] = "";
         size_t n = 0;

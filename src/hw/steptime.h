@@ -15,6 +15,8 @@ typedef struct dlp_step_request {
     double params_ratio;    // model parameters / ResNet-50's
     double input_bytes;     // bytes of one input image as copied to the device
     double h2d_bytes_per_s; // effective host-to-device rate; 0: the device profile's
+    const char *model;      // the model and image size, to pick the profile row measured closest (NULL, 0: any)
+    int size;
 } dlp_step_request;
 
 typedef struct dlp_step_times {

@@ -152,6 +152,63 @@ static void bucket(const sample *s, int n, dlp_dataset_stats *out) {
     }
 }
 
+dlp_status dlp_dataset_stats_from_files(const dlp_file_stat *f, int n, int64_t images, const char *name,
+                                        dlp_dataset_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (n < 1) return DLP_ERR(DLP_ERR_INVALID, "dataset %s: no files to take statistics from", name);
+    sample *s = calloc((size_t)n, sizeof *s);
+    if (!s) return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the statistics of %s", name);
+    double bytes = 0;
+    int prog = 0;
+    for (int i = 0; i < n; i++) {
+        s[i].w = f[i].w;
+        s[i].h = f[i].h;
+        s[i].bytes = (long)f[i].bytes;
+        bytes += (double)f[i].bytes;
+        prog += f[i].progressive != 0;
+    }
+    snprintf(out->name, sizeof out->name, "%.90s", name);
+    out->images = images;
+    out->mean_bytes = bytes / n;
+    out->progressive_fraction = (double)prog / n;
+    bucket(s, n, out);
+    free(s);
+    return dlp_dataset_stats_normalize(out, name);
+}
+
+dlp_status dlp_dataset_stats_of(const dlp_dataset *ds, int64_t limit_samples, int max_samples, dlp_dataset_stats *out,
+                                int *skipped) {
+    memset(out, 0, sizeof *out);
+    *skipped = 0;
+    int64_t used = limit_samples > 0 && limit_samples < ds->n ? limit_samples : ds->n;
+    if (max_samples <= 0) max_samples = 2000;
+    int want = used < max_samples ? (int)used : max_samples;
+    dlp_file_stat *f = calloc((size_t)want, sizeof *f);
+    if (!f) return DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", ds->root);
+    int nf = 0;
+    char path[4096];
+    for (int i = 0; i < want; i++) {
+        int64_t k = (int64_t)((double)i * used / want);                        // evenly spaced over the used samples
+        int64_t idx = used < ds->n ? (int64_t)((double)k * ds->n / used) : k;  // the loader's subset rule
+        dlp_dataset_path(ds, idx, path, sizeof path);
+        int w, h, p;
+        long b;
+        if (read_header(path, &w, &h, &p, &b) != 0) {
+            (*skipped)++;
+            continue;
+        }
+        f[nf].w = w;
+        f[nf].h = h;
+        f[nf].bytes = b;
+        f[nf].progressive = p;
+        nf++;
+    }
+    dlp_status st = nf > 0 ? dlp_dataset_stats_from_files(f, nf, used, ds->root, out)
+                           : DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %d sampled files is a readable JPEG", ds->root, want);
+    free(f);
+    return st;
+}
+
 dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats *out, int *skipped) {
     memset(out, 0, sizeof *out);
     *skipped = 0;
@@ -162,15 +219,13 @@ dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats 
     path_list pl = {0};
     dlp_status st = walk(root, 0, &pl);
     if (st == DLP_OK && pl.n == 0) st = DLP_ERR(DLP_ERR_NOTFOUND, "dataset %s: no .JPEG/.jpg files found", root);
-    sample *s = NULL;
-    int ns = 0;
+    dlp_file_stat *f = NULL;
+    int nf = 0;
     if (st == DLP_OK) {
         if (max_samples <= 0) max_samples = 2000;
         size_t want = pl.n < (size_t)max_samples ? pl.n : (size_t)max_samples;
-        s = calloc(want, sizeof *s);
-        if (!s) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", root);
-        int prog = 0;
-        double bytes = 0;
+        f = calloc(want, sizeof *f);
+        if (!f) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", root);
         for (size_t i = 0; st == DLP_OK && i < want; i++) {
             size_t idx = i * pl.n / want;  // evenly spaced over the sorted list
             int w, h, p;
@@ -179,25 +234,17 @@ dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats 
                 (*skipped)++;
                 continue;
             }
-            s[ns].w = w;
-            s[ns].h = h;
-            s[ns].bytes = b;
-            bytes += (double)b;
-            prog += p;
-            ns++;
+            f[nf].w = w;
+            f[nf].h = h;
+            f[nf].bytes = b;
+            f[nf].progressive = p;
+            nf++;
         }
-        if (st == DLP_OK && ns == 0) st = DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %zu sampled files is a readable JPEG", root, want);
-        if (st == DLP_OK) {
-            snprintf(out->name, sizeof out->name, "%.90s", root);
-            out->images = (int64_t)pl.n;
-            out->mean_bytes = bytes / ns;
-            out->progressive_fraction = (double)prog / ns;
-            bucket(s, ns, out);
-            st = dlp_dataset_stats_normalize(out, root);
-        }
+        if (st == DLP_OK && nf == 0) st = DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %zu sampled files is a readable JPEG", root, want);
+        if (st == DLP_OK) st = dlp_dataset_stats_from_files(f, nf, (int64_t)pl.n, root, out);
     }
     for (size_t i = 0; i < pl.n; i++) free(pl.paths[i]);
     free(pl.paths);
-    free(s);
+    free(f);
     return st;
 }

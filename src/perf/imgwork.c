@@ -6,7 +6,7 @@
 
 #include "core/rng.h"
 
-void dlp_transform_init(dlp_transform *t, int train, int size) {
+void dlp_img_transform_init(dlp_img_transform *t, int train, int size) {
     memset(t, 0, sizeof *t);
     t->train = train;
     t->size = size;
@@ -17,15 +17,16 @@ void dlp_transform_init(dlp_transform *t, int train, int size) {
     t->mcu = 16;
 }
 
-int dlp_dct_scale(int cw, int ch, int size) {
-    for (int m = 1; m <= 8; m++)
-        if ((cw * m + 7) / 8 >= size && (ch * m + 7) / 8 >= size) return m;
+int dlp_dct_scale(int cw, int ch, int size, unsigned mask) {
+    if (!mask) mask = 0x1FEu;
+    for (int m = 1; m < 8; m++)
+        if ((mask >> m & 1u) && (double)cw * m >= 8.0 * size && (double)ch * m >= 8.0 * size) return m;
     return 8;
 }
 
 // torchvision's RandomResizedCrop.get_params: up to 10 tries of a random area and log-uniform aspect ratio,
 // then a center crop clamped to the ratio range.
-static void rrc_sample(dlp_rng *r, int W, int H, const dlp_transform *t, int *x, int *y, int *cw, int *ch) {
+static void rrc_sample(dlp_rng *r, int W, int H, const dlp_img_transform *t, int *x, int *y, int *cw, int *ch) {
     double area = (double)W * H;
     double lr0 = log(t->ratio_min), lr1 = log(t->ratio_max);
     for (int k = 0; k < 10; k++) {
@@ -52,7 +53,7 @@ static void rrc_sample(dlp_rng *r, int W, int H, const dlp_transform *t, int *x,
 
 static double scaled(int n, int m) { return (double)((n * m + 7) / 8); }
 
-dlp_status dlp_image_work_expect(const dlp_dataset_stats *s, const dlp_pipeline_profile *p, const dlp_transform *t,
+dlp_status dlp_image_work_expect(const dlp_dataset_stats *s, const dlp_pipeline_profile *p, const dlp_img_transform *t,
                                  uint64_t seed, int samples, dlp_image_work *out) {
     memset(out, 0, sizeof *out);
     if (t->size < 1) return DLP_ERR(DLP_ERR_INVALID, "image work: output size %d", t->size);
@@ -90,8 +91,8 @@ dlp_status dlp_image_work_expect(const dlp_dataset_stats *s, const dlp_pipeline_
             // resize_short before the center crop.
             int m = 8;
             if (p->dct_scaling) {
-                if (t->train) m = dlp_dct_scale(cw, ch, t->size);
-                else m = dlp_dct_scale(W < H ? W : H, W < H ? W : H, resize_short);
+                if (t->train) m = dlp_dct_scale(cw, ch, t->size, p->dct_scale_mask);
+                else m = dlp_dct_scale(W < H ? W : H, W < H ? W : H, resize_short, p->dct_scale_mask);
             }
             double progressive = s->progressive_fraction;
             // Window decode (baseline files): columns from the iMCU boundary left of x, rows up to the last one.

@@ -27,7 +27,7 @@ void dlp_workload_init(dlp_workload *w) {
     w->prec = DLP_PREC_FP32;
     w->batch = 32;
     w->nodes = 1;
-    dlp_transform_init(&w->tf, 1, 224);
+    dlp_img_transform_init(&w->tf, 1, 224);
     w->bucket_bytes = 25.0 * 1024 * 1024;
     w->grad_bytes_per_param = 4;
     w->epochs = 90;
@@ -140,7 +140,8 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
                       pp->decode_per_byte_s * iw->entropy_bytes;
     o->augment_cpu_s = pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw->resize_pixels +
                        pp->augment_per_out_pixel_s * iw->out_pixels;
-    const double c = o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s;
+    o->overhead_cpu_s = pp->per_sample_overhead_s;
+    const double c = o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s + o->overhead_cpu_s;
     o->loader_cpu_s_per_image = c;
 
     // Device step.
@@ -154,7 +155,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->h2d_bytes_per_s = h2d;
     o->threads = is_cpu ? (w->threads > 0 ? w->threads : h->cores) : 0;
     dlp_step_request req = {w->task, w->prec, o->threads, b, o->work_ratio, o->params_ratio,
-                            is_cpu ? 0 : o->input_bytes_per_image, h2d};
+                            is_cpu ? 0 : o->input_bytes_per_image, h2d, w->model, size};
     DLP_CHECK(dlp_step_times_compute(dev, &req, &o->step));
     const dlp_step_times *st = &o->step;
     if (is_cpu && st->rate->threads != o->threads)
@@ -427,6 +428,7 @@ json_t *dlp_prediction_to_json(const dlp_prediction *o) {
     json_object_set_new(ld, "read_cpu_s", num(o->read_cpu_s));
     json_object_set_new(ld, "decode_cpu_s", num(o->decode_cpu_s));
     json_object_set_new(ld, "augment_cpu_s", num(o->augment_cpu_s));
+    json_object_set_new(ld, "overhead_cpu_s", num(o->overhead_cpu_s));
     json_object_set_new(ld, "cpu_s_per_image", num(o->loader_cpu_s_per_image));
     json_object_set_new(ld, "io_wait_s_per_image", num(o->io_wait_s_per_image));
     json_object_set_new(ld, "cores", num(o->loader_cores));

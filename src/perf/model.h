@@ -29,7 +29,7 @@ typedef struct dlp_workload {
     int nodes;                   // 1
     int workers;                 // loader threads per device (0: the host's free hardware threads / devices)
     int threads;                 // compute threads of the cpu device (0: all cores)
-    dlp_transform tf;            // RandomResizedCrop(224) for train, resize 256 + center crop 224 for infer
+    dlp_img_transform tf;            // RandomResizedCrop(224) for train, resize 256 + center crop 224 for infer
     dlp_storage_state storage;   // auto: warm when the dataset fits in the page cache (the first epoch is cold)
     double read_limit_bytes_per_s;  // a read-rate limit (0: none)
     int input_bytes;             // bytes per input element sent to the device (0: from the precision)
@@ -74,6 +74,7 @@ typedef struct dlp_prediction {
     double input_bytes_per_image;   // as copied to the device
     // loader
     double read_cpu_s, decode_cpu_s, augment_cpu_s;  // one thread, per image
+    double overhead_cpu_s;          // the loader's own time per sample
     double loader_cpu_s_per_image;  // their sum
     double io_wait_s_per_image;     // cold reads: latency + bytes / one reader's rate
     double loader_cores;            // cores the loader can use

@@ -90,7 +90,7 @@ static void test_derived_gpus(void **state) {
                 continue;
             }
             // At the published batch the step time is batch / published rate.
-            dlp_step_request q = {r->task, r->prec, 0, p->batch > 0 ? p->batch : 256, 1.0, 1.0, 0, 0};
+            dlp_step_request q = {r->task, r->prec, 0, p->batch > 0 ? p->batch : 256, 1.0, 1.0, 0, 0, NULL, 0};
             dlp_step_times st;
             assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
             assert_true(fabs(q.batch / st.compute_s - p->img_per_s) / p->img_per_s < 1e-9);
@@ -107,7 +107,7 @@ static void test_derived_gpus(void **state) {
     assert_int_equal(dlp_derive_gpu(c, dlp_catalog_gpu(c, "l4"), &d), DLP_OK);
     const dlp_rate *r = dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP16, 0);
     double want = 2470 * sqrt(121.0 / 312 * 300.0 / 2039);
-    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 256, 1.0, 1.0, 0, 0};
+    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 256, 1.0, 1.0, 0, 0, NULL, 0};
     dlp_step_times st;
     assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
     assert_true(fabs(256 / st.compute_s - want) / want < 1e-9);

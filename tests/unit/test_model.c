@@ -402,12 +402,18 @@ static void test_cost(void **state) {
 static void test_dct_scale(void **state) {
     (void)state;
     static const struct { int cw, ch, size, m; } rows[] = {
-        {500, 375, 224, 5}, {448, 448, 224, 4}, {449, 449, 224, 4}, {447, 447, 224, 4}, {446, 446, 224, 5},
+        {500, 375, 224, 5}, {448, 448, 224, 4}, {449, 449, 224, 4}, {447, 447, 224, 5}, {446, 446, 224, 5},
         {224, 224, 224, 8},
         {100, 100, 224, 8}, {1792, 1792, 224, 1}, {1791, 1000, 224, 2}, {300, 2000, 224, 6},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        assert_int_equal(dlp_dct_scale(rows[i].cw, rows[i].ch, rows[i].size), rows[i].m);
+        assert_int_equal(dlp_dct_scale(rows[i].cw, rows[i].ch, rows[i].size, 0), rows[i].m);
+    // The data module's default set {1, 2, 4, 8}: 5/8 is not allowed, the next allowed scale up is taken.
+    const unsigned k1248 = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8;
+    assert_int_equal(dlp_dct_scale(500, 375, 224, k1248), 8);
+    assert_int_equal(dlp_dct_scale(448, 448, 224, k1248), 4);
+    assert_int_equal(dlp_dct_scale(1791, 1000, 224, k1248), 2);
+    assert_int_equal(dlp_dct_scale(300, 2000, 224, k1248), 8);
 }
 
 static void test_image_work(void **state) {
@@ -415,11 +421,11 @@ static void test_image_work(void **state) {
     dlp_dataset_stats s = {.images = 10, .mean_bytes = 100000, .nsizes = 1};
     s.sizes[0] = (dlp_image_size){448, 448, 1, 0};
     dlp_pipeline_profile p = {.dct_scaling = 1, .crop_window = 1};
-    dlp_transform t;
+    dlp_img_transform t;
     dlp_image_work iw;
     // Validation: center crop of 392 px (448 x 224/256) at x = y = 28; DCT scale 5/8 (448 x 5/8 = 280 >= 256);
     // the window starts at the 16-px iMCU boundary 16: width ceil((392 + 12) x 5/8) = 253, height 245.
-    dlp_transform_init(&t, 0, 224);
+    dlp_img_transform_init(&t, 0, 224);
     assert_int_equal(dlp_image_work_expect(&s, &p, &t, 1, 16, &iw), DLP_OK);
     NEAR(iw.decoded_pixels, 253.0 * 245, 1e-12);
     NEAR(iw.resize_pixels, 245.0 * 245, 1e-12);
@@ -437,7 +443,7 @@ static void test_image_work(void **state) {
     // Training with the full image always (scale 1, ratio 1): 512x512 at 4/8.
     s.sizes[0] = (dlp_image_size){512, 512, 1, 0};
     p.dct_scaling = p.crop_window = 1;
-    dlp_transform_init(&t, 1, 224);
+    dlp_img_transform_init(&t, 1, 224);
     t.scale_min = t.scale_max = 1;
     t.ratio_min = t.ratio_max = 1;
     assert_int_equal(dlp_image_work_expect(&s, &p, &t, 1, 64, &iw), DLP_OK);
@@ -446,7 +452,7 @@ static void test_image_work(void **state) {
     NEAR(iw.mean_crop_area, 1, 1e-12);
     // torchvision's RandomResizedCrop on 500x375: torchvision 0.14's get_params gives a mean crop area of 0.435
     // (20,000 draws; below the mean of U(0.08, 1) since large crops often do not fit); deterministic for a seed.
-    dlp_transform_init(&t, 1, 224);
+    dlp_img_transform_init(&t, 1, 224);
     s.sizes[0] = (dlp_image_size){500, 375, 1, 0};
     dlp_image_work a, b;
     assert_int_equal(dlp_image_work_expect(&s, &p, &t, 7, 4096, &a), DLP_OK);

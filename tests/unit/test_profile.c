@@ -194,7 +194,7 @@ static void test_step_times(void **state) {
     d.rates[1] = (dlp_rate){.task = DLP_TASK_INFER, .prec = DLP_PREC_FP16, .t0_s = 0.001, .per_image_s = 0.0005};
     // Batch 10 of twice the reference work, half its parameters, 1 MB per image:
     // fwd+bwd = 10 ms + 10 x 2 ms x 2 = 50 ms; update 5 x 0.5 = 2.5 ms; copy 10 MB / 1 GB/s = 10 ms.
-    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 10, 2.0, 0.5, 1e6, 0};
+    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 10, 2.0, 0.5, 1e6, 0, NULL, 0};
     dlp_step_times st;
     assert_int_equal(dlp_device_validate(&d, "test"), DLP_OK);
     assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);

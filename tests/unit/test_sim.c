@@ -114,7 +114,7 @@ static void test_matches_steptime(void **state) {
     assert_non_null(d);
     assert_string_equal(d->name, "a100-80gb");
     dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 8, dlp_net_forward_flops(&n) / dlp_work_ref()->fwd_flops,
-                          (double)n.param_count / dlp_work_ref()->params, 3.0 * 32 * 32 * 2, 0};
+                          (double)n.param_count / dlp_work_ref()->params, 3.0 * 32 * 32 * 2, 0, NULL, 0};
     dlp_step_times want, got;
     assert_int_equal(dlp_step_times_compute(d, &q, &want), DLP_OK);
     assert_int_equal(dlp_sim_plan_times(p, &got), DLP_OK);

@@ -1,0 +1,98 @@
+// cli/probe: `dlperf probe` — measure this machine into a machine profile (dlperf.profile/1) for predict, validate
+// and sim devices. Progress on stderr; the profile (with the measurements behind it under "probe") written
+// atomically to --out, never over an existing file.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/opts.h"
+#include "perf/probe.h"
+
+static void progress(void *ctx, const char *line) {
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+}
+
+static dlp_status parse_parts(const char *skip, unsigned *parts) {
+    static const struct { const char *name; unsigned bit; } k[] = {
+        {"memory", DLP_PROBE_PART_MEMORY},   {"storage", DLP_PROBE_PART_STORAGE},
+        {"pipeline", DLP_PROBE_PART_PIPELINE}, {"compute", DLP_PROBE_PART_COMPUTE},
+        {"contention", DLP_PROBE_PART_CONTENTION}, {"loop", DLP_PROBE_PART_LOOP},
+    };
+    *parts = DLP_PROBE_PART_ALL;
+    const char *s = skip;
+    while (s && *s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        size_t i;
+        for (i = 0; i < sizeof k / sizeof k[0]; i++)
+            if (strlen(k[i].name) == len && strncmp(k[i].name, s, len) == 0) break;
+        if (i == sizeof k / sizeof k[0])
+            return DLP_ERR(DLP_ERR_INVALID, "--skip: unknown part '%.*s' (memory, storage, pipeline, compute, "
+                           "contention, loop)", (int)len, s);
+        *parts &= ~k[i].bit;
+        if (!e) break;
+        s = e + 1;
+    }
+    return DLP_OK;
+}
+
+int dlp_cli_probe(int argc, char **argv) {
+    const char *data, *device, *out, *skip, *models, *sizes;
+    int quick, threads;
+    int64_t seed;
+    dlp_opt opts[] = {
+        {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "dataset whose storage and images are measured", NULL, 0},
+        {"out", 'o', DLP_OPT_STR, &out, NULL, "FILE", "write the profile here (required; never overwritten)", NULL, 0},
+        {"quick", 'q', DLP_OPT_FLAG, &quick, NULL, NULL, "fewer points: about a minute instead of 3-5", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &device, NULL, "LIST", "compute backends to measure: ref,cpu (default), cuda", NULL, 0},
+        {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "loader and compute threads up to N (0: all allowed CPUs)", NULL, 0},
+        {"models", 0, DLP_OPT_STR, &models, NULL, "LIST", "models of the step-time fits (default resnet18,resnet50)", NULL, 0},
+        {"sizes", 0, DLP_OPT_STR, &sizes, NULL, "LIST", "image sizes of the step-time fits (default 64,112)", NULL, 0},
+        {"skip", 0, DLP_OPT_STR, &skip, NULL, "LIST", "parts to leave out: memory,storage,pipeline,compute,contention,loop", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the crops, inputs and weights", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(
+        opts, "usage: dlperf probe --out FILE [--data DIR|synthetic] [--quick] [--device ref,cpu|cuda] [--threads N]\n"
+              "Measures this machine into a machine profile (dlperf.profile/1): cores, memory bandwidth, storage warm and\n"
+              "cold, the input pipeline's cost per image (fitted from its stages) and scaling, each backend's step time\n"
+              "against batch and image size, compute/loader contention, the training loop's overhead.",
+        argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (!out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--out FILE is required (the profile is written there; an "
+                                                           "existing file is never overwritten)"));
+    if (threads < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--threads must be >= 0"));
+    if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    cfg.data = data;
+    cfg.quick = quick;
+    cfg.devices = device;
+    cfg.max_threads = threads;
+    cfg.models = models;
+    cfg.sizes = sizes;
+    cfg.seed = (uint64_t)seed;
+    cfg.progress = progress;
+    if ((st = parse_parts(skip, &cfg.parts))) return dlp_cli_fail(st);
+    dlp_profile p;
+    json_t *details = NULL;
+    if ((st = dlp_probe_run(&cfg, &p, &details))) return dlp_cli_fail(st);
+    json_t *o = dlp_profile_to_json(&p);
+    json_object_set_new(details, "options", dlp_opts_to_json(opts));
+    json_object_set_new(o, "probe", details);
+    st = dlp_json_write(o, out, DLP_WRITE_NOCLOBBER);
+    json_decref(o);
+    if (st) return dlp_cli_fail(st);
+    printf("profile %s: %d cores, memory %.1f GB/s, cold storage %.1f MB/s (%.2f ms per file), loader %.2f ms per "
+           "image at 224 px (1 thread), devices:", out, p.host.cores, p.host.mem_bw_bytes_per_s / 1e9,
+           p.storage.cold_read_bytes_per_s / 1e6, p.storage.cold_latency_s * 1e3,
+           (p.pipeline.decode_per_image_s + p.pipeline.augment_per_image_s) * 1e3);
+    for (int i = 0; i < p.ndevices; i++) printf(" %s (%d rows)", p.devices[i].name, p.devices[i].nrates);
+    printf("\n");
+    return 0;
+}

@@ -1,0 +1,225 @@
+// perf/probe: the probe's driver — host facts, then each part in turn, into one validated profile.
+#include "perf/probe.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "data/source.h"
+#include "hw/host.h"
+#include "perf/probe_impl.h"
+
+void dlp_probe_cfg_init(dlp_probe_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->parts = DLP_PROBE_PART_ALL;
+}
+
+void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) {
+    if (!c->cfg->progress) return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "probe %5.1fs  ", dlp_ns_to_s(dlp_now_ns() - c->t_start_ns));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    c->cfg->progress(c->cfg->progress_ctx, line);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double dlp_probe_median(const double *v, int n) {
+    if (n <= 0) return 0;
+    double *s = malloc(sizeof(double) * (size_t)n);
+    if (!s) return v[0];
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(double), cmp_d);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names) {
+    json_t *o = json_object(), *c = json_object();
+    for (int j = 0; j < f->k; j++) json_object_set_new(c, names[j], json_real(f->coef[j]));
+    json_object_set_new(o, "coef", c);
+    json_object_set_new(o, "n", json_integer(f->n));
+    json_object_set_new(o, "rms", json_real(f->rms));
+    json_object_set_new(o, "mape", json_real(f->mape));
+    json_object_set_new(o, "max_ape", json_real(f->max_ape));
+    json_object_set_new(o, "r2", json_real(f->r2));
+    return o;
+}
+
+// Physical cores among the CPUs this process may use (distinct core ids per package); the CPU count when the
+// topology is not readable.
+static int count_cores(const cpu_set_t *set, int ncpu) {
+    int ids[1024][2], n = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && n < 1024; cpu++) {
+        if (!CPU_ISSET(cpu, set)) continue;
+        char path[128];
+        int core = -1, pkg = -1;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%d", &core) != 1) core = -1;
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+        f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%d", &pkg) != 1) pkg = -1;
+            fclose(f);
+        }
+        if (core < 0) return ncpu;
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            if (ids[i][0] == core && ids[i][1] == pkg) seen = 1;
+        if (!seen) {
+            ids[n][0] = core;
+            ids[n][1] = pkg;
+            n++;
+        }
+    }
+    return n > 0 ? n : ncpu;
+}
+
+static void probe_host(dlp_probe_ctx *c) {
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    dlp_host_profile *hp = &c->p->host;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int ncpu = h.cpus_allowed > 0 ? h.cpus_allowed : 1;
+    int cores = ncpu;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = count_cores(&set, ncpu);
+    if (cores > ncpu) cores = ncpu;
+    hp->cores = cores;
+    hp->threads = ncpu;
+    hp->smt_yield = 0;  // measured below when the host has SMT threads (pipeline part)
+    hp->core_speed_rel = 1;
+    hp->mhz = h.mhz;
+    hp->mem_bytes = (double)h.mem_total_bytes;
+    snprintf(hp->cpu_model, sizeof hp->cpu_model, "%s", h.cpu_model);
+    snprintf(c->p->id, sizeof c->p->id, "%.47s", h.hostname[0] ? h.hostname : "this-host");
+    snprintf(c->p->name, sizeof c->p->name, "%.60s (%d cores, %d threads), probed", h.cpu_model, cores, ncpu);
+    c->threads = c->cfg->max_threads > 0 && c->cfg->max_threads < ncpu ? c->cfg->max_threads : ncpu;
+    json_t *o = dlp_host_to_json(&h);
+    json_object_set_new(o, "cores_counted", json_integer(cores));
+    json_object_set_new(c->details, "host", o);
+    dlp_probe_say(c, "host: %s, %d cores, %d hardware threads, %.0f MHz, %.1f GiB", h.cpu_model, cores, ncpu, h.mhz,
+                  (double)h.mem_total_bytes / (1 << 30));
+}
+
+// Page cache the dataset can count on: MemAvailable.
+static double mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static int want_backend(const dlp_probe_cfg *cfg, const char *name) {
+    if (!cfg->devices) return strcmp(name, "ref") == 0 || strcmp(name, "cpu") == 0;
+    const char *s = cfg->devices;
+    size_t n = strlen(name);
+    while (*s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == n && strncmp(s, name, n) == 0) return 1;
+        if (!e) break;
+        s = e + 1;
+    }
+    return 0;
+}
+
+static dlp_status check_devices(const dlp_probe_cfg *cfg) {
+    if (!cfg->devices) return DLP_OK;
+    const char *s = cfg->devices;
+    while (*s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (!((len == 3 && (strncmp(s, "ref", 3) == 0 || strncmp(s, "cpu", 3) == 0)) ||
+              (len == 4 && strncmp(s, "cuda", 4) == 0)))
+            return DLP_ERR(DLP_ERR_INVALID, "probe --device: '%.*s' is not a backend probe measures (ref, cpu, cuda; "
+                           "sim devices are what they are told to be)", (int)len, s);
+        if (!e) break;
+        s = e + 1;
+    }
+    return DLP_OK;
+}
+
+dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **details) {
+    *details = NULL;
+    DLP_CHECK(check_devices(cfg));
+    dlp_probe_ctx c;
+    memset(&c, 0, sizeof c);
+    c.cfg = cfg;
+    c.p = out;
+    c.t_start_ns = dlp_now_ns();
+    dlp_profile_init(out);
+    snprintf(out->source, sizeof out->source, "probe");
+    c.details = json_object();
+    json_object_set_new(c.details, "quick", json_boolean(cfg->quick));
+    unsigned parts = cfg->parts ? cfg->parts : DLP_PROBE_PART_ALL;
+    dlp_status st = DLP_OK;
+    probe_host(&c);
+    out->storage.page_cache_bytes = mem_available();
+    const int need_data = parts & (DLP_PROBE_PART_STORAGE | DLP_PROBE_PART_PIPELINE | DLP_PROBE_PART_CONTENTION |
+                                   DLP_PROBE_PART_LOOP);
+    if (need_data) {
+        DLP_CHECK_GOTO(st, dlp_data_open(cfg->data, "train", NULL, &c.ds, c.data_dir, sizeof c.data_dir), fail);
+        c.nsubset = (int)(c.ds->n < (cfg->quick ? 240 : 600) ? c.ds->n : (cfg->quick ? 240 : 600));
+        json_object_set_new(c.details, "data", json_string(c.data_dir));
+        dlp_probe_say(&c, "data: %s (%lld images; the pipeline parts use %d of them)", c.data_dir, (long long)c.ds->n,
+                      c.nsubset);
+    }
+    if (parts & DLP_PROBE_PART_MEMORY) DLP_CHECK_GOTO(st, dlp_probe_memory(&c), fail);
+    if (parts & DLP_PROBE_PART_STORAGE) DLP_CHECK_GOTO(st, dlp_probe_storage(&c), fail);
+    if (parts & DLP_PROBE_PART_PIPELINE) {
+        DLP_CHECK_GOTO(st, dlp_probe_pipeline(&c), fail);
+    } else {
+        // A profile needs pipeline coefficients: without the part, say so rather than invent them.
+        snprintf(out->pipeline.name, sizeof out->pipeline.name, "unmeasured");
+        out->pipeline.decode_per_image_s = 1e-3;
+        snprintf(out->notes, sizeof out->notes, "pipeline not probed: its coefficients are placeholders");
+    }
+    if (parts & DLP_PROBE_PART_COMPUTE) {
+        static const char *const k_backends[] = {"ref", "cpu"};
+        for (int i = 0; i < 2; i++)
+            if (want_backend(cfg, k_backends[i])) DLP_CHECK_GOTO(st, dlp_probe_compute(&c, k_backends[i]), fail);
+        if (want_backend(cfg, "cuda")) {
+#ifdef DLP_HAVE_CUDA
+            DLP_CHECK_GOTO(st, dlp_probe_cuda(&c), fail);
+#else
+            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "probe --device cuda: this dlperf was built without CUDA");
+            goto fail;
+#endif
+        }
+    }
+    if ((parts & DLP_PROBE_PART_CONTENTION) && dlp_profile_find_device(out, "cpu"))
+        DLP_CHECK_GOTO(st, dlp_probe_contention(&c), fail);
+    if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);
+    DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
+    json_object_set_new(c.details, "seconds", json_real(dlp_ns_to_s(dlp_now_ns() - c.t_start_ns)));
+    dlp_probe_say(&c, "done in %.0f s", dlp_ns_to_s(dlp_now_ns() - c.t_start_ns));
+    dlp_dataset_free(c.ds);
+    *details = c.details;
+    return DLP_OK;
+fail:
+    dlp_dataset_free(c.ds);
+    json_decref(c.details);
+    return st;
+}

@@ -1,0 +1,427 @@
+// perf/probe_compute: a compute backend's training step time against batch size, image size, model, precision and
+// thread count, on random tensors (no loader): per (model, size, precision, threads) the median step at a few
+// batch sizes and the least-squares line  t_fwd+bwd(b) = t0 + b x t_img,  stored per image of reference work
+// (ResNet-50 at 224 px: per_image_s = t_img / work ratio) with the update's median time (per reference parameter
+// count), the forward's share of the step, and the cores the step keeps busy (process CPU time / wall time).
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/clock.h"
+#include "core/rng.h"
+#include "data/bench.h"
+#include "data/loader.h"
+#include "hw/host.h"
+#include "hw/work.h"
+#include "nn/resnet.h"
+#include "perf/probe_impl.h"
+
+typedef struct step_meas {
+    double fb_s;        // forward + loss + backward, median
+    double fwd_s;       // forward, median
+    double upd_s;       // update, median
+    double cores_busy;  // process CPU / wall over the timed steps
+    int steps;
+} step_meas;
+
+static void fill_input(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)dlp_rng_normal(r);
+        if (t == DLP_DTYPE_F32) ((float *)dst)[i] = v;
+        else if (t == DLP_DTYPE_BF16) ((uint16_t *)dst)[i] = dlp_f32_to_bf16(v);
+        else if (t == DLP_DTYPE_F16) ((uint16_t *)dst)[i] = dlp_f32_to_f16(v);
+        else ((uint8_t *)dst)[i] = (uint8_t)dlp_rng_below(r, 256);
+    }
+}
+
+// A ready training plan with its input, for the compute and contention parts.
+typedef struct probe_plan {
+    const dlp_backend_ops *ops;
+    dlp_plan *plan;
+    dlp_net net;
+    void *input;
+    int32_t *labels;
+    int batch;
+} probe_plan;
+
+static void plan_close(probe_plan *p) {
+    if (p->plan) p->ops->plan_free(p->plan);
+    dlp_net_free(&p->net);
+    free(p->input);
+    free(p->labels);
+    memset(p, 0, sizeof *p);
+}
+
+static dlp_status plan_open(const dlp_backend_ops *ops, const char *arg, const char *model, int size, int batch,
+                            dlp_dtype prec, int threads, uint64_t seed, probe_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->ops = ops;
+    p->batch = batch;
+    DLP_CHECK(dlp_model_build(model, 1000, size, &p->net));
+    dlp_status st = DLP_OK;
+    float *params = malloc(sizeof(float) * (size_t)p->net.param_count), *bufs = malloc(sizeof(float) * (size_t)p->net.buf_count);
+    p->labels = malloc(sizeof(int32_t) * (size_t)batch);
+    if (!params || !bufs || !p->labels) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for %s", model);
+        goto out;
+    }
+    dlp_resnet_init_params(&p->net, seed, 0, params, bufs);
+    dlp_plan_cfg pc = {.batch = batch, .train = 1, .precision = prec, .threads = threads, .arg = arg};
+    DLP_CHECK_GOTO(st, ops->plan_create(&p->net, &pc, &p->plan), out);
+    DLP_CHECK_GOTO(st, ops->set_params(p->plan, params, bufs), out);
+    dlp_layout layout;
+    dlp_dtype in_type;
+    ops->input_format(p->plan, &layout, &in_type);
+    int64_t n = (int64_t)batch * dlp_net_layer_numel(&p->net, 0);
+    p->input = malloc((size_t)n * dlp_dtype_size(in_type));
+    if (!p->input) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the input batch");
+        goto out;
+    }
+    dlp_rng r;
+    dlp_rng_init(&r, seed, 77);
+    fill_input(p->input, n, in_type, &r);
+    for (int i = 0; i < batch; i++) p->labels[i] = (int32_t)dlp_rng_below(&r, 1000);
+out:
+    free(params);
+    free(bufs);
+    if (st) plan_close(p);
+    return st;
+}
+
+static dlp_status sync_plan(const probe_plan *p) { return p->ops->sync ? p->ops->sync(p->plan) : DLP_OK; }
+
+// One training step; phase times in seconds (fwd: forward; fb: forward + loss + backward; upd: update).
+static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd) {
+    static const dlp_sgd sgd = {.lr = 0.001f, .momentum = 0.9f, .weight_decay = 1e-4f};
+    int64_t t0 = dlp_now_ns();
+    DLP_CHECK(p->ops->set_input(p->plan, p->input, p->batch));
+    DLP_CHECK(p->ops->forward(p->plan, DLP_PASS_TRAIN));
+    DLP_CHECK(sync_plan(p));
+    int64_t t1 = dlp_now_ns();
+    dlp_loss_out lo;
+    DLP_CHECK(p->ops->loss(p->plan, p->labels, 0.0f, &lo));
+    DLP_CHECK(p->ops->backward(p->plan, NULL));
+    DLP_CHECK(sync_plan(p));
+    int64_t t2 = dlp_now_ns();
+    DLP_CHECK(p->ops->update(p->plan, &sgd));
+    DLP_CHECK(sync_plan(p));
+    int64_t t3 = dlp_now_ns();
+    if (fwd) *fwd = dlp_ns_to_s(t1 - t0);
+    if (fb) *fb = dlp_ns_to_s(t2 - t0);
+    if (upd) *upd = dlp_ns_to_s(t3 - t2);
+    return DLP_OK;
+}
+
+// Warm-up steps, then timed steps until min_s has passed (at least min_steps, at most 64).
+static dlp_status measure(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+    memset(m, 0, sizeof *m);
+    for (int i = 0; i < warmup; i++) DLP_CHECK(plan_step(p, NULL, NULL, NULL));
+    double fwd[64], fb[64], upd[64];
+    int n = 0;
+    int64_t w0 = dlp_now_ns(), c0 = dlp_cpu_ns();
+    while (n < 64 && (n < min_steps || dlp_ns_to_s(dlp_now_ns() - w0) < min_s)) {
+        DLP_CHECK(plan_step(p, &fwd[n], &fb[n], &upd[n]));
+        n++;
+    }
+    double wall = dlp_ns_to_s(dlp_now_ns() - w0), cpu = dlp_ns_to_s(dlp_cpu_ns() - c0);
+    m->fb_s = dlp_probe_median(fb, n);
+    m->fwd_s = dlp_probe_median(fwd, n);
+    m->upd_s = dlp_probe_median(upd, n);
+    m->cores_busy = wall > 0 ? cpu / wall : 0;
+    m->steps = n;
+    return DLP_OK;
+}
+
+// Splits "a,b,c" into items (up to max, each < 32 chars).
+static int split_list(const char *s, char items[][32], int max) {
+    int n = 0;
+    while (s && *s && n < max) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len > 0 && len < 32) {
+            memcpy(items[n], s, len);
+            items[n][len] = '\0';
+            n++;
+        }
+        if (!e) break;
+        s = e + 1;
+    }
+    return n;
+}
+
+static const char *const k_line_names[] = {"t0_s", "s_per_image"};
+
+// Rows for one (model, size, precision, threads): the line over batches, appended to dev.
+static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const char *model, int size, dlp_dtype dt,
+                          int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
+                          double *fwd_frac_sum, int *fwd_frac_n) {
+    const int quick = c->cfg->quick;
+    dlp_model_work mw;
+    DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
+    const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
+    double X[16], y[16], upd[8], busy[8];
+    json_t *pts = json_array();
+    for (int i = 0; i < nb; i++) {
+        probe_plan pp;
+        dlp_status st = plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp);
+        if (st) {
+            json_decref(pts);
+            return st;
+        }
+        step_meas m;
+        st = measure(&pp, strcmp(ops->name, "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
+        plan_close(&pp);
+        if (st) {
+            json_decref(pts);
+            return st;
+        }
+        X[2 * i] = 1;
+        X[2 * i + 1] = batches[i];
+        y[i] = m.fb_s;
+        upd[i] = m.upd_s;
+        busy[i] = m.cores_busy;
+        *fwd_frac_sum += m.fwd_s / m.fb_s;
+        (*fwd_frac_n)++;
+        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i}", "batch", batches[i], "fwd_bwd_s", m.fb_s,
+                                             "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy", m.cores_busy, "steps",
+                                             m.steps));
+        dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy",
+                      ops->name, model, size, dlp_dtype_name(dt), threads, batches[i], (m.fb_s + m.upd_s) * 1e3,
+                      batches[i] / (m.fb_s + m.upd_s), m.cores_busy);
+    }
+    dlp_lsq_fit f;
+    DLP_CHECK(dlp_lsq_solve(X, y, NULL, nb, 2, 1, &f));
+    double t0 = f.coef[0], k = f.coef[1];
+    if (!(k > 0)) {  // noise swamped the slope: the largest batch alone, no fixed time
+        t0 = 0;
+        k = y[nb - 1] / batches[nb - 1];
+    }
+    if (dev->nrates >= DLP_DEVICE_MAX_RATES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many rows for %s", dev->name);
+    dlp_rate *row = &dev->rates[dev->nrates++];
+    memset(row, 0, sizeof *row);
+    row->task = DLP_TASK_TRAIN;
+    row->prec = dlp_prec_from_dtype(dt, 0);
+    row->threads = threads;
+    row->batch_ref = batches[nb - 1];
+    snprintf(row->model, sizeof row->model, "%s", model);
+    row->size = size;
+    row->t0_s = t0;
+    row->per_image_s = k / r;
+    row->update_s = dlp_probe_median(upd, nb) / q;
+    row->cores_busy = dlp_probe_median(busy, nb);
+    snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
+             "%.3f ms/img", ops->name, model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, k * 1e3);
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(model));
+    json_object_set_new(o, "size", json_integer(size));
+    json_object_set_new(o, "precision", json_string(dlp_dtype_name(dt)));
+    json_object_set_new(o, "threads", json_integer(threads));
+    json_object_set_new(o, "work_ratio", json_real(r));
+    json_object_set_new(o, "points", pts);
+    json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
+    json_array_append_new(out_rows, o);
+    return DLP_OK;
+}
+
+dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
+    const dlp_backend_ops *ops = dlp_backend_find(backend, NULL);
+    char why[256] = "";
+    if (!ops || ops->available(why, sizeof why) != DLP_OK) {
+        dlp_probe_say(c, "compute: %s is not available here (%s): skipped", backend, why[0] ? why : "not built");
+        return DLP_OK;
+    }
+    if (c->p->ndevices >= DLP_PROFILE_MAX_DEVICES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many devices");
+    const int quick = c->cfg->quick;
+    const int is_ref = strcmp(backend, "ref") == 0;
+    char models[8][32], sizes_s[8][32];
+    int nm = split_list(c->cfg->models ? c->cfg->models : (quick || is_ref ? "resnet18" : "resnet18,resnet50"), models, 8);
+    int ns = split_list(c->cfg->sizes ? c->cfg->sizes : (is_ref ? (quick ? "32" : "32,64") : (quick ? "64" : "64,112")),
+                        sizes_s, 8);
+    if (nm < 1 || ns < 1) return DLP_ERR(DLP_ERR_INVALID, "probe: no models or sizes to measure");
+    static const int k_batches[] = {8, 32}, k_batches_ref[] = {2, 8};
+    const int *batches = is_ref ? k_batches_ref : k_batches;
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    dlp_device_profile *dev = &c->p->devices[c->p->ndevices];
+    memset(dev, 0, sizeof *dev);
+    snprintf(dev->name, sizeof dev->name, "%s", backend);
+    dev->kind = DLP_DEVICE_CPU;
+    snprintf(dev->source, sizeof dev->source, "measured");
+    dev->contention_efficiency = 1;
+    json_t *rows = json_array();
+    double ff = 0;
+    int nff = 0;
+    dlp_status st = DLP_OK;
+    const int T = c->threads;
+    for (int im = 0; im < nm && st == DLP_OK; im++)
+        for (int is = 0; is < ns && st == DLP_OK; is++)
+            st = fit_row(c, ops, models[im], atoi(sizes_s[is]), DLP_DTYPE_F32, T, batches, 2, dev, rows, &ff, &nff);
+    // One thread (the cpu device sharing the host with a loader on the other cores), and bf16 where the CPU has it:
+    // the first model and size only.
+    if (st == DLP_OK && !quick && T > 1)
+        st = fit_row(c, ops, models[0], atoi(sizes_s[0]), DLP_DTYPE_F32, 1, batches, 2, dev, rows, &ff, &nff);
+    if (st == DLP_OK && !quick && !is_ref && (h.avx512_bf16 || h.amx_bf16)) {
+        double ff2 = 0;
+        int n2 = 0;
+        st = fit_row(c, ops, models[0], atoi(sizes_s[0]), DLP_DTYPE_BF16, T, batches, 2, dev, rows, &ff2, &n2);
+    }
+    if (st != DLP_OK) {
+        json_decref(rows);
+        return st;
+    }
+    dev->fwd_fraction = nff > 0 ? ff / nff : 1.0 / 3.0;
+    if (!(dev->fwd_fraction > 0.05 && dev->fwd_fraction < 0.95)) dev->fwd_fraction = 1.0 / 3.0;
+    c->p->ndevices++;
+    json_t *devs = json_object_get(c->details, "devices");
+    if (!devs) {
+        devs = json_object();
+        json_object_set_new(c->details, "devices", devs);
+    }
+    json_object_set_new(devs, backend, rows);
+    return DLP_OK;
+}
+
+// --- contention: the cpu backend and the loader at once -------------------------------------------------------------
+
+typedef struct consumer {
+    dlp_loader *l;
+    atomic_int stop;
+    atomic_llong images;
+    dlp_status st;
+} consumer;
+
+// Takes batches as fast as they come, epoch after epoch, counting images.
+static void *consume(void *arg) {
+    consumer *k = arg;
+    int64_t epoch = 0;
+    while (!atomic_load(&k->stop)) {
+        dlp_status st = dlp_loader_start_epoch(k->l, epoch++);
+        dlp_batch *b;
+        while (st == DLP_OK && !atomic_load(&k->stop) && (st = dlp_loader_next(k->l, &b)) == DLP_OK && b) {
+            atomic_fetch_add(&k->images, b->n);
+            dlp_loader_release(k->l, b);
+        }
+        if (st != DLP_OK) {
+            k->st = st;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s) {
+    dlp_data_bench_cfg bc;
+    memset(&bc, 0, sizeof bc);
+    dlp_loader_cfg_defaults(&bc.loader, c->ds, DLP_XFORM_TRAIN);
+    bc.loader.batch = 32;
+    bc.loader.transform.out_w = bc.loader.transform.out_h = size;
+    bc.loader.seed = c->cfg->seed;
+    bc.workers[0] = workers;
+    bc.nworkers = 1;
+    bc.images = c->nsubset;
+    bc.repeat = c->cfg->quick ? 1 : 3;
+    dlp_data_bench_run r;
+    DLP_CHECK(dlp_data_bench(&bc, &r));
+    *img_per_s = r.img_per_s;
+    return DLP_OK;
+}
+
+// Compute steps on `threads` threads while a loader with `workers` threads runs flat out: both rates, as shares of
+// their rates alone.
+static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int batch, int threads, int workers,
+                          dlp_contention_point *pt, json_t *arr) {
+    const dlp_backend_ops *ops = dlp_backend_find("cpu", NULL);
+    const int quick = c->cfg->quick;
+    double xl = 0;
+    DLP_CHECK(loader_alone(c, size, workers, &xl));
+    probe_plan pp;
+    DLP_CHECK(plan_open(ops, NULL, model, size, batch, DLP_DTYPE_F32, threads, c->cfg->seed, &pp));
+    step_meas alone, shared;
+    dlp_status st = measure(&pp, 2, quick ? 3 : 4, quick ? 1.5 : 3.0, &alone);
+    dlp_loader_cfg lc;
+    dlp_loader_cfg_defaults(&lc, c->ds, DLP_XFORM_TRAIN);
+    lc.batch = 32;
+    lc.workers = workers;
+    lc.transform.out_w = lc.transform.out_h = size;
+    lc.seed = c->cfg->seed;
+    lc.limit_samples = c->nsubset;
+    consumer k = {0};
+    pthread_t th;
+    int started = 0;
+    if (st == DLP_OK) st = dlp_loader_create(&lc, &k.l);
+    if (st == DLP_OK) {
+        if (pthread_create(&th, NULL, consume, &k) != 0) st = DLP_ERR(DLP_ERR_INTERNAL, "cannot start a thread");
+        else started = 1;
+    }
+    double xl_shared = 0;
+    if (st == DLP_OK) {
+        dlp_sleep_ns(200000000);  // the ring fills, the loader reaches its steady rate
+        int64_t i0 = atomic_load(&k.images), t0 = dlp_now_ns();
+        st = measure(&pp, 0, quick ? 3 : 4, quick ? 1.5 : 3.0, &shared);
+        double s = dlp_ns_to_s(dlp_now_ns() - t0);
+        xl_shared = s > 0 ? (double)(atomic_load(&k.images) - i0) / s : 0;
+    }
+    if (started) {
+        atomic_store(&k.stop, 1);
+        // The consumer may be blocked on a batch; it will get one (the loader runs), see stop and leave.
+        pthread_join(th, NULL);
+        if (st == DLP_OK && k.st != DLP_OK) st = k.st;
+    }
+    dlp_loader_free(k.l);
+    plan_close(&pp);
+    DLP_CHECK(st);
+    double tc = alone.fb_s + alone.upd_s, tcs = shared.fb_s + shared.upd_s;
+    pt->threads = threads;
+    pt->workers = workers;
+    pt->compute_share = tcs > 0 ? tc / tcs : 1;
+    pt->loader_share = xl > 0 ? xl_shared / xl : 1;
+    if (pt->compute_share > 1.2) pt->compute_share = 1.2;
+    if (pt->loader_share > 1.2) pt->loader_share = 1.2;
+    if (pt->compute_share < 0.01) pt->compute_share = 0.01;
+    if (pt->loader_share < 0.01) pt->loader_share = 0.01;
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(model));
+    json_object_set_new(o, "size", json_integer(size));
+    json_object_set_new(o, "batch", json_integer(batch));
+    json_object_set_new(o, "threads", json_integer(threads));
+    json_object_set_new(o, "workers", json_integer(workers));
+    json_object_set_new(o, "compute_alone_img_per_s", json_real(batch / tc));
+    json_object_set_new(o, "compute_shared_img_per_s", json_real(batch / tcs));
+    json_object_set_new(o, "loader_alone_img_per_s", json_real(xl));
+    json_object_set_new(o, "loader_shared_img_per_s", json_real(xl_shared));
+    json_object_set_new(o, "compute_share", json_real(pt->compute_share));
+    json_object_set_new(o, "loader_share", json_real(pt->loader_share));
+    json_object_set_new(o, "cores_busy_alone", json_real(alone.cores_busy));
+    json_array_append_new(arr, o);
+    dlp_probe_say(c, "contention: cpu %s %dpx batch %d on %d thread(s) with %d loader thread(s): compute %.1f -> %.1f "
+                  "img/s (%.2f), loader %.0f -> %.0f img/s (%.2f)", model, size, batch, threads, workers, batch / tc,
+                  batch / tcs, pt->compute_share, xl, xl_shared, pt->loader_share);
+    return DLP_OK;
+}
+
+dlp_status dlp_probe_contention(dlp_probe_ctx *c) {
+    dlp_device_profile *dev = NULL;
+    for (int i = 0; i < c->p->ndevices; i++)
+        if (strcmp(c->p->devices[i].name, "cpu") == 0) dev = &c->p->devices[i];
+    if (!dev || !c->ds) return DLP_OK;
+    char models[8][32], sizes_s[8][32];
+    int nm = split_list(c->cfg->models ? c->cfg->models : "resnet18", models, 8);
+    int ns = split_list(c->cfg->sizes ? c->cfg->sizes : "64", sizes_s, 8);
+    if (nm < 1 || ns < 1) return DLP_ERR(DLP_ERR_INVALID, "probe: no model or size for the contention part");
+    json_t *arr = json_array();
+    json_object_set_new(c->details, "contention", arr);
+    const int T = c->threads;
+    int tl[2] = {T, 1}, ntl = c->cfg->quick || T == 1 ? 1 : 2;
+    for (int it = 0; it < ntl; it++)
+        for (int w = 1; w <= T && dev->ncontention < DLP_DEVICE_MAX_CONTENTION; w++) {
+            if (tl[it] == 1 && w > 1 && T > 1) break;  // one compute thread: one loader thread on the free core
+            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), 32, tl[it], w, &dev->contention[dev->ncontention], arr));
+            dev->ncontention++;
+        }
+    return DLP_OK;
+}

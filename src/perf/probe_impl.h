@@ -1,0 +1,42 @@
+// perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics — and each
+// part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
+// probe_loop.c, probe_cuda.c).
+// Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_median, dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
+//          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_cuda, dlp_probe_fit_json.
+#ifndef DLP_PERF_PROBE_IMPL_H
+#define DLP_PERF_PROBE_IMPL_H
+#include <jansson.h>
+
+#include "data/dataset.h"
+#include "perf/lsq.h"
+#include "perf/probe.h"
+
+typedef struct dlp_probe_ctx {
+    const dlp_probe_cfg *cfg;
+    dlp_profile *p;
+    json_t *details;         // one object per part
+    dlp_dataset *ds;         // the training split of --data
+    char data_dir[4096];     // where its files are
+    int threads;             // loader/compute threads up to this
+    int64_t t_start_ns;
+    int nsubset;             // images the pipeline and contention parts use (evenly spaced over the dataset)
+} dlp_probe_ctx;
+
+void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Median of n values (sorts a copy; 0 for n = 0).
+double dlp_probe_median(const double *v, int n);
+// {"coef": {name: value...}, "n", "rms", "mape", "max_ape", "r2"}
+json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names);
+
+dlp_status dlp_probe_memory(dlp_probe_ctx *c);
+dlp_status dlp_probe_storage(dlp_probe_ctx *c);
+dlp_status dlp_probe_pipeline(dlp_probe_ctx *c);
+// One backend ("ref", "cpu", "cuda"): a device entry with rates per (precision, threads, model, size).
+dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend);
+dlp_status dlp_probe_contention(dlp_probe_ctx *c);
+dlp_status dlp_probe_loop(dlp_probe_ctx *c);
+#ifdef DLP_HAVE_CUDA
+dlp_status dlp_probe_cuda(dlp_probe_ctx *c);
+#endif
+
+#endif

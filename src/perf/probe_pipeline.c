@@ -1,0 +1,359 @@
+// perf/probe_pipeline: the input pipeline's CPU cost per image, fitted from its own stages.
+//
+// 1. Per sample, one thread, files in memory: the data module's transformer (the code each loader worker runs) over
+//    the dataset's files for several output sizes and crop-scale ranges. Each sample's decode and augment times
+//    (its CPU time, split as the stage clocks split its wall time, so a preempted sample still counts right) and its
+//    work — pixels decoded in the crop window at the chosen DCT scale, bytes entropy-decoded up to the window's last
+//    row, pixels resized from, pixels written — give two least-squares fits:
+//        decode  = decode_per_image + decode_per_pixel x decoded_px + decode_per_byte x entropy_bytes
+//        augment = augment_per_image + augment_per_in_pixel x resize_px + augment_per_out_pixel x out_px
+// 2. The loader itself (data bench: worker threads, ring, consumer) on the same files, warm, one thread at several
+//    output sizes: its wall time per image beyond the stage times it reports is its own per-sample overhead.
+// 3. The loader at 1..N threads (and beyond the cores): scaling efficiency and oversubscription.
+// 4. The model's expected work per image (perf/imgwork) against what the samples really did, per configuration.
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/rng.h"
+#include "data/bench.h"
+#include "data/transform.h"
+#include "perf/datastats.h"
+#include "perf/imgwork.h"
+#include "perf/probe_impl.h"
+
+typedef struct file_buf {
+    uint8_t *data;
+    size_t len;
+} file_buf;
+
+typedef struct psample {
+    double dec_s, aug_s;                         // CPU seconds
+    double dec_px, ent_bytes, rsz_px, out_px;    // work
+} psample;
+
+typedef struct pcfg {
+    int size;
+    double scale_lo, scale_hi;
+} pcfg;
+
+static dlp_status load_files(dlp_probe_ctx *c, int n, file_buf *f, int *nout) {
+    char path[4096];
+    *nout = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t idx = n < c->ds->n ? (int64_t)((double)i * c->ds->n / n) : i;  // the loader's subset rule
+        dlp_dataset_path(c->ds, idx, path, sizeof path);
+        char *d;
+        size_t len;
+        if (dlp_read_file(path, &d, &len, 64 << 20) != DLP_OK) continue;  // an unreadable file is the loader's business
+        f[*nout].data = (uint8_t *)d;
+        f[*nout].len = len;
+        (*nout)++;
+    }
+    if (*nout < 8) return DLP_ERR(DLP_ERR_FORMAT, "%s: only %d of %d sampled files could be read", c->data_dir, *nout, n);
+    return DLP_OK;
+}
+
+static double ceil_scaled(int n, int s) { return (double)((n * s + 7) / 8); }
+
+// Runs one configuration over the files; appends samples. file_stat (optional) gets each file's header facts.
+static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t seed, int cfg_index, psample *out,
+                             int *nout, dlp_file_stat *fst, int *nfst, unsigned *scales_seen) {
+    dlp_transform t;
+    dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
+    t.out_w = t.out_h = pc->size;
+    t.scale_lo = pc->scale_lo;
+    t.scale_hi = pc->scale_hi;
+    dlp_transformer *x;
+    DLP_CHECK(dlp_transformer_create(&t, &x));
+    void *dst = malloc(dlp_transform_sample_bytes(&t));
+    if (!dst) {
+        dlp_transformer_free(x);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < nf; i++) {
+        dlp_rng rng;
+        dlp_rng_init(&rng, seed, (uint64_t)cfg_index * 1000003ULL + (uint64_t)i);
+        dlp_sample_info info;
+        int64_t c0 = dlp_thread_cpu_ns();
+        dlp_status st = dlp_transformer_run(x, f[i].data, f[i].len, NULL, &rng, dst, &info);
+        int64_t c1 = dlp_thread_cpu_ns();
+        if (st != DLP_OK) continue;  // a bad file: the loader skips it too
+        double cpu = (double)(c1 - c0) * 1e-9;
+        double wall = (double)(info.decode_ns + info.augment_ns);
+        if (!(wall > 0) || !(cpu > 0)) continue;
+        psample *s = &out[n++];
+        s->dec_s = cpu * (double)info.decode_ns / wall;
+        s->aug_s = cpu * (double)info.augment_ns / wall;
+        const dlp_crop *cr = &info.crop;
+        int sc = info.scale_num;
+        s->dec_px = (double)info.dec_w * info.dec_h;
+        double rows = info.jpeg.progressive ? 1.0 : (double)(cr->y + cr->h) / info.height;
+        s->ent_bytes = (double)f[i].len * (rows < 1 ? rows : 1);
+        s->rsz_px = ceil_scaled(cr->w, sc) * ceil_scaled(cr->h, sc);
+        s->out_px = (double)pc->size * pc->size;
+        *scales_seen |= 1u << sc;
+        if (fst) {
+            dlp_file_stat *e = &fst[(*nfst)++];
+            e->w = info.width;
+            e->h = info.height;
+            e->bytes = (int64_t)f[i].len;
+            e->progressive = info.jpeg.progressive;
+        }
+    }
+    free(dst);
+    dlp_transformer_free(x);
+    *nout = n;
+    return DLP_OK;
+}
+
+static const char *const k_dec_names[] = {"decode_per_image_s", "decode_per_pixel_s", "decode_per_byte_s"};
+static const char *const k_aug_names[] = {"augment_per_image_s", "augment_per_in_pixel_s", "augment_per_out_pixel_s"};
+
+// One data-bench measurement of the loader on the subset, warm.
+static dlp_status loader_runs(dlp_probe_ctx *c, int size, const int *workers, int nw, int repeat, int64_t images,
+                              dlp_data_bench_run *runs) {
+    dlp_data_bench_cfg bc;
+    memset(&bc, 0, sizeof bc);
+    dlp_loader_cfg_defaults(&bc.loader, c->ds, DLP_XFORM_TRAIN);
+    bc.loader.batch = 32;
+    bc.loader.transform.out_w = bc.loader.transform.out_h = size;
+    bc.loader.seed = c->cfg->seed;
+    for (int i = 0; i < nw; i++) bc.workers[i] = workers[i];
+    bc.nworkers = nw;
+    bc.images = images;
+    bc.repeat = repeat;
+    return dlp_data_bench(&bc, runs);
+}
+
+dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
+    const int quick = c->cfg->quick;
+    dlp_pipeline_profile *pp = &c->p->pipeline;
+    json_t *det = json_object();
+    json_object_set_new(c->details, "pipeline", det);
+    snprintf(pp->name, sizeof pp->name, "dlperf");
+    pp->dct_scaling = 1;
+    pp->crop_window = 1;
+
+    // --- 1. per-sample stage costs --------------------------------------------------------------------------
+    static const pcfg k_full[] = {{64, 0.08, 1}, {96, 0.08, 1}, {128, 0.08, 1}, {160, 0.08, 1}, {224, 0.08, 1},
+                                  {288, 0.08, 1}, {64, 0.5, 1},  {128, 0.5, 1},  {224, 0.5, 1},  {224, 1, 1}};
+    static const pcfg k_quick[] = {{64, 0.08, 1}, {128, 0.08, 1}, {224, 0.08, 1}, {224, 0.5, 1}};
+    const pcfg *cfgs = quick ? k_quick : k_full;
+    const int ncfg = quick ? (int)(sizeof k_quick / sizeof k_quick[0]) : (int)(sizeof k_full / sizeof k_full[0]);
+    int nfiles = c->nsubset;
+    file_buf *f = calloc((size_t)nfiles, sizeof *f);
+    dlp_file_stat *fst = calloc((size_t)nfiles, sizeof *fst);
+    psample *smp = calloc((size_t)nfiles * (size_t)ncfg, sizeof *smp);
+    int *cfg_n = calloc((size_t)ncfg, sizeof *cfg_n);
+    double *X = NULL, *y = NULL;
+    dlp_status st = DLP_OK;
+    if (!f || !fst || !smp || !cfg_n) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int nf = 0;
+    DLP_CHECK_GOTO(st, load_files(c, nfiles, f, &nf), out);
+    dlp_probe_say(c, "pipeline: per-sample decode and augment costs, %d files x %d crop configurations, 1 thread", nf, ncfg);
+    int ns = 0, nfst = 0;
+    unsigned seen = 0;
+    for (int k = 0; k < ncfg; k++) {
+        int got = 0;
+        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, &nfst, &seen),
+                       out);
+        cfg_n[k] = got;
+        ns += got;
+    }
+    if (ns < 16) {
+        st = DLP_ERR(DLP_ERR_FORMAT, "%s: only %d usable samples for the pipeline fit", c->data_dir, ns);
+        goto out;
+    }
+    X = malloc(sizeof(double) * 3 * (size_t)ns);
+    y = malloc(sizeof(double) * (size_t)ns);
+    if (!X || !y) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    // The DCT scales the decoder chose from: those it used over crops from 8% to 100% of the image at 64..288 px
+    // (the model picks among the same, smallest first).
+    pp->dct_scale_mask = seen & 0x1FEu;
+    dlp_lsq_fit fd, fa;
+    for (int i = 0; i < ns; i++) {
+        X[3 * i] = 1;
+        X[3 * i + 1] = smp[i].dec_px;
+        X[3 * i + 2] = smp[i].ent_bytes;
+        y[i] = smp[i].dec_s;
+    }
+    DLP_CHECK_GOTO(st, dlp_lsq_solve(X, y, NULL, ns, 3, 1, &fd), out);
+    for (int i = 0; i < ns; i++) {
+        X[3 * i] = 1;
+        X[3 * i + 1] = smp[i].rsz_px;
+        X[3 * i + 2] = smp[i].out_px;
+        y[i] = smp[i].aug_s;
+    }
+    DLP_CHECK_GOTO(st, dlp_lsq_solve(X, y, NULL, ns, 3, 1, &fa), out);
+    pp->decode_per_image_s = fd.coef[0];
+    pp->decode_per_pixel_s = fd.coef[1];
+    pp->decode_per_byte_s = fd.coef[2];
+    pp->augment_per_image_s = fa.coef[0];
+    pp->augment_per_in_pixel_s = fa.coef[1];
+    pp->augment_per_out_pixel_s = fa.coef[2];
+    json_object_set_new(det, "decode_fit", dlp_probe_fit_json(&fd, k_dec_names));
+    json_object_set_new(det, "augment_fit", dlp_probe_fit_json(&fa, k_aug_names));
+
+    // Per configuration: measured means, the fit's prediction on the measured work, and the model's expected work
+    // (perf/imgwork on the files' statistics) against the work the samples really did.
+    dlp_dataset_stats stats;
+    DLP_CHECK_GOTO(st, dlp_dataset_stats_from_files(fst, nfst, c->ds->n, c->data_dir, &stats), out);
+    json_t *per = json_array();
+    json_object_set_new(det, "configs", per);
+    double ape_fit = 0, ape_work = 0;
+    int off = 0;
+    for (int k = 0; k < ncfg; k++) {
+        double m_dec = 0, m_aug = 0, w_dec = 0, w_ent = 0, w_rsz = 0;
+        for (int i = off; i < off + cfg_n[k]; i++) {
+            m_dec += smp[i].dec_s;
+            m_aug += smp[i].aug_s;
+            w_dec += smp[i].dec_px;
+            w_ent += smp[i].ent_bytes;
+            w_rsz += smp[i].rsz_px;
+        }
+        double n = cfg_n[k] > 0 ? cfg_n[k] : 1;
+        m_dec /= n, m_aug /= n, w_dec /= n, w_ent /= n, w_rsz /= n;
+        off += cfg_n[k];
+        double out_px = (double)cfgs[k].size * cfgs[k].size;
+        double p_dec = fd.coef[0] + fd.coef[1] * w_dec + fd.coef[2] * w_ent;
+        double p_aug = fa.coef[0] + fa.coef[1] * w_rsz + fa.coef[2] * out_px;
+        dlp_img_transform tf;
+        dlp_img_transform_init(&tf, 1, cfgs[k].size);
+        tf.scale_min = cfgs[k].scale_lo;
+        tf.scale_max = cfgs[k].scale_hi;
+        dlp_image_work iw;
+        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
+        double e_dec = fd.coef[0] + fd.coef[1] * iw.decoded_pixels + fd.coef[2] * iw.entropy_bytes;
+        double e_aug = fa.coef[0] + fa.coef[1] * iw.resize_pixels + fa.coef[2] * iw.out_pixels;
+        ape_fit += fabs((p_dec + p_aug) / (m_dec + m_aug) - 1);
+        ape_work += fabs((e_dec + e_aug) / (m_dec + m_aug) - 1);
+        json_t *o = json_object();
+        json_object_set_new(o, "size", json_integer(cfgs[k].size));
+        json_object_set_new(o, "scale", json_pack("[ff]", cfgs[k].scale_lo, cfgs[k].scale_hi));
+        json_object_set_new(o, "samples", json_integer(cfg_n[k]));
+        json_object_set_new(o, "decode_ms", json_real(m_dec * 1e3));
+        json_object_set_new(o, "augment_ms", json_real(m_aug * 1e3));
+        json_object_set_new(o, "fit_ms", json_real((p_dec + p_aug) * 1e3));
+        json_object_set_new(o, "model_ms", json_real((e_dec + e_aug) * 1e3));
+        json_object_set_new(o, "decoded_px", json_real(w_dec));
+        json_object_set_new(o, "model_decoded_px", json_real(iw.decoded_pixels));
+        json_object_set_new(o, "entropy_bytes", json_real(w_ent));
+        json_object_set_new(o, "model_entropy_bytes", json_real(iw.entropy_bytes));
+        json_object_set_new(o, "resize_px", json_real(w_rsz));
+        json_object_set_new(o, "model_resize_px", json_real(iw.resize_pixels));
+        json_array_append_new(per, o);
+    }
+    json_object_set_new(det, "fit_mape_of_config_means", json_real(ape_fit / ncfg));
+    json_object_set_new(det, "model_work_mape_of_config_means", json_real(ape_work / ncfg));
+    dlp_probe_say(c, "pipeline: decode %.3f ms + %.2f ns/px + %.2f ns/B (rms %.3f ms), augment %.3f ms + %.2f ns/px in "
+                  "+ %.2f ns/px out (rms %.3f ms); config means within %.1f%% (fit), %.1f%% (expected work)",
+                  fd.coef[0] * 1e3, fd.coef[1] * 1e9, fd.coef[2] * 1e9, fd.rms * 1e3, fa.coef[0] * 1e3, fa.coef[1] * 1e9,
+                  fa.coef[2] * 1e9, fa.rms * 1e3, 100 * ape_fit / ncfg, 100 * ape_work / ncfg);
+
+    // --- 2. the loader's own per-sample overhead (1 thread, warm) ----------------------------------------------
+    static const int k_sizes_full[] = {64, 128, 224}, k_sizes_quick[] = {64, 224};
+    const int *osz = quick ? k_sizes_quick : k_sizes_full;
+    const int nosz = quick ? 2 : 3;
+    const int repeat = quick ? 1 : 3;
+    double ovh[8];
+    json_t *la = json_array();
+    json_object_set_new(det, "loader_one_thread", la);
+    for (int k = 0; k < nosz; k++) {
+        dlp_data_bench_run r;
+        int one = 1;
+        DLP_CHECK_GOTO(st, loader_runs(c, osz[k], &one, 1, repeat, nf, &r), out);
+        double n = r.images > 0 ? (double)r.images : 1;
+        double stages = (double)(r.stats.read_ns + r.stats.decode_ns + r.stats.augment_ns) * 1e-9 / n;
+        double wall = r.seconds / n;
+        ovh[k] = wall - stages;
+        json_t *o = json_object();
+        json_object_set_new(o, "size", json_integer(osz[k]));
+        json_object_set_new(o, "img_per_s", json_real(r.img_per_s));
+        json_object_set_new(o, "wall_ms_per_image", json_real(wall * 1e3));
+        json_object_set_new(o, "read_ms", json_real((double)r.stats.read_ns * 1e-6 / n));
+        json_object_set_new(o, "decode_ms", json_real((double)r.stats.decode_ns * 1e-6 / n));
+        json_object_set_new(o, "augment_ms", json_real((double)r.stats.augment_ns * 1e-6 / n));
+        json_object_set_new(o, "overhead_ms", json_real(ovh[k] * 1e3));
+        json_object_set_new(o, "cpu_ms_per_image", json_real(r.cpu_seconds * 1e3 / n));
+        json_array_append_new(la, o);
+    }
+    double o_med = dlp_probe_median(ovh, nosz);
+    pp->per_sample_overhead_s = o_med > 0 ? o_med : 0;
+    dlp_probe_say(c, "pipeline: the loader's own time per sample (1 thread, beyond its stage times) %.3f ms",
+                  pp->per_sample_overhead_s * 1e3);
+
+    // --- 3. scaling over threads (224 px, warm) ----------------------------------------------------------------
+    int wl[DLP_DATA_BENCH_MAX_RUNS], nw = 0;
+    const int T = c->threads;
+    for (int k = 1; k <= T && nw < DLP_DATA_BENCH_MAX_RUNS - 2; k++) wl[nw++] = k;
+    wl[nw++] = T + 1;
+    if (2 * T > T + 1) wl[nw++] = 2 * T;
+    dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], nf, repeat);
+    dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
+    DLP_CHECK_GOTO(st, loader_runs(c, 224, wl, nw, repeat, nf, runs), out);
+    json_t *sa = json_array();
+    json_object_set_new(det, "loader_scaling", sa);
+    const double x1 = runs[0].img_per_s;
+    pp->nscaling = 0;
+    double x_at_cores = x1;
+    for (int i = 0; i < nw; i++) {
+        double eff = x1 > 0 ? runs[i].img_per_s / (wl[i] * x1) : 0;
+        if (wl[i] <= c->p->host.cores && pp->nscaling < DLP_PIPELINE_MAX_SCALING && eff > 0) {
+            pp->scaling[pp->nscaling].threads = wl[i];
+            pp->scaling[pp->nscaling].efficiency = i == 0 ? 1.0 : eff;
+            pp->nscaling++;
+        }
+        if (wl[i] == c->p->host.cores) x_at_cores = runs[i].img_per_s;
+        json_t *o = json_object();
+        json_object_set_new(o, "workers", json_integer(wl[i]));
+        json_object_set_new(o, "img_per_s", json_real(runs[i].img_per_s));
+        json_object_set_new(o, "efficiency", json_real(eff));
+        json_object_set_new(o, "cpu_ms_per_image",
+                            json_real(runs[i].images > 0 ? runs[i].cpu_seconds * 1e3 / (double)runs[i].images : 0));
+        json_array_append_new(sa, o);
+    }
+    // Threads beyond the cores: each adds oversub_efficiency of a core (SMT hosts: smt_yield up to the hardware
+    // threads first; this probe measures what threads beyond all hardware threads add).
+    double x_max = runs[nw - 1].img_per_s;
+    double extra = wl[nw - 1] - c->p->host.cores;
+    double ov = extra > 0 && x_at_cores > 0 ? (x_max / x_at_cores - 1) * c->p->host.cores / extra : 0;
+    pp->oversub_efficiency = ov > 0 ? (ov < 1 ? ov : 1) : 0;
+    dlp_probe_say(c, "pipeline: %.0f img/s on 1 thread, efficiency %.2f at %d threads, oversubscription adds %.2f "
+                  "core per thread", x1, dlp_pipeline_efficiency(pp, c->p->host.cores), c->p->host.cores,
+                  pp->oversub_efficiency);
+
+    // The loader's wall time per image at 1 thread against the model's c (the fits + overhead) for the same files.
+    {
+        dlp_img_transform tf;
+        dlp_img_transform_init(&tf, 1, 224);
+        dlp_image_work iw;
+        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
+        double cpred = pp->read_per_file_s + pp->read_per_byte_s * iw.bytes + pp->decode_per_image_s +
+                       pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
+                       pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
+                       pp->augment_per_out_pixel_s * iw.out_pixels + pp->per_sample_overhead_s;
+        json_object_set_new(det, "model_img_per_s_1thread_224", json_real(1 / cpred));
+        json_object_set_new(det, "loader_img_per_s_1thread_224", json_real(x1));
+    }
+out:
+    for (int i = 0; f && i < nfiles; i++) free(f[i].data);
+    free(f);
+    free(fst);
+    free(smp);
+    free(cfg_n);
+    free(X);
+    free(y);
+    return st;
+}

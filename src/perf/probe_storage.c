@@ -1,0 +1,423 @@
+// perf/probe_storage: reading files where the dataset lives, warm (page cache) and cold.
+//
+// The probe writes its own files (random bytes, 16 KiB .. 1 MiB, and one large file) into a temporary directory
+// inside the dataset's directory, so they sit on the same file system, and reads them as the loader does (open,
+// fstat, one read of the whole file, close):
+//   warm: CPU time per file, least squares  t = read_per_file + read_per_byte x bytes;
+//   cold: after fsync + posix_fadvise(DONTNEED), one thread: the wall time per file beyond the warm cost,
+//         least squares  wait = cold_latency + bytes / cold_stream;
+//         K threads at once (K up to 8): the aggregate rate, the most bytes/s and files/s any K reached;
+//         the large file read in 1 MiB pieces: one reader's streaming rate (recorded).
+// Then a sample of the dataset's own files, dropped and read cold on one thread, checks the fit on the files the
+// loader will read. On file systems that keep files in memory (tmpfs, ramfs, overlay on them) dropping the cache
+// does nothing: the probe says so, and cold then costs what warm does.
+// Without a writable dataset directory, the dataset's files stand in for the probe's own (warm and cold).
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/rng.h"
+#include "data/transform.h"
+#include "perf/probe_impl.h"
+
+typedef struct sfile {
+    char path[4200];
+    int64_t bytes;
+} sfile;
+
+// Reads a whole file like the loader (open, fstat, one read, close) into buf (grown as needed). Returns bytes read
+// or -1.
+static int64_t read_whole(const char *path, uint8_t **buf, size_t *cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        close(fd);
+        return -1;
+    }
+    size_t size = (size_t)sb.st_size;
+    if (size > *cap) {
+        uint8_t *nb = realloc(*buf, size);
+        if (!nb) {
+            close(fd);
+            return -1;
+        }
+        *buf = nb;
+        *cap = size;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, *buf + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    return (int64_t)got;
+}
+
+static void drop(const sfile *f, int n) {
+    for (int i = 0; i < n; i++) {
+        int fd = open(f[i].path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+static dlp_status write_file(const char *path, int64_t bytes, dlp_rng *r) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    uint64_t chunk[8192];
+    int64_t left = bytes;
+    while (left > 0) {
+        for (size_t i = 0; i < sizeof chunk / sizeof chunk[0]; i++) chunk[i] = dlp_rng_u64(r);
+        size_t n = left < (int64_t)sizeof chunk ? (size_t)left : sizeof chunk;
+        ssize_t w = write(fd, chunk, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            return DLP_ERR(DLP_ERR_IO, "cannot write %s: %s", path, strerror(e));
+        }
+        left -= w;
+    }
+    int ok = fsync(fd) == 0;  // dirty pages cannot be dropped: write them back first
+    close(fd);
+    if (!ok) return DLP_ERR(DLP_ERR_IO, "cannot sync %s: %s", path, strerror(errno));
+    return DLP_OK;
+}
+
+typedef struct par_job {
+    const sfile *f;
+    int lo, hi;
+    int64_t bytes;
+} par_job;
+
+static void *par_reader(void *arg) {
+    par_job *j = arg;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (int i = j->lo; i < j->hi; i++) {
+        int64_t b = read_whole(j->f[i].path, &buf, &cap);
+        if (b > 0) j->bytes += b;
+    }
+    free(buf);
+    return NULL;
+}
+
+// Cold aggregate over K threads: returns bytes/s and files/s.
+static void cold_parallel(const sfile *f, int n, int k, double *bps, double *fps) {
+    drop(f, n);
+    par_job jobs[16];
+    pthread_t th[16];
+    int64_t t0 = dlp_now_ns();
+    int started = 0;
+    for (int t = 0; t < k; t++) {
+        jobs[t] = (par_job){f, n * t / k, n * (t + 1) / k, 0};
+        if (pthread_create(&th[t], NULL, par_reader, &jobs[t]) == 0) started++;
+        else par_reader(&jobs[t]);
+    }
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    double s = dlp_ns_to_s(dlp_now_ns() - t0);
+    int64_t bytes = 0;
+    for (int t = 0; t < k; t++) bytes += jobs[t].bytes;
+    *bps = s > 0 ? (double)bytes / s : 0;
+    *fps = s > 0 ? n / s : 0;
+}
+
+static const char *fs_name(long type) {
+    switch ((unsigned long)type) {
+    case 0x01021994UL: return "tmpfs";
+    case 0x858458f6UL: return "ramfs";
+    case 0x794c7630UL: return "overlay";
+    case 0xEF53UL: return "ext4";
+    case 0x58465342UL: return "xfs";
+    case 0x9123683EUL: return "btrfs";
+    case 0x6969UL: return "nfs";
+    case 0x65735546UL: return "fuse";
+    case 0x2FC12FC1UL: return "zfs";
+    default: return "other";
+    }
+}
+
+static void shuffle(sfile *f, int n, dlp_rng *r) {
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)dlp_rng_below(r, (uint64_t)i + 1);
+        sfile t = f[i];
+        f[i] = f[j];
+        f[j] = t;
+    }
+}
+
+static const char *const k_warm_names[] = {"read_per_file_s", "read_per_byte_s"};
+static const char *const k_cold_names[] = {"cold_latency_s", "cold_s_per_byte"};
+
+// Cold reads on one thread, files in random order, `passes` times (dropped before each): per file, the wall time
+// beyond the warm CPU cost; least squares  wait = latency + bytes / stream.  *ratio: cold time / warm time.
+// With x (a transformer), each file is also decoded and augmented after it is read, as a loader thread does: on some
+// virtual disks a read issued after a stretch of CPU work waits much longer than one issued right after the last.
+static dlp_status cold_fit(sfile *f, int n, int passes, const dlp_lsq_fit *fw, dlp_rng *rng, uint8_t **buf, size_t *cap,
+                           dlp_transformer *x, void *dst, dlp_lsq_fit *fc, double *ratio, double *ms_per_file) {
+    double *X = malloc(sizeof(double) * 2 * (size_t)n * (size_t)passes), *y = malloc(sizeof(double) * (size_t)n * passes);
+    if (!X || !y) {
+        free(X);
+        free(y);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    }
+    int nc = 0;
+    double cold_sum = 0, warm_sum = 0;
+    for (int p = 0; p < passes; p++) {
+        shuffle(f, n, rng);
+        drop(f, n);
+        for (int i = 0; i < n; i++) {
+            int64_t t0 = dlp_now_ns();
+            int64_t b = read_whole(f[i].path, buf, cap);
+            double t = dlp_ns_to_s(dlp_now_ns() - t0);
+            if (b <= 0) continue;
+            if (x) {
+                dlp_rng cr;
+                dlp_rng_init(&cr, 1, (uint64_t)i);
+                dlp_transformer_run(x, *buf, (size_t)b, NULL, &cr, dst, NULL);  // a bad file just costs less
+            }
+            double w = fw->coef[0] + fw->coef[1] * (double)b;
+            X[2 * nc] = 1;
+            X[2 * nc + 1] = (double)b;
+            y[nc] = t - w > 0 ? t - w : 0;
+            cold_sum += t;
+            warm_sum += w;
+            nc++;
+        }
+    }
+    dlp_status st = nc >= 2 ? dlp_lsq_solve(X, y, NULL, nc, 2, 1, fc) : DLP_ERR(DLP_ERR_IO, "no cold read succeeded");
+    free(X);
+    free(y);
+    *ratio = warm_sum > 0 ? cold_sum / warm_sum : 1;
+    *ms_per_file = nc > 0 ? cold_sum / nc * 1e3 : 0;
+    return st;
+}
+
+// Reads files cold with 4 threads once (the dataset's first read after it was written elsewhere); ms per file.
+static double prime(sfile *f, int n) {
+    double bps, fps;
+    cold_parallel(f, n, 4, &bps, &fps);
+    return fps > 0 ? 1e3 / fps * 4 : 0;
+}
+
+dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
+    const int quick = c->cfg->quick;
+    json_t *det = json_object();
+    json_object_set_new(c->details, "storage", det);
+    dlp_storage_profile *sp = &c->p->storage;
+    dlp_pipeline_profile *pp = &c->p->pipeline;
+    struct statfs sfs;
+    const char *fsn = statfs(c->data_dir, &sfs) == 0 ? fs_name((long)sfs.f_type) : "unknown";
+    int in_memory = strcmp(fsn, "tmpfs") == 0 || strcmp(fsn, "ramfs") == 0;
+    json_object_set_new(det, "filesystem", json_string(fsn));
+    dlp_rng rng;
+    dlp_rng_init(&rng, c->cfg->seed, 0x5707);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    dlp_status st = DLP_OK;
+
+    // The dataset's files: a sample for the measurements, and (to prime the storage) all of them.
+    const int64_t nall = c->ds->n;
+    const int nprime = (int)(quick && nall > 1000 ? 1000 : nall);
+    const int m = (int)(nall < (quick ? 150 : 400) ? nall : (quick ? 150 : 400));
+    sfile *all = calloc((size_t)nprime, sizeof *all), *df = calloc((size_t)m, sizeof *df);
+    // The probe's own files of known sizes, beside the dataset (same file system).
+    static const int64_t k_sizes[] = {16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20};
+    const int nsz = 5, per = quick ? 10 : 24;
+    const int64_t big = (int64_t)(quick ? 32 : 64) << 20;
+    sfile *f = calloc((size_t)(nsz * per), sizeof *f);
+    int n = 0, own = 0;
+    char tmpl[4200] = "";
+    if (!all || !df || !f) {
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nprime; i++) {
+        int64_t idx = nprime < nall ? (int64_t)((double)i * nall / nprime) : i;
+        dlp_dataset_path(c->ds, idx, all[i].path, sizeof all[i].path);
+    }
+    int nd = 0;
+    for (int i = 0; i < m; i++) {
+        int64_t idx = (int64_t)((double)i * nall / m);
+        dlp_dataset_path(c->ds, idx, df[nd].path, sizeof df[nd].path);
+        struct stat sb;
+        if (stat(df[nd].path, &sb) == 0 && sb.st_size > 0) {
+            df[nd].bytes = sb.st_size;
+            nd++;
+        }
+    }
+    if (nd < 4) {
+        st = DLP_ERR(DLP_ERR_IO, "storage probe: fewer than 4 readable files in %s", c->data_dir);
+        goto out;
+    }
+    {
+        // The temporary directory goes beside the dataset's directory when that is on the same file system (a
+        // loader listing the dataset's classes must not see it), else inside it.
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", c->data_dir);
+        char *slash = strrchr(parent, '/');
+        struct stat sd, sp_;
+        if (slash && slash != parent) *slash = '\0';
+        if (!slash || slash == parent || stat(parent, &sp_) != 0 || stat(c->data_dir, &sd) != 0 || sp_.st_dev != sd.st_dev)
+            snprintf(parent, sizeof parent, "%s", c->data_dir);
+        snprintf(tmpl, sizeof tmpl, "%s/.dlperf-probe-XXXXXX", parent);
+        own = mkdtemp(tmpl) != NULL;
+    }
+    if (own) {
+        dlp_probe_say(c, "storage: writing %d files of 16 KiB..1 MiB and one of %lld MiB in %s (%s)", nsz * per,
+                      (long long)(big >> 20), tmpl, fsn);
+        for (int s = 0; s < nsz && st == DLP_OK; s++)
+            for (int i = 0; i < per && st == DLP_OK; i++) {
+                snprintf(f[n].path, sizeof f[n].path, "%s/f%d_%d", tmpl, s, i);
+                f[n].bytes = k_sizes[s];
+                st = write_file(f[n].path, f[n].bytes, &rng);
+                if (st == DLP_OK) n++;
+            }
+        if (st != DLP_OK) goto out;
+    } else {
+        dlp_probe_say(c, "storage: cannot write beside %s: the dataset's files stand in for the probe's own", c->data_dir);
+    }
+    json_object_set_new(det, "own_files", json_integer(n));
+
+    // Warm: CPU time per file (median of 3 reads after one that fills the cache), own files of 16 KiB..1 MiB (or
+    // the dataset's).
+    sfile *wf = own ? f : df;
+    int nw = own ? n : nd;
+    double *X = malloc(sizeof(double) * 2 * (size_t)nw), *y = malloc(sizeof(double) * (size_t)nw);
+    if (!X || !y) {
+        free(X);
+        free(y);
+        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nw; i++) read_whole(wf[i].path, &buf, &cap);
+    for (int i = 0; i < nw; i++) {
+        double tmp[3];
+        for (int r = 0; r < 3; r++) {
+            int64_t c0 = dlp_thread_cpu_ns();
+            read_whole(wf[i].path, &buf, &cap);
+            tmp[r] = dlp_ns_to_s(dlp_thread_cpu_ns() - c0);
+        }
+        X[2 * i] = 1;
+        X[2 * i + 1] = (double)wf[i].bytes;
+        y[i] = dlp_probe_median(tmp, 3);
+    }
+    dlp_lsq_fit fw;
+    st = dlp_lsq_solve(X, y, NULL, nw, 2, 1, &fw);
+    free(X);
+    free(y);
+    if (st) goto out;
+    pp->read_per_file_s = fw.coef[0];
+    pp->read_per_byte_s = fw.coef[1];
+    json_object_set_new(det, "warm_fit", dlp_probe_fit_json(&fw, k_warm_names));
+    dlp_probe_say(c, "storage: warm read %.1f us per file + %.3f ns per byte (CPU)", fw.coef[0] * 1e6, fw.coef[1] * 1e9);
+
+    // The probe's own, freshly written files cold (recorded: a virtual disk may still hold them in the host's
+    // cache), and one reader streaming a large file.
+    if (own) {
+        dlp_lsq_fit fo;
+        double ratio_o, ms_o;
+        DLP_CHECK_GOTO(st, cold_fit(f, n, 1, &fw, &rng, &buf, &cap, NULL, NULL, &fo, &ratio_o, &ms_o), out);
+        json_object_set_new(det, "own_files_cold_fit", dlp_probe_fit_json(&fo, k_cold_names));
+        dlp_probe_say(c, "storage: the probe's fresh files cold: %.2f ms per file + %.2f ms per MB", fo.coef[0] * 1e3,
+                      fo.coef[1] * 1e9);
+        sfile b1;
+        snprintf(b1.path, sizeof b1.path, "%s/big", tmpl);
+        b1.bytes = big;
+        if (write_file(b1.path, big, &rng) == DLP_OK) {
+            drop(&b1, 1);
+            int fd = open(b1.path, O_RDONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                uint8_t *chunk = malloc(1 << 20);
+                int64_t t0 = dlp_now_ns(), got = 0;
+                ssize_t r;
+                while (chunk && (r = read(fd, chunk, 1 << 20)) > 0) got += r;
+                double s = dlp_ns_to_s(dlp_now_ns() - t0);
+                free(chunk);
+                close(fd);
+                json_object_set_new(det, "cold_stream_large_file_bytes_per_s", json_real(s > 0 ? (double)got / s : 0));
+                dlp_probe_say(c, "storage: one reader streaming %lld MiB cold: %.0f MB/s", (long long)(big >> 20),
+                              s > 0 ? (double)got / s / 1e6 : 0);
+            }
+            unlink(b1.path);
+        }
+    }
+
+    // The dataset's files cold. First every file once (on a virtual disk the first read after the files were written
+    // elsewhere can be much slower than later cold reads, which the host's cache serves: the profile describes the
+    // steady state repeated cold epochs see), then the sample on one thread (the per-file fit), then K threads.
+    int64_t tp = dlp_now_ns();
+    double first_ms = prime(all, nprime);
+    json_object_set_new(det, "dataset_first_cold_read_ms_per_file", json_real(first_ms));
+    dlp_probe_say(c, "storage: read the dataset's %d files cold once (%.1f s, %.2f ms per file per reader)", nprime,
+                  dlp_ns_to_s(dlp_now_ns() - tp), first_ms);
+    dlp_lsq_fit fb, fc;
+    double ratio_b, ms_b, ratio, ms_file;
+    DLP_CHECK_GOTO(st, cold_fit(df, nd, 1, &fw, &rng, &buf, &cap, NULL, NULL, &fb, &ratio_b, &ms_b), out);
+    json_object_set_new(det, "cold_back_to_back_fit", dlp_probe_fit_json(&fb, k_cold_names));
+    json_object_set_new(det, "cold_back_to_back_ms_per_file", json_real(ms_b));
+    dlp_probe_say(c, "storage: the dataset's files cold, read back to back: %.2f ms per file", ms_b);
+    {
+        dlp_transform t;
+        dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
+        dlp_transformer *x = NULL;
+        void *dst = malloc(dlp_transform_sample_bytes(&t));
+        st = dst ? dlp_transformer_create(&t, &x) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        if (st == DLP_OK) st = cold_fit(df, nd, quick ? 1 : 2, &fw, &rng, &buf, &cap, x, dst, &fc, &ratio, &ms_file);
+        dlp_transformer_free(x);
+        free(dst);
+        if (st) goto out;
+    }
+    json_object_set_new(det, "cold_fit", dlp_probe_fit_json(&fc, k_cold_names));
+    json_object_set_new(det, "cold_ms_per_file", json_real(ms_file));
+    json_object_set_new(det, "cold_over_warm", json_real(ratio));
+    sp->cold_latency_s = fc.coef[0];
+    sp->cold_stream_bytes_per_s = fc.coef[1] > 0 ? 1.0 / fc.coef[1] : 0;
+    dlp_probe_say(c, "storage: the dataset's files cold, each decoded after its read as a loader thread does: %.2f ms "
+                  "per file (%.2f ms + %.2f ms per MB waiting); %.1fx the warm cost", ms_file, fc.coef[0] * 1e3,
+                  fc.coef[1] * 1e9, ratio);
+    json_t *pa = json_array();
+    json_object_set_new(det, "cold_parallel", pa);
+    static const int k_full[] = {1, 2, 4, 8}, k_quick[] = {1, 4};
+    const int *ks = quick ? k_quick : k_full;
+    const int nk = quick ? 2 : 4;
+    double best_bps = 0;
+    for (int i = 0; i < nk; i++) {
+        double bps, fps;
+        shuffle(df, nd, &rng);
+        cold_parallel(df, nd, ks[i], &bps, &fps);
+        if (bps > best_bps) best_bps = bps;
+        json_array_append_new(pa, json_pack("{s:i, s:f, s:f}", "threads", ks[i], "bytes_per_s", bps, "files_per_s", fps));
+        dlp_probe_say(c, "storage: the dataset's files cold, %d reader(s): %.1f MB/s, %.0f files/s", ks[i], bps / 1e6, fps);
+    }
+    sp->cold_read_bytes_per_s = best_bps;
+    snprintf(sp->desc, sizeof sp->desc, "%s at %.60s", fsn, c->data_dir);
+    if (in_memory || ratio < 1.5) {
+        json_object_set_new(det, "note", json_string("dropping the page cache had no measurable effect here (the "
+                                                     "file system keeps files in memory): cold reads cost what warm "
+                                                     "reads do"));
+        dlp_probe_say(c, "storage: dropping the page cache had no measurable effect on %s: cold = warm", fsn);
+    }
+out:
+    if (own) {
+        for (int i = 0; i < n; i++) unlink(f[i].path);
+        rmdir(tmpl);
+    }
+    free(all);
+    free(df);
+    free(f);
+    free(buf);
+    return st;
+}
