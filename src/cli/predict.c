@@ -195,7 +195,7 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     w->nodes = op->nodes;
     w->workers = op->workers;
     w->threads = op->threads;
-    dlp_transform_init(&w->tf, w->task == DLP_TASK_TRAIN, op->size);
+    dlp_img_transform_init(&w->tf, w->task == DLP_TASK_TRAIN, op->size);
     w->storage = (dlp_storage_state)op->storage;
     w->read_limit_bytes_per_s = (double)op->read_limit;
     w->epochs = op->epochs;
