@@ -90,16 +90,57 @@ static const char *rate_str(double bytes_per_s) {
 static double dmin(double a, double b) { return a < b ? a : b; }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
-// Loader capacity at `workers` threads: CPU-bound (parallelism / CPU time) and, with cold reads, bounded by
-// threads / (CPU time + wait) since a thread prepares one image at a time.
-static double loader_cap(const dlp_profile *p, double cores, int workers, double c, double w_io) {
-    double par = dlp_loader_parallelism(&p->host, &p->pipeline, cores, workers);
-    double x = par / c;
-    if (w_io > 0) {
-        double eff = dlp_pipeline_efficiency(&p->pipeline, (int)ceil(dmin(workers, cores)));
-        x = dmin(x, workers / (c / eff + w_io));
+// The loader as a closed network (the machine-repairman model): `workers` threads cycle between the CPU, where j
+// of them together prepare par(j)/c images/s, and — with cold reads — a wait of w_io per image that uses no CPU.
+// Processor sharing and an infinite-server wait have the product form (BCMP: exact for any service-time
+// distribution): P(j on the CPU) ~ w^(W-j)/(W-j)! x prod_{i<=j} c/par(i), and the rate is sum_j P(j) par(j)/c.
+// Without waits every thread is on the CPU: par(W)/c.
+double dlp_loader_rate(const dlp_host_profile *h, const dlp_pipeline_profile *p, double cores, int workers, double c,
+                       double w_io) {
+    if (workers < 1 || !(c > 0)) return 0;
+    if (!(w_io > 0)) return dlp_loader_parallelism(h, p, cores, workers) / c;
+    // log P(j) up to a constant, j = 0..W
+    double lmax = -INFINITY, lprod = 0;
+    double *lp = malloc(sizeof(double) * ((size_t)workers + 1));
+    if (!lp) return dlp_loader_parallelism(h, p, cores, workers) / (c + w_io);
+    for (int j = 0; j <= workers; j++) {
+        if (j > 0) lprod += log(c / dlp_loader_parallelism(h, p, cores, j));
+        lp[j] = (workers - j) * log(w_io) - lgamma(workers - j + 1.0) + lprod;
+        if (lp[j] > lmax) lmax = lp[j];
     }
-    return x;
+    double z = 0, x = 0;
+    for (int j = 0; j <= workers; j++) {
+        double e = exp(lp[j] - lmax);
+        z += e;
+        if (j > 0) x += e * dlp_loader_parallelism(h, p, cores, j) / c;
+    }
+    free(lp);
+    return x / z;
+}
+
+// The loader's capacity at `workers` threads (CPU and cold-read waits).
+static double loader_cap(const dlp_profile *p, double cores, int workers, double c, double w_io) {
+    return dlp_loader_rate(&p->host, &p->pipeline, cores, workers, c, w_io);
+}
+
+// The cpu device and the loader on the same cores. Alone, compute runs xc img/s and the loader xl; both flat out
+// at once, the probe measured shares (a of compute's rate, l of the loader's). The rates both can sustain lie on
+// the line from (1, 0) to (a, l) and from there to (0, 1) in (compute share, loader share); training needs as many
+// images from each: the throughput is where x/xc and x/xl meet that frontier. *loader_side: 1 when that point is
+// on the loader's segment (the loader limits; compute waits for data).
+static double shared_rate(double xc, double xl, double a, double l, int *loader_side) {
+    *loader_side = 0;
+    if (!(xc > 0) || !(xl > 0)) return 0;
+    if (a >= 1 && l >= 1) {  // no contention measured: each runs as alone
+        *loader_side = xl < xc;
+        return xc < xl ? xc : xl;
+    }
+    // segment 1: s_c = 1 - (1 - a) / l x s_l, for s_l <= l
+    double x1 = 1.0 / (1.0 / xc + (1 - a) / (l * xl));
+    if (x1 / xl <= l + 1e-12) return x1;
+    *loader_side = 1;
+    // segment 2: s_c = a (1 - s_l) / (1 - l)
+    return a / ((1 - l) / xc + a / xl);
 }
 
 static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, int cold,
@@ -239,9 +280,9 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     }
     o->io_wait_s_per_image = w_io;
     if (w_io > 0) {
-        double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, free_cores)));
-        set_stage(o, DLP_STAGE_IOWAIT, W / (c / eff + w_io), "%d thread(s), each %.2f ms CPU + %.2f ms waiting per image",
-                  W, c / eff * 1e3, w_io * 1e3);
+        double xr = loader_cap(p, free_cores, W, c, w_io);
+        set_stage(o, DLP_STAGE_IOWAIT, xr, "%d thread(s), each %.2f ms CPU + %.2f ms waiting for the read per image "
+                  "(%.0f%% of their time waiting)", W, c * 1e3, w_io * 1e3, 100 * dmin(1, xr * w_io / W));
     }
     if (h->mem_bw_bytes_per_s > 0) {
         // Page cache to user buffer (3x the file), IDCT output written and read by the resize, the batch
@@ -250,35 +291,61 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         set_stage(o, DLP_STAGE_HOSTMEM, h->mem_bw_bytes_per_s / mb, "%.2f MB per image at %.0f GB/s", mb / 1e6,
                   h->mem_bw_bytes_per_s / 1e9);
     }
-    double x_shared = INFINITY;
-    if (is_cpu) {
-        // Compute (cores_busy cores for the step) and the loader's threads draw on the same cores.
-        double s_c = st->cores_busy * st->compute_s / b;
-        double c_eff = h->cores + h->smt_yield * (h->threads - h->cores);
-        double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, h->cores)));
-        x_shared = c_eff * dev->contention_efficiency / (s_c + c / eff);
-        set_stage(o, DLP_STAGE_SHARED_CPU, x_shared, "%.1f cores shared: compute %.2f ms CPU per image (%.1f cores "
-                  "busy), loader %.2f ms, efficiency %.2f", c_eff, s_c * 1e3, st->cores_busy, c / eff * 1e3,
-                  dev->contention_efficiency);
-    }
-
-    // The pipeline: the slowest stage sets the pace.
-    double x = o->device_img_per_s;
-    dlp_stage bn = DLP_STAGE_COMPUTE;
-    if (st->h2d_s > st->compute_s && st->h2d_s >= exposed) bn = DLP_STAGE_H2D;
-    else if (exposed > st->compute_s) bn = DLP_STAGE_ALLREDUCE;
-    static const dlp_stage k_loader_side[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM,
-                                              DLP_STAGE_SHARED_CPU};
+    // The pipeline: the slowest stage sets the pace. On the loader's side a cold-read wait is named only when it
+    // costs the loader more than a tenth of its CPU-bound rate.
+    static const dlp_stage k_loader_side[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
+    double xl = INFINITY;
+    dlp_stage bl = DLP_STAGE_PREP;
     for (size_t i = 0; i < sizeof k_loader_side / sizeof k_loader_side[0]; i++) {
         const dlp_stage_cap *s = &o->stages[k_loader_side[i]];
-        if (s->present && s->img_per_s < x) {
-            x = s->img_per_s;
-            bn = k_loader_side[i];
+        if (s->present && s->img_per_s < xl) {
+            xl = s->img_per_s;
+            bl = k_loader_side[i];
         }
+    }
+    if (bl == DLP_STAGE_IOWAIT && o->stages[DLP_STAGE_IOWAIT].img_per_s >= 0.9 * o->stages[DLP_STAGE_PREP].img_per_s)
+        bl = DLP_STAGE_PREP;
+    dlp_stage bd = DLP_STAGE_COMPUTE;
+    if (st->h2d_s > st->compute_s && st->h2d_s >= exposed) bd = DLP_STAGE_H2D;
+    else if (exposed > st->compute_s) bd = DLP_STAGE_ALLREDUCE;
+    double x = o->device_img_per_s;
+    dlp_stage bn = bd;
+    double x_busy = o->device_img_per_s;
+    if (is_cpu) {
+        // Compute and the loader draw on the same cores (docs/model.md, "The cpu device: contention").
+        const dlp_contention_point *cp = dlp_device_find_contention(dev, o->threads, W);
+        const double xc = o->device_img_per_s;
+        int loader_side = 0;
+        if (cp) {
+            const double a = cp->compute_share, l = cp->loader_share;
+            x = shared_rate(xc, xl, a, l, &loader_side);
+            set_stage(o, DLP_STAGE_SHARED_CPU, x, "compute alone %.1f img/s and the loader alone %.0f img/s on the same "
+                      "cores (measured with %d compute and %d loader thread(s): %.0f%% and %.0f%% of their rates when both "
+                      "run)", xc, xl, cp->threads, cp->workers, 100 * a, 100 * l);
+            // What compute would run with the loader at this rate if it never waited for data (segment 1 extended).
+            double sc = l > 0 ? 1 - (1 - a) / l * (x / xl) : 1;
+            x_busy = loader_side && sc > 0 ? dmin(xc, xc * sc) : x;
+        } else {  // not measured (catalog profiles): CPU time shared, scaled by contention_efficiency
+            double s_c = st->cores_busy * st->compute_s / b;
+            double c_eff = h->cores + h->smt_yield * (h->threads - h->cores);
+            double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, h->cores)));
+            double xs = c_eff * dev->contention_efficiency / (s_c + c / eff);
+            set_stage(o, DLP_STAGE_SHARED_CPU, xs, "%.1f cores shared: compute %.2f ms CPU per image (%.1f cores busy), "
+                      "loader %.2f ms, efficiency %.2f", c_eff, s_c * 1e3, st->cores_busy, c / eff * 1e3,
+                      dev->contention_efficiency);
+            x = dmin(xs, dmin(xc, xl));
+            loader_side = xl <= xs && xl < xc;
+            x_busy = loader_side ? dmin(xc, xs) : x;
+        }
+        // The loader limits (compute waits for data): its stage is named; else compute on the shared cores.
+        bn = loader_side ? bl : (x < xc * 0.999 ? DLP_STAGE_SHARED_CPU : bd);
+    } else if (xl < x) {
+        x = xl;
+        bn = bl;
     }
     o->img_per_s = x;
     o->bottleneck = bn;
-    o->busy_img_per_s = dmin(o->device_img_per_s, x_shared);
+    o->busy_img_per_s = dmax(x, x_busy);
     o->data_stall_fraction = dmax(0, 1 - x / o->busy_img_per_s);
     o->per_device_img_per_s = x / n;
     o->cluster_img_per_s = x * nodes;
@@ -290,11 +357,15 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     double eff_need = dlp_pipeline_efficiency(pp, (int)ceil(target * c));
     o->loader_cores_needed = target * c / eff_need;
     o->loader_threads_needed = 0;
-    for (int k = 1; k <= 65536; k++)
-        if (loader_cap(p, free_cores, k, c, w_io) >= target * (1 - 1e-9)) {
-            o->loader_threads_needed = k;
-            break;
+    if (loader_cap(p, free_cores, 65536, c, w_io) >= target * (1 - 1e-9)) {  // the rate grows with threads
+        int lo = 1, hi = 65536;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (loader_cap(p, free_cores, mid, c, w_io) >= target * (1 - 1e-9)) hi = mid;
+            else lo = mid + 1;
         }
+        o->loader_threads_needed = lo;
+    }
     o->storage_bytes_per_s_needed = target * bytes;
     o->page_cache_bytes_needed = (double)stats.images * stats.mean_bytes;
     o->h2d_bytes_per_s_needed = target / n * o->input_bytes_per_image;

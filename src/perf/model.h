@@ -5,7 +5,7 @@
 // bottleneck, the data-stall fraction, epoch time, and what would keep the device busy. The equations are in
 // docs/model.md; every number comes from the profile and the workload, never from a run.
 // Defines: dlp_storage_state, dlp_workload, dlp_workload_init, dlp_stage, dlp_stage_name, dlp_stage_cap,
-//          dlp_prediction, dlp_predict, dlp_loader_parallelism, dlp_prediction_to_json.
+//          dlp_prediction, dlp_predict, dlp_loader_parallelism, dlp_loader_rate, dlp_prediction_to_json.
 #ifndef DLP_PERF_MODEL_H
 #define DLP_PERF_MODEL_H
 #include <jansson.h>
@@ -113,6 +113,11 @@ typedef struct dlp_prediction {
 // Single-thread equivalents of `workers` loader threads on a host with `cores` free cores (fractional),
 // hw_threads hardware threads: measured efficiency up to the cores, SMT yield and oversubscription beyond.
 double dlp_loader_parallelism(const dlp_host_profile *h, const dlp_pipeline_profile *p, double cores, int workers);
+// The loader's rate (images/s) at `workers` threads: c CPU seconds per image on one thread, w_io seconds per image
+// waiting for a cold read without using the CPU (0: warm). A closed network of the threads between the CPU and
+// the wait (exact product form); par(W)/c when w_io = 0.
+double dlp_loader_rate(const dlp_host_profile *h, const dlp_pipeline_profile *p, double cores, int workers, double c,
+                       double w_io);
 
 dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, dlp_prediction *out);
 json_t *dlp_prediction_to_json(const dlp_prediction *pr);
