@@ -487,6 +487,7 @@ dlp_status dlp_profile_from_json(const json_t *o, const char *where, dlp_profile
     DLP_CHECK(dlp_field_opt_nonneg(h, "mem_bytes", 0, &p->host.mem_bytes, w));
     DLP_CHECK(dlp_field_opt_nonneg(h, "mem_bw_bytes_per_s", 0, &p->host.mem_bw_bytes_per_s, w));
     DLP_CHECK(dlp_field_opt_nonneg(h, "loop_overhead_s", 0, &p->host.loop_overhead_s, w));
+    DLP_CHECK(dlp_field_opt_nonneg(h, "wake_latency_busy_s", 0, &p->host.wake_latency_busy_s, w));
 
     const json_t *s = req_obj(o, "storage", where, &st);
     DLP_CHECK(st);
@@ -568,6 +569,7 @@ json_t *dlp_profile_to_json(const dlp_profile *p) {
     json_object_set_new(h, "mem_bytes", json_real(p->host.mem_bytes));
     json_object_set_new(h, "mem_bw_bytes_per_s", json_real(p->host.mem_bw_bytes_per_s));
     json_object_set_new(h, "loop_overhead_s", json_real(p->host.loop_overhead_s));
+    json_object_set_new(h, "wake_latency_busy_s", json_real(p->host.wake_latency_busy_s));
     json_object_set_new(o, "host", h);
     json_t *s = json_object();
     json_object_set_new(s, "desc", json_string(p->storage.desc));

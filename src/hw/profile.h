@@ -102,6 +102,8 @@ typedef struct dlp_host_profile {
     double mem_bytes;
     double mem_bw_bytes_per_s;  // sustained memory bandwidth (0: unknown, no memory stage)
     double loop_overhead_s;     // host time per training step outside the device ops (the loop's own work)
+    double wake_latency_busy_s; // a device op's host thread, waking at its deadline while loader threads keep every
+                                // core busy, resumes this much later (per op; 0 with a free core)
 } dlp_host_profile;
 
 // --- a compute device's step-time model ------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "hw/host.h"
 #include "hw/work.h"
 #include "nn/resnet.h"
+#include "perf/probe_fit.h"
 #include "perf/probe_impl.h"
 
 typedef struct step_meas {
@@ -164,7 +165,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
     dlp_model_work mw;
     DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
     const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
-    double X[16], y[16], upd[8], busy[8];
+    double y[16], upd[8], busy[8];
     json_t *pts = json_array();
     for (int i = 0; i < nb; i++) {
         probe_plan pp;
@@ -180,8 +181,6 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
             json_decref(pts);
             return st;
         }
-        X[2 * i] = 1;
-        X[2 * i + 1] = batches[i];
         y[i] = m.fb_s;
         upd[i] = m.upd_s;
         busy[i] = m.cores_busy;
@@ -195,12 +194,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
                       batches[i] / (m.fb_s + m.upd_s), m.cores_busy);
     }
     dlp_lsq_fit f;
-    DLP_CHECK(dlp_lsq_solve(X, y, NULL, nb, 2, 1, &f));
-    double t0 = f.coef[0], k = f.coef[1];
-    if (!(k > 0)) {  // noise swamped the slope: the largest batch alone, no fixed time
-        t0 = 0;
-        k = y[nb - 1] / batches[nb - 1];
-    }
+    double t0, per_image;
+    DLP_CHECK(dlp_probe_fit_step(batches, y, nb, r, &t0, &per_image, &f));
     if (dev->nrates >= DLP_DEVICE_MAX_RATES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many rows for %s", dev->name);
     dlp_rate *row = &dev->rates[dev->nrates++];
     memset(row, 0, sizeof *row);
@@ -211,11 +206,11 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
     snprintf(row->model, sizeof row->model, "%s", model);
     row->size = size;
     row->t0_s = t0;
-    row->per_image_s = k / r;
+    row->per_image_s = per_image;
     row->update_s = dlp_probe_median(upd, nb) / q;
     row->cores_busy = dlp_probe_median(busy, nb);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
-             "%.3f ms/img", ops->name, model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, k * 1e3);
+             "%.3f ms/img", ops->name, model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -288,32 +283,6 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
 
 // --- contention: the cpu backend and the loader at once -------------------------------------------------------------
 
-typedef struct consumer {
-    dlp_loader *l;
-    atomic_int stop;
-    atomic_llong images;
-    dlp_status st;
-} consumer;
-
-// Takes batches as fast as they come, epoch after epoch, counting images.
-static void *consume(void *arg) {
-    consumer *k = arg;
-    int64_t epoch = 0;
-    while (!atomic_load(&k->stop)) {
-        dlp_status st = dlp_loader_start_epoch(k->l, epoch++);
-        dlp_batch *b;
-        while (st == DLP_OK && !atomic_load(&k->stop) && (st = dlp_loader_next(k->l, &b)) == DLP_OK && b) {
-            atomic_fetch_add(&k->images, b->n);
-            dlp_loader_release(k->l, b);
-        }
-        if (st != DLP_OK) {
-            k->st = st;
-            break;
-        }
-    }
-    return NULL;
-}
-
 static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s) {
     dlp_data_bench_cfg bc;
     memset(&bc, 0, sizeof bc);
@@ -343,47 +312,21 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     DLP_CHECK(plan_open(ops, NULL, model, size, batch, DLP_DTYPE_F32, threads, c->cfg->seed, &pp));
     step_meas alone, shared;
     dlp_status st = measure(&pp, 2, quick ? 3 : 4, quick ? 1.5 : 3.0, &alone);
-    dlp_loader_cfg lc;
-    dlp_loader_cfg_defaults(&lc, c->ds, DLP_XFORM_TRAIN);
-    lc.batch = 32;
-    lc.workers = workers;
-    lc.transform.out_w = lc.transform.out_h = size;
-    lc.seed = c->cfg->seed;
-    lc.limit_samples = c->nsubset;
-    consumer k = {0};
-    pthread_t th;
-    int started = 0;
-    if (st == DLP_OK) st = dlp_loader_create(&lc, &k.l);
-    if (st == DLP_OK) {
-        if (pthread_create(&th, NULL, consume, &k) != 0) st = DLP_ERR(DLP_ERR_INTERNAL, "cannot start a thread");
-        else started = 1;
-    }
+    dlp_probe_bg *bg = NULL;
+    if (st == DLP_OK) st = dlp_probe_bg_start(c, size, workers, &bg);
     double xl_shared = 0;
     if (st == DLP_OK) {
-        dlp_sleep_ns(200000000);  // the ring fills, the loader reaches its steady rate
-        int64_t i0 = atomic_load(&k.images), t0 = dlp_now_ns();
+        int64_t i0 = dlp_probe_bg_images(bg), t0 = dlp_now_ns();
         st = measure(&pp, 0, quick ? 3 : 4, quick ? 1.5 : 3.0, &shared);
         double s = dlp_ns_to_s(dlp_now_ns() - t0);
-        xl_shared = s > 0 ? (double)(atomic_load(&k.images) - i0) / s : 0;
+        xl_shared = s > 0 ? (double)(dlp_probe_bg_images(bg) - i0) / s : 0;
     }
-    if (started) {
-        atomic_store(&k.stop, 1);
-        // The consumer may be blocked on a batch; it will get one (the loader runs), see stop and leave.
-        pthread_join(th, NULL);
-        if (st == DLP_OK && k.st != DLP_OK) st = k.st;
-    }
-    dlp_loader_free(k.l);
+    dlp_status st2 = dlp_probe_bg_stop(bg);
+    if (st == DLP_OK) st = st2;
     plan_close(&pp);
     DLP_CHECK(st);
     double tc = alone.fb_s + alone.upd_s, tcs = shared.fb_s + shared.upd_s;
-    pt->threads = threads;
-    pt->workers = workers;
-    pt->compute_share = tcs > 0 ? tc / tcs : 1;
-    pt->loader_share = xl > 0 ? xl_shared / xl : 1;
-    if (pt->compute_share > 1.2) pt->compute_share = 1.2;
-    if (pt->loader_share > 1.2) pt->loader_share = 1.2;
-    if (pt->compute_share < 0.01) pt->compute_share = 0.01;
-    if (pt->loader_share < 0.01) pt->loader_share = 0.01;
+    dlp_probe_contention_shares(batch / tc, batch / tcs, xl, xl_shared, threads, workers, pt);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));

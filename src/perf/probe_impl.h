@@ -1,7 +1,7 @@
 // perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
 // probe_loop.c, probe_cuda.c).
-// Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_median, dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
+// Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_median, dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_cuda, dlp_probe_fit_json.
 #ifndef DLP_PERF_PROBE_IMPL_H
 #define DLP_PERF_PROBE_IMPL_H
@@ -23,6 +23,12 @@ typedef struct dlp_probe_ctx {
 } dlp_probe_ctx;
 
 void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// A loader running flat out in the background on the probe's subset (warm), with `workers` threads at `size` px.
+typedef struct dlp_probe_bg dlp_probe_bg;
+dlp_status dlp_probe_bg_start(dlp_probe_ctx *c, int size, int workers, dlp_probe_bg **out);
+int64_t dlp_probe_bg_images(dlp_probe_bg *k);  // images delivered so far
+dlp_status dlp_probe_bg_stop(dlp_probe_bg *k);  // stops and frees it (NULL: nothing)
+
 // Median of n values (sorts a copy; 0 for n = 0).
 double dlp_probe_median(const double *v, int n);
 // {"coef": {name: value...}, "n", "rms", "mape", "max_ape", "r2"}

@@ -24,17 +24,13 @@
 #include "data/transform.h"
 #include "perf/datastats.h"
 #include "perf/imgwork.h"
+#include "perf/probe_fit.h"
 #include "perf/probe_impl.h"
 
 typedef struct file_buf {
     uint8_t *data;
     size_t len;
 } file_buf;
-
-typedef struct psample {
-    double dec_s, aug_s;                         // CPU seconds
-    double dec_px, ent_bytes, rsz_px, out_px;    // work
-} psample;
 
 typedef struct pcfg {
     int size;
@@ -61,7 +57,7 @@ static dlp_status load_files(dlp_probe_ctx *c, int n, file_buf *f, int *nout) {
 static double ceil_scaled(int n, int s) { return (double)((n * s + 7) / 8); }
 
 // Runs one configuration over the files; appends samples. file_stat (optional) gets each file's header facts.
-static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t seed, int cfg_index, psample *out,
+static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t seed, int cfg_index, dlp_pipeline_sample *out,
                              int *nout, dlp_file_stat *fst, int *nfst, unsigned *scales_seen) {
     dlp_transform t;
     dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
@@ -87,7 +83,7 @@ static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t
         double cpu = (double)(c1 - c0) * 1e-9;
         double wall = (double)(info.decode_ns + info.augment_ns);
         if (!(wall > 0) || !(cpu > 0)) continue;
-        psample *s = &out[n++];
+        dlp_pipeline_sample *s = &out[n++];
         s->dec_s = cpu * (double)info.decode_ns / wall;
         s->aug_s = cpu * (double)info.augment_ns / wall;
         const dlp_crop *cr = &info.crop;
@@ -149,9 +145,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     int nfiles = c->nsubset;
     file_buf *f = calloc((size_t)nfiles, sizeof *f);
     dlp_file_stat *fst = calloc((size_t)nfiles, sizeof *fst);
-    psample *smp = calloc((size_t)nfiles * (size_t)ncfg, sizeof *smp);
+    dlp_pipeline_sample *smp = calloc((size_t)nfiles * (size_t)ncfg, sizeof *smp);
     int *cfg_n = calloc((size_t)ncfg, sizeof *cfg_n);
-    double *X = NULL, *y = NULL;
     dlp_status st = DLP_OK;
     if (!f || !fst || !smp || !cfg_n) {
         st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
@@ -173,36 +168,11 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         st = DLP_ERR(DLP_ERR_FORMAT, "%s: only %d usable samples for the pipeline fit", c->data_dir, ns);
         goto out;
     }
-    X = malloc(sizeof(double) * 3 * (size_t)ns);
-    y = malloc(sizeof(double) * (size_t)ns);
-    if (!X || !y) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
-    }
     // The DCT scales the decoder chose from: those it used over crops from 8% to 100% of the image at 64..288 px
     // (the model picks among the same, smallest first).
     pp->dct_scale_mask = seen & 0x1FEu;
     dlp_lsq_fit fd, fa;
-    for (int i = 0; i < ns; i++) {
-        X[3 * i] = 1;
-        X[3 * i + 1] = smp[i].dec_px;
-        X[3 * i + 2] = smp[i].ent_bytes;
-        y[i] = smp[i].dec_s;
-    }
-    DLP_CHECK_GOTO(st, dlp_lsq_solve(X, y, NULL, ns, 3, 1, &fd), out);
-    for (int i = 0; i < ns; i++) {
-        X[3 * i] = 1;
-        X[3 * i + 1] = smp[i].rsz_px;
-        X[3 * i + 2] = smp[i].out_px;
-        y[i] = smp[i].aug_s;
-    }
-    DLP_CHECK_GOTO(st, dlp_lsq_solve(X, y, NULL, ns, 3, 1, &fa), out);
-    pp->decode_per_image_s = fd.coef[0];
-    pp->decode_per_pixel_s = fd.coef[1];
-    pp->decode_per_byte_s = fd.coef[2];
-    pp->augment_per_image_s = fa.coef[0];
-    pp->augment_per_in_pixel_s = fa.coef[1];
-    pp->augment_per_out_pixel_s = fa.coef[2];
+    DLP_CHECK_GOTO(st, dlp_probe_fit_pipeline(smp, ns, pp, &fd, &fa), out);
     json_object_set_new(det, "decode_fit", dlp_probe_fit_json(&fd, k_dec_names));
     json_object_set_new(det, "augment_fit", dlp_probe_fit_json(&fa, k_aug_names));
 
@@ -262,7 +232,10 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
                   fd.coef[0] * 1e3, fd.coef[1] * 1e9, fd.coef[2] * 1e9, fd.rms * 1e3, fa.coef[0] * 1e3, fa.coef[1] * 1e9,
                   fa.coef[2] * 1e9, fa.rms * 1e3, 100 * ape_fit / ncfg, 100 * ape_work / ncfg);
 
-    // --- 2. the loader's own per-sample overhead (1 thread, warm) ----------------------------------------------
+    // --- 2. the loader itself, 1 thread, warm: its wall time per image against the fits ---------------------------
+    // What the loader spends per sample beyond the fitted stage costs (claiming samples, accounting, the batch slot,
+    // reading through the page cache) is the per-sample overhead: the median over output sizes of the loader's wall
+    // time per image minus the model's cost for the same files (the fits on the expected work of perf/imgwork).
     static const int k_sizes_full[] = {64, 128, 224}, k_sizes_quick[] = {64, 224};
     const int *osz = quick ? k_sizes_quick : k_sizes_full;
     const int nosz = quick ? 2 : 3;
@@ -277,7 +250,15 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         double n = r.images > 0 ? (double)r.images : 1;
         double stages = (double)(r.stats.read_ns + r.stats.decode_ns + r.stats.augment_ns) * 1e-9 / n;
         double wall = r.seconds / n;
-        ovh[k] = wall - stages;
+        dlp_img_transform tf;
+        dlp_img_transform_init(&tf, 1, osz[k]);
+        dlp_image_work iw;
+        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
+        double cm = pp->read_per_file_s + pp->read_per_byte_s * iw.bytes + pp->decode_per_image_s +
+                    pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
+                    pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
+                    pp->augment_per_out_pixel_s * iw.out_pixels;
+        ovh[k] = wall - cm;
         json_t *o = json_object();
         json_object_set_new(o, "size", json_integer(osz[k]));
         json_object_set_new(o, "img_per_s", json_real(r.img_per_s));
@@ -285,14 +266,16 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         json_object_set_new(o, "read_ms", json_real((double)r.stats.read_ns * 1e-6 / n));
         json_object_set_new(o, "decode_ms", json_real((double)r.stats.decode_ns * 1e-6 / n));
         json_object_set_new(o, "augment_ms", json_real((double)r.stats.augment_ns * 1e-6 / n));
+        json_object_set_new(o, "beyond_stage_times_ms", json_real((wall - stages) * 1e3));
+        json_object_set_new(o, "model_stage_ms", json_real(cm * 1e3));
         json_object_set_new(o, "overhead_ms", json_real(ovh[k] * 1e3));
         json_object_set_new(o, "cpu_ms_per_image", json_real(r.cpu_seconds * 1e3 / n));
         json_array_append_new(la, o);
     }
     double o_med = dlp_probe_median(ovh, nosz);
     pp->per_sample_overhead_s = o_med > 0 ? o_med : 0;
-    dlp_probe_say(c, "pipeline: the loader's own time per sample (1 thread, beyond its stage times) %.3f ms",
-                  pp->per_sample_overhead_s * 1e3);
+    dlp_probe_say(c, "pipeline: the loader's own time per sample (1 thread, its wall time beyond the fitted stages) "
+                  "%.3f ms (median over %d output sizes)", pp->per_sample_overhead_s * 1e3, nosz);
 
     // --- 3. scaling over threads (224 px, warm) ----------------------------------------------------------------
     int wl[DLP_DATA_BENCH_MAX_RUNS], nw = 0;
@@ -306,30 +289,18 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     json_t *sa = json_array();
     json_object_set_new(det, "loader_scaling", sa);
     const double x1 = runs[0].img_per_s;
-    pp->nscaling = 0;
-    double x_at_cores = x1;
+    double rates[DLP_DATA_BENCH_MAX_RUNS];
     for (int i = 0; i < nw; i++) {
-        double eff = x1 > 0 ? runs[i].img_per_s / (wl[i] * x1) : 0;
-        if (wl[i] <= c->p->host.cores && pp->nscaling < DLP_PIPELINE_MAX_SCALING && eff > 0) {
-            pp->scaling[pp->nscaling].threads = wl[i];
-            pp->scaling[pp->nscaling].efficiency = i == 0 ? 1.0 : eff;
-            pp->nscaling++;
-        }
-        if (wl[i] == c->p->host.cores) x_at_cores = runs[i].img_per_s;
+        rates[i] = runs[i].img_per_s;
         json_t *o = json_object();
         json_object_set_new(o, "workers", json_integer(wl[i]));
         json_object_set_new(o, "img_per_s", json_real(runs[i].img_per_s));
-        json_object_set_new(o, "efficiency", json_real(eff));
+        json_object_set_new(o, "efficiency", json_real(x1 > 0 ? runs[i].img_per_s / (wl[i] * x1) : 0));
         json_object_set_new(o, "cpu_ms_per_image",
                             json_real(runs[i].images > 0 ? runs[i].cpu_seconds * 1e3 / (double)runs[i].images : 0));
         json_array_append_new(sa, o);
     }
-    // Threads beyond the cores: each adds oversub_efficiency of a core (SMT hosts: smt_yield up to the hardware
-    // threads first; this probe measures what threads beyond all hardware threads add).
-    double x_max = runs[nw - 1].img_per_s;
-    double extra = wl[nw - 1] - c->p->host.cores;
-    double ov = extra > 0 && x_at_cores > 0 ? (x_max / x_at_cores - 1) * c->p->host.cores / extra : 0;
-    pp->oversub_efficiency = ov > 0 ? (ov < 1 ? ov : 1) : 0;
+    dlp_probe_scaling(wl, rates, nw, c->p->host.cores, pp);
     dlp_probe_say(c, "pipeline: %.0f img/s on 1 thread, efficiency %.2f at %d threads, oversubscription adds %.2f "
                   "core per thread", x1, dlp_pipeline_efficiency(pp, c->p->host.cores), c->p->host.cores,
                   pp->oversub_efficiency);
@@ -353,7 +324,5 @@ out:
     free(fst);
     free(smp);
     free(cfg_n);
-    free(X);
-    free(y);
     return st;
 }

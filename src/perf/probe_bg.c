@@ -1,0 +1,76 @@
+// perf/probe_bg: a loader running flat out in the background (a consumer thread takes its batches as fast as they
+// come, epoch after epoch, on the probe's subset of the dataset, warm) — the load other work shares the cores with.
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/clock.h"
+#include "data/loader.h"
+#include "perf/probe_impl.h"
+
+struct dlp_probe_bg {
+    dlp_loader *l;
+    pthread_t th;
+    int started;
+    atomic_int stop;
+    atomic_llong images;
+    dlp_status st;
+};
+
+static void *consume(void *arg) {
+    dlp_probe_bg *k = arg;
+    int64_t epoch = 0;
+    while (!atomic_load(&k->stop)) {
+        dlp_status st = dlp_loader_start_epoch(k->l, epoch++);
+        dlp_batch *b;
+        while (st == DLP_OK && !atomic_load(&k->stop) && (st = dlp_loader_next(k->l, &b)) == DLP_OK && b) {
+            atomic_fetch_add(&k->images, b->n);
+            dlp_loader_release(k->l, b);
+        }
+        if (st != DLP_OK) {
+            k->st = st;
+            break;
+        }
+    }
+    return NULL;
+}
+
+dlp_status dlp_probe_bg_start(dlp_probe_ctx *c, int size, int workers, dlp_probe_bg **out) {
+    *out = NULL;
+    dlp_probe_bg *k = calloc(1, sizeof *k);
+    if (!k) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_loader_cfg lc;
+    dlp_loader_cfg_defaults(&lc, c->ds, DLP_XFORM_TRAIN);
+    lc.batch = 32;
+    lc.workers = workers;
+    lc.transform.out_w = lc.transform.out_h = size;
+    lc.seed = c->cfg->seed;
+    lc.limit_samples = c->nsubset;
+    dlp_status st = dlp_loader_create(&lc, &k->l);
+    if (st) {
+        free(k);
+        return st;
+    }
+    if (pthread_create(&k->th, NULL, consume, k) != 0) {
+        dlp_loader_free(k->l);
+        free(k);
+        return DLP_ERR(DLP_ERR_INTERNAL, "cannot start a thread");
+    }
+    k->started = 1;
+    dlp_sleep_ns(200000000);  // the ring fills, the loader reaches its steady rate
+    *out = k;
+    return DLP_OK;
+}
+
+int64_t dlp_probe_bg_images(dlp_probe_bg *k) { return k ? atomic_load(&k->images) : 0; }
+
+dlp_status dlp_probe_bg_stop(dlp_probe_bg *k) {
+    if (!k) return DLP_OK;
+    atomic_store(&k->stop, 1);
+    // The consumer may be blocked on a batch: the loader still runs, so one comes, and the consumer sees stop.
+    if (k->started) pthread_join(k->th, NULL);
+    dlp_status st = k->st;
+    dlp_loader_free(k->l);
+    free(k);
+    return st;
+}

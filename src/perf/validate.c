@@ -1,0 +1,245 @@
+// perf/validate: configurations (built-in sweep, JSON lists), regimes, the error arithmetic, rows as JSON.
+#include "perf/validate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/opts.h"
+#include "hw/fields.h"
+
+void dlp_validate_config_default(dlp_validate_config *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->model, sizeof c->model, "resnet50");
+    c->size = 224;
+    c->batch = 32;
+    c->workers = 1;
+    c->prec = DLP_PREC_FP32;
+}
+
+static const char *short_model(const char *m, char *buf, size_t len) {
+    if (strncmp(m, "resnet", 6) == 0 && m[6] >= '0' && m[6] <= '9') snprintf(buf, len, "r%s", m + 6);
+    else snprintf(buf, len, "%s", m);
+    return buf;
+}
+
+static const char *size_str(int64_t b, char *buf, size_t len) {
+    if (b % (1 << 20) == 0) snprintf(buf, len, "%lldM", (long long)(b >> 20));
+    else if (b % (1 << 10) == 0) snprintf(buf, len, "%lldK", (long long)(b >> 10));
+    else snprintf(buf, len, "%lld", (long long)b);
+    return buf;
+}
+
+void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t len) {
+    if (c->name[0]) {
+        snprintf(buf, len, "%s", c->name);
+        return;
+    }
+    char m[32], lim[32] = "", thr[16] = "", rl[40] = "";
+    short_model(c->model, m, sizeof m);
+    if (c->threads > 0) snprintf(thr, sizeof thr, " t%d", c->threads);
+    if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " lim%s", size_str(c->read_limit_bytes_per_s, lim, sizeof lim));
+    snprintf(buf, len, "%s %s/%d b%d w%d%s%s %s%s", c->device, m, c->size, c->batch, c->workers, thr,
+             c->prec != DLP_PREC_FP32 ? (c->prec == DLP_PREC_BF16 ? " bf16" : " fp16") : "", c->cold ? "cold" : "warm", rl);
+}
+
+dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dlp_validate_config *out, int max, int *n) {
+    *n = 0;
+    if (!json_is_array(a)) return DLP_ERR(DLP_ERR_FORMAT, "%s: the configurations must be a JSON array of objects", where);
+    if (json_array_size(a) == 0) return DLP_ERR(DLP_ERR_FORMAT, "%s: the list of configurations is empty", where);
+    if ((int)json_array_size(a) > max)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: %zu configurations (at most %d)", where, json_array_size(a), max);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *o = json_array_get(a, i);
+        char w[320];
+        snprintf(w, sizeof w, "%s: [%zu]", where, i);
+        if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", w);
+        static const char *const k_keys[] = {"name", "device", "model", "size", "batch", "workers", "threads",
+                                             "precision", "storage", "read_limit", NULL};
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)o, key, v) {
+            int known = 0;
+            for (int k = 0; k_keys[k]; k++) known |= strcmp(key, k_keys[k]) == 0;
+            if (!known)
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: unknown field '%s' (name, device, model, size, batch, workers, "
+                               "threads, precision, storage, read_limit)", w, key);
+        }
+        dlp_validate_config *c = &out[*n];
+        dlp_validate_config_default(c);
+        DLP_CHECK(dlp_field_opt_str(o, "name", c->name, sizeof c->name, w));
+        DLP_CHECK(dlp_field_str(o, "device", c->device, sizeof c->device, w));
+        char s[32] = "";
+        DLP_CHECK(dlp_field_opt_str(o, "model", s, sizeof s, w));
+        if (s[0]) snprintf(c->model, sizeof c->model, "%s", s);
+        int64_t v64;
+        if (json_object_get(o, "size")) {
+            DLP_CHECK(dlp_field_int(o, "size", 32, 4096, &v64, w));
+            c->size = (int)v64;
+        }
+        if (json_object_get(o, "batch")) {
+            DLP_CHECK(dlp_field_int(o, "batch", 1, 4096, &v64, w));
+            c->batch = (int)v64;
+        }
+        if (json_object_get(o, "workers")) {
+            DLP_CHECK(dlp_field_int(o, "workers", 1, 256, &v64, w));
+            c->workers = (int)v64;
+        }
+        if (json_object_get(o, "threads")) {
+            DLP_CHECK(dlp_field_int(o, "threads", 0, 4096, &v64, w));
+            c->threads = (int)v64;
+        }
+        s[0] = '\0';
+        DLP_CHECK(dlp_field_opt_str(o, "precision", s, sizeof s, w));
+        if (s[0]) {
+            if (strcmp(s, "fp32") == 0) c->prec = DLP_PREC_FP32;
+            else if (strcmp(s, "bf16") == 0) c->prec = DLP_PREC_BF16;
+            else return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'precision' is '%s' (fp32|bf16)", w, s);
+        }
+        s[0] = '\0';
+        DLP_CHECK(dlp_field_opt_str(o, "storage", s, sizeof s, w));
+        if (s[0]) {
+            if (strcmp(s, "cold") == 0) c->cold = 1;
+            else if (strcmp(s, "warm") != 0) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'storage' is '%s' (warm|cold)", w, s);
+        }
+        const json_t *rl = json_object_get(o, "read_limit");
+        if (json_is_string(rl)) {
+            if (dlp_parse_size(json_string_value(rl), &c->read_limit_bytes_per_s) != DLP_OK || c->read_limit_bytes_per_s < 0)
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'read_limit' is '%s' (bytes/s, e.g. 20M)", w,
+                               json_string_value(rl));
+        } else if (rl && !json_is_null(rl)) {
+            DLP_CHECK(dlp_field_int(o, "read_limit", 0, INT64_MAX, &c->read_limit_bytes_per_s, w));
+        }
+        if (strncmp(c->device, "sim:", 4) != 0 && strcmp(c->device, "cpu") != 0 && strcmp(c->device, "ref") != 0)
+            return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'device' is '%s' (cpu, ref or sim:<gpu>[,options])", w, c->device);
+        (*n)++;
+    }
+    return DLP_OK;
+}
+
+// The built-in sweep, for a 2-core machine whose loader prepares a few hundred 224-px images/s per thread: sim
+// devices from 100 to 5,000 img/s (device-bound and pipeline-bound on purpose), read-rate limits and cold reads
+// (storage-bound), and the cpu device sharing the cores with the loader.
+typedef struct {
+    const char *device, *model;
+    int size, batch, workers, threads, cold;
+    int64_t limit;
+    int quick;
+} builtin_row;
+
+static const builtin_row k_sweep[] = {
+    // pipeline-bound: a device faster than the loader
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 0, 0, 1},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 0, 0, 1},
+    {"sim:custom,img_per_s=5000", "resnet50", 112, 64, 1, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 160, 16, 2, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 64, 2, 0, 0, 0, 0},
+    {"sim:a100,scale=0.5", "resnet50", 224, 32, 1, 0, 0, 0, 0},
+    // device-bound: slower devices
+    {"sim:custom,img_per_s=100", "resnet50", 224, 32, 1, 0, 0, 0, 1},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 16, 1, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 2, 0, 0, 0, 0},
+    {"sim:t4", "resnet50", 224, 32, 2, 0, 0, 0, 0},
+    {"sim:t4,scale=2", "resnet18", 112, 64, 1, 0, 0, 0, 0},
+    // storage-bound: read-rate limits, cold reads
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 1, 0, 0, 5 << 20, 1},
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 2, 0, 0, 20 << 20, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 1, 0, 0, 20 << 20, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 1, 0, 1},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 1, 0, 0},
+    // the cpu device: compute and the loader share the 2 cores
+    {"cpu", "resnet18", 64, 32, 1, 0, 0, 0, 1},
+    {"cpu", "resnet18", 64, 32, 2, 0, 0, 0, 0},
+    {"cpu", "resnet18", 64, 16, 1, 0, 0, 0, 0},
+    {"cpu", "resnet50", 64, 32, 1, 0, 0, 0, 0},
+    {"cpu", "resnet18", 112, 32, 2, 0, 0, 0, 0},
+    {"cpu", "resnet18", 64, 32, 1, 1, 0, 0, 0},
+};
+
+int dlp_validate_builtin(int quick, dlp_validate_config *out, int max) {
+    int n = 0;
+    for (size_t i = 0; i < sizeof k_sweep / sizeof k_sweep[0] && n < max; i++) {
+        const builtin_row *r = &k_sweep[i];
+        if (quick && !r->quick) continue;
+        dlp_validate_config *c = &out[n++];
+        dlp_validate_config_default(c);
+        snprintf(c->device, sizeof c->device, "%s", r->device);
+        snprintf(c->model, sizeof c->model, "%s", r->model);
+        c->size = r->size;
+        c->batch = r->batch;
+        c->workers = r->workers;
+        c->threads = r->threads;
+        c->cold = r->cold;
+        c->read_limit_bytes_per_s = r->limit;
+    }
+    return n;
+}
+
+const char *dlp_validate_regime_of_stage(dlp_stage s) {
+    switch (s) {
+    case DLP_STAGE_READ: case DLP_STAGE_IOWAIT: return "storage";
+    case DLP_STAGE_PREP: case DLP_STAGE_HOSTMEM: return "pipeline";
+    default: return "device";
+    }
+}
+
+const char *dlp_validate_observed_regime(double data_wait_frac, double read_share_of_worker_time) {
+    if (!(data_wait_frac >= 0.10)) return "device";
+    return read_share_of_worker_time >= 0.25 ? "storage" : "pipeline";
+}
+
+double dlp_validate_ape(double predicted, double measured) {
+    if (!(measured > 0) || !isfinite(predicted)) return NAN;
+    return fabs(predicted - measured) / measured;
+}
+
+double dlp_validate_mape(const double *ape, int n) {
+    double s = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(ape[i])) {
+            s += ape[i];
+            k++;
+        }
+    return k ? s / k : NAN;
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
+    const dlp_validate_config *c = &r->cfg;
+    json_t *o = json_object();
+    json_object_set_new(o, "config", json_string(r->label));
+    json_t *cf = json_object();
+    json_object_set_new(cf, "device", json_string(c->device));
+    json_object_set_new(cf, "model", json_string(c->model));
+    json_object_set_new(cf, "size", json_integer(c->size));
+    json_object_set_new(cf, "batch", json_integer(c->batch));
+    json_object_set_new(cf, "workers", json_integer(c->workers));
+    json_object_set_new(cf, "threads", json_integer(c->threads));
+    json_object_set_new(cf, "precision", json_string(dlp_prec_name(c->prec)));
+    json_object_set_new(cf, "storage", json_string(c->cold ? "cold" : "warm"));
+    json_object_set_new(cf, "read_limit", json_integer(c->read_limit_bytes_per_s));
+    json_object_set_new(o, "settings", cf);
+    json_object_set_new(o, "ok", json_boolean(r->ok));
+    if (!r->ok) json_object_set_new(o, "error", json_string(r->error));
+    json_object_set_new(o, "predicted_img_per_s", num(r->predicted_img_per_s));
+    json_object_set_new(o, "predicted_bottleneck", json_string(r->predicted_bottleneck));
+    json_object_set_new(o, "predicted_regime", json_string(r->predicted_regime ? r->predicted_regime : ""));
+    json_object_set_new(o, "predicted_stall", num(r->predicted_stall));
+    json_object_set_new(o, "measured_img_per_s", num(r->measured_img_per_s));
+    json_object_set_new(o, "measured_mean_img_per_s", num(r->measured_mean_img_per_s));
+    json_object_set_new(o, "window_spread", num(r->window_spread));
+    json_object_set_new(o, "windows", json_integer(r->windows));
+    json_object_set_new(o, "steps_measured", json_integer(r->steps_measured));
+    json_object_set_new(o, "warmup_steps", json_integer(r->warmup_steps));
+    json_object_set_new(o, "measured_s", num(r->measured_s));
+    json_object_set_new(o, "run_s", num(r->run_s));
+    json_object_set_new(o, "observed_stall", num(r->observed_stall));
+    json_object_set_new(o, "read_share", num(r->read_share));
+    json_object_set_new(o, "observed_regime", json_string(r->observed_regime ? r->observed_regime : ""));
+    json_object_set_new(o, "ape", num(r->ape));
+    return o;
+}

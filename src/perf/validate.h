@@ -1,0 +1,103 @@
+// perf/validate: the model against real runs. Each configuration of a sweep is a short training run through the
+// training loop library (run/train: the real loader, the real backend or an emulated device), measured in its
+// steady state, and predicted by perf/model from a machine profile alone (measured by `dlperf probe` before the
+// sweep) and the configuration — never from the run. The table says, per configuration, the regime predicted and
+// observed, predicted and measured images/s and the absolute percentage error; the sweep's MAPE sums it up.
+// Defines: dlp_validate_config, dlp_validate_config_default, dlp_validate_config_label, dlp_validate_configs_from_json,
+//          dlp_validate_builtin, dlp_validate_row, dlp_validate_cfg, dlp_validate_cfg_init, dlp_validate_run_config,
+//          dlp_validate_predict, dlp_validate_ape, dlp_validate_mape, dlp_validate_regime_of_stage,
+//          dlp_validate_observed_regime, dlp_validate_row_to_json.
+#ifndef DLP_PERF_VALIDATE_H
+#define DLP_PERF_VALIDATE_H
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "data/dataset.h"
+#include "hw/catalog.h"
+#include "hw/profile.h"
+#include "perf/model.h"
+
+#define DLP_VALIDATE_MAX_CONFIGS 128
+
+typedef struct dlp_validate_config {
+    char name[48];            // label ("" : made from the fields)
+    char device[128];         // cpu, ref, sim:<gpu>[,options]
+    char model[24];           // resnet50
+    int size;                 // input (crop) size, px
+    int batch;
+    int workers;              // loader threads
+    int threads;              // compute threads (cpu/ref device; 0: all)
+    dlp_prec prec;            // fp32 or bf16
+    int cold;                 // drop the dataset from the page cache first (the run stays in its first epoch)
+    int64_t read_limit_bytes_per_s;  // 0: none
+} dlp_validate_config;
+
+// resnet50, 224 px, batch 32, 1 loader thread, all compute threads, fp32, warm, no limit; device "".
+void dlp_validate_config_default(dlp_validate_config *c);
+// "sim:custom,img_per_s=400 r50/224 b32 w2 warm" style label (name when set).
+void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t len);
+// A JSON array of objects: {"device", "model", "size", "batch", "workers", "threads", "precision", "storage":
+// "warm"|"cold", "read_limit": "20M" or bytes/s, "name"}; absent keys take the defaults. Errors name the entry.
+dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dlp_validate_config *out, int max, int *n);
+// The built-in sweep (>= 20 configurations spanning pipeline-, device- and storage-bound regimes on a small
+// machine; docs/model.md lists it). quick: a handful of them. Returns the count.
+int dlp_validate_builtin(int quick, dlp_validate_config *out, int max);
+
+// Regimes: "device" (compute, copies, allreduce: the device is busy), "pipeline" (the loader's CPU work),
+// "storage" (reads: cold storage, a read-rate limit).
+const char *dlp_validate_regime_of_stage(dlp_stage s);
+// From a run: data wait under 10 % of the loop's time -> device; else storage when reads (cold waits or the
+// read limit's sleep) take at least a quarter of the loader threads' time, else pipeline.
+const char *dlp_validate_observed_regime(double data_wait_frac, double read_share_of_worker_time);
+
+// |predicted - measured| / measured (measured > 0; else NAN).
+double dlp_validate_ape(double predicted, double measured);
+// Mean of the finite values of ape[0..n) (NAN when none).
+double dlp_validate_mape(const double *ape, int n);
+
+typedef struct dlp_validate_row {
+    dlp_validate_config cfg;
+    char label[160];
+    int ok;                        // 0: the run or the prediction failed (error says why)
+    char error[512];
+    // prediction
+    double predicted_img_per_s;
+    char predicted_bottleneck[24];
+    const char *predicted_regime;
+    double predicted_stall;
+    // measurement
+    double measured_img_per_s;     // median of the windows' rates over the steady steps
+    double measured_mean_img_per_s;// all steady steps together
+    double window_spread;          // (max - min) / median of the window rates
+    int windows, steps_measured, warmup_steps;
+    double measured_s;             // wall time of the steady steps
+    double run_s;                  // the whole run (setup included)
+    double observed_stall;         // data wait / loop time over the steady steps
+    double read_share;             // reads (incl. waits and limit sleeps) / the loader threads' time
+    const char *observed_regime;
+    double ape;
+} dlp_validate_row;
+
+typedef struct dlp_validate_cfg {
+    const dlp_profile *profile;    // the machine (from dlperf probe)
+    const dlp_catalog *catalog;    // for sim:<gpu> devices (may be NULL for sim:custom and cpu/ref)
+    dlp_dataset *ds;               // borrowed: the training set every run uses
+    const dlp_dataset_stats *stats;// its statistics (for the predictions)
+    int min_steps;                 // measured steps at least (after the warm-up)
+    double min_seconds;            // measured time at least
+    double max_seconds;            // and at most (a run ends at its first epoch's end when cold)
+    uint64_t seed;
+} dlp_validate_cfg;
+
+// 8 measured steps, 10 s, at most 30 s.
+void dlp_validate_cfg_init(dlp_validate_cfg *c);
+
+// The prediction for one configuration from the profile alone.
+dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_prediction *out);
+// Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
+void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
+
+json_t *dlp_validate_row_to_json(const dlp_validate_row *r);
+
+#endif
