@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/opts.h"
+#include "hw/derive.h"
 #include "hw/fields.h"
 
 void dlp_validate_config_default(dlp_validate_config *c) {
@@ -204,6 +205,51 @@ double dlp_validate_mape(const double *ape, int n) {
             k++;
         }
     return k ? s / k : NAN;
+}
+
+void dlp_validate_cfg_init(dlp_validate_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->min_steps = 8;
+    c->min_seconds = 10;
+    c->max_seconds = 30;
+}
+
+static dlp_status device_for(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_device_profile *d) {
+    if (strncmp(c->device, "sim:", 4) == 0) {
+        dlp_sim_spec s;
+        DLP_CHECK(dlp_sim_spec_parse(c->device + 4, &s));
+        return dlp_sim_device(&s, vc->catalog, d);
+    }
+    const dlp_device_profile *pd = dlp_profile_find_device(vc->profile, c->device);
+    if (!pd)
+        return DLP_ERR(DLP_ERR_NOTFOUND, "the profile has no measured '%s' device (run dlperf probe with --device %s)",
+                       c->device, c->device);
+    *d = *pd;
+    return DLP_OK;
+}
+
+dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_prediction *out) {
+    dlp_device_profile dev;
+    DLP_CHECK(device_for(vc, c, &dev));
+    dlp_workload w;
+    dlp_workload_init(&w);
+    snprintf(w.model, sizeof w.model, "%s", c->model);
+    w.classes = vc->ds ? vc->ds->nclasses : 1000;
+    w.task = DLP_TASK_TRAIN;
+    w.prec = c->prec;
+    w.batch = c->batch;
+    w.devices = 1;
+    w.workers = c->workers;
+    w.threads = c->threads;
+    dlp_img_transform_init(&w.tf, 1, c->size);
+    w.storage = c->cold ? DLP_STORAGE_COLD : DLP_STORAGE_WARM;
+    w.read_limit_bytes_per_s = (double)c->read_limit_bytes_per_s;
+    if (vc->stats) w.stats = *vc->stats;
+    else if (vc->profile->has_stats) w.stats = vc->profile->stats;
+    else return DLP_ERR(DLP_ERR_INVALID, "validate: no dataset statistics for the predictions");
+    w.epochs = 1;
+    w.seed = vc->seed + 1;
+    return dlp_predict(vc->profile, &dev, &w, out);
 }
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }

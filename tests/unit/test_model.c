@@ -730,6 +730,47 @@ static void test_dataset_scan(void **state) {
     dlp_test_rmtree(dir);
 }
 
+// The measured contention point: compute keeps 80 % of its rate and the loader 50 % of its own when both run flat
+// out on the 2 cores. The throughput is where x/xc and x/xl meet the frontier (1,0)-(0.8,0.5)-(0,1).
+static void test_cpu_contention_frontier(void **state) {
+    (void)state;
+    dlp_profile p;
+    dlp_workload w;
+    toy_profile(&p);
+    p.host.cores = p.host.threads = 2;
+    p.pipeline.decode_per_image_s = 0.010;
+    dlp_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "cpu");
+    d.kind = DLP_DEVICE_CPU;
+    d.fwd_fraction = 1.0 / 3;
+    d.contention_efficiency = 1;
+    d.nrates = 1;
+    d.rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .threads = 2, .per_image_s = 0.1, .cores_busy = 2};
+    d.ncontention = 1;
+    d.contention[0] = (dlp_contention_point){.threads = 2, .workers = 1, .compute_share = 0.8, .loader_share = 0.5};
+    toy_workload(&w, 1, 4);
+    // Compute alone 10 img/s, the loader alone 100 img/s: on the compute segment, 1 / (1/10 + 0.2 / (0.5 x 100)).
+    dlp_prediction *o = predict(&p, &d, &w);
+    NEAR(o->img_per_s, 1 / (0.1 + 0.004), 1e-9);
+    assert_int_equal(o->bottleneck, DLP_STAGE_SHARED_CPU);
+    NEAR(o->data_stall_fraction + 1, 1, 1e-9);
+    free(o);
+    // A loader of 2 img/s: the loader's segment, 0.8 / (0.5/10 + 0.8/2) = 1.7778 img/s, decode+augment named; compute
+    // could run 10 x (1 - 0.2/0.5 x 1.7778/2) = 6.444 img/s beside such a loader: a stall of 1 - 1.7778/6.444.
+    p.pipeline.decode_per_image_s = 0.5;
+    o = predict(&p, &d, &w);
+    NEAR(o->img_per_s, 0.8 / 0.45, 1e-9);
+    assert_int_equal(o->bottleneck, DLP_STAGE_PREP);
+    NEAR(o->data_stall_fraction, 1 - (0.8 / 0.45) / (10 * (1 - 0.4 * (0.8 / 0.45) / 2)), 1e-9);
+    free(o);
+    // No contention at all measured (shares 1, 1): each runs as alone, the slower sets the pace.
+    d.contention[0].compute_share = d.contention[0].loader_share = 1;
+    o = predict(&p, &d, &w);
+    NEAR(o->img_per_s, 2, 1e-9);
+    free(o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compute_bound),
@@ -740,6 +781,7 @@ int main(void) {
         cmocka_unit_test(test_h2d_overlap),
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_cpu_contention),
+        cmocka_unit_test(test_cpu_contention_frontier),
         cmocka_unit_test(test_first_epoch_cold),
         cmocka_unit_test(test_cost),
         cmocka_unit_test(test_dct_scale),

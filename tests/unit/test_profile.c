@@ -143,6 +143,69 @@ static const struct {
     {m_stats, {": stats: field 'sizes'", NULL}},
 };
 
+// The fields the probe measures survive a write and a read: rate rows per model and size, contention points,
+// the DCT scale set, the loader's per-sample overhead, the wake-up latency.
+static void test_round_trip_probe_fields(void **state) {
+    (void)state;
+    dlp_profile *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_int_equal(dlp_profile_read(FIXTURE, a), DLP_OK);
+    a->pipeline.dct_scale_mask = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8;
+    a->pipeline.per_sample_overhead_s = 4.5e-5;
+    a->host.wake_latency_busy_s = 1.25e-4;
+    dlp_device_profile *d = &a->devices[0];
+    d->rates[1].size = 64;
+    snprintf(d->rates[1].model, sizeof d->rates[1].model, "resnet18");
+    d->rates[d->nrates] = d->rates[1];
+    d->rates[d->nrates].size = 112;
+    d->rates[d->nrates].per_image_s = 0.3;
+    d->nrates++;
+    d->ncontention = 2;
+    d->contention[0] = (dlp_contention_point){2, 1, 0.85, 0.4};
+    d->contention[1] = (dlp_contention_point){2, 2, 0.7, 0.6};
+    char dir[400], path[512];
+    dlp_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/probe-fields.json", dir);
+    remove(path);
+    assert_int_equal(dlp_profile_write(a, path), DLP_OK);
+    assert_int_equal(dlp_profile_write(a, path), DLP_ERR_EXISTS);  // never overwritten
+    dlp_err_clear();
+    assert_int_equal(dlp_profile_read(path, b), DLP_OK);
+    assert_int_equal(b->pipeline.dct_scale_mask, a->pipeline.dct_scale_mask);
+    NEAR(b->pipeline.per_sample_overhead_s, 4.5e-5, 1e-12);
+    NEAR(b->host.wake_latency_busy_s, 1.25e-4, 1e-12);
+    const dlp_device_profile *e = dlp_profile_find_device(b, "cpu");
+    assert_int_equal(e->nrates, d->nrates);
+    assert_int_equal(e->ncontention, 2);
+    assert_int_equal(e->contention[1].workers, 2);
+    NEAR(e->contention[1].compute_share, 0.7, 1e-12);
+    NEAR(e->contention[0].loader_share, 0.4, 1e-12);
+    // The row measured closest to a workload: same model, then nearest size; any row when no preference.
+    const dlp_rate *r = dlp_device_find_rate_for(e, DLP_TASK_TRAIN, DLP_PREC_FP32, 2, "resnet18", 100);
+    assert_int_equal(r->size, 112);
+    r = dlp_device_find_rate_for(e, DLP_TASK_TRAIN, DLP_PREC_FP32, 2, "resnet18", 70);
+    assert_int_equal(r->size, 64);
+    r = dlp_device_find_rate_for(e, DLP_TASK_TRAIN, DLP_PREC_FP32, 1, "resnet18", 64);
+    assert_int_equal(r->threads, 1);  // the thread rule first
+    assert_int_equal(dlp_device_find_contention(e, 2, 2)->workers, 2);
+    assert_int_equal(dlp_device_find_contention(e, 2, 3)->workers, 2);  // the nearest
+    assert_int_equal(dlp_device_find_contention(e, 1, 1)->threads, 2);
+    // Bad values name the field.
+    json_t *o = dlp_profile_to_json(a);
+    json_t *c0 = json_array_get(json_object_get(json_array_get(json_object_get(o, "devices"), 0), "contention"), 0);
+    json_object_set_new(c0, "loader_share", json_real(1.7));
+    assert_int_equal(dlp_profile_from_json(o, "p.json", b), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "contention[0]"));
+    json_object_set_new(c0, "loader_share", json_real(0.4));
+    json_object_set_new(json_object_get(o, "pipeline"), "dct_scale_mask", json_integer(3));
+    assert_int_equal(dlp_profile_from_json(o, "p.json", b), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "dct_scale_mask"));
+    dlp_err_clear();
+    json_decref(o);
+    dlp_test_rmtree(dir);
+    free(a);
+    free(b);
+}
+
 static void test_malformed(void **state) {
     (void)state;
     char dir[512], path[600];
@@ -345,6 +408,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_fixture),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_round_trip_probe_fields),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_step_times),
         cmocka_unit_test(test_sim_spec),
