@@ -27,27 +27,32 @@ dlp_status dlp_work_resnet(const char *model, int height, int width, int classes
         const char *name;
         int blocks[4];
         int bottleneck;
+        int width;  // stem and stage-1 channels
     } k_arch[] = {
-        {"resnet18", {2, 2, 2, 2}, 0},  {"resnet34", {3, 4, 6, 3}, 0},  {"resnet50", {3, 4, 6, 3}, 1},
-        {"resnet101", {3, 4, 23, 3}, 1}, {"resnet152", {3, 8, 36, 3}, 1},
+        {"resnet18", {2, 2, 2, 2}, 0, 64},  {"resnet34", {3, 4, 6, 3}, 0, 64},  {"resnet50", {3, 4, 6, 3}, 1, 64},
+        {"resnet101", {3, 4, 23, 3}, 1, 64}, {"resnet152", {3, 8, 36, 3}, 1, 64},
+        // nn/resnet's small members for tests
+        {"resnet-mini", {1, 1, 1, 1}, 0, 8}, {"resnet-mini-bottleneck", {1, 1, 1, 1}, 1, 4},
     };
     int ai = -1;
     for (int i = 0; i < (int)(sizeof k_arch / sizeof k_arch[0]); i++)
         if (model && strcmp(model, k_arch[i].name) == 0) ai = i;
-    if (ai < 0) return DLP_ERR(DLP_ERR_NOTFOUND, "unknown model '%s' (resnet18|resnet34|resnet50|resnet101|resnet152)",
+    if (ai < 0) return DLP_ERR(DLP_ERR_NOTFOUND, "unknown model '%s' (resnet18|resnet34|resnet50|resnet101|resnet152|"
+                               "resnet-mini|resnet-mini-bottleneck)",
                                model ? model : "(null)");
     if (height < 32 || width < 32 || classes < 1)
         return DLP_ERR(DLP_ERR_INVALID, "model %s: input %dx%d with %d classes (need >= 32x32 and >= 1 class)", model,
                        height, width, classes);
     acc a = {0, 0};
     int h = height, w = width;
-    conv_bn(&a, 3, 64, 7, 2, &h, &w);  // stem: 7x7 stride 2
+    const int w0 = k_arch[ai].width;
+    conv_bn(&a, 3, w0, 7, 2, &h, &w);  // stem: 7x7 stride 2
     h = out_size(h, 3, 2, 1);          // maxpool 3x3 stride 2 pad 1
     w = out_size(w, 3, 2, 1);
-    int cin = 64;
+    int cin = w0;
     const int exp = k_arch[ai].bottleneck ? 4 : 1;
     for (int s = 0; s < 4; s++) {
-        int width_s = 64 << s;
+        int width_s = w0 << s;
         for (int b = 0; b < k_arch[ai].blocks[s]; b++) {
             int stride = (s > 0 && b == 0) ? 2 : 1;
             int bh = h, bw = w;

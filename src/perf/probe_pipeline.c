@@ -58,7 +58,7 @@ static double ceil_scaled(int n, int s) { return (double)((n * s + 7) / 8); }
 
 // Runs one configuration over the files; appends samples. file_stat (optional) gets each file's header facts.
 static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t seed, int cfg_index, dlp_pipeline_sample *out,
-                             int *nout, dlp_file_stat *fst, int *nfst, unsigned *scales_seen) {
+                             int *nout, dlp_file_stat *fst, int *fst_file, int *nfst, unsigned *scales_seen) {
     dlp_transform t;
     dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
     t.out_w = t.out_h = pc->size;
@@ -95,6 +95,7 @@ static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t
         s->out_px = (double)pc->size * pc->size;
         *scales_seen |= 1u << sc;
         if (fst) {
+            fst_file[*nfst] = i;
             dlp_file_stat *e = &fst[(*nfst)++];
             e->w = info.width;
             e->h = info.height;
@@ -106,6 +107,44 @@ static dlp_status run_config(const pcfg *pc, const file_buf *f, int nf, uint64_t
     dlp_transformer_free(x);
     *nout = n;
     return DLP_OK;
+}
+
+// The DCT scales the decoder chooses from, asked of the transformer itself: on the file with the largest shorter side,
+// for each M = 1..8 a crop that scale M/8 just brings to the output size; the scale it picks is M when M is allowed,
+// else the next allowed one above.
+static unsigned detect_dct_scales(const file_buf *f, const dlp_file_stat *fst, const int *fst_file, int nfst) {
+    int best = -1, side = 0;
+    for (int i = 0; i < nfst; i++) {
+        int m = fst[i].w < fst[i].h ? fst[i].w : fst[i].h;
+        if (m > side) {
+            side = m;
+            best = fst_file[i];
+        }
+    }
+    if (best < 0 || side < 8) return 0;
+    int out = side / 8;
+    unsigned mask = 0;
+    dlp_transform t;
+    dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
+    t.out_w = t.out_h = out;
+    t.flip_p = 0;
+    dlp_transformer *x = NULL;
+    void *dst = malloc(dlp_transform_sample_bytes(&t));
+    if (!dst || dlp_transformer_create(&t, &x) != DLP_OK) {
+        free(dst);
+        return 0;
+    }
+    for (int m = 1; m <= 8; m++) {
+        dlp_crop cr = {.x = 0, .y = 0, .w = (8 * out + m - 1) / m, .h = (8 * out + m - 1) / m};
+        if (cr.w > side) continue;
+        dlp_sample_info info;
+        if (dlp_transformer_run(x, f[best].data, f[best].len, &cr, NULL, dst, &info) == DLP_OK && info.scale_num >= 1 &&
+            info.scale_num <= 8)
+            mask |= 1u << info.scale_num;
+    }
+    dlp_transformer_free(x);
+    free(dst);
+    return mask;
 }
 
 static const char *const k_dec_names[] = {"decode_per_image_s", "decode_per_pixel_s", "decode_per_byte_s"};
@@ -145,10 +184,11 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     int nfiles = c->nsubset;
     file_buf *f = calloc((size_t)nfiles, sizeof *f);
     dlp_file_stat *fst = calloc((size_t)nfiles, sizeof *fst);
+    int *fst_file = calloc((size_t)nfiles, sizeof *fst_file);
     dlp_pipeline_sample *smp = calloc((size_t)nfiles * (size_t)ncfg, sizeof *smp);
     int *cfg_n = calloc((size_t)ncfg, sizeof *cfg_n);
     dlp_status st = DLP_OK;
-    if (!f || !fst || !smp || !cfg_n) {
+    if (!f || !fst || !fst_file || !smp || !cfg_n) {
         st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -159,7 +199,7 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     unsigned seen = 0;
     for (int k = 0; k < ncfg; k++) {
         int got = 0;
-        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, &nfst, &seen),
+        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, fst_file, &nfst, &seen),
                        out);
         cfg_n[k] = got;
         ns += got;
@@ -168,9 +208,10 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         st = DLP_ERR(DLP_ERR_FORMAT, "%s: only %d usable samples for the pipeline fit", c->data_dir, ns);
         goto out;
     }
-    // The DCT scales the decoder chose from: those it used over crops from 8% to 100% of the image at 64..288 px
-    // (the model picks among the same, smallest first).
-    pp->dct_scale_mask = seen & 0x1FEu;
+    // The DCT scales the decoder chooses from (the model picks among the same, smallest first).
+    pp->dct_scale_mask = detect_dct_scales(f, fst, fst_file, nfst);
+    if (!pp->dct_scale_mask) pp->dct_scale_mask = seen & 0x1FEu;  // no file large enough: those seen
+    json_object_set_new(det, "dct_scale_mask", json_integer(pp->dct_scale_mask));
     dlp_lsq_fit fd, fa;
     DLP_CHECK_GOTO(st, dlp_probe_fit_pipeline(smp, ns, pp, &fd, &fa), out);
     json_object_set_new(det, "decode_fit", dlp_probe_fit_json(&fd, k_dec_names));
@@ -234,8 +275,9 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
 
     // --- 2. the loader itself, 1 thread, warm: its wall time per image against the fits ---------------------------
     // What the loader spends per sample beyond the fitted stage costs (claiming samples, accounting, the batch slot,
-    // reading through the page cache) is the per-sample overhead: the median over output sizes of the loader's wall
-    // time per image minus the model's cost for the same files (the fits on the expected work of perf/imgwork).
+    // reading through the page cache) is the per-sample overhead: the median over output sizes of the process's CPU
+    // time per image (the worker's and the consumer's) minus the model's cost for the same files (the fits on the
+    // expected work of perf/imgwork).
     static const int k_sizes_full[] = {64, 128, 224}, k_sizes_quick[] = {64, 224};
     const int *osz = quick ? k_sizes_quick : k_sizes_full;
     const int nosz = quick ? 2 : 3;
@@ -258,7 +300,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
                     pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
                     pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
                     pp->augment_per_out_pixel_s * iw.out_pixels;
-        ovh[k] = wall - cm;
+        // CPU time, not wall time: a loaded machine's preemptions are not the loader's cost.
+        ovh[k] = r.cpu_seconds / n - cm;
         json_t *o = json_object();
         json_object_set_new(o, "size", json_integer(osz[k]));
         json_object_set_new(o, "img_per_s", json_real(r.img_per_s));
@@ -274,7 +317,7 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     }
     double o_med = dlp_probe_median(ovh, nosz);
     pp->per_sample_overhead_s = o_med > 0 ? o_med : 0;
-    dlp_probe_say(c, "pipeline: the loader's own time per sample (1 thread, its wall time beyond the fitted stages) "
+    dlp_probe_say(c, "pipeline: the loader's own time per sample (1 thread, its CPU time beyond the fitted stages) "
                   "%.3f ms (median over %d output sizes)", pp->per_sample_overhead_s * 1e3, nosz);
 
     // --- 3. scaling over threads (224 px, warm) ----------------------------------------------------------------
@@ -322,6 +365,7 @@ out:
     for (int i = 0; f && i < nfiles; i++) free(f[i].data);
     free(f);
     free(fst);
+    free(fst_file);
     free(smp);
     free(cfg_n);
     return st;

@@ -530,8 +530,9 @@ static void test_model_work(void **state) {
     assert_int_equal(dlp_work_resnet("vgg16", 224, 224, 1000, &w), DLP_ERR_NOTFOUND);
     assert_int_equal(dlp_work_resnet("resnet50", 16, 224, 1000, &w), DLP_ERR_INVALID);
     // The sim backend scales by the net's own FLOP count: the analytic count must agree with nn's ResNets.
-    static const char *const k_models[] = {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"};
-    for (size_t i = 0; i < 5; i++)
+    static const char *const k_models[] = {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnet-mini",
+                                           "resnet-mini-bottleneck"};
+    for (size_t i = 0; i < 7; i++)
         for (int size = 96; size <= 224; size += 64) {
             dlp_net n;
             assert_int_equal(dlp_model_build(k_models[i], 1000, size, &n), DLP_OK);
