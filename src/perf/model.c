@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "hw/work.h"
 
 static const char *const k_stage_names[DLP_STAGE_COUNT] = {
@@ -121,6 +122,44 @@ double dlp_loader_rate(const dlp_host_profile *h, const dlp_pipeline_profile *p,
 // The loader's capacity at `workers` threads (CPU and cold-read waits).
 static double loader_cap(const dlp_profile *p, double cores, int workers, double c, double w_io) {
     return dlp_loader_rate(&p->host, &p->pipeline, cores, workers, c, w_io);
+}
+
+// Marsaglia and Tsang's gamma variate (shape k >= 1, scale 1).
+static double gamma_rv(dlp_rng *r, double k) {
+    const double d = k - 1.0 / 3, c = 1 / sqrt(9 * d);
+    for (;;) {
+        double z = dlp_rng_normal(r), v = 1 + c * z;
+        if (v <= 0) continue;
+        v = v * v * v;
+        double u = dlp_rng_uniform(r);
+        if (log(u) < 0.5 * z * z + d - d * v + d * log(v)) return d * v;
+    }
+}
+
+double dlp_ring_factor(double loader_batch_s, double device_batch_s, double cv, int slots) {
+    if (!(cv > 0) || slots < 1 || !(loader_batch_s > 0) || !(device_batch_s > 0) || !isfinite(loader_batch_s) ||
+        !isfinite(device_batch_s))
+        return 1;
+    const double k = cv < 1 ? 1 / (cv * cv) : 1;  // gamma shape for this CV (at most 1: exponential)
+    const double scale = loader_batch_s / k;
+    enum { N = 20000, SKIP = 1000 };
+    double *done = malloc(sizeof(double) * N);
+    if (!done) return 1;
+    dlp_rng r;
+    dlp_rng_init(&r, 12345, 67);
+    double t_load = 0, t_first = 0;
+    for (int j = 0; j < N; j++) {
+        double start = t_load;
+        if (j >= slots && done[j - slots] > start) start = done[j - slots];  // the slot is free once released
+        t_load = start + scale * gamma_rv(&r, k);
+        double prev = j > 0 ? done[j - 1] : 0;
+        done[j] = (prev > t_load ? prev : t_load) + device_batch_s;
+        if (j == SKIP) t_first = done[j];
+    }
+    double rate = (N - 1 - SKIP) / (done[N - 1] - t_first);
+    free(done);
+    double f = rate / (1 / (loader_batch_s > device_batch_s ? loader_batch_s : device_batch_s));
+    return f < 1 ? f : 1;
 }
 
 // The cpu device and the loader on the same cores. Alone, compute runs xc img/s and the loader xl; both flat out
@@ -339,9 +378,17 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         }
         // The loader limits (compute waits for data): its stage is named; else compute on the shared cores.
         bn = loader_side ? bl : (x < xc * 0.999 ? DLP_STAGE_SHARED_CPU : bd);
-    } else if (xl < x) {
-        x = xl;
-        bn = bl;
+    } else {
+        if (xl < x) {
+            x = xl;
+            bn = bl;
+        }
+        // Near the knee the ring of batch slots between the loader and the device runs a little below the slower
+        // of the two: a batch that takes the loader longer than average cannot always be made up for.
+        int slots = w->prefetch > 0 ? w->prefetch : 2 * W;
+        double cv = pp->cost_cv > 0 ? pp->cost_cv / sqrt((double)b) : 0;
+        o->ring_factor = dlp_ring_factor(b / xl, b / o->device_img_per_s, cv, slots);
+        x *= o->ring_factor;
     }
     o->img_per_s = x;
     o->bottleneck = bn;

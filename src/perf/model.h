@@ -28,6 +28,7 @@ typedef struct dlp_workload {
     int devices;                 // devices per node (0: the profile's devices_per_node, at least 1)
     int nodes;                   // 1
     int workers;                 // loader threads per device (0: the host's free hardware threads / devices)
+    int prefetch;                // batch slots in the loader's ring (0: 2 x loader threads, the loader's default)
     int threads;                 // compute threads of the cpu device (0: all cores)
     dlp_img_transform tf;            // RandomResizedCrop(224) for train, resize 256 + center crop 224 for infer
     dlp_storage_state storage;   // auto: warm when the dataset fits in the page cache (the first epoch is cold)
@@ -92,6 +93,7 @@ typedef struct dlp_prediction {
     double cluster_img_per_s;       // x nodes
     double per_device_img_per_s;
     dlp_stage bottleneck;
+    double ring_factor;             // throughput / the slower of loader and device, from the ring's slack (<= 1)
     double data_stall_fraction;     // 1 - img_per_s / busy_img_per_s
     double step_s;                  // wall time per step
     double epoch_s;                 // steady-state epoch (warm when the dataset stays cached)
@@ -118,6 +120,12 @@ double dlp_loader_parallelism(const dlp_host_profile *h, const dlp_pipeline_prof
 // the wait (exact product form); par(W)/c when w_io = 0.
 double dlp_loader_rate(const dlp_host_profile *h, const dlp_pipeline_profile *p, double cores, int workers, double c,
                        double w_io);
+
+// The two-stage line of a loader and a device with a ring of `slots` batch slots between them (a slot is refilled
+// once the device released its batch): the loader takes gamma-distributed times per batch (mean loader_batch_s,
+// coefficient of variation cv), the device a fixed device_batch_s. Returns the throughput over the slower stage's
+// rate (<= 1; 1 when cv is 0): a deterministic 20,000-batch recursion.
+double dlp_ring_factor(double loader_batch_s, double device_batch_s, double cv, int slots);
 
 dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, dlp_prediction *out);
 json_t *dlp_prediction_to_json(const dlp_prediction *pr);

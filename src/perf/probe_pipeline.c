@@ -267,6 +267,25 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         json_array_append_new(per, o);
     }
     json_object_set_new(det, "fit_mape_of_config_means", json_real(ape_fit / ncfg));
+    // How much one image's cost varies (crop, source size, file): CV of decode + augment at 224 px, 8-100 % crops.
+    {
+        int o0 = 0, kk = -1;
+        for (int k = 0; k < ncfg && kk < 0; k++) {
+            if (cfgs[k].size == 224 && cfgs[k].scale_lo < 0.1) kk = k;
+            else o0 += cfg_n[k];
+        }
+        if (kk >= 0 && cfg_n[kk] > 2) {
+            double m = 0, v = 0;
+            for (int i = o0; i < o0 + cfg_n[kk]; i++) m += smp[i].dec_s + smp[i].aug_s;
+            m /= cfg_n[kk];
+            for (int i = o0; i < o0 + cfg_n[kk]; i++) {
+                double d = smp[i].dec_s + smp[i].aug_s - m;
+                v += d * d;
+            }
+            pp->cost_cv = m > 0 ? sqrt(v / (cfg_n[kk] - 1)) / m : 0;
+            json_object_set_new(det, "cost_cv_224", json_real(pp->cost_cv));
+        }
+    }
     json_object_set_new(det, "model_work_mape_of_config_means", json_real(ape_work / ncfg));
     dlp_probe_say(c, "pipeline: decode %.3f ms + %.2f ns/px + %.2f ns/B (rms %.3f ms), augment %.3f ms + %.2f ns/px in "
                   "+ %.2f ns/px out (rms %.3f ms); config means within %.1f%% (fit), %.1f%% (expected work)",

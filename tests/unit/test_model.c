@@ -772,6 +772,21 @@ static void test_cpu_contention_frontier(void **state) {
     free(o);
 }
 
+// The ring between the loader and the device: no loss without variation or far from the knee; at the knee a few
+// per cent with two slots (one loader thread), much less with four. The figures are those of the same recursion
+// written independently in Python (200,000 batches): 0.926 at CV 0.2 with 2 slots, 0.991 with 4.
+static void test_ring_factor(void **state) {
+    (void)state;
+    assert_true(dlp_ring_factor(1.0, 1.0, 0, 2) == 1);
+    NEAR(dlp_ring_factor(1.0, 1.0, 0.2, 2), 0.926, 0.01);
+    NEAR(dlp_ring_factor(1.0, 1.0, 0.2, 4), 0.991, 0.005);
+    NEAR(dlp_ring_factor(1.0, 1.0, 0.1, 2), 0.962, 0.01);
+    NEAR(dlp_ring_factor(1.0, 0.5, 0.1, 2), 1.0, 0.002);  // the loader alone sets the pace: nothing lost
+    NEAR(dlp_ring_factor(0.5, 1.0, 0.1, 2), 1.0, 0.002);  // the device does
+    assert_true(dlp_ring_factor(1.0, 1.0, 0.2, 2) < dlp_ring_factor(1.0, 1.0, 0.2, 3));
+    assert_true(dlp_ring_factor(1.0, 1.0, 0.2, 2) == dlp_ring_factor(1.0, 1.0, 0.2, 2));  // deterministic
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compute_bound),
@@ -783,6 +798,7 @@ int main(void) {
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_cpu_contention),
         cmocka_unit_test(test_cpu_contention_frontier),
+        cmocka_unit_test(test_ring_factor),
         cmocka_unit_test(test_first_epoch_cold),
         cmocka_unit_test(test_cost),
         cmocka_unit_test(test_dct_scale),
