@@ -235,7 +235,7 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
     const int is_ref = strcmp(backend, "ref") == 0;
     char models[8][32], sizes_s[8][32];
     int nm = split_list(c->cfg->models ? c->cfg->models : (quick || is_ref ? "resnet18" : "resnet18,resnet50"), models, 8);
-    int ns = split_list(c->cfg->sizes ? c->cfg->sizes : (is_ref ? (quick ? "32" : "32,64") : (quick ? "64" : "64,112")),
+    int ns = split_list(c->cfg->sizes ? c->cfg->sizes : (is_ref ? "32" : (quick ? "64" : "64,112")),
                         sizes_s, 8);
     if (nm < 1 || ns < 1) return DLP_ERR(DLP_ERR_INVALID, "probe: no models or sizes to measure");
     static const int k_batches[] = {8, 32}, k_batches_ref[] = {2, 8};
