@@ -2,7 +2,8 @@
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
 // probe_loop.c, probe_cuda.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_median, dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
-//          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_cuda, dlp_probe_fit_json.
+//          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
+//          dlp_probe_fit_json.
 #ifndef DLP_PERF_PROBE_IMPL_H
 #define DLP_PERF_PROBE_IMPL_H
 #include <jansson.h>
@@ -41,6 +42,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c);
 dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend);
 dlp_status dlp_probe_contention(dlp_probe_ctx *c);
 dlp_status dlp_probe_loop(dlp_probe_ctx *c);
+// The finished profile's loader predictions against data bench, warm and cold, 1..N threads (recorded).
+dlp_status dlp_probe_checks(dlp_probe_ctx *c);
 #ifdef DLP_HAVE_CUDA
 dlp_status dlp_probe_cuda(dlp_probe_ctx *c);
 #endif
