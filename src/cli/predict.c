@@ -11,6 +11,7 @@
 #include "core/opts.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
+#include "data/source.h"
 #include "perf/cost.h"
 #include "perf/datastats.h"
 #include "perf/model.h"
@@ -201,10 +202,17 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     w->epochs = op->epochs;
     w->seed = (uint64_t)op->seed;
     if (op->data) {
+        // --data as everywhere: a directory (ImageNet root, ImageFolder), a list file, or synthetic[:...]: the
+        // statistics of the files a loader would read.
         int skipped = 0;
-        DLP_CHECK(dlp_dataset_scan(op->data, 2000, &w->stats, &skipped));
+        dlp_dataset *ds = NULL;
+        char where[4096];
+        DLP_CHECK(dlp_data_open(op->data, w->task == DLP_TASK_TRAIN ? "train" : "val", NULL, &ds, where, sizeof where));
+        dlp_status st = dlp_dataset_stats_of(ds, 0, 2000, &w->stats, &skipped);
+        dlp_dataset_free(ds);
+        DLP_CHECK(st);
         if (skipped) fprintf(stderr, "predict: %d files in %s could not be read as JPEG and were left out of the statistics\n",
-                             skipped, op->data);
+                             skipped, where);
     } else if (op->dataset) {
         const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
         if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
