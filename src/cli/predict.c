@@ -208,7 +208,7 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
         dlp_dataset *ds = NULL;
         char where[4096];
         DLP_CHECK(dlp_data_open(op->data, w->task == DLP_TASK_TRAIN ? "train" : "val", NULL, &ds, where, sizeof where));
-        dlp_status st = dlp_dataset_stats_of(ds, 0, 2000, &w->stats, &skipped);
+        dlp_status st = dlp_dataset_stats_of(ds, 0, 20000, &w->stats, &skipped);
         dlp_dataset_free(ds);
         DLP_CHECK(st);
         if (skipped) fprintf(stderr, "predict: %d files in %s could not be read as JPEG and were left out of the statistics\n",

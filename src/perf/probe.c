@@ -185,7 +185,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
         c.nsubset = (int)(c.ds->n < (cfg->quick ? 240 : 600) ? c.ds->n : (cfg->quick ? 240 : 600));
         json_object_set_new(c.details, "data", json_string(c.data_dir));
         int skipped = 0;  // the dataset's statistics: predict uses them when not told another dataset
-        if (dlp_dataset_stats_of(c.ds, 0, 2000, &out->stats, &skipped) == DLP_OK) out->has_stats = 1;
+        if (dlp_dataset_stats_of(c.ds, 0, 20000, &out->stats, &skipped) == DLP_OK) out->has_stats = 1;
         dlp_err_clear();
         dlp_probe_say(&c, "data: %s (%lld images; the pipeline parts use %d of them)", c.data_dir, (long long)c.ds->n,
                       c.nsubset);

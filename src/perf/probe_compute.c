@@ -253,9 +253,14 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
     int nff = 0;
     dlp_status st = DLP_OK;
     const int T = c->threads;
+    // Every model at every size; by default (cpu, not quick) ResNet-18 at 64 and 112 px and ResNet-50 at 64 px
+    // (ResNet-50 at 112 px would take longer than the rest together on 2 cores).
+    const int dflt = !c->cfg->models && !c->cfg->sizes && !quick && !is_ref;
     for (int im = 0; im < nm && st == DLP_OK; im++)
-        for (int is = 0; is < ns && st == DLP_OK; is++)
+        for (int is = 0; is < ns && st == DLP_OK; is++) {
+            if (dflt && im > 0 && is > 0) continue;
             st = fit_row(c, ops, models[im], atoi(sizes_s[is]), DLP_DTYPE_F32, T, batches, 2, dev, rows, &ff, &nff);
+        }
     // One thread (the cpu device sharing the host with a loader on the other cores), and bf16 where the CPU has it:
     // the first model and size only.
     if (st == DLP_OK && !quick && T > 1)
@@ -311,13 +316,13 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     probe_plan pp;
     DLP_CHECK(plan_open(ops, NULL, model, size, batch, DLP_DTYPE_F32, threads, c->cfg->seed, &pp));
     step_meas alone, shared;
-    dlp_status st = measure(&pp, 2, quick ? 3 : 4, quick ? 1.5 : 3.0, &alone);
+    dlp_status st = measure(&pp, quick ? 1 : 2, quick ? 2 : 4, quick ? 1.0 : 3.0, &alone);
     dlp_probe_bg *bg = NULL;
     if (st == DLP_OK) st = dlp_probe_bg_start(c, size, workers, &bg);
     double xl_shared = 0;
     if (st == DLP_OK) {
         int64_t i0 = dlp_probe_bg_images(bg), t0 = dlp_now_ns();
-        st = measure(&pp, 0, quick ? 3 : 4, quick ? 1.5 : 3.0, &shared);
+        st = measure(&pp, 0, quick ? 2 : 4, quick ? 1.0 : 3.0, &shared);
         double s = dlp_ns_to_s(dlp_now_ns() - t0);
         xl_shared = s > 0 ? (double)(dlp_probe_bg_images(bg) - i0) / s : 0;
     }
@@ -363,7 +368,8 @@ dlp_status dlp_probe_contention(dlp_probe_ctx *c) {
     for (int it = 0; it < ntl; it++)
         for (int w = 1; w <= T && dev->ncontention < DLP_DEVICE_MAX_CONTENTION; w++) {
             if (tl[it] == 1 && w > 1 && T > 1) break;  // one compute thread: one loader thread on the free core
-            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), 32, tl[it], w, &dev->contention[dev->ncontention], arr));
+            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), c->cfg->quick ? 16 : 32, tl[it], w,
+                              &dev->contention[dev->ncontention], arr));
             dev->ncontention++;
         }
     return DLP_OK;
