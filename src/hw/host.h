@@ -1,6 +1,6 @@
 // hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
 // dlperf was built with, for the record in every result.
-// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_versions_to_json.
+// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_versions_to_json.
 #ifndef DLP_HW_HOST_H
 #define DLP_HW_HOST_H
 #include <jansson.h>
@@ -19,6 +19,9 @@ typedef struct dlp_host_info {
 
 void dlp_host_probe(dlp_host_info *h);
 json_t *dlp_host_to_json(const dlp_host_info *h);
+// Busy seconds of all CPUs since boot (/proc/stat: user, nice, system, irq, softirq, steal); -1 when unreadable.
+// With the process's own CPU time over the same interval it tells how busy other work kept the machine.
+double dlp_host_cpus_busy_s(void);
 // {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", ...} for what is compiled in.
 json_t *dlp_versions_to_json(void);
 

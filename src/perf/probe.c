@@ -176,6 +176,8 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     json_object_set_new(c.details, "quick", json_boolean(cfg->quick));
     unsigned parts = cfg->parts ? cfg->parts : DLP_PROBE_PART_ALL;
     dlp_status st = DLP_OK;
+    const double busy0 = dlp_host_cpus_busy_s();
+    const int64_t own0 = dlp_cpu_ns();
     probe_host(&c);
     out->storage.page_cache_bytes = mem_available();
     const int need_data = parts & (DLP_PROBE_PART_STORAGE | DLP_PROBE_PART_PIPELINE | DLP_PROBE_PART_CONTENTION |
@@ -218,7 +220,22 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);
     if ((parts & DLP_PROBE_PART_PIPELINE) && (parts & DLP_PROBE_PART_STORAGE)) DLP_CHECK_GOTO(st, dlp_probe_checks(&c), fail);
     DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
-    json_object_set_new(c.details, "seconds", json_real(dlp_ns_to_s(dlp_now_ns() - c.t_start_ns)));
+    const double secs = dlp_ns_to_s(dlp_now_ns() - c.t_start_ns);
+    json_object_set_new(c.details, "seconds", json_real(secs));
+    const double busy1 = dlp_host_cpus_busy_s();
+    if (busy0 >= 0 && busy1 >= 0 && secs > 0) {
+        double other = (busy1 - busy0 - dlp_ns_to_s(dlp_cpu_ns() - own0)) / secs;
+        if (other < 0) other = 0;
+        json_object_set_new(c.details, "other_load_cores", json_real(other));
+        if (other > 0.2) {
+            dlp_probe_say(&c, "warning: other processes kept %.2f cores busy on average during the probe: the wall-clock "
+                          "measurements (scaling, contention, cold waits, the loop) describe a busy machine; probe a "
+                          "quiet one", other);
+            size_t nn = strlen(out->notes);
+            snprintf(out->notes + nn, sizeof out->notes - nn, "%sprobed while other processes kept %.2f cores busy",
+                     nn ? "; " : "", other);
+        }
+    }
     dlp_probe_say(&c, "done in %.0f s", dlp_ns_to_s(dlp_now_ns() - c.t_start_ns));
     dlp_dataset_free(c.ds);
     *details = c.details;

@@ -286,6 +286,7 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "observed_stall", num(r->observed_stall));
     json_object_set_new(o, "read_share", num(r->read_share));
     json_object_set_new(o, "observed_regime", json_string(r->observed_regime ? r->observed_regime : ""));
+    json_object_set_new(o, "other_load_cores", num(r->other_load_cores));
     json_object_set_new(o, "ape", num(r->ape));
     return o;
 }

@@ -76,6 +76,7 @@ typedef struct dlp_validate_row {
     double observed_stall;         // data wait / loop time over the steady steps
     double read_share;             // reads (incl. waits and limit sleeps) / the loader threads' time
     const char *observed_regime;
+    double other_load_cores;       // other processes' CPU use while measured, in cores (/proc/stat; NAN: unknown)
     double ape;
 } dlp_validate_row;
 
