@@ -145,7 +145,10 @@ dlp_status dlp_pipeline_coeffs_from_json(const json_t *o, const char *w, dlp_pip
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) DLP_CHECK(dlp_field_nonneg(o, f[i].k, f[i].d, w));
     DLP_CHECK(dlp_field_opt_nonneg(o, "oversub_efficiency", 0, &p->oversub_efficiency, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "per_sample_overhead_s", 0, &p->per_sample_overhead_s, w));
+    DLP_CHECK(dlp_field_opt_pos(o, "loader_cost_scale", 1, &p->loader_cost_scale, w));
+    if (p->loader_cost_scale < 0.25 || p->loader_cost_scale > 4)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'loader_cost_scale' must be between 0.25 and 4 (got %g)", w,
+                       p->loader_cost_scale);
     DLP_CHECK(dlp_field_opt_nonneg(o, "cost_cv", 0, &p->cost_cv, w));
     p->nscaling = 0;
     const json_t *sc = json_object_get(o, "scaling");
@@ -188,7 +191,7 @@ static json_t *pipeline_to_json(const dlp_pipeline_profile *p) {
     json_object_set_new(o, "augment_per_image_s", json_real(p->augment_per_image_s));
     json_object_set_new(o, "augment_per_in_pixel_s", json_real(p->augment_per_in_pixel_s));
     json_object_set_new(o, "augment_per_out_pixel_s", json_real(p->augment_per_out_pixel_s));
-    json_object_set_new(o, "per_sample_overhead_s", json_real(p->per_sample_overhead_s));
+    json_object_set_new(o, "loader_cost_scale", json_real(p->loader_cost_scale > 0 ? p->loader_cost_scale : 1));
     json_object_set_new(o, "cost_cv", json_real(p->cost_cv));
     json_t *a = json_array();
     for (int i = 0; i < p->nscaling; i++) {

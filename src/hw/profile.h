@@ -72,7 +72,8 @@ typedef struct dlp_pipeline_profile {
     double augment_per_image_s;    // augment: per image ...
     double augment_per_in_pixel_s; // ... per decoded pixel resized from ...
     double augment_per_out_pixel_s;// ... per output pixel (resize, flip, normalize, write in the batch type)
-    double per_sample_overhead_s;  // the loader's own time per sample beyond its stages (claiming, accounting)
+    double loader_cost_scale;      // the loader's CPU per image over the stage fits (its bookkeeping, its memory
+                                   // traffic: measured on the loader itself); 1 when not measured
     double cost_cv;                // coefficient of variation of one image's CPU cost (0: not measured)
     int nscaling;                  // measured efficiencies at 1..N threads (N <= cores); none: 1.0
     dlp_scaling_point scaling[DLP_PIPELINE_MAX_SCALING];

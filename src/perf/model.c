@@ -220,8 +220,8 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
                       pp->decode_per_byte_s * iw->entropy_bytes;
     o->augment_cpu_s = pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw->resize_pixels +
                        pp->augment_per_out_pixel_s * iw->out_pixels;
-    o->overhead_cpu_s = pp->per_sample_overhead_s;
-    const double c = o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s + o->overhead_cpu_s;
+    o->loader_cost_scale = pp->loader_cost_scale > 0 ? pp->loader_cost_scale : 1;
+    const double c = o->loader_cost_scale * (o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s);
     o->loader_cpu_s_per_image = c;
 
     // Device step.
@@ -550,7 +550,7 @@ json_t *dlp_prediction_to_json(const dlp_prediction *o) {
     json_object_set_new(ld, "read_cpu_s", num(o->read_cpu_s));
     json_object_set_new(ld, "decode_cpu_s", num(o->decode_cpu_s));
     json_object_set_new(ld, "augment_cpu_s", num(o->augment_cpu_s));
-    json_object_set_new(ld, "overhead_cpu_s", num(o->overhead_cpu_s));
+    json_object_set_new(ld, "cost_scale", num(o->loader_cost_scale));
     json_object_set_new(ld, "cpu_s_per_image", num(o->loader_cpu_s_per_image));
     json_object_set_new(ld, "io_wait_s_per_image", num(o->io_wait_s_per_image));
     json_object_set_new(ld, "cores", num(o->loader_cores));

@@ -75,7 +75,7 @@ typedef struct dlp_prediction {
     double input_bytes_per_image;   // as copied to the device
     // loader
     double read_cpu_s, decode_cpu_s, augment_cpu_s;  // one thread, per image
-    double overhead_cpu_s;          // the loader's own time per sample
+    double loader_cost_scale;       // the profile's loader_cost_scale (c = scale x (read + decode + augment))
     double loader_cpu_s_per_image;  // their sum
     double io_wait_s_per_image;     // cold reads: latency + bytes / one reader's rate
     double loader_cores;            // cores the loader can use

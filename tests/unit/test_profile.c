@@ -150,7 +150,7 @@ static void test_round_trip_probe_fields(void **state) {
     dlp_profile *a = malloc(sizeof *a), *b = malloc(sizeof *b);
     assert_int_equal(dlp_profile_read(FIXTURE, a), DLP_OK);
     a->pipeline.dct_scale_mask = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8;
-    a->pipeline.per_sample_overhead_s = 4.5e-5;
+    a->pipeline.loader_cost_scale = 0.93;
     a->host.wake_latency_busy_s = 1.25e-4;
     dlp_device_profile *d = &a->devices[0];
     d->rates[1].size = 64;
@@ -171,7 +171,7 @@ static void test_round_trip_probe_fields(void **state) {
     dlp_err_clear();
     assert_int_equal(dlp_profile_read(path, b), DLP_OK);
     assert_int_equal(b->pipeline.dct_scale_mask, a->pipeline.dct_scale_mask);
-    NEAR(b->pipeline.per_sample_overhead_s, 4.5e-5, 1e-12);
+    NEAR(b->pipeline.loader_cost_scale, 0.93, 1e-12);
     NEAR(b->host.wake_latency_busy_s, 1.25e-4, 1e-12);
     const dlp_device_profile *e = dlp_profile_find_device(b, "cpu");
     assert_int_equal(e->nrates, d->nrates);
