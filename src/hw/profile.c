@@ -501,6 +501,7 @@ dlp_status dlp_profile_from_json(const json_t *o, const char *where, dlp_profile
     DLP_CHECK(dlp_field_opt_nonneg(s, "cold_read_bytes_per_s", 0, &p->storage.cold_read_bytes_per_s, w));
     DLP_CHECK(dlp_field_opt_nonneg(s, "cold_stream_bytes_per_s", 0, &p->storage.cold_stream_bytes_per_s, w));
     DLP_CHECK(dlp_field_opt_nonneg(s, "cold_latency_s", 0, &p->storage.cold_latency_s, w));
+    DLP_CHECK(dlp_field_opt_nonneg(s, "cold_latency_busy_s", 0, &p->storage.cold_latency_busy_s, w));
     DLP_CHECK(dlp_field_nonneg(s, "page_cache_bytes", &p->storage.page_cache_bytes, w));
 
     DLP_CHECK(pipeline_from_json(json_object_get(o, "pipeline"), where, &p->pipeline));
@@ -581,6 +582,7 @@ json_t *dlp_profile_to_json(const dlp_profile *p) {
     json_object_set_new(s, "cold_read_bytes_per_s", json_real(p->storage.cold_read_bytes_per_s));
     json_object_set_new(s, "cold_stream_bytes_per_s", json_real(p->storage.cold_stream_bytes_per_s));
     json_object_set_new(s, "cold_latency_s", json_real(p->storage.cold_latency_s));
+    json_object_set_new(s, "cold_latency_busy_s", json_real(p->storage.cold_latency_busy_s));
     json_object_set_new(s, "page_cache_bytes", json_real(p->storage.page_cache_bytes));
     json_object_set_new(o, "storage", s);
     json_object_set_new(o, "pipeline", pipeline_to_json(&p->pipeline));

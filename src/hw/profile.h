@@ -90,6 +90,7 @@ typedef struct dlp_storage_profile {
     double cold_read_bytes_per_s;    // aggregate read rate from the device with many readers
     double cold_stream_bytes_per_s;  // one reader's rate
     double cold_latency_s;           // wall time per file beyond the transfer (a reader waits; no CPU)
+    double cold_latency_busy_s;      // the same when every core runs a loader thread (0: as cold_latency_s)
     double page_cache_bytes;         // memory that can keep the dataset cached (warm reads)
 } dlp_storage_profile;
 

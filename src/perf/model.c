@@ -305,7 +305,14 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         if (!(sp->cold_read_bytes_per_s > 0))
             return DLP_ERR(DLP_ERR_INVALID, "profile %s has no cold-storage read rate (storage.cold_read_bytes_per_s); "
                            "predict with --storage warm", p->id);
-        w_io = sp->cold_latency_s + (sp->cold_stream_bytes_per_s > 0 ? bytes / sp->cold_stream_bytes_per_s : 0);
+        // The wait per file: as measured with one loader thread, moving linearly to what it is with every core
+        // running one (cold_latency_busy_s) as the loader's threads fill the cores.
+        double lat = sp->cold_latency_s;
+        if (sp->cold_latency_busy_s > 0 && free_cores > 1) {
+            double frac = dmin(1, (dmin(W, free_cores) - 1) / (free_cores - 1));
+            lat += frac * (sp->cold_latency_busy_s - sp->cold_latency_s);
+        }
+        w_io = lat + (sp->cold_stream_bytes_per_s > 0 ? bytes / sp->cold_stream_bytes_per_s : 0);
         double x = sp->cold_read_bytes_per_s / bytes;
         if (w->read_limit_bytes_per_s > 0 && w->read_limit_bytes_per_s < sp->cold_read_bytes_per_s)
             set_stage(o, DLP_STAGE_READ, w->read_limit_bytes_per_s / bytes, "read-rate limit %.1f MB/s, %.0f KB per image",

@@ -196,6 +196,20 @@ static void test_cold_read_and_wait(void **state) {
     o = predict(&p, &d, &w);
     NEAR(o->io_wait_s_per_image, 0.012, 1e-9);
     free(o);
+    // A latency of 20 ms with every core running a loader thread: 4 threads on 4 cores wait that, 2 threads a third
+    // of the way from 10 ms ((2 - 1) / (4 - 1)), 1 thread 10 ms.
+    p.storage.cold_latency_busy_s = 0.020;
+    o = predict(&p, &d, &w);
+    NEAR(o->io_wait_s_per_image, 0.022, 1e-9);
+    free(o);
+    w.workers = 2;
+    o = predict(&p, &d, &w);
+    NEAR(o->io_wait_s_per_image, 0.010 + 0.010 / 3 + 0.002, 1e-9);
+    free(o);
+    w.workers = 1;
+    o = predict(&p, &d, &w);
+    NEAR(o->io_wait_s_per_image, 0.012, 1e-9);
+    free(o);
 }
 
 static void test_read_limit(void **state) {
