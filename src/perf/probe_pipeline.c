@@ -212,8 +212,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     unsigned seen = 0;
     for (int k = 0; k < ncfg; k++) {
         int got = 0;
-        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, fst_file, &nfst, &seen),
-                       out);
+        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, fst_file,
+                                      &nfst, &seen), out);
         cfg_n[k] = got;
         ns += got;
     }
