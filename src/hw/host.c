@@ -1,6 +1,7 @@
 // hw/host: CPU, memory and library versions.
 #include "hw/host.h"
 
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include <jpeglib.h>
 
+#include "core/clock.h"
 #include "core/version.h"
 #ifdef DLP_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -105,4 +107,18 @@ double dlp_host_cpus_busy_s(void) {
     if (n < 8) return -1;
     long hz = sysconf(_SC_CLK_TCK);
     return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)(hz > 0 ? hz : 100);
+}
+
+void dlp_load_meter_start(dlp_load_meter *m) {
+    m->busy_s = dlp_host_cpus_busy_s();
+    m->own_ns = dlp_cpu_ns();
+    m->wall_ns = dlp_now_ns();
+}
+
+double dlp_load_meter_cores(const dlp_load_meter *m) {
+    double busy = dlp_host_cpus_busy_s();
+    double wall = dlp_ns_to_s(dlp_now_ns() - m->wall_ns);
+    if (m->busy_s < 0 || busy < 0 || !(wall > 0)) return NAN;
+    double other = (busy - m->busy_s - dlp_ns_to_s(dlp_cpu_ns() - m->own_ns)) / wall;
+    return other > 0 ? other : 0;
 }

@@ -1,6 +1,7 @@
 // hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
 // dlperf was built with, for the record in every result.
-// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_versions_to_json.
+// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_load_meter,
+//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json.
 #ifndef DLP_HW_HOST_H
 #define DLP_HW_HOST_H
 #include <jansson.h>
@@ -22,6 +23,15 @@ json_t *dlp_host_to_json(const dlp_host_info *h);
 // Busy seconds of all CPUs since boot (/proc/stat: user, nice, system, irq, softirq, steal); -1 when unreadable.
 // With the process's own CPU time over the same interval it tells how busy other work kept the machine.
 double dlp_host_cpus_busy_s(void);
+
+// How busy other processes keep the machine over an interval: dlp_load_meter_start, then dlp_load_meter_cores =
+// (all CPUs' busy time - this process's CPU time) / wall time, in cores (NAN when /proc/stat is unreadable).
+typedef struct dlp_load_meter {
+    double busy_s;
+    int64_t own_ns, wall_ns;
+} dlp_load_meter;
+void dlp_load_meter_start(dlp_load_meter *m);
+double dlp_load_meter_cores(const dlp_load_meter *m);
 // {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", ...} for what is compiled in.
 json_t *dlp_versions_to_json(void);
 

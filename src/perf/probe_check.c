@@ -46,25 +46,16 @@ dlp_status dlp_probe_checks(dlp_probe_ctx *c) {
     for (int cold = 0; cold <= 1 && st == DLP_OK; cold++) {
         if (cold && !(c->p->storage.cold_read_bytes_per_s > 0)) break;
         for (int w = 1; w <= c->threads && st == DLP_OK; w++) {
-            dlp_data_bench_cfg bc;
-            memset(&bc, 0, sizeof bc);
-            dlp_loader_cfg_defaults(&bc.loader, c->ds, DLP_XFORM_TRAIN);
-            bc.loader.batch = 32;
-            bc.loader.seed = c->cfg->seed + 7;  // other crops than the fits saw
-            bc.loader.drop_cache = cold;
-            bc.workers[0] = w;
-            bc.nworkers = 1;
-            bc.images = c->nsubset;
-            bc.repeat = c->cfg->quick ? 1 : 3;
             dlp_data_bench_run r;
-            double x = 0;
-            st = dlp_data_bench(&bc, &r);
+            double x = 0, other = 0;  // other crops than the fits saw
+            st = dlp_probe_loader_rate(c, 224, w, cold, c->cfg->seed + 7, c->cfg->quick ? 1 : 3, &r, &other);
             if (st == DLP_OK) st = predict_loader(c, stats, w, cold, &x);
             if (st) break;
             double ape = r.img_per_s > 0 ? fabs(x - r.img_per_s) / r.img_per_s : NAN;
-            json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f}", "storage", cold ? "cold" : "warm",
+            json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "storage", cold ? "cold" : "warm",
                                                  "workers", w, "size", 224, "measured_img_per_s", r.img_per_s,
-                                                 "predicted_img_per_s", x, "ape", isfinite(ape) ? ape : -1));
+                                                 "predicted_img_per_s", x, "ape", isfinite(ape) ? ape : -1,
+                                                 "other_cores", isfinite(other) ? other : -1));
             dlp_probe_say(c, "check: the loader alone, %s, %d thread(s), 224 px: measured %.0f img/s, the profile "
                           "predicts %.0f (%.1f%%)", cold ? "cold" : "warm", w, r.img_per_s, x, 100 * ape);
         }

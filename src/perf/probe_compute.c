@@ -27,6 +27,8 @@ typedef struct step_meas {
     double upd_s;       // update, median
     double cores_busy;  // process CPU / wall over the timed steps
     int steps;
+    double other_cores; // other processes' CPU use meanwhile
+    int tries;
 } step_meas;
 
 static void fill_input(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
@@ -119,9 +121,11 @@ static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd)
 }
 
 // Warm-up steps, then timed steps until min_s has passed (at least min_steps, at most 64).
-static dlp_status measure(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
     memset(m, 0, sizeof *m);
     for (int i = 0; i < warmup; i++) DLP_CHECK(plan_step(p, NULL, NULL, NULL));
+    dlp_load_meter lm;
+    dlp_load_meter_start(&lm);
     double fwd[64], fb[64], upd[64];
     int n = 0;
     int64_t w0 = dlp_now_ns(), c0 = dlp_cpu_ns();
@@ -135,6 +139,21 @@ static dlp_status measure(probe_plan *p, int warmup, int min_steps, double min_s
     m->upd_s = dlp_probe_median(upd, n);
     m->cores_busy = wall > 0 ? cpu / wall : 0;
     m->steps = n;
+    m->other_cores = dlp_load_meter_cores(&lm);
+    return DLP_OK;
+}
+
+// measure_once, again (up to DLP_PROBE_TRIES) while other processes disturbed it: the least disturbed try.
+static dlp_status measure(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+    DLP_CHECK(measure_once(p, warmup, min_steps, min_s, m));
+    int tries = 1;
+    while (tries < DLP_PROBE_TRIES && m->other_cores > DLP_PROBE_DISTURBED_CORES) {
+        step_meas again;
+        DLP_CHECK(measure_once(p, 0, min_steps, min_s, &again));
+        tries++;
+        if (!(again.other_cores >= m->other_cores)) *m = again;
+    }
+    m->tries = tries;
     return DLP_OK;
 }
 
@@ -186,9 +205,10 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
         busy[i] = m.cores_busy;
         *fwd_frac_sum += m.fwd_s / m.fb_s;
         (*fwd_frac_n)++;
-        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i}", "batch", batches[i], "fwd_bwd_s", m.fb_s,
-                                             "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy", m.cores_busy, "steps",
-                                             m.steps));
+        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:i}", "batch", batches[i], "fwd_bwd_s",
+                                             m.fb_s, "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy", m.cores_busy,
+                                             "steps", m.steps, "other_cores", isfinite(m.other_cores) ? m.other_cores : -1,
+                                             "tries", m.tries));
         dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy",
                       ops->name, model, size, dlp_dtype_name(dt), threads, batches[i], (m.fb_s + m.upd_s) * 1e3,
                       batches[i] / (m.fb_s + m.upd_s), m.cores_busy);
@@ -289,18 +309,8 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
 // --- contention: the cpu backend and the loader at once -------------------------------------------------------------
 
 static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s) {
-    dlp_data_bench_cfg bc;
-    memset(&bc, 0, sizeof bc);
-    dlp_loader_cfg_defaults(&bc.loader, c->ds, DLP_XFORM_TRAIN);
-    bc.loader.batch = 32;
-    bc.loader.transform.out_w = bc.loader.transform.out_h = size;
-    bc.loader.seed = c->cfg->seed;
-    bc.workers[0] = workers;
-    bc.nworkers = 1;
-    bc.images = c->nsubset;
-    bc.repeat = c->cfg->quick ? 1 : 3;
     dlp_data_bench_run r;
-    DLP_CHECK(dlp_data_bench(&bc, &r));
+    DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL));
     *img_per_s = r.img_per_s;
     return DLP_OK;
 }

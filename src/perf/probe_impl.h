@@ -29,6 +29,15 @@ typedef struct dlp_probe_bg dlp_probe_bg;
 dlp_status dlp_probe_bg_start(dlp_probe_ctx *c, int size, int workers, dlp_probe_bg **out);
 int64_t dlp_probe_bg_images(dlp_probe_bg *k);  // images delivered so far
 dlp_status dlp_probe_bg_stop(dlp_probe_bg *k);  // stops and frees it (NULL: nothing)
+// The loader alone (data bench on the subset, `repeat` measurements, the median), measured again (up to
+// DLP_PROBE_TRIES) while other processes disturb it: the least disturbed measurement, and how disturbed.
+struct dlp_data_bench_run;
+dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int cold, uint64_t seed, int repeat,
+                                 struct dlp_data_bench_run *out, double *other_cores);
+
+// Other processes keeping more than this many cores busy make a wall-clock measurement worth repeating.
+#define DLP_PROBE_DISTURBED_CORES 0.25
+#define DLP_PROBE_TRIES 3
 
 // Median of n values (sorts a copy; 0 for n = 0).
 double dlp_probe_median(const double *v, int n);

@@ -360,7 +360,9 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     if (2 * T > T + 1) wl[nw++] = 2 * T;
     dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], nf, repeat);
     dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
-    DLP_CHECK_GOTO(st, loader_runs(c, 224, wl, nw, repeat, nf, runs), out);
+    double others[DLP_DATA_BENCH_MAX_RUNS];
+    for (int i = 0; i < nw; i++)
+        DLP_CHECK_GOTO(st, dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat, &runs[i], &others[i]), out);
     json_t *sa = json_array();
     json_object_set_new(det, "loader_scaling", sa);
     const double x1 = runs[0].img_per_s;
@@ -373,6 +375,7 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         json_object_set_new(o, "efficiency", json_real(x1 > 0 ? runs[i].img_per_s / (wl[i] * x1) : 0));
         json_object_set_new(o, "cpu_ms_per_image",
                             json_real(runs[i].images > 0 ? runs[i].cpu_seconds * 1e3 / (double)runs[i].images : 0));
+        json_object_set_new(o, "other_cores", json_real(isfinite(others[i]) ? others[i] : -1));
         json_array_append_new(sa, o);
     }
     dlp_probe_scaling(wl, rates, nw, c->p->host.cores, pp);

@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/rng.h"
 #include "data/transform.h"
+#include "hw/host.h"
 #include "perf/probe_impl.h"
 
 typedef struct sfile {
@@ -411,7 +412,7 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
     dlp_probe_say(c, "storage: read the dataset's %d files cold once (%.1f s, %.2f ms per file per reader)", nprime,
                   dlp_ns_to_s(dlp_now_ns() - tp), first_ms);
     dlp_lsq_fit fb, fc;
-    double ratio_b, ms_b, ratio, ms_file;
+    double ratio_b, ms_b, ratio = 1, ms_file = 0;
     DLP_CHECK_GOTO(st, cold_fit(df, nd, 1, &fw, &rng, &buf, &cap, NULL, NULL, &fb, &ratio_b, &ms_b), out);
     json_object_set_new(det, "cold_back_to_back_fit", dlp_probe_fit_json(&fb, k_cold_names));
     json_object_set_new(det, "cold_back_to_back_ms_per_file", json_real(ms_b));
@@ -422,7 +423,24 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
         dlp_transformer *x = NULL;
         void *dst = malloc(dlp_transform_sample_bytes(&t));
         st = dst ? dlp_transformer_create(&t, &x) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        if (st == DLP_OK) st = cold_fit(df, nd, quick ? 1 : 2, &fw, &rng, &buf, &cap, x, dst, &fc, &ratio, &ms_file);
+        // A wall-clock measurement: again while other processes disturbed it, the least disturbed kept.
+        double best_other = INFINITY;
+        for (int k = 0; k < DLP_PROBE_TRIES && st == DLP_OK; k++) {
+            dlp_lsq_fit f1;
+            double r1, m1;
+            dlp_load_meter lm;
+            dlp_load_meter_start(&lm);
+            st = cold_fit(df, nd, quick ? 1 : 2, &fw, &rng, &buf, &cap, x, dst, &f1, &r1, &m1);
+            double other = dlp_load_meter_cores(&lm);
+            if (st == DLP_OK && (k == 0 || other < best_other)) {
+                best_other = other;
+                fc = f1;
+                ratio = r1;
+                ms_file = m1;
+            }
+            if (!(best_other > DLP_PROBE_DISTURBED_CORES)) break;
+        }
+        json_object_set_new(det, "cold_fit_other_cores", json_real(isfinite(best_other) ? best_other : -1));
         dlp_transformer_free(x);
         free(dst);
         if (st) goto out;
@@ -438,9 +456,21 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
     // The same with every core running a loader thread: a read's wait may grow when no core is idle (on a virtual
     // machine the host's I/O thread may then wait for a CPU itself).
     if (c->threads > 1) {
-        double rs, mb;
-        shuffle(df, nd, &rng);
-        cold_loader_pattern(df, nd, c->threads, &rs, &mb);
+        double rs = 0, mb = 0, best_other = INFINITY;
+        for (int t = 0; t < DLP_PROBE_TRIES; t++) {
+            double r1, b1;
+            shuffle(df, nd, &rng);
+            dlp_load_meter lm;
+            dlp_load_meter_start(&lm);
+            cold_loader_pattern(df, nd, c->threads, &r1, &b1);
+            double other = dlp_load_meter_cores(&lm);
+            if (t == 0 || other < best_other) {
+                best_other = other;
+                rs = r1;
+                mb = b1;
+            }
+            if (!(best_other > DLP_PROBE_DISTURBED_CORES)) break;
+        }
         double warm_cost = fw.coef[0] + fw.coef[1] * mb;
         double stream_part = fc.coef[1] * mb;
         double lat = rs - warm_cost - stream_part;

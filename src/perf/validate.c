@@ -212,6 +212,8 @@ void dlp_validate_cfg_init(dlp_validate_cfg *c) {
     c->min_steps = 8;
     c->min_seconds = 10;
     c->max_seconds = 30;
+    c->retries = 2;
+    c->disturbed_cores = 0.2;
 }
 
 static dlp_status device_for(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_device_profile *d) {
@@ -287,6 +289,7 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "read_share", num(r->read_share));
     json_object_set_new(o, "observed_regime", json_string(r->observed_regime ? r->observed_regime : ""));
     json_object_set_new(o, "other_load_cores", num(r->other_load_cores));
+    json_object_set_new(o, "runs", json_integer(r->runs));
     json_object_set_new(o, "ape", num(r->ape));
     return o;
 }

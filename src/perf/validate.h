@@ -77,6 +77,7 @@ typedef struct dlp_validate_row {
     double read_share;             // reads (incl. waits and limit sleeps) / the loader threads' time
     const char *observed_regime;
     double other_load_cores;       // other processes' CPU use while measured, in cores (/proc/stat; NAN: unknown)
+    int runs;                      // runs made (1 + retries while disturbed)
     double ape;
 } dlp_validate_row;
 
@@ -88,10 +89,13 @@ typedef struct dlp_validate_cfg {
     int min_steps;                 // measured steps at least (after the warm-up)
     double min_seconds;            // measured time at least
     double max_seconds;            // and at most (a run ends at its first epoch's end when cold)
+    int retries;                   // runs again (up to this many times) while other processes kept more than
+                                   // disturbed_cores busy; the least disturbed run is kept
+    double disturbed_cores;
     uint64_t seed;
 } dlp_validate_cfg;
 
-// 8 measured steps, 10 s, at most 30 s.
+// 8 measured steps, 10 s, at most 30 s; 2 retries above 0.2 cores of other work.
 void dlp_validate_cfg_init(dlp_validate_cfg *c);
 
 // The prediction for one configuration from the profile alone.
