@@ -122,3 +122,16 @@ double dlp_load_meter_cores(const dlp_load_meter *m) {
     double other = (busy - m->busy_s - dlp_ns_to_s(dlp_cpu_ns() - m->own_ns)) / wall;
     return other > 0 ? other : 0;
 }
+
+double dlp_wait_quiet(double max_s, double threshold_cores) {
+    const int64_t end = dlp_now_ns() + (int64_t)(max_s * 1e9);
+    double other = NAN;
+    do {
+        dlp_load_meter m;
+        dlp_load_meter_start(&m);
+        dlp_sleep_ns(500000000);
+        other = dlp_load_meter_cores(&m);
+        if (!(other > threshold_cores)) break;
+    } while (dlp_now_ns() < end);
+    return other;
+}

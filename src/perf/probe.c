@@ -37,6 +37,14 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void dlp_probe_retry_wait(dlp_probe_ctx *c) {
+    double w = c->quiet_budget_s < 15 ? c->quiet_budget_s : 15;
+    if (!(w > 0)) return;
+    int64_t t0 = dlp_now_ns();
+    dlp_wait_quiet(w, DLP_PROBE_DISTURBED_CORES);
+    c->quiet_budget_s -= dlp_ns_to_s(dlp_now_ns() - t0);
+}
+
 double dlp_probe_median(const double *v, int n) {
     if (n <= 0) return 0;
     double *s = malloc(sizeof(double) * (size_t)n);
@@ -170,6 +178,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     c.cfg = cfg;
     c.p = out;
     c.t_start_ns = dlp_now_ns();
+    c.quiet_budget_s = cfg->quick ? 40 : 120;
     dlp_profile_init(out);
     snprintf(out->source, sizeof out->source, "probe");
     c.details = json_object();

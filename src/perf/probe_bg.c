@@ -95,6 +95,7 @@ dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int co
     bc.repeat = repeat > 0 ? repeat : 1;
     double best_other = INFINITY;
     for (int t = 0; t < DLP_PROBE_TRIES; t++) {
+        if (t > 0) dlp_probe_retry_wait(c);
         dlp_load_meter lm;
         dlp_load_meter_start(&lm);
         dlp_data_bench_run r;

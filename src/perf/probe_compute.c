@@ -144,10 +144,11 @@ static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double 
 }
 
 // measure_once, again (up to DLP_PROBE_TRIES) while other processes disturbed it: the least disturbed try.
-static dlp_status measure(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+static dlp_status measure(dlp_probe_ctx *c, probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
     DLP_CHECK(measure_once(p, warmup, min_steps, min_s, m));
     int tries = 1;
     while (tries < DLP_PROBE_TRIES && m->other_cores > DLP_PROBE_DISTURBED_CORES) {
+        dlp_probe_retry_wait(c);
         step_meas again;
         DLP_CHECK(measure_once(p, 0, min_steps, min_s, &again));
         tries++;
@@ -194,7 +195,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
             return st;
         }
         step_meas m;
-        st = measure(&pp, strcmp(ops->name, "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
+        st = measure(c, &pp, strcmp(ops->name, "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
         plan_close(&pp);
         if (st) {
             json_decref(pts);
@@ -326,13 +327,13 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     probe_plan pp;
     DLP_CHECK(plan_open(ops, NULL, model, size, batch, DLP_DTYPE_F32, threads, c->cfg->seed, &pp));
     step_meas alone, shared;
-    dlp_status st = measure(&pp, quick ? 1 : 2, quick ? 2 : 4, quick ? 1.0 : 3.0, &alone);
+    dlp_status st = measure(c, &pp, quick ? 1 : 2, quick ? 2 : 4, quick ? 1.0 : 3.0, &alone);
     dlp_probe_bg *bg = NULL;
     if (st == DLP_OK) st = dlp_probe_bg_start(c, size, workers, &bg);
     double xl_shared = 0;
     if (st == DLP_OK) {
         int64_t i0 = dlp_probe_bg_images(bg), t0 = dlp_now_ns();
-        st = measure(&pp, 0, quick ? 2 : 4, quick ? 1.0 : 3.0, &shared);
+        st = measure(c, &pp, 0, quick ? 2 : 4, quick ? 1.0 : 3.0, &shared);
         double s = dlp_ns_to_s(dlp_now_ns() - t0);
         xl_shared = s > 0 ? (double)(dlp_probe_bg_images(bg) - i0) / s : 0;
     }

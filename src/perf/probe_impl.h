@@ -21,7 +21,12 @@ typedef struct dlp_probe_ctx {
     int threads;             // loader/compute threads up to this
     int64_t t_start_ns;
     int nsubset;             // images the pipeline and contention parts use (evenly spaced over the dataset)
+    double quiet_budget_s;   // what is left of the time the probe may spend waiting for other work to stop
 } dlp_probe_ctx;
+
+// Before measuring again because other processes disturbed a measurement: waits for them to stop (up to 15 s, within
+// the probe's waiting budget: 2 minutes, 40 s with --quick).
+void dlp_probe_retry_wait(dlp_probe_ctx *c);
 
 void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // A loader running flat out in the background on the probe's subset (warm), with `workers` threads at `size` px.

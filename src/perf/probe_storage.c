@@ -426,6 +426,7 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
         // A wall-clock measurement: again while other processes disturbed it, the least disturbed kept.
         double best_other = INFINITY;
         for (int k = 0; k < DLP_PROBE_TRIES && st == DLP_OK; k++) {
+            if (k > 0) dlp_probe_retry_wait(c);
             dlp_lsq_fit f1;
             double r1, m1;
             dlp_load_meter lm;
@@ -458,6 +459,7 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
     if (c->threads > 1) {
         double rs = 0, mb = 0, best_other = INFINITY;
         for (int t = 0; t < DLP_PROBE_TRIES; t++) {
+            if (t > 0) dlp_probe_retry_wait(c);
             double r1, b1;
             shuffle(df, nd, &rng);
             dlp_load_meter lm;

@@ -214,6 +214,7 @@ void dlp_validate_cfg_init(dlp_validate_cfg *c) {
     c->max_seconds = 30;
     c->retries = 2;
     c->disturbed_cores = 0.2;
+    c->quiet_wait_s = 20;
 }
 
 static dlp_status device_for(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_device_profile *d) {

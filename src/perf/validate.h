@@ -92,10 +92,11 @@ typedef struct dlp_validate_cfg {
     int retries;                   // runs again (up to this many times) while other processes kept more than
                                    // disturbed_cores busy; the least disturbed run is kept
     double disturbed_cores;
+    double quiet_wait_s;           // before a retry, wait up to this long for the other work to stop
     uint64_t seed;
 } dlp_validate_cfg;
 
-// 8 measured steps, 10 s, at most 30 s; 2 retries above 0.2 cores of other work.
+// 8 measured steps, 10 s, at most 30 s; 2 retries above 0.2 cores of other work, each after waiting up to 20 s.
 void dlp_validate_cfg_init(dlp_validate_cfg *c);
 
 // The prediction for one configuration from the profile alone.
