@@ -74,11 +74,12 @@ dlp_status dlp_probe_fit_step(const int *batch, const double *t_s, int n, double
     return DLP_OK;
 }
 
-void dlp_probe_scaling(const int *workers, const double *img_per_s, int n, int cores, dlp_pipeline_profile *pp) {
+void dlp_probe_scaling(const int *workers, const double *img_per_s, int n, int cores, double cost_s,
+                       dlp_pipeline_profile *pp) {
     pp->nscaling = 0;
     pp->oversub_efficiency = 0;
     if (n < 1 || !(img_per_s[0] > 0) || workers[0] != 1) return;
-    const double x1 = img_per_s[0];
+    const double x1 = cost_s > 0 ? 1 / cost_s : img_per_s[0];
     double x_cores = 0;
     int imax = 0;
     for (int i = 0; i < n; i++) {
@@ -86,8 +87,9 @@ void dlp_probe_scaling(const int *workers, const double *img_per_s, int n, int c
         if (workers[i] == cores) x_cores = img_per_s[i];
         if (workers[i] > cores || pp->nscaling >= DLP_PIPELINE_MAX_SCALING) continue;
         if (pp->nscaling > 0 && workers[i] <= pp->scaling[pp->nscaling - 1].threads) continue;
-        double eff = i == 0 ? 1.0 : img_per_s[i] / (workers[i] * x1);
+        double eff = cost_s > 0 || i > 0 ? img_per_s[i] / (workers[i] * x1) : 1.0;
         if (!(eff > 0)) continue;
+        if (eff > 1.5) eff = 1.5;
         pp->scaling[pp->nscaling].threads = workers[i];
         pp->scaling[pp->nscaling].efficiency = eff;
         pp->nscaling++;

@@ -31,8 +31,12 @@ dlp_status dlp_probe_fit_step(const int *batch, const double *t_s, int n, double
                               double *per_image_s, dlp_lsq_fit *f);
 
 // Scaling from the loader's rates at worker counts workers[0..n) (workers[0] = 1): efficiency points up to the
-// cores (rate / (k x rate at 1)), and what each thread beyond the cores adds (a fraction of a core, 0..1).
-void dlp_probe_scaling(const int *workers, const double *img_per_s, int n, int cores, dlp_pipeline_profile *pp);
+// cores, and what each thread beyond the cores adds (a fraction of a core, 0..1). With cost_s > 0 (the model's CPU
+// seconds per image for the images measured) the efficiency at k threads is rate x cost_s / k, so the model gives
+// back the measured rates, the one-thread point included (the loader's wall time beyond its CPU time); with
+// cost_s = 0 it is rate / (k x rate at 1).
+void dlp_probe_scaling(const int *workers, const double *img_per_s, int n, int cores, double cost_s,
+                       dlp_pipeline_profile *pp);
 
 // The shares of a contention point from the rates alone and together (clamped to (0.01, 1.2]).
 void dlp_probe_contention_shares(double compute_alone, double compute_shared, double loader_alone, double loader_shared,

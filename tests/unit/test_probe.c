@@ -196,7 +196,7 @@ static void test_scaling(void **state) {
     const double x[] = {100, 180, 185, 190};
     dlp_pipeline_profile pp;
     memset(&pp, 0, sizeof pp);
-    dlp_probe_scaling(w, x, 4, 2, &pp);
+    dlp_probe_scaling(w, x, 4, 2, 0, &pp);
     assert_int_equal(pp.nscaling, 2);
     assert_int_equal(pp.scaling[0].threads, 1);
     NEAR(pp.scaling[0].efficiency, 1.0, 1e-12);
@@ -205,11 +205,19 @@ static void test_scaling(void **state) {
     NEAR(pp.oversub_efficiency, (190.0 / 180 - 1) * 2 / 2, 1e-12);
     // Fewer threads beyond the cores than measured: none; slower with more threads: 0, not negative.
     const double y[] = {100, 180, 150, 120};
-    dlp_probe_scaling(w, y, 4, 2, &pp);
+    dlp_probe_scaling(w, y, 4, 2, 0, &pp);
     assert_true(pp.oversub_efficiency == 0);
-    dlp_probe_scaling(w, x, 2, 2, &pp);
+    dlp_probe_scaling(w, x, 2, 2, 0, &pp);
     assert_true(pp.oversub_efficiency == 0);
     assert_int_equal(pp.nscaling, 2);
+    // Against the model's cost per image (9.5 ms: 105.26 img/s on one thread's CPU): 100 img/s measured on one thread
+    // is an efficiency of 0.95, 180 on two 0.855 — the model then gives back 100 and 180.
+    dlp_probe_scaling(w, x, 4, 2, 0.0095, &pp);
+    NEAR(pp.scaling[0].efficiency, 0.95, 1e-12);
+    NEAR(pp.scaling[1].efficiency, 180 * 0.0095 / 2, 1e-12);
+    NEAR(1 * pp.scaling[0].efficiency / 0.0095, 100, 1e-9);
+    NEAR(2 * pp.scaling[1].efficiency / 0.0095, 180, 1e-9);
+    NEAR(pp.oversub_efficiency, (190.0 / 180 - 1) * 2 / 2, 1e-12);
 }
 
 static void test_contention_shares(void **state) {
