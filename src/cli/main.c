@@ -13,6 +13,7 @@ static const dlp_cli_cmd k_cmds[] = {
     {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
     {"predict", dlp_cli_predict, "predict throughput, bottleneck, stall, epoch time and cost (catalog system or profile)"},
     {"probe", dlp_cli_probe, "measure this machine into a machine profile (storage, pipeline, compute, contention)"},
+    {"validate", dlp_cli_validate, "run real training configurations and compare each with its prediction (MAPE)"},
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
     {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
     {"gpu", dlp_cli_gpu, "the CUDA GPU: info, bench (ResNet throughput), probe (GPU profile)"},

@@ -1,0 +1,223 @@
+// perf/validate_run: one configuration — its prediction from the profile alone, then a short training run through
+// run/train with the real loader, measured in its steady state: warm-up steps skipped (the ring filled ahead of the
+// first step, plan warm-up), then the steps' wall times (each step's phases, data wait included, back to back) cut
+// into windows; the median window rate is the measurement (robust to a window disturbed by other work on the
+// machine), the mean over all steady steps is recorded beside it.
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "hw/host.h"
+#include "perf/probe_impl.h"
+#include "perf/validate.h"
+#include "run/train.h"
+
+// Reads every file once, so a warm run finds the dataset in the page cache.
+static void warm_dataset(const dlp_dataset *ds) {
+    char path[4096];
+    char *buf = malloc(1 << 16);
+    if (!buf) return;
+    for (int64_t i = 0; i < ds->n; i++) {
+        dlp_dataset_path(ds, i, path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        while (read(fd, buf, 1 << 16) > 0) {
+        }
+        close(fd);
+    }
+    free(buf);
+}
+
+typedef struct meas {
+    const dlp_validate_cfg *vc;
+    int batch, cold, warmup_min;
+    int64_t t_first_ns;       // when the first step finished
+    int warm_done;            // the warm-up is over
+    int64_t t_meas0_ns, t_meas1_ns;
+    double busy0_s, busy1_s;  // all CPUs' busy time at the start and the end of the measurement
+    int64_t own0_ns, own1_ns; // this process's CPU time then
+    int n, cap;
+    double *step_s, *wait_s;  // measured steps
+    int warmup_steps;
+} meas;
+
+static int on_event(void *ctx, const dlp_train_event *ev) {
+    meas *m = ctx;
+    if (ev->kind != DLP_TRAIN_EV_STEP || !ev->phase_ms) return 0;
+    int64_t now = dlp_now_ns();
+    if (!m->t_first_ns) m->t_first_ns = now;
+    int last_of_epoch = ev->steps_per_epoch > 0 && ev->step_in_epoch >= ev->steps_per_epoch;
+    if (!m->warm_done) {
+        m->warmup_steps++;
+        if (m->warmup_steps >= m->warmup_min && dlp_ns_to_s(now - m->t_first_ns) >= 1.0) {
+            m->warm_done = 1;
+            m->t_meas0_ns = now;
+            m->busy0_s = dlp_host_cpus_busy_s();
+            m->own0_ns = dlp_cpu_ns();
+        }
+        return m->cold && last_of_epoch;  // cold reads end with the first epoch
+    }
+    double s = 0;
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) s += ev->phase_ms[p];
+    if (m->n < m->cap) {
+        m->step_s[m->n] = s * 1e-3;
+        m->wait_s[m->n] = ev->phase_ms[DLP_TRAIN_PH_DATA_WAIT] * 1e-3;
+        m->n++;
+    }
+    double t = dlp_ns_to_s(now - m->t_meas0_ns);
+    m->t_meas1_ns = now;
+    m->busy1_s = dlp_host_cpus_busy_s();
+    m->own1_ns = dlp_cpu_ns();
+    if (m->cold && last_of_epoch) return 1;
+    if (m->n >= m->cap) return 1;
+    if (t >= m->vc->max_seconds) return 1;
+    return m->n >= m->vc->min_steps && t >= m->vc->min_seconds;
+}
+
+// Median window rate over the measured steps: k windows of consecutive steps.
+static void windows(const meas *m, dlp_validate_row *row) {
+    int n = m->n;
+    double tot = 0, wait = 0;
+    for (int i = 0; i < n; i++) {
+        tot += m->step_s[i];
+        wait += m->wait_s[i];
+    }
+    row->steps_measured = n;
+    row->measured_s = tot;
+    row->measured_mean_img_per_s = tot > 0 ? (double)n * m->batch / tot : NAN;
+    row->observed_stall = tot > 0 ? wait / tot : NAN;
+    int k = n / 3;  // at least 3 steps per window
+    if (k > 5) k = 5;
+    if (k < 1) k = 1;
+    double rate[5];
+    for (int w = 0; w < k; w++) {
+        int lo = n * w / k, hi = n * (w + 1) / k;
+        double s = 0;
+        for (int i = lo; i < hi; i++) s += m->step_s[i];
+        rate[w] = s > 0 ? (double)(hi - lo) * m->batch / s : 0;
+    }
+    row->windows = k;
+    row->measured_img_per_s = dlp_probe_median(rate, k);
+    double lo = rate[0], hi = rate[0];
+    for (int w = 1; w < k; w++) {
+        if (rate[w] < lo) lo = rate[w];
+        if (rate[w] > hi) hi = rate[w];
+    }
+    row->window_spread = row->measured_img_per_s > 0 ? (hi - lo) / row->measured_img_per_s : NAN;
+}
+
+static double json_num(const json_t *o, const char *a, const char *b, const char *c) {
+    const json_t *v = json_object_get(o, a);
+    if (v && b) v = json_object_get(v, b);
+    if (v && c) v = json_object_get(v, c);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    memset(row, 0, sizeof *row);
+    row->cfg = *c;
+    dlp_validate_config_label(c, row->label, sizeof row->label);
+    row->predicted_img_per_s = row->measured_img_per_s = row->ape = NAN;
+    dlp_prediction *pr = malloc(sizeof *pr);
+    dlp_status st = pr ? dlp_validate_predict(vc, c, pr) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    if (st) {
+        snprintf(row->error, sizeof row->error, "prediction: %s", dlp_err_msg());
+        dlp_err_clear();
+        free(pr);
+        return;
+    }
+    row->predicted_img_per_s = pr->img_per_s;
+    snprintf(row->predicted_bottleneck, sizeof row->predicted_bottleneck, "%s", dlp_stage_name(pr->bottleneck));
+    row->predicted_regime = dlp_validate_regime_of_stage(pr->bottleneck);
+    row->predicted_stall = pr->data_stall_fraction;
+    free(pr);
+
+    if (!c->cold) warm_dataset(vc->ds);
+    meas m = {.vc = vc, .batch = c->batch, .cold = c->cold};
+    m.warmup_min = 2 * c->workers + 2 > 3 ? 2 * c->workers + 2 : 3;  // the ring (2 x workers batches) drains first
+    m.cap = 4096;
+    m.step_s = malloc(sizeof(double) * (size_t)m.cap);
+    m.wait_s = malloc(sizeof(double) * (size_t)m.cap);
+    if (!m.step_s || !m.wait_s) {
+        snprintf(row->error, sizeof row->error, "out of memory");
+        free(m.step_s);
+        free(m.wait_s);
+        return;
+    }
+    dlp_train_cfg tc;
+    dlp_train_cfg_defaults(&tc);
+    tc.model = c->model;
+    tc.size = c->size;
+    tc.train_ds = vc->ds;
+    tc.val_data = "none";
+    tc.eval = 0;
+    tc.batch = c->batch;
+    tc.steps = 1000000;  // the callback ends the run
+    tc.device = c->device;
+    tc.precision = c->prec == DLP_PREC_BF16 ? DLP_DTYPE_BF16 : DLP_DTYPE_F32;
+    tc.threads = c->threads;
+    tc.workers = c->workers;
+    tc.seed = vc->seed;
+    tc.lr = 0.01;
+    tc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
+    tc.drop_cache = c->cold;
+    tc.measure_warmup_steps = 0;
+    tc.peak = DLP_TRAIN_PEAK_OFF;
+    tc.monitor = 0;
+    tc.log_interval_s = 1e9;
+    tc.callback = on_event;
+    tc.callback_ctx = &m;
+    dlp_train_result r;
+    memset(&r, 0, sizeof r);
+    int64_t t0 = dlp_now_ns();
+    st = dlp_train_run(&tc, &r);
+    row->run_s = dlp_ns_to_s(dlp_now_ns() - t0);
+    row->warmup_steps = m.warmup_steps;
+    if (st) {
+        snprintf(row->error, sizeof row->error, "run: %s", dlp_err_msg());
+        dlp_err_clear();
+    } else if (m.n < 3) {
+        snprintf(row->error, sizeof row->error, "only %d steps after the warm-up (%d steps%s): too few to measure", m.n,
+                 m.warmup_steps, c->cold ? "; a cold run stays in its first epoch: use a larger dataset or batch" : "");
+    } else {
+        windows(&m, row);
+        // Other work on the machine while this one was measured: CPUs busy beyond this process, in cores.
+        double wall = dlp_ns_to_s(m.t_meas1_ns - m.t_meas0_ns);
+        row->other_load_cores = m.busy0_s >= 0 && m.busy1_s >= 0 && wall > 0
+                                    ? (m.busy1_s - m.busy0_s - dlp_ns_to_s(m.own1_ns - m.own0_ns)) / wall
+                                    : NAN;
+        if (row->other_load_cores < 0) row->other_load_cores = 0;
+        // The loader threads' time split: reads (with cold waits and the read limit's sleep) against the rest.
+        double rd = json_num(r.json, "loader", "train", "read_ns"), de = json_num(r.json, "loader", "train", "decode_ns"),
+               au = json_num(r.json, "loader", "train", "augment_ns");
+        row->read_share = rd + de + au > 0 ? rd / (rd + de + au) : 0;
+        row->observed_regime = dlp_validate_observed_regime(row->observed_stall, row->read_share);
+        row->ape = dlp_validate_ape(row->predicted_img_per_s, row->measured_img_per_s);
+        row->ok = 1;
+    }
+    dlp_train_result_free(&r);
+    free(m.step_s);
+    free(m.wait_s);
+}
+
+void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    run_once(vc, c, row);
+    int runs = 1;
+    // Other work on the machine slows a run down where the model (a quiet machine) does not: again, and keep the
+    // least disturbed run (chosen by the machine's load, never by the error).
+    while (row->ok && runs <= vc->retries && row->other_load_cores > vc->disturbed_cores) {
+        dlp_validate_row *again = malloc(sizeof *again);
+        if (!again) break;
+        dlp_wait_quiet(vc->quiet_wait_s, vc->disturbed_cores);
+        run_once(vc, c, again);
+        runs++;
+        if (again->ok && again->other_load_cores < row->other_load_cores) *row = *again;
+        free(again);
+    }
+    row->runs = runs;
+}

@@ -1,0 +1,97 @@
+#!/bin/bash
+# dlperf probe and dlperf validate end to end on a tiny dataset: a quick probe (ref backend on resnet-mini) writes a
+# valid profile (never over an existing file, its temporary files gone), then validate runs three short real
+# training configurations (device-bound, pipeline-bound, read-limited) predicted from that profile alone, prints
+# the table and the MAPE, and writes dlperf.validate/1. The full sweep is not a test (README, docs/model.md).
+# tags: asan
+# timeout: 600
+set -u
+D=${DLPERF:?}
+PY=${PYTHON:-/usr/bin/python3}
+T=${DLPERF_TEST_TMP:-/tmp}/probe_validate.$$
+mkdir -p "$T"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+has() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "'$2' not in $1"; }; }
+
+"$D" data gen --out "$T/data" --classes 2 --per-class 48 --val-per-class 0 --size 64-96 >"$T/gen.txt" 2>&1 ||
+  { cat "$T/gen.txt"; fail "data gen"; }
+DATA="$T/data"
+
+# 1. probe
+"$D" probe --quick --data "$DATA" --device ref --models resnet-mini --sizes 32 --out "$T/p.json" \
+  >"$T/probe.out" 2>"$T/probe.err" || { cat "$T/probe.out" "$T/probe.err"; fail "probe"; }
+has "$T/probe.err" "pipeline: decode"
+has "$T/probe.err" "storage: the dataset's files cold"
+has "$T/probe.err" "compute: ref resnet-mini 32px"
+has "$T/probe.err" "loop: the training loop adds"
+"$PY" - "$T/p.json" <<'EOF' || fail "profile content"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["schema"] == "dlperf.profile/1" and p["source"] == "probe", p["schema"]
+pl = p["pipeline"]
+assert pl["decode_per_pixel_s"] > 0 or pl["decode_per_byte_s"] > 0, pl
+assert pl["scaling"][0]["threads"] == 1 and pl["scaling"][0]["efficiency"] == 1.0, pl["scaling"]
+assert p["host"]["cores"] >= 1 and p["host"]["mem_bw_bytes_per_s"] > 1e8, p["host"]
+assert p["storage"]["cold_read_bytes_per_s"] > 0, p["storage"]
+ref = [d for d in p["devices"] if d["name"] == "ref"][0]
+r = ref["rates"][0]
+assert r["model"] == "resnet-mini" and r["size"] == 32 and r["per_image_s"] > 0, r
+pr = p["probe"]
+for k in ("host", "memory", "storage", "pipeline", "loop"):
+    assert k in pr, k
+assert pr["pipeline"]["decode_fit"]["n"] > 50, pr["pipeline"]["decode_fit"]
+print("ok profile:", {k: pl[k] for k in ("decode_per_image_s", "decode_per_pixel_s", "augment_per_out_pixel_s")})
+EOF
+ls -a "$T" | grep -q "dlperf-probe" && fail "the probe left its temporary directory in $T"
+ls -a "$DATA" | grep -q "dlperf-probe" && fail "the probe left its temporary directory in $DATA"
+"$D" probe --quick --data "$DATA" --out "$T/p.json" >"$T/again.txt" 2>&1 && fail "probe overwrote an existing profile"
+has "$T/again.txt" "exists"
+"$D" probe --data "$DATA" >"$T/noout.txt" 2>&1 && fail "probe without --out"
+has "$T/noout.txt" "--out FILE is required"
+"$D" probe --data "$DATA" --out "$T/x.json" --skip disk >"$T/skip.txt" 2>&1 && fail "probe --skip disk"
+has "$T/skip.txt" "unknown part 'disk'"
+
+# 2. validate: three short runs predicted from the profile
+cat >"$T/c.json" <<'EOF'
+[{"device": "sim:custom,img_per_s=100000,t0_ms=50", "model": "resnet-mini", "size": 64, "batch": 4, "workers": 1},
+ {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 16, "workers": 2},
+ {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 4, "workers": 1, "read_limit": "64K"}]
+EOF
+"$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/c.json" --steps 4 --seconds 1 --max-seconds 3 \
+  --json "$T/v.json" >"$T/val.out" 2>"$T/val.err" || { cat "$T/val.out" "$T/val.err"; fail "validate"; }
+cat "$T/val.out"
+has "$T/val.out" "MAPE"
+has "$T/val.out" "regime pred/obs"
+has "$T/val.err" "measured for >= 4 steps"
+"$PY" - "$T/v.json" <<'EOF' || fail "validate JSON"
+import json, math, sys
+v = json.load(open(sys.argv[1]))
+assert v["schema"] == "dlperf.validate/1", v["schema"]
+rows = v["rows"]
+assert len(rows) == 3 and all(r["ok"] for r in rows), rows
+for r in rows:
+    assert r["predicted_img_per_s"] > 0 and r["measured_img_per_s"] > 0, r
+    ape = abs(r["predicted_img_per_s"] - r["measured_img_per_s"]) / r["measured_img_per_s"]
+    assert abs(ape - r["ape"]) < 1e-9, r
+    assert r["steps_measured"] >= 4 and r["warmup_steps"] >= 3, r
+mape = sum(r["ape"] for r in rows) / 3
+assert abs(mape - v["mape"]) < 1e-9
+# The regimes the model predicts for these three: device, pipeline, storage.
+assert [r["predicted_regime"] for r in rows] == ["device", "pipeline", "storage"], [r["predicted_regime"] for r in rows]
+# A device-bound emulated device is predicted within 10 % even on a busy machine (its rate is what it waits).
+assert rows[0]["ape"] < 0.10, rows[0]
+print("ok validate: MAPE %.1f%%" % (100 * v["mape"]), [(r["config"], round(r["ape"], 3)) for r in rows])
+EOF
+
+# 3. errors name the file and the field; the result is never overwritten
+echo '[{"device": "sim:custom,img_per_s=100", "wokers": 2}]' >"$T/bad.json"
+"$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/bad.json" >"$T/bad.txt" 2>&1 && fail "bad configs accepted"
+has "$T/bad.txt" "bad.json: [0]: unknown field 'wokers'"
+"$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/c.json" --json "$T/v.json" >"$T/ow.txt" 2>&1 &&
+  fail "validate overwrote its JSON"
+has "$T/ow.txt" "exists"
+echo '{"schema": "dlperf.profile/1"}' >"$T/badp.json"
+"$D" validate --profile "$T/badp.json" --data "$DATA" --configs "$T/c.json" >"$T/bp.txt" 2>&1 && fail "bad profile accepted"
+has "$T/bp.txt" "badp.json"
+echo "ok probe and validate"
