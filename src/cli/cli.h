@@ -22,6 +22,7 @@ int dlp_cli_predict(int argc, char **argv);
 int dlp_cli_catalog(int argc, char **argv);
 int dlp_cli_monitor(int argc, char **argv);
 int dlp_cli_gpu(int argc, char **argv);
+int dlp_cli_infer(int argc, char **argv);
 int dlp_cli_serve(int argc, char **argv);
 int dlp_cli_loadgen(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static const dlp_cli_cmd k_cmds[] = {
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
     {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
     {"gpu", dlp_cli_gpu, "the CUDA GPU: info, bench (ResNet throughput), probe (GPU profile)"},
+    {"infer", dlp_cli_infer, "inference throughput over batch sizes, latency percentiles, top-5 of given images"},
     {"serve", dlp_cli_serve, "HTTP classification service with dynamic batching (POST /v1/classify)"},
     {"loadgen", dlp_cli_loadgen, "MLPerf LoadGen scenarios (SingleStream, MultiStream, Server, Offline) against a service"},
     {NULL, NULL, NULL},
