@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 
 typedef struct dlp_plan dlp_plan;  // each backend defines its own; the first member is `const dlp_backend_ops *ops`
+struct json_t;                     // jansson's (plan_info)
 
 typedef enum {
     DLP_PASS_TRAIN = 0,  // BN uses batch statistics and updates running stats; activations kept for backward
@@ -90,6 +91,9 @@ typedef struct dlp_backend_ops {
     // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
     // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).
     dlp_status (*measure_peak)(dlp_dtype precision, int threads, double *gflops);
+    // Optional: what the plan chose, added to obj as JSON fields for the result (cpu: the ISA oneDNN dispatched,
+    // threads, implementation of the 3x3 convolutions, fusions, memory).
+    dlp_status (*plan_info)(const dlp_plan *p, struct json_t *obj);
 } dlp_backend_ops;
 
 struct dlp_plan {

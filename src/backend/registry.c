@@ -18,6 +18,9 @@ static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
 // own build switch.
 static const dlp_backend_ops *const k_backends[] = {
     &dlp_backend_ref,
+#ifdef DLP_HAVE_DNNL
+    &dlp_backend_cpu,
+#endif
     NULL,
 };
 
