@@ -183,8 +183,9 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->wcopy_of = cpu_alloc(p, (size_t)(n->nparams + 1));
     if (!p->wcopy_of) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
     for (int i = 0; i < p->nwcopies; i++)
-        if (p->wcopies[i].reorder) p->wcopy_of[p->wcopies[i].param] = 1;
-    DLP_CHECK(cpu_wcopy_refresh(p, -1));
+        if (p->wcopies[i].snapshot) p->nsnapshots++;
+        else if (p->wcopies[i].reorder) p->wcopy_of[p->wcopies[i].param] = 1;
+    DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL));
     return DLP_OK;
 }
 
@@ -260,7 +261,7 @@ static dlp_status cpu_set_params(dlp_plan *base, const float *params, const floa
     use_threads(p);
     if (params) memcpy(p->params, params, (size_t)p->net.param_count * sizeof(float));
     if (bufs) memcpy(p->bufs, bufs, (size_t)p->net.buf_count * sizeof(float));
-    return cpu_wcopy_refresh(p, -1);
+    return cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL);
 }
 
 static dlp_status cpu_get_params(dlp_plan *base, float *params, float *bufs) {
@@ -359,6 +360,7 @@ static dlp_status cpu_backward(dlp_plan *base, const float *dy) {
     if (dy) memcpy(p->dout_plain, dy, (size_t)((int64_t)p->batch * p->out_elems) * sizeof(float));
     DLP_CHECK(run_reorder(p, p->dout_reorder, p->dout_reorder_src, p->dout_reorder_dst));
     p->in_grad_done = 0;
+    if (p->nsnapshots) DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_SNAPSHOT));
     DLP_CHECK(cpu_steps_run(p, &p->bwd, CPU_MASK_TRAIN));
     p->bwd_done = 1;
     return DLP_OK;
@@ -395,7 +397,7 @@ static dlp_status cpu_update(dlp_plan *base, const dlp_sgd *hp) {
         const float wd = prm->no_decay && !hp->decay_no_decay_params ? 0.0f : hp->weight_decay;
         cpu_kernel_sgd(p->params + prm->offset, p->mom + prm->offset, p->grads + prm->offset, prm->numel, hp->lr,
                        hp->momentum, wd, hp->nesterov);
-        if (p->wcopy_of[i]) DLP_CHECK(cpu_wcopy_refresh(p, i));
+        if (p->wcopy_of[i]) DLP_CHECK(cpu_wcopy_refresh(p, i, CPU_WCOPY_LIVE));
     }
     return DLP_OK;
 }

@@ -74,6 +74,7 @@ typedef struct cpu_wcopy {
     float *fold_bias;          // with fold_bn: the folded bias (K) is written here
     float *folded;             // with fold_bn: fp32 OIHW folded weights (the reorder's source)
     int64_t numel;
+    int snapshot;              // taken at backward (the input gradient, computed on demand, uses these weights)
     dnnl_primitive_t reorder;  // NULL: the copy is the master itself
     dnnl_memory_t src, dst;
 } cpu_wcopy;
@@ -123,6 +124,7 @@ struct cpu_plan {
     cpu_wcopy *wcopies;
     int nwcopies, cap_wcopies;
     char *wcopy_of;               // param -> has copies to refresh after an update
+    int nsnapshots;               // weight copies refreshed at backward
 
     int in_value, out_value;      // value indices
     int64_t in_elems, out_elems;  // per sample
@@ -199,10 +201,15 @@ dlp_status cpu_step_accumulate(cpu_plan *p, cpu_steps *list, cpu_tensor *acc, cp
 dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask);
 dlp_status cpu_scratch_finish(cpu_plan *p);  // allocates the shared scratchpad and binds every user to it
 // A compute copy of parameter `param` in descriptor md (the master itself if md is plain fp32 and nothing is
-// folded); fold_bn >= 0 folds that BN's running statistics in and writes the bias into fold_bias.
+// folded); fold_bn >= 0 folds that BN's running statistics in and writes the bias into fold_bias. A snapshot
+// copy is refreshed only by backward (CPU_WCOPY_SNAPSHOT), so get_input_grad after update still sees the
+// weights of the step.
 dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, int fold_bn, float *fold_bias,
-                         dnnl_memory_t *out);
-dlp_status cpu_wcopy_refresh(cpu_plan *p, int param);  // the copies of param (-1: of every parameter)
+                         int snapshot, dnnl_memory_t *out);
+#define CPU_WCOPY_ALL 0
+#define CPU_WCOPY_LIVE 1
+#define CPU_WCOPY_SNAPSHOT 2
+dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which);  // copies of param (-1: of every parameter)
 void cpu_plan_destroy(cpu_plan *p);
 
 // ---- builders ----

@@ -164,7 +164,7 @@ static dlp_status fwd_conv(build *b, int li) {
     n->in[0] = xin;
     use(p, xin);
     DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
-    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, &n->w));
+    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, 0, &n->w));
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, p->vals[xin].x->mem}, {DNNL_ARG_WEIGHTS, n->w},
                             {DNNL_ARG_DST, p->vals[n->out].x->mem}};
     char w[64];
@@ -413,7 +413,7 @@ static dlp_status fwd_fc(build *b, int li) {
     n->in[0] = xin;
     use(p, xin);
     DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
-    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, &n->w));
+    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, 0, &n->w));
     const dlp_param *bp = &p->net.params[l->param0 + 1];
     DLP_CHECK(vec_mem(p, p->params + bp->offset, l->c, &n->bias));
     DLP_CHECK(vec_mem(p, p->grads + bp->offset, l->c, &n->dbias));
@@ -571,7 +571,8 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         DLP_CHECK(cpu_pd_create(p, &dd, NULL, n->fwd_pd, &pd, l->name));
     }
     dnnl_memory_t wm;
-    dlp_status st = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), -1, NULL, &wm);
+    const int snapshot = list == &p->in_grad;  // run on demand, possibly after update: the step's weights
+    dlp_status st = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), -1, NULL, snapshot, &wm);
     cpu_tensor *t = NULL;
     int acc = 0;
     if (!st) st = grad_target(p, u, &t, &acc);

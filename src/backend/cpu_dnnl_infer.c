@@ -146,7 +146,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
         if (!s) s = vec_mem(p, fb, K, &bm);
         p->nfolded_bn++;
     }
-    if (!s) s = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), g->bn, fb, &wm);
+    if (!s) s = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), g->bn, fb, 0, &wm);
     if (!s && g->add >= 0) {
         // the output starts as the shortcut: its own buffer when this is its last use, else a copy
         int sv = p->val_of[g->sum_in];
@@ -331,7 +331,7 @@ static dlp_status group_fc(cpu_plan *p, const group *g) {
     dnnl_memory_t wm = NULL, bm = NULL;
     const int x = p->val_of[l->in0];
     dlp_status s = cpu_value_as(p, x, cpu_pd_md(pd, dnnl_query_src_md, 0), &p->fwd, 0, &xin);
-    if (!s) s = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), -1, NULL, &wm);
+    if (!s) s = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), -1, NULL, 0, &wm);
     if (!s) s = vec_mem(p, p->params + p->net.params[l->param0 + 1].offset, K, &bm);
     if (!s) s = new_out(p, cpu_pd_md(pd, dnnl_query_dst_md, 0), g->last, &out);
     if (!s) {

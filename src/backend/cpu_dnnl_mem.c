@@ -355,7 +355,7 @@ dlp_status cpu_scratch_finish(cpu_plan *p) {
 // ---- weight copies ----
 
 dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, int fold_bn, float *fold_bias,
-                         dnnl_memory_t *out) {
+                         int snapshot, dnnl_memory_t *out) {
     const dlp_param *prm = &p->net.params[param];
     int64_t dims[4];
     int nd = md->ndims;
@@ -378,7 +378,7 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
     // reuse an existing copy in the same descriptor
     for (int i = 0; i < p->nwcopies; i++) {
         cpu_wcopy *c = &p->wcopies[i];
-        if (c->param != param || c->fold_bn != fold_bn) continue;
+        if (c->param != param || c->fold_bn != fold_bn || c->snapshot != snapshot) continue;
         const dnnl_memory_desc_t *cmd;
         CPU_DNNL(dnnl_memory_get_memory_desc(c->dst, &cmd), "weight copy");
         if (dnnl_memory_desc_equal(cmd, md)) {
@@ -393,6 +393,7 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
     c->param = param;
     c->fold_bn = fold_bn;
     c->fold_bias = fold_bias;
+    c->snapshot = snapshot;
     c->numel = numel;
     const float *src = master;
     if (fold_bn >= 0) {
@@ -401,7 +402,7 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
         src = c->folded;
     }
     DLP_CHECK(cpu_mem_new(p, &plain, (void *)src, &c->src));
-    if (fold_bn < 0 && dnnl_memory_desc_equal(&plain, md)) {
+    if (fold_bn < 0 && !snapshot && dnnl_memory_desc_equal(&plain, md)) {
         c->dst = c->src;  // the master itself
     } else {
         size_t bytes = dnnl_memory_desc_get_size(md);
@@ -431,10 +432,11 @@ static void fold(cpu_plan *p, cpu_wcopy *c) {
     }
 }
 
-dlp_status cpu_wcopy_refresh(cpu_plan *p, int param) {
+dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
     for (int i = 0; i < p->nwcopies; i++) {
         cpu_wcopy *c = &p->wcopies[i];
         if (param >= 0 && c->param != param) continue;
+        if ((which == CPU_WCOPY_LIVE && c->snapshot) || (which == CPU_WCOPY_SNAPSHOT && !c->snapshot)) continue;
         if (c->fold_bn >= 0) fold(p, c);
         if (!c->reorder) continue;
         dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, c->src}, {DNNL_ARG_TO, c->dst}};
