@@ -2,6 +2,7 @@
 // fp32 master weights, BN statistics, loss and gradients). plan_create builds every primitive and buffer once
 // (cpu_dnnl_build.c for training, cpu_dnnl_infer.c for inference); the step functions below only walk the
 // prepared step lists. docs/cpu-backend.md describes the design and the measurements.
+#include <immintrin.h>
 #include <jansson.h>
 #include <omp.h>
 #include <sched.h>
@@ -37,11 +38,42 @@ static int allowed_cpus(void) {
     return omp_get_num_procs();
 }
 
-// oneDNN (OpenMP runtime) parallelizes over omp_get_max_threads() of the calling thread: set it on every entry,
-// since a step may run on another thread than plan_create's.
-static void use_threads(const cpu_plan *p) {
+// Every entry point runs inside enter()/leave():
+// - oneDNN (OpenMP runtime) parallelizes over omp_get_max_threads() of the calling thread, so the plan's count is
+//   set on each entry (a step may run on another thread than plan_create's);
+// - denormals are flushed to zero (MXCSR FTZ + DAZ) on the calling thread and the OpenMP workers, and the caller's
+//   mode is restored on the way out. Arithmetic on denormals (which tiny gradients deep in a net can reach) is
+//   up to ~100x slower on x86; flushing them is what TensorFlow does by default on CPUs, and it changes results
+//   only below 1.2e-38.
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_FTZ_DAZ 0x8040u
+typedef unsigned cpu_fpmode;
+static cpu_fpmode enter(const cpu_plan *p) {
     if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
+    const unsigned old = _mm_getcsr();
+    if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
+#pragma omp parallel num_threads(p->threads)
+        _mm_setcsr(_mm_getcsr() | CPU_FTZ_DAZ);
+    }
+    return old;
 }
+static void leave(const cpu_plan *p, cpu_fpmode old) {
+    if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
+#pragma omp parallel num_threads(p->threads)
+        _mm_setcsr((_mm_getcsr() & ~CPU_FTZ_DAZ) | (old & CPU_FTZ_DAZ));
+    }
+}
+#else
+typedef int cpu_fpmode;
+static cpu_fpmode enter(const cpu_plan *p) {
+    if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
+    return 0;
+}
+static void leave(const cpu_plan *p, cpu_fpmode old) {
+    (void)p;
+    (void)old;
+}
+#endif
 
 static dlp_status cpu_available(char *why, size_t why_len) {
     if (why && why_len) why[0] = '\0';
@@ -232,7 +264,36 @@ static void profile_log(cpu_plan *p) {
     qsort(v, (size_t)k, sizeof *v, cmp_ns);
     dlp_log(DLP_LOG_INFO, "cpu profile (%s %s batch %d, %d threads): %.1f ms in steps", p->net.arch,
             dlp_dtype_name(p->prec), p->batch, p->threads, (double)sum / 1e6);
-    for (int i = 0; i < k && v[i]->ns > 0; i++)
+    // by kind of step (the text after the layer name), then the 25 largest single steps
+    struct { char op[48]; int64_t ns; int n; } cat[48];
+    int nc = 0;
+    for (int i = 0; i < k; i++) {
+        const char *op = strchr(v[i]->what, ' ');
+        op = op ? op + 1 : v[i]->what;
+        int j = 0;
+        while (j < nc && strcmp(cat[j].op, op) != 0) j++;
+        if (j == nc) {
+            if (nc == 48) continue;
+            snprintf(cat[nc].op, sizeof cat[nc].op, "%s", op);
+            cat[nc].ns = 0;
+            cat[nc].n = 0;
+            nc++;
+        }
+        cat[j].ns += v[i]->ns;
+        cat[j].n++;
+    }
+    for (int a = 0; a < nc; a++)
+        for (int b = a + 1; b < nc; b++)
+            if (cat[b].ns > cat[a].ns) {
+                __typeof__(cat[0]) t = cat[a];
+                cat[a] = cat[b];
+                cat[b] = t;
+            }
+    const double calls = (double)(p->fwd.n && p->fwd.v[0].calls ? p->fwd.v[0].calls : 1);
+    for (int a = 0; a < nc; a++)
+        dlp_log(DLP_LOG_INFO, "  %9.1f ms/step %5.1f%%  %-28s (%d steps)", (double)cat[a].ns / 1e6 / calls,
+                100.0 * (double)cat[a].ns / (double)(sum ? sum : 1), cat[a].op, cat[a].n);
+    for (int i = 0; i < k && i < 25 && v[i]->ns > 0; i++)
         dlp_log(DLP_LOG_INFO, "  %8.2f ms/call %5.1f%%  %s", (double)v[i]->ns / 1e6 / (double)(v[i]->calls ? v[i]->calls : 1),
                 100.0 * (double)v[i]->ns / (double)(sum ? sum : 1), v[i]->what);
     free(v);
@@ -256,9 +317,8 @@ static dlp_status need_train(const cpu_plan *p, const char *what) {
     return DLP_OK;
 }
 
-static dlp_status cpu_set_params(dlp_plan *base, const float *params, const float *bufs) {
+static dlp_status do_set_params(dlp_plan *base, const float *params, const float *bufs) {
     cpu_plan *p = (cpu_plan *)base;
-    use_threads(p);
     if (params) memcpy(p->params, params, (size_t)p->net.param_count * sizeof(float));
     if (bufs) memcpy(p->bufs, bufs, (size_t)p->net.buf_count * sizeof(float));
     return cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL);
@@ -308,7 +368,7 @@ static dlp_status cpu_set_input(dlp_plan *base, const void *batch, int n) {
     return DLP_OK;
 }
 
-static dlp_status cpu_forward(dlp_plan *base, dlp_pass pass) {
+static dlp_status do_forward(dlp_plan *base, dlp_pass pass) {
     cpu_plan *p = (cpu_plan *)base;
     if (p->n <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: forward before set_input");
     if (pass == DLP_PASS_TRAIN) {
@@ -316,7 +376,6 @@ static dlp_status cpu_forward(dlp_plan *base, dlp_pass pass) {
         if (p->n != p->batch)
             return DLP_ERR(DLP_ERR_INVALID, "cpu: a training step needs a full batch (%d of %d samples)", p->n, p->batch);
     }
-    use_threads(p);
     p->fwd_pass = -1;
     DLP_CHECK(cpu_steps_run(p, &p->fwd, pass == DLP_PASS_TRAIN ? CPU_MASK_TRAIN : CPU_MASK_EVAL));
     p->fwd_pass = (int)pass;
@@ -332,17 +391,15 @@ static dlp_status output_ready(cpu_plan *p) {
     return DLP_OK;
 }
 
-static dlp_status cpu_get_output(dlp_plan *base, float *out) {
+static dlp_status do_get_output(dlp_plan *base, float *out) {
     cpu_plan *p = (cpu_plan *)base;
-    use_threads(p);
     DLP_CHECK(output_ready(p));
     memcpy(out, p->out_plain, (size_t)((int64_t)p->n * p->out_elems) * sizeof(float));
     return DLP_OK;
 }
 
-static dlp_status cpu_loss(dlp_plan *base, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
+static dlp_status do_loss(dlp_plan *base, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
     cpu_plan *p = (cpu_plan *)base;
-    use_threads(p);
     DLP_CHECK(output_ready(p));
     DLP_CHECK(cpu_kernel_xent(p->out_plain, p->n, p->batch, p->out_elems, labels, label_smoothing,
                               p->train ? p->dout_plain : NULL, out));
@@ -350,13 +407,12 @@ static dlp_status cpu_loss(dlp_plan *base, const int32_t *labels, float label_sm
     return DLP_OK;
 }
 
-static dlp_status cpu_backward(dlp_plan *base, const float *dy) {
+static dlp_status do_backward(dlp_plan *base, const float *dy) {
     cpu_plan *p = (cpu_plan *)base;
     DLP_CHECK(need_train(p, "backward"));
     if (p->fwd_pass != DLP_PASS_TRAIN)
         return DLP_ERR(DLP_ERR_INVALID, "cpu: backward needs a training forward pass first");
     if (!dy && !p->have_dlogits) return DLP_ERR(DLP_ERR_INVALID, "cpu: backward from the loss, but loss() was not called");
-    use_threads(p);
     if (dy) memcpy(p->dout_plain, dy, (size_t)((int64_t)p->batch * p->out_elems) * sizeof(float));
     DLP_CHECK(run_reorder(p, p->dout_reorder, p->dout_reorder_src, p->dout_reorder_dst));
     p->in_grad_done = 0;
@@ -366,12 +422,11 @@ static dlp_status cpu_backward(dlp_plan *base, const float *dy) {
     return DLP_OK;
 }
 
-static dlp_status cpu_get_input_grad(dlp_plan *base, float *dx) {
+static dlp_status do_get_input_grad(dlp_plan *base, float *dx) {
     cpu_plan *p = (cpu_plan *)base;
     DLP_CHECK(need_train(p, "get_input_grad"));
     if (!p->bwd_done || p->fwd_pass != DLP_PASS_TRAIN)
         return DLP_ERR(DLP_ERR_INVALID, "cpu: get_input_grad before backward");
-    use_threads(p);
     const size_t bytes = (size_t)((int64_t)p->n * p->in_elems) * sizeof(float);
     if (!p->din_plain) {  // nothing flows back into the input
         memset(dx, 0, bytes);
@@ -388,10 +443,9 @@ static dlp_status cpu_get_input_grad(dlp_plan *base, float *dx) {
 
 // torch.optim.SGD on the flat arrays, one parameter tensor at a time; each conv/fc weight's compute copies
 // (blocked layout, bf16 in a bf16 plan) are refreshed right after its update, while it is still in cache.
-static dlp_status cpu_update(dlp_plan *base, const dlp_sgd *hp) {
+static dlp_status do_update(dlp_plan *base, const dlp_sgd *hp) {
     cpu_plan *p = (cpu_plan *)base;
     DLP_CHECK(need_train(p, "update"));
-    use_threads(p);
     for (int i = 0; i < p->net.nparams; i++) {
         const dlp_param *prm = &p->net.params[i];
         const float wd = prm->no_decay && !hp->decay_no_decay_params ? 0.0f : hp->weight_decay;
@@ -416,6 +470,9 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     json_object_set_new(obj, "train", json_boolean(p->train));
     json_object_set_new(obj, "batch", json_integer(p->batch));
     json_object_set_new(obj, "conv_impl", json_string(p->conv_impl[0] ? p->conv_impl : "none"));
+    if (!p->train)
+        json_object_set_new(obj, "conv_prop_kind",
+                            json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
     json_object_set_new(obj, "fused_bn_relu", json_integer(p->nfused_bn_relu));
     json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
     json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));
@@ -429,6 +486,24 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     json_object_set_new(obj, "scratchpad_bytes", json_integer((json_int_t)p->scratch_bytes));
     return DLP_OK;
 }
+
+// The entry points: each runs its do_ function inside enter()/leave().
+#define CPU_ENTRY(name, params, args)                \
+    static dlp_status cpu_##name params {           \
+        const cpu_plan *cp_ = (const cpu_plan *)base; \
+        cpu_fpmode fm_ = enter(cp_);                  \
+        dlp_status st_ = do_##name args;              \
+        leave(cp_, fm_);                              \
+        return st_;                                   \
+    }
+CPU_ENTRY(set_params, (dlp_plan * base, const float *params, const float *bufs), (base, params, bufs))
+CPU_ENTRY(forward, (dlp_plan * base, dlp_pass pass), (base, pass))
+CPU_ENTRY(get_output, (dlp_plan * base, float *out), (base, out))
+CPU_ENTRY(loss, (dlp_plan * base, const int32_t *labels, float smoothing, dlp_loss_out *out),
+          (base, labels, smoothing, out))
+CPU_ENTRY(backward, (dlp_plan * base, const float *dy), (base, dy))
+CPU_ENTRY(get_input_grad, (dlp_plan * base, float *dx), (base, dx))
+CPU_ENTRY(update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
 
 const dlp_backend_ops dlp_backend_cpu = {
     .name = "cpu",

@@ -150,6 +150,7 @@ struct cpu_plan {
     dnnl_cpu_isa_t isa;
     char conv_impl[64];           // implementation of the first 3x3 convolution (e.g. "jit:avx512_core")
     int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum, nreorders;
+    int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
     int64_t act_bytes, pool_bytes, weight_bytes;
 };
 
