@@ -110,7 +110,7 @@ int dlp_cli_serve(int argc, char **argv) {
         {"host", 0, DLP_OPT_STR, &cfg.host, "127.0.0.1", "ADDR", "address to listen on (0.0.0.0 or :: for every interface)", NULL, 0},
         {"port", 'p', DLP_OPT_INT, &cfg.port, "8080", "N", "TCP port (0: any free port; see --port-file)", NULL, 0},
         {"port-file", 0, DLP_OPT_STR, &port_file, NULL, "FILE", "write the port here once listening", NULL, 0},
-        {"model", 'm', DLP_OPT_STR, &eo.model, "resnet50", "NAME", "model", NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &eo.model, NULL, "NAME", "model (default: the weights' arch, else resnet50)", NULL, 0},
         {"device", 'd', DLP_OPT_STR, &eo.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"precision", 0, DLP_OPT_CHOICE, &eo.precision, "fp32", NULL, "compute precision", "fp32|bf16|fp16", 0},
         {"threads", 't', DLP_OPT_INT, &eo.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},

@@ -34,6 +34,36 @@ static int64_t classes_in_file(const dlp_st_file *f, const dlp_net *probe) {
     return t && t->ndim == 2 ? t->shape[0] : 0;
 }
 
+static int st_has(const dlp_st_file *f, const char *name) {
+    char alt[128];
+    snprintf(alt, sizeof alt, "module.%s", name);
+    return dlp_st_find(f, name) || dlp_st_find(f, alt);
+}
+
+// The torchvision ResNet a state_dict holds, from its keys: Bottleneck blocks have conv3, and the blocks per
+// stage are counted. NULL when it is none of resnet18/34/50/101/152.
+static const char *arch_from_keys(const dlp_st_file *f) {
+    static const struct { const char *name; int bottleneck, blocks[4]; } k_known[] = {
+        {"resnet18", 0, {2, 2, 2, 2}}, {"resnet34", 0, {3, 4, 6, 3}}, {"resnet50", 1, {3, 4, 6, 3}},
+        {"resnet101", 1, {3, 4, 23, 3}}, {"resnet152", 1, {3, 8, 36, 3}},
+    };
+    if (!st_has(f, "conv1.weight") || !st_has(f, "fc.weight")) return NULL;
+    int bottleneck = st_has(f, "layer1.0.conv3.weight"), blocks[4];
+    for (int s = 0; s < 4; s++) {
+        blocks[s] = 0;
+        char key[64];
+        for (;;) {
+            snprintf(key, sizeof key, "layer%d.%d.conv1.weight", s + 1, blocks[s]);
+            if (!st_has(f, key) || blocks[s] > 64) break;
+            blocks[s]++;
+        }
+    }
+    for (size_t i = 0; i < sizeof k_known / sizeof k_known[0]; i++)
+        if (k_known[i].bottleneck == bottleneck && memcmp(k_known[i].blocks, blocks, sizeof blocks) == 0)
+            return k_known[i].name;
+    return NULL;
+}
+
 // A PyTorch .pth (zip archive or a bare pickle) is not safetensors: say how to convert it.
 static dlp_status refuse_pth(const char *path) {
     FILE *fp = fopen(path, "rb");
@@ -63,6 +93,7 @@ dlp_status dlp_infer_model_load(const dlp_infer_model_cfg *cfg, dlp_infer_model 
     }
     const char *arch = cfg->model;
     if (!arch && have_file) arch = dlp_st_meta(&f, "dlperf.arch");
+    if (!arch && have_file) arch = arch_from_keys(&f);
     if (!arch) arch = "resnet50";
     int classes = cfg->num_classes;
     if (classes <= 0 && have_file) {

@@ -35,7 +35,8 @@ struct dlp_monitor;
 
 // ---- the model: a net and its weights ------------------------------------------------------------------
 typedef struct dlp_infer_model_cfg {
-    const char *model;    // "resnet50", ...; NULL: the weights' "dlperf.arch" metadata, else resnet50
+    const char *model;    // "resnet50", ...; NULL: the weights' "dlperf.arch" metadata, else recognized from the
+                          // state_dict's keys (blocks per stage, Bottleneck or not), else resnet50
     int num_classes;      // 0: from the weights (rows of the last fc.weight), else 1000
     int size;             // input side in pixels (0: 224)
     const char *weights;  // safetensors with torchvision names (a dlperf checkpoint's model file, or a converted
@@ -132,8 +133,8 @@ typedef struct dlp_infer_library {
     int64_t bytes_read, read_ns, decode_ns, resize_ns;  // totals of the preprocessing
 } dlp_infer_library;
 
-// Reads and preprocesses up to max files (all when max <= 0) on worker 0 of p. Bad files are skipped with a
-// warning naming them; DLP_ERR_FORMAT if none is usable.
+// Reads and preprocesses the files in order on worker 0 of p until max samples are in (all files when max <= 0).
+// Bad files are skipped with a warning naming them; DLP_ERR_FORMAT if none is usable.
 dlp_status dlp_infer_library_load(dlp_infer_prep *p, const dlp_infer_files *files, int max, dlp_infer_library *lib);
 void dlp_infer_library_free(dlp_infer_library *lib);
 
