@@ -24,7 +24,8 @@ Criteria (per image):
     s6 its 5th and 6th largest, and delta = 0.03 * max_k |z_k| (about 3x the relative logit error bf16 gives on
     ResNet-50, 8.9e-3 in tests/unit/test_backend_ops), a class may be in one top-5 and not the other only if
     its torch logit lies in [s6 - delta, s5 + delta]; every image's torch top-1 margin must exceed delta (so the
-    top-1 requirement is not luck). Probabilities of the top-5 within 0.03 absolute.
+    top-1 requirement is not luck). (Measured here: bf16's largest logit error is 1.2e-2 of the image's largest
+    |logit|, so delta is 2.5x that; the test prints it.) Probabilities of the top-5 within 0.03 absolute.
 Exit 77 when torch/torchvision are missing.
 """
 import json
