@@ -353,7 +353,7 @@ static dlp_status collect_dir(dlp_infer_files *f, const char *dir, int depth) {
         n++;
     }
     closedir(d);
-    if (st == DLP_OK) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (st == DLP_OK && n > 1) qsort(names, (size_t)n, sizeof *names, cmp_str);
     for (int i = 0; st == DLP_OK && i < n; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
