@@ -201,11 +201,14 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     else {
         st = dlp_data_open(o->data, "val", NULL, &ds, where, sizeof where);
         if (st == DLP_OK) st = dlp_infer_files_from_dataset(&ls->files, ds, o->samples);
-        dlp_dataset_free(ds);
     }
     dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
                               .seed = (uint64_t)o->seed};
     if (st == DLP_OK && (st = dlp_infer_model_load(&mc, &ls->model)) == DLP_OK) ls->have_model = 1;
+    // The dataset's labels mean something to the model only if it was trained on those classes (same count).
+    if (st == DLP_OK && ds && ds->nclasses != ls->model.net.num_classes)
+        for (int i = 0; i < ls->files.n; i++) ls->files.labels[i] = -1;
+    dlp_dataset_free(ds);
     if (st == DLP_OK && ls->model.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
                  "answers are not", ls->model.net.arch, (long long)o->seed);
