@@ -6,8 +6,9 @@ latency (batch 1), fp32 and bf16 — it times PyTorch (Debian's python3-torch: t
 SGD with momentum; eval mode + inference_mode for inference; bf16 through torch.autocast) and dlperf's cpu
 backend (oneDNN) on random tensors at the same thread count, alternating the two for --rounds rounds, and prints
 img/s (ms for latency), the ratio dlperf/PyTorch, the issue's target, and the fraction of the convolution peak that
-dlperf measures. The CPUs may be shared: each figure is the median over rounds of the mean step time after warm-up;
-re-run on a quiet machine for final numbers (bench/step_vs_pytorch.sh shows the command).
+dlperf measures. Each round times --steps steps after --warmup; a figure is the best round (other processes only
+ever add time, so the best round is the closest to a quiet machine) and the median round is printed beside it.
+On a shared machine use several rounds, and re-run on a quiet one for final numbers.
 
 Denormals: dlperf's cpu backend flushes denormals to zero during its steps (FTZ/DAZ, as TensorFlow does by
 default); --torch-flush-denormal (default on) does the same for PyTorch (torch.set_flush_denormal) so both run
@@ -154,16 +155,18 @@ def main():
                 if want_peak and res.get("peak_gflop_per_s"):
                     peaks[prec] = res["peak_gflop_per_s"]
                 if prec in peaks:
-                    frac = res["achieved_gflop_per_s"] / peaks[prec]
-            tp, td = statistics.median(pt), statistics.median(dl)
+                    frac = max(frac or 0.0, res["achieved_gflop_per_s"] / peaks[prec])
+            tp, td = min(pt), min(dl)
+            mp, md = statistics.median(pt), statistics.median(dl)
             name = f"{kind} {prec}"
             if kind == "latency":
-                ratio = td / tp
-                row = dict(mode=name, batch=1, torch_ms=tp * 1e3, dlperf_ms=td * 1e3, ratio=ratio)
+                ratio, ratio_med = td / tp, md / mp
+                row = dict(mode=name, batch=1, torch_ms=tp * 1e3, dlperf_ms=td * 1e3, ratio=ratio,
+                           ratio_median=ratio_med)
             else:
-                ratio = tp / td
+                ratio, ratio_med = tp / td, mp / md
                 row = dict(mode=name, batch=batch, torch_img_per_s=batch / tp, dlperf_img_per_s=batch / td,
-                           ratio=ratio)
+                           ratio=ratio, ratio_median=ratio_med)
             row["dlperf_fraction_of_peak"] = frac
             row["torch_rounds_s"] = pt
             row["dlperf_rounds_s"] = dl
@@ -177,8 +180,9 @@ def main():
             dl_v = row.get("dlperf_ms", row.get("dlperf_img_per_s"))
             tgt = f"target {row['target']}: {'met' if row['meets_target'] else 'NOT met'}" if "target" in row else ""
             fr = f"{100 * frac:4.0f}% of peak" if frac is not None else ""
+            med = f"(median {ratio_med:4.2f}x)" if a.rounds > 1 else ""
             print(f"  {name:<13} batch {row['batch']:>2}  PyTorch {tv_v:8.2f} {unit:<5}  dlperf {dl_v:8.2f} {unit:<5}"
-                  f"  ratio {ratio:5.2f}x  {fr:<13} {tgt}", flush=True)
+                  f"  ratio {ratio:5.2f}x {med:<15} {fr:<13} {tgt}", flush=True)
     if peaks:
         print("  dlperf convolution peak (ResNet-50 3x3 layer, batch 32): " +
               ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))

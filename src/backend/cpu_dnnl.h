@@ -152,7 +152,9 @@ struct cpu_plan {
     // what the plan chose (plan_info)
     dnnl_cpu_isa_t isa;
     char conv_impl[64];           // implementation of the first 3x3 convolution (e.g. "jit:avx512_core")
-    int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum, nreorders;
+    int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
+    int nconverts;     // activations converted to another layout/type between layers (forward)
+    int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)

@@ -319,7 +319,6 @@ dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, con
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
     dlp_status st = cpu_step_prim(p, list, pd, 2, a, what);
     dnnl_primitive_desc_destroy(pd);
-    p->nreorders++;
     return st;
 }
 
