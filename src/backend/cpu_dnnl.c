@@ -98,11 +98,21 @@ static dlp_status check_net(const dlp_net *net, const dlp_plan_cfg *cfg) {
             return DLP_ERR(DLP_ERR_INVALID,
                            "cpu: %s: training batch norm needs more than one value per channel (batch %d, %dx%d)",
                            l->name, cfg->batch, l->h, l->w);
-        if (l->kind != DLP_LAYER_FC && net->layers[l->in0].kind == DLP_LAYER_FC && l->kind != DLP_LAYER_RELU)
-            return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: net %s: %s after an fc layer is not supported", net->arch,
-                           dlp_layer_kind_name(l->kind));
     }
-    return DLP_OK;
+    // an fc gives (N, K) values; only ReLUs may follow (the rest wants 4D activations)
+    char *flat = calloc((size_t)net->nlayers, 1);
+    DLP_TRY_ALLOC(flat);
+    dlp_status st = DLP_OK;
+    for (int i = 1; i < net->nlayers && !st; i++) {
+        const dlp_layer *l = &net->layers[i];
+        const int in_flat = flat[l->in0] || (l->kind == DLP_LAYER_ADD && flat[l->in1]);
+        flat[i] = l->kind == DLP_LAYER_FC || (l->kind == DLP_LAYER_RELU && in_flat);
+        if (in_flat && l->kind != DLP_LAYER_RELU)
+            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: net %s: %s (%s) after an fc layer is not supported", net->arch,
+                         l->name, dlp_layer_kind_name(l->kind));
+    }
+    free(flat);
+    return st;
 }
 
 static int64_t value_elems(const dnnl_memory_desc_t *md) {
@@ -164,6 +174,7 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->dt = cfg->precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     p->fwd_pass = -1;
     p->isa = dnnl_get_effective_cpu_isa();
+    p->mem_limit_bytes = cpu_mem_available_bytes() / 10 * 9;
     const char *prof = getenv("DLPERF_CPU_PROFILE");
     p->profile = prof && prof[0] == '1';
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
@@ -232,6 +243,10 @@ static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
     DLP_TRY_ALLOC(p);
     p->base.ops = &dlp_backend_cpu;
     dlp_status st = plan_build(p, net, cfg);
+    if (st && p->mem_limit_hit)
+        st = DLP_ERR(DLP_ERR_NOMEM, "the plan needs more than the %.1f GiB of memory available (%.1f GiB); hint: a "
+                     "smaller --batch",
+                     (double)p->mem_limit_bytes / (1 << 30), (double)p->alloc_bytes / (1 << 30));
     if (st) {
         dlp_err_context("cpu: planning %s (%s, batch %d, %s)", net->arch, cfg->train ? "training" : "inference",
                         cfg->batch, dlp_dtype_name(cfg->precision));
@@ -477,7 +492,8 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
     json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));
     json_object_set_new(obj, "fused_residual_sum", json_integer(p->nfused_sum));
-    json_object_set_new(obj, "activation_reorders", json_integer(p->nreorders));
+    json_object_set_new(obj, "activation_conversions", json_integer(p->nconverts));
+    if (p->train) json_object_set_new(obj, "gradient_copies", json_integer(p->ngrad_copies));
     json_object_set_new(obj, "steps_forward", json_integer(p->fwd.n));
     json_object_set_new(obj, "steps_backward", json_integer(p->bwd.n));
     json_object_set_new(obj, "activation_bytes", json_integer(p->act_bytes));

@@ -20,8 +20,11 @@ typedef struct cpu_tensor {
     dnnl_memory_desc_t md;
     void *data;
     dnnl_memory_t mem;
-    int buf;  // index of the pooled buffer it lives in (-1: not pooled)
+    int buf;          // index of the pooled buffer it lives in; CPU_BUF_EXTERNAL, CPU_BUF_OWNED
+    size_t own_bytes; // CPU_BUF_OWNED: its size (allocated by cpu_pool_finish)
 } cpu_tensor;
+#define CPU_BUF_EXTERNAL (-1)
+#define CPU_BUF_OWNED (-2)
 
 // A value is one tensor of the forward graph (a layer's output, or a converted copy of one) and its gradient.
 typedef struct cpu_value {
@@ -149,9 +152,13 @@ struct cpu_plan {
     // what the plan chose (plan_info)
     dnnl_cpu_isa_t isa;
     char conv_impl[64];           // implementation of the first 3x3 convolution (e.g. "jit:avx512_core")
-    int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum, nreorders;
+    int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
+    int nconverts;     // activations converted to another layout/type between layers (forward)
+    int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
     int64_t act_bytes, pool_bytes, weight_bytes;
+    int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
+    int mem_limit_hit;
 };
 
 // ---- errors ----
@@ -169,10 +176,11 @@ const char *cpu_dnnl_status_str(dnnl_status_t s);
 
 // ---- memory and bookkeeping (cpu_dnnl_mem.c) ----
 void *cpu_alloc(cpu_plan *p, size_t bytes);  // zeroed, 64-aligned, owned by the plan; NULL on failure
+int64_t cpu_mem_available_bytes(void);         // MemAvailable from /proc/meminfo (0: unknown)
 dlp_status cpu_md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
 dlp_status cpu_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
 dlp_status cpu_mem_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, dnnl_memory_t *out);
-// A tensor on `data` (NULL: a fresh owned allocation, counted as activation memory).
+// A tensor on `data` (NULL: its own memory, counted as activation memory and allocated by cpu_pool_finish).
 dlp_status cpu_tensor_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, cpu_tensor **out);
 // A tensor in a pooled buffer: buffers are handed out by the builder as it simulates the step order and taken
 // back with cpu_tensor_release, so tensors with disjoint lifetimes share memory; cpu_pool_finish allocates them.
@@ -181,6 +189,8 @@ void cpu_tensor_retain(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_release(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_pin(cpu_plan *p, cpu_tensor *t);  // its buffer is never reused
 int cpu_tensor_exclusive(const cpu_plan *p, const cpu_tensor *t);  // the only live tensor in its buffer
+// Allocates owned and pooled tensors (refusing beyond the memory limit) and binds them; before it, tensors
+// created with NULL data have no memory.
 dlp_status cpu_pool_finish(cpu_plan *p, int64_t *total_bytes);
 int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer);  // index, or -1 (error recorded)
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx);

@@ -91,7 +91,8 @@ dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_
         sv->next_conv = c;
     }
     char what[64];
-    snprintf(what, sizeof what, "convert %s", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
+    snprintf(what, sizeof what, "%s convert", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
+    p->nconverts++;
     DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, &sv->x->md, t->mem, want, what));
     *out = c;
     return DLP_OK;
@@ -532,7 +533,6 @@ static dlp_status bwd_weights(build *b, node *n) {
     if (!st && tmp) {
         what(w, sizeof w, p, n->layer, "weight grad to flat");
         st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, &plain, w);
-        p->nreorders--;
         cpu_tensor_release(p, tmp);
     }
     dnnl_primitive_desc_destroy(pd);
@@ -659,6 +659,7 @@ static dlp_status pass_grad(cpu_plan *p, int u, cpu_tensor *g, const char *nm) {
     DLP_CHECK(grad_target(p, u, &t, &acc));
     if (!acc) {
         snprintf(w, sizeof w, "%s grad copy", nm);
+        p->ngrad_copies++;
         return cpu_step_reorder(p, &p->bwd, g->mem, &g->md, t->mem, &t->md, w);
     }
     cpu_tensor_release(p, t);  // no scratch needed: add g in directly

@@ -39,9 +39,29 @@ static int grow(void **arr, int *cap, int n, size_t elem) {
 
 void *cpu_alloc(cpu_plan *p, size_t bytes) {
     if (grow((void **)&p->allocs, &p->cap_allocs, p->nallocs, sizeof(void *))) return NULL;
+    // refuse before touching more memory than the machine has (dlp_alloc_aligned zeroes what it returns, and
+    // an overcommitted allocation would meet the OOM killer instead of an error)
+    if (p->mem_limit_bytes > 0 && p->alloc_bytes + (int64_t)bytes > p->mem_limit_bytes) {
+        p->mem_limit_hit = 1;
+        return NULL;
+    }
     void *q = dlp_alloc_aligned(bytes ? bytes : 64);
-    if (q) p->allocs[p->nallocs++] = q;
+    if (q) {
+        p->allocs[p->nallocs++] = q;
+        p->alloc_bytes += (int64_t)bytes;
+    }
     return q;
+}
+
+int64_t cpu_mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return (int64_t)kb * 1024;
 }
 
 static dnnl_format_tag_t plain_tag(int ndims) {
@@ -91,13 +111,12 @@ static dlp_status tensor_register(cpu_plan *p, const dnnl_memory_desc_t *md, voi
 }
 
 dlp_status cpu_tensor_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, cpu_tensor **out) {
-    if (!data) {
-        size_t bytes = dnnl_memory_desc_get_size(md);
-        data = cpu_alloc(p, bytes);
-        if (!data) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory allocating a %zu-byte tensor", bytes);
-        p->act_bytes += (int64_t)bytes;
-    }
-    return tensor_register(p, md, data, -1, out);
+    if (data) return tensor_register(p, md, data, -1, out);
+    // allocated by cpu_pool_finish, once the whole plan's memory is known
+    DLP_CHECK(tensor_register(p, md, NULL, CPU_BUF_OWNED, out));
+    (*out)->own_bytes = dnnl_memory_desc_get_size(md);
+    p->act_bytes += (int64_t)(*out)->own_bytes;
+    return DLP_OK;
 }
 
 dlp_status cpu_tensor_pooled(cpu_plan *p, const dnnl_memory_desc_t *md, cpu_tensor **out) {
@@ -144,7 +163,20 @@ void cpu_tensor_pin(cpu_plan *p, cpu_tensor *t) {
 
 // Allocates the pooled buffers and binds every pooled tensor to its buffer (sizes are known only at the end).
 dlp_status cpu_pool_finish(cpu_plan *p, int64_t *total_bytes) {
-    int64_t total = 0;
+    int64_t total = 0, need = p->act_bytes;
+    for (int i = 0; i < p->nbufpool; i++) need += (int64_t)p->bufpool[i].bytes;
+    if (p->mem_limit_bytes > 0 && p->alloc_bytes + need > p->mem_limit_bytes) {
+        p->mem_limit_hit = 1;
+        p->alloc_bytes += need;
+        return DLP_ERR(DLP_ERR_NOMEM, "activations and gradients need %.1f GiB", (double)need / (1 << 30));
+    }
+    for (int i = 0; i < p->ntensors; i++) {
+        cpu_tensor *t = p->tensors[i];
+        if (t->buf != CPU_BUF_OWNED || t->data) continue;
+        t->data = cpu_alloc(p, t->own_bytes);
+        if (!t->data) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory allocating a %zu-byte tensor", t->own_bytes);
+        CPU_DNNL(dnnl_memory_set_data_handle(t->mem, t->data), "binding a tensor");
+    }
     for (int i = 0; i < p->nbufpool; i++) {
         cpu_buffer *b = &p->bufpool[i];
         b->data = cpu_alloc(p, b->bytes);
@@ -287,7 +319,6 @@ dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, con
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
     dlp_status st = cpu_step_prim(p, list, pd, 2, a, what);
     dnnl_primitive_desc_destroy(pd);
-    p->nreorders++;
     return st;
 }
 

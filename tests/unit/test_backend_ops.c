@@ -581,11 +581,244 @@ static void test_resnet_steps(void **state) {
     assert_int_equal(fails, 0);
 }
 
+// ---- the interface contract (docs/nn.md, backend.h), for every backend ----
+
+static void test_contract(void **state) {
+    (void)state;
+    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend_ops *o = *b;
+        if (o->available(NULL, 0) != DLP_OK || strncmp(o->name, "sim", 3) == 0) continue;
+        dlp_net net;
+        assert_int_equal(dlp_model_build("resnet-mini", 5, 32, &net), DLP_OK);
+        dlp_plan *p = NULL;
+        dlp_plan_cfg cfg = {.batch = 0, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2};
+        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+        cfg.batch = 2;
+        cfg.precision = DLP_DTYPE_F16;
+        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_UNSUPPORTED);
+        cfg.precision = DLP_DTYPE_F32;
+        cfg.batch = 1;  // layer4 is 1x1 at 32 px: training BN over a single value
+        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+        assert_non_null(strstr(dlp_err_msg(), "more than one value per channel"));
+        if (strcmp(o->name, "cpu") == 0) {  // more memory than the machine has: a clear error, not the OOM killer
+            cfg.batch = 1 << 22;
+            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_NOMEM);
+            assert_non_null(strstr(dlp_err_msg(), "smaller --batch"));
+            cfg.batch = 1;
+        }
+        cfg.train = 0;
+        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+        float out[10], *x = randn(2 * 3 * 32 * 32, 3, 1, 1.0), *g = malloc((size_t)net.param_count * 4);
+        int32_t labels[2] = {0, 4}, bad[2] = {0, 5};
+        dlp_loss_out lo;
+        assert_int_equal(o->get_grads(p, g), DLP_ERR_INVALID);  // inference plan
+        assert_int_equal(o->get_output(p, out), DLP_ERR_INVALID);  // before forward
+        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
+        assert_int_equal(o->set_input(p, x, 2), DLP_ERR_INVALID);  // more than the batch
+        assert_int_equal(o->set_input(p, x, 1), DLP_OK);
+        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
+        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(o->loss(p, labels, 0.0f, &lo), DLP_OK);  // loss and top-k on an inference plan
+        assert_int_equal(o->update(p, &(dlp_sgd){.lr = 0.1f}), DLP_ERR_INVALID);
+        o->plan_free(p);
+        cfg.train = 1;
+        cfg.batch = 2;
+        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+        assert_int_equal(o->set_input(p, x, 1), DLP_OK);
+        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
+        assert_non_null(strstr(dlp_err_msg(), "full batch"));
+        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(o->backward(p, NULL), DLP_ERR_INVALID);  // after an eval pass
+        assert_int_equal(o->set_input(p, x, 2), DLP_OK);
+        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(o->backward(p, NULL), DLP_ERR_INVALID);  // loss() not called
+        assert_int_equal(o->loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);  // label out of range
+        assert_non_null(strstr(dlp_err_msg(), "sample 1"));
+        assert_int_equal(o->loss(p, labels, 1.5f, &lo), DLP_ERR_INVALID);  // smoothing outside [0, 1]
+        assert_int_equal(o->loss(p, labels, 0.1f, &lo), DLP_OK);
+        assert_int_equal(o->backward(p, NULL), DLP_OK);
+        o->plan_free(p);
+        free(x);
+        free(g);
+        dlp_net_free(&net);
+    }
+}
+
+// An eval pass on n < batch samples gives what a plan of batch n gives (padding does not leak in), on training
+// and inference plans, fp32 and bf16.
+static void test_partial_batch(void **state) {
+    (void)state;
+    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend_ops *o = *b;
+        if (o->available(NULL, 0) != DLP_OK || strncmp(o->name, "sim", 3) == 0) continue;
+        dlp_net net;
+        assert_int_equal(dlp_model_build("resnet-mini-bottleneck", 7, 40, &net), DLP_OK);
+        float *w = malloc((size_t)net.param_count * 4), *bufs = malloc((size_t)net.buf_count * 4);
+        init_params(&net, 9, w, bufs);
+        float *x = randn(5 * 3 * 40 * 40, 9, 1, 1.0), ya[5 * 7], yb[3 * 7];
+        for (int prec = 0; prec < 2; prec++)
+            for (int train = 0; train < 2; train++) {
+                dlp_plan_cfg ca = {.batch = 5, .train = train, .precision = prec ? DLP_DTYPE_BF16 : DLP_DTYPE_F32,
+                                   .threads = 2};
+                dlp_plan_cfg cb = ca;
+                cb.batch = 3;
+                dlp_plan *pa, *pb;
+                if (o->plan_create(&net, &ca, &pa) != DLP_OK) continue;  // bf16 not planned here
+                assert_int_equal(o->plan_create(&net, &cb, &pb), DLP_OK);
+                assert_int_equal(o->set_params(pa, w, bufs), DLP_OK);
+                assert_int_equal(o->set_params(pb, w, bufs), DLP_OK);
+                assert_int_equal(o->set_input(pa, x, 5), DLP_OK);  // fill the padding with real data first
+                assert_int_equal(o->forward(pa, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(o->set_input(pa, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(o->set_input(pb, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(o->forward(pa, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(o->forward(pb, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(o->get_output(pa, ya), DLP_OK);
+                assert_int_equal(o->get_output(pb, yb), DLP_OK);
+                double e = rel_err(ya, yb, 3 * 7);
+                printf("  %s %s %s: 3 of 5 samples vs a plan of 3: %.1e\n", o->name, prec ? "bf16" : "fp32",
+                       train ? "training plan" : "inference plan", e);
+                assert_true(e <= (prec ? TOL_BF16_OP : TOL_F32));
+                o->plan_free(pa);
+                o->plan_free(pb);
+            }
+        free(w);
+        free(bufs);
+        free(x);
+        dlp_net_free(&net);
+    }
+}
+
+// ---- SGD update and gradient buckets, on the backend's own gradients ----
+
+typedef struct bucket_rec {
+    dlp_plan *plan;
+    const dlp_backend_ops *ops;
+    int n;
+    int64_t offset[256], count[256];
+    float *snap;  // the gradient array as it was when each bucket was announced (its part)
+} bucket_rec;
+
+static void on_bucket(void *ctx, int64_t offset, int64_t count) {
+    bucket_rec *r = ctx;
+    assert_true(r->n < 256);
+    r->offset[r->n] = offset;
+    r->count[r->n] = count;
+    r->n++;
+    memcpy(r->snap + offset, r->ops->grad_buffer(r->plan) + offset, (size_t)count * sizeof(float));
+}
+
+// Buckets are announced in dlp_net_buckets order with their final values; update is torch.optim.SGD on the
+// flat arrays (checked against the formula of docs/nn.md applied to the backend's own gradients, momentum and
+// weights: only float rounding may differ), weight decay skipped on no_decay parameters, and the compute copies
+// follow: a forward pass after the update equals a fresh plan given the updated weights.
+static void test_sgd_and_buckets(void **state) {
+    (void)state;
+    if (!n_others()) skip();
+    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend_ops *o = *b;
+        if (strcmp(o->name, "ref") == 0 || o->available(NULL, 0) != DLP_OK) continue;
+        for (int prec = 0; prec < 2; prec++) {
+            dlp_net net;
+            assert_int_equal(dlp_model_build("resnet-mini", 10, 32, &net), DLP_OK);
+            const dlp_dtype pt = prec ? DLP_DTYPE_BF16 : DLP_DTYPE_F32;
+            if (prec && !has_bf16(o, &net, 4)) {
+                dlp_net_free(&net);
+                continue;
+            }
+            const int64_t P = net.param_count;
+            float *w = malloc((size_t)P * 4), *bufs = malloc((size_t)net.buf_count * 4), *v = randn(P, 5, 7, 0.01);
+            float *g = malloc((size_t)P * 4), *w2 = malloc((size_t)P * 4), *v2 = malloc((size_t)P * 4);
+            init_params(&net, 5, w, bufs);
+            float *x = randn(4 * 3 * 32 * 32, 5, 1, 1.0);
+            int32_t labels[4] = {1, 7, 3, 3};
+            bucket_rec rec = {.ops = o, .snap = calloc((size_t)P, 4)};
+            dlp_plan_cfg cfg = {.batch = 4, .train = 1, .precision = pt, .threads = 2, .bucket_elems = 2000,
+                                .on_bucket = on_bucket, .bucket_ctx = &rec};
+            dlp_plan *p;
+            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+            rec.plan = p;
+            assert_int_equal(o->set_params(p, w, bufs), DLP_OK);
+            assert_int_equal(o->set_momentum(p, v), DLP_OK);
+            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
+            assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
+            dlp_loss_out lo;
+            assert_int_equal(o->loss(p, labels, 0.0f, &lo), DLP_OK);
+            assert_int_equal(o->backward(p, NULL), DLP_OK);
+            assert_int_equal(o->get_grads(p, g), DLP_OK);
+            dlp_bucket *bk;
+            int nb;
+            assert_int_equal(dlp_net_buckets(&net, 2000, &bk, &nb), DLP_OK);
+            assert_true(nb > 2);
+            assert_int_equal(rec.n, nb);
+            for (int i = 0; i < nb; i++) {
+                assert_int_equal(rec.offset[i], bk[i].offset);
+                assert_int_equal(rec.count[i], bk[i].count);
+            }
+            assert_memory_equal(rec.snap, g, (size_t)P * 4);  // every bucket was final when announced
+            free(bk);
+            const dlp_sgd hp = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = prec,
+                                .decay_no_decay_params = 0};
+            assert_int_equal(o->update(p, &hp), DLP_OK);
+            assert_int_equal(o->get_params(p, w2, NULL), DLP_OK);
+            assert_int_equal(o->get_momentum(p, v2), DLP_OK);
+            double ew = 0, ev = 0;
+            for (int i = 0; i < net.nparams; i++) {
+                const dlp_param *q = &net.params[i];
+                const double wd = q->no_decay ? 0.0 : hp.weight_decay;
+                for (int64_t j = q->offset; j < q->offset + q->numel; j++) {
+                    double d = (double)g[j] + wd * w[j];
+                    double vv = hp.momentum * (double)v[j] + d;
+                    d = hp.nesterov ? d + hp.momentum * vv : vv;
+                    double ww = w[j] - hp.lr * d;
+                    // in units of fp32 rounding of the terms involved (a few roundings happen in float)
+                    const double sv = fabs(hp.momentum * v[j]) + fabs(g[j]) + fabs(wd * w[j]);
+                    const double sw = fabs(w[j]) + hp.lr * (sv + fabs(d));
+                    ew = fmax(ew, fabs(ww - w2[j]) / (0x1p-24 * sw + 1e-30));
+                    ev = fmax(ev, fabs(vv - v2[j]) / (0x1p-24 * sv + 1e-30));
+                }
+            }
+            printf("  %s %s: %d buckets announced final and in order; update vs formula: weights %.1f, momentum %.1f "
+                   "fp32 roundings of the terms (tolerance 8)\n", o->name, dlp_dtype_name(pt), nb, ew, ev);
+            assert_true(ew <= 8 && ev <= 8);
+            // the compute copies follow the update: same outputs as a fresh plan with the new weights
+            float y1[40], y2[40];
+            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
+            assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
+            assert_int_equal(o->get_output(p, y1), DLP_OK);
+            float *b2 = malloc((size_t)net.buf_count * 4);
+            assert_int_equal(o->get_params(p, NULL, b2), DLP_OK);
+            o->plan_free(p);
+            cfg.on_bucket = NULL;
+            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+            assert_int_equal(o->set_params(p, w2, b2), DLP_OK);
+            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
+            assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
+            assert_int_equal(o->get_output(p, y2), DLP_OK);
+            assert_memory_equal(y1, y2, sizeof y1);
+            o->plan_free(p);
+            free(b2);
+            free(w);
+            free(bufs);
+            free(v);
+            free(g);
+            free(w2);
+            free(v2);
+            free(x);
+            free(rec.snap);
+            dlp_net_free(&net);
+        }
+    }
+}
+
 int main(void) {
     const char *san = getenv("DLPERF_SANITIZER");
     g_sanitizer = san && san[0] == '1';
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_contract),
+        cmocka_unit_test(test_partial_batch),
+        cmocka_unit_test(test_sgd_and_buckets),
         cmocka_unit_test(test_resnet_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
