@@ -36,36 +36,39 @@ static int allowed_cpus(void) {
     return 1;
 }
 
-// Class names: --labels, else the dataset's labels.txt (the synthetic ImageNet writes one beside train/ and val/),
-// else the dataset's class folder names.
-static dlp_status find_labels(const infer_opts *o, const char *split_dir, const dlp_dataset *ds, char ***labels,
-                              int *n, char *src, size_t src_len) {
+// Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
+// at its root, two levels above val/<wnid>/x.JPEG) when it names as many classes as the model has.
+static dlp_status find_labels(const infer_opts *o, const char *first_image, int nclasses, char ***labels, int *n,
+                              char *src, size_t src_len) {
     *labels = NULL;
     *n = 0;
     if (o->labels) {
         snprintf(src, src_len, "%s", o->labels);
         return dlp_infer_labels_load(o->labels, labels, n);
     }
-    if (split_dir && split_dir[0]) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", first_image ? first_image : "");
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) break;
+        *slash = '\0';
         char p[4200];
-        snprintf(p, sizeof p, "%s/../labels.txt", split_dir);
-        if (dlp_path_exists(p) && dlp_infer_labels_load(p, labels, n) == DLP_OK) {
+        snprintf(p, sizeof p, "%s/labels.txt", dir[0] ? dir : "/");
+        char head[16] = "";
+        FILE *f = fopen(p, "r");
+        if (!f) continue;
+        size_t got = fread(head, 1, sizeof head - 1, f);
+        fclose(f);
+        head[got] = '\0';
+        if (strncmp(head, "# index wnid", 12) != 0) continue;  // only the synthetic ImageNet's own format
+        if (dlp_infer_labels_load(p, labels, n) == DLP_OK && *n == nclasses) {
             snprintf(src, src_len, "%s", p);
             return DLP_OK;
         }
         dlp_err_clear();
-    }
-    if (ds && ds->nclasses > 0) {
-        char **l = calloc((size_t)ds->nclasses, sizeof *l);
-        DLP_TRY_ALLOC(l);
-        for (int i = 0; i < ds->nclasses; i++)
-            if (!(l[i] = strdup(ds->class_names[i]))) {
-                dlp_infer_labels_free(l, i);
-                return DLP_ERR(DLP_ERR_NOMEM, "out of memory for class names");
-            }
-        *labels = l;
-        *n = ds->nclasses;
-        snprintf(src, src_len, "the dataset's class folders");
+        dlp_infer_labels_free(*labels, *n);
+        *labels = NULL;
+        *n = 0;
     }
     return DLP_OK;
 }
@@ -98,7 +101,9 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
     if (st == DLP_OK && files.n == 0)
         st = DLP_ERR(DLP_ERR_INVALID, "--top5 needs images: dlperf infer --top5 a.jpg b.jpg (or a directory)");
     char lsrc[4200] = "";
-    if (st == DLP_OK) st = find_labels(o, NULL, NULL, &labels, &nlabels, lsrc, sizeof lsrc);
+    if (st == DLP_OK)
+        st = find_labels(o, files.paths[0], m->net.num_classes, &labels, &nlabels, lsrc, sizeof lsrc);
+    if (st == DLP_OK && lsrc[0] && !o->labels) fprintf(stderr, "infer: class names from %s\n", lsrc);
     dlp_infer_engine_cfg c = *ec;
     c.batch = files.n < c.batch ? files.n : c.batch;
     if (st == DLP_OK) st = dlp_infer_engine_create(m, &c, &e);

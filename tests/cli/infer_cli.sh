@@ -110,6 +110,9 @@ for e in t:
     assert all(c["label"].startswith("n0") for c in e["top5"])
 print("ok: top5 JSON")
 EOF
+# without --labels, the synthetic dataset's labels.txt beside the images names the classes
+$D infer "${M[@]}" --weights "$T/w.safetensors" --top5 "$T/syn/val" >"$T/top2.out" 2>"$T/top2.err" || fail "--top5 auto labels"
+grep -q "class names from .*labels.txt" "$T/top2.err" && grep -q "synthetic" "$T/top2.out" || fail "labels.txt not found: $(cat "$T/top2.err")"
 expect_fail "none of the 1 images" $D infer "${M[@]}" --top5 "$T/cut.jpg"
 expect_fail "--top5 needs images" $D infer "${M[@]}" --top5
 

@@ -22,6 +22,7 @@
 #include "data/dataset.h"
 #include "data/jpeg_encode.h"
 #include "data/synth.h"
+#include "nn/checkpoint.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
@@ -199,6 +200,19 @@ static void test_model_load(void **state) {
     assert_string_equal(json_string_value(json_object_get(j, "weights")), path);
     assert_true(json_is_false(json_object_get(j, "random_init")));
     json_decref(j);
+    dlp_infer_model_free(&m2);
+    // A dlperf training checkpoint's model file loads the same way (the sidecar is not needed).
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/ck.safetensors", g_dir);
+    dlp_checkpoint cp;
+    memset(&cp, 0, sizeof cp);
+    cp.pos.step = 12;
+    assert_int_equal(dlp_checkpoint_save(ck, &m.net, m.params, m.bufs, NULL, &cp), DLP_OK);
+    dlp_infer_model_cfg mck = {.weights = ck, .size = 32};
+    assert_int_equal(dlp_infer_model_load(&mck, &m2), DLP_OK);
+    assert_string_equal(m2.net.arch, "resnet-mini");
+    assert_memory_equal(m2.params, m.params, (size_t)m.net.param_count * sizeof(float));
+    assert_memory_equal(m2.bufs, m.bufs, (size_t)m.net.buf_count * sizeof(float));
     dlp_infer_model_free(&m2);
     // A wrong model for the file: a strict-load error naming the file, the model and the tensor.
     dlp_infer_model_cfg mc3 = {.model = "resnet-mini-bottleneck", .weights = path, .size = 32};
