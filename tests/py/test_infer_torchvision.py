@@ -30,6 +30,7 @@ Exit 77 when torch/torchvision are missing.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -297,4 +298,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(rc)
