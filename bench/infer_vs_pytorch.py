@@ -3,7 +3,7 @@
 
     infer_vs_pytorch.py torch --images DIR --threads N --precision fp32|bf16 --out FILE [--model resnet50]
                               [--batch 32] [--warmup 2] [--iters 4] [--min-duration 3]
-    infer_vs_pytorch.py report --dir DIR --precisions "fp32 bf16" [--json FILE]
+    infer_vs_pytorch.py report --dir DIR --precisions "fp32 bf16" [--repeat R] [--json FILE]
 
 torch: torchvision's model (random init: timing only) in eval mode, channels_last (model and input), under
 torch.inference_mode(); bf16 is torch.autocast("cpu", dtype=torch.bfloat16). The inputs are the same JPEGs dlperf
@@ -11,8 +11,9 @@ preprocesses, through Resize(256) + CenterCrop(224) + ToTensor + Normalize, stac
 forward pass is timed (time.perf_counter around model(x)), after warm-up calls; per batch size, timed calls go on
 until at least --iters calls AND --min-duration seconds (dlperf infer's rule, same values). Batch 1: every call's
 latency (p50/p90/p99 by MLPerf's rule, mean); batch 32: images/s over the timed calls.
-report: reads torch-<prec>.json and dlperf-<prec>.json (dlperf infer --json) and prints the side-by-side table and
-the ratios, with the issue's targets checked on bf16.
+report: reads torch-<prec>-<round>.json and dlperf-<prec>-<round>.json (dlperf infer --json), takes each side's best
+round (lowest batch-1 p50 / mean, highest throughput) and the median, and prints the side-by-side table and the
+ratios of the best rounds, with the issue's targets checked on bf16.
 """
 import argparse
 import json
@@ -84,26 +85,42 @@ def dlperf_point(r, batch):
     raise SystemExit(f"dlperf result has no batch {batch}")
 
 
+def median(v):
+    s = sorted(v)
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+
+
 def cmd_report(a):
     precs = a.precisions.split()
-    rows, summary = [], {}
+    summary = {}
     for prec in precs:
-        with open(os.path.join(a.dir, f"torch-{prec}.json")) as f:
-            t = json.load(f)
-        with open(os.path.join(a.dir, f"dlperf-{prec}.json")) as f:
-            d = json.load(f)
-        d1, db = dlperf_point(d, 1), dlperf_point(d, t["batch"])
+        ts, ds = [], []
+        for r in range(1, a.repeat + 1):
+            with open(os.path.join(a.dir, f"torch-{prec}-{r}.json")) as f:
+                ts.append(json.load(f))
+            with open(os.path.join(a.dir, f"dlperf-{prec}-{r}.json")) as f:
+                ds.append(json.load(f))
+        batch = ts[0]["batch"]
+        t_b1 = [t["batch1_latency_ms"]["p50"] for t in ts]
+        t_b1m = [t["batch1_latency_ms"]["mean"] for t in ts]
+        t_tp = [t["batch_images_per_s"] for t in ts]
+        d_b1 = [dlperf_point(d, 1)["latency_ms"]["p50"] for d in ds]
+        d_b1m = [dlperf_point(d, 1)["latency_ms"]["mean"] for d in ds]
+        d_tp = [dlperf_point(d, batch)["images_per_s"] for d in ds]
         summary[prec] = {
-            "torch": {"b1_p50_ms": t["batch1_latency_ms"]["p50"], "b1_mean_ms": t["batch1_latency_ms"]["mean"],
-                      "batch_images_per_s": t["batch_images_per_s"]},
-            "dlperf": {"b1_p50_ms": d1["latency_ms"]["p50"], "b1_mean_ms": d1["latency_ms"]["mean"],
-                       "batch_images_per_s": db["images_per_s"]},
-            "threads": t["threads"], "batch": t["batch"], "torch_version": t["torch"],
-            "dlperf_plan": d.get("plan", {}),
+            "torch": {"b1_p50_ms": min(t_b1), "b1_mean_ms": min(t_b1m), "batch_images_per_s": max(t_tp),
+                      "median": {"b1_p50_ms": median(t_b1), "batch_images_per_s": median(t_tp)},
+                      "rounds": {"b1_p50_ms": t_b1, "b1_mean_ms": t_b1m, "batch_images_per_s": t_tp}},
+            "dlperf": {"b1_p50_ms": min(d_b1), "b1_mean_ms": min(d_b1m), "batch_images_per_s": max(d_tp),
+                       "median": {"b1_p50_ms": median(d_b1), "batch_images_per_s": median(d_tp)},
+                       "rounds": {"b1_p50_ms": d_b1, "b1_mean_ms": d_b1m, "batch_images_per_s": d_tp}},
+            "threads": ts[0]["threads"], "batch": batch, "torch_version": ts[0]["torch"], "rounds": a.repeat,
+            "dlperf_plan": ds[0].get("plan", {}),
         }
     b = summary[precs[0]]["batch"]
     print(f"\nResNet-50 inference, preprocessed tensors (inference only), {summary[precs[0]]['threads']} threads "
-          f"(dlperf --device cpu vs PyTorch {summary[precs[0]]['torch_version']} eval + channels_last)")
+          f"(dlperf --device cpu vs PyTorch {summary[precs[0]]['torch_version']} eval + channels_last); best of "
+          f"{a.repeat} round(s)")
     print(f"{'':8} {'batch 1 p50 ms':>28} {'batch 1 mean ms':>28} {'batch %d images/s' % b:>30}")
     print(f"{'':8} {'dlperf':>8} {'torch':>8} {'ratio':>10} {'dlperf':>8} {'torch':>8} {'ratio':>10} "
           f"{'dlperf':>9} {'torch':>9} {'ratio':>10}")
@@ -116,6 +133,11 @@ def cmd_report(a):
         print(f"{prec:8} {dd['b1_p50_ms']:8.1f} {tt['b1_p50_ms']:8.1f} {s['ratio_b1_latency']:9.2f}x "
               f"{dd['b1_mean_ms']:8.1f} {tt['b1_mean_ms']:8.1f} {s['ratio_b1_latency_mean']:9.2f}x "
               f"{dd['batch_images_per_s']:9.2f} {tt['batch_images_per_s']:9.2f} {s['ratio_throughput']:9.2f}x")
+        if a.repeat > 1:
+            dm, tm = dd["median"], tt["median"]
+            print(f"{'  median':8} {dm['b1_p50_ms']:8.1f} {tm['b1_p50_ms']:8.1f} {dm['b1_p50_ms'] / tm['b1_p50_ms']:9.2f}x "
+                  f"{'':28} {dm['batch_images_per_s']:9.2f} {tm['batch_images_per_s']:9.2f} "
+                  f"{dm['batch_images_per_s'] / tm['batch_images_per_s']:9.2f}x")
     verdict = {}
     if "bf16" in summary:
         s = summary["bf16"]
@@ -155,6 +177,7 @@ def main():
     r = sub.add_parser("report")
     r.add_argument("--dir", required=True)
     r.add_argument("--precisions", default="fp32 bf16")
+    r.add_argument("--repeat", type=int, default=1)
     r.add_argument("--json")
     a = ap.parse_args()
     return cmd_torch(a) if a.cmd == "torch" else cmd_report(a)
