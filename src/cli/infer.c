@@ -73,14 +73,10 @@ static dlp_status find_labels(const infer_opts *o, const char *first_image, int 
     return DLP_OK;
 }
 
-static void print_topk(const char *path, int32_t truth, const int *cls, const float *prob, char **labels, int nlabels) {
-    if (truth >= 0)
-        printf("%s  (class %d%s%s)\n", path, truth, truth < nlabels ? ": " : "", truth < nlabels ? labels[truth] : "");
-    else printf("%s\n", path);
-    for (int j = 0; j < TOPK; j++) {
-        if (cls[j] < 0) break;
+static void print_topk(const char *path, const int *cls, const float *prob, char **labels, int nlabels) {
+    printf("%s\n", path);
+    for (int j = 0; j < TOPK && cls[j] >= 0; j++)
         printf("  %d. %5d  %7.3f%%  %s\n", j + 1, cls[j], 100.0 * prob[j], cls[j] < nlabels ? labels[cls[j]] : "");
-    }
 }
 
 // --top5: classify the given images, in batches, and print each one's top-5.
@@ -131,7 +127,7 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
             for (int j = 0; j < TOPK; j++) cls[j] = -1, prob[j] = 0;
             dlp_infer_topk(logits + (size_t)i * e.num_classes, e.num_classes, TOPK, cls, prob);
             const char *path = files.paths[lib.file[i]];
-            print_topk(path, -1, cls, prob, labels, nlabels);
+            print_topk(path, cls, prob, labels, nlabels);
             json_t *top = json_array();
             for (int j = 0; j < TOPK && cls[j] >= 0; j++) {
                 json_t *t = json_pack("{si sf}", "class", cls[j], "prob", (double)prob[j]);
@@ -396,7 +392,7 @@ int dlp_cli_infer(int argc, char **argv) {
 
     if (o.top5) {
         dlp_infer_engine_cfg ec = ec0;
-        ec.batch = 16;
+        ec.batch = 4;  // a few images per call: small plans (ref keeps every layer's output)
         st = run_top5(&o, &m, &ec, argc - rest, argv + rest, result);
     } else {
         st = run_bench(&o, &m, &ec0, batches, nb, threads_used, result);
