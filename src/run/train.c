@@ -282,7 +282,9 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
     json_object_set_new(e, "loss", json_real(loss));
     json_object_set_new(e, "images", json_integer(n));
     json_object_set_new(e, "ms", json_real(ms));
-    json_object_set_new(e, "elapsed_s", json_real(dlp_ns_to_s(dlp_now_ns() - t->t_run0)));
+    json_object_set_new(e, "elapsed_s", json_real(dlp_ns_to_s(dlp_now_ns() - t->t_run0)));  // since the run started
+    // the time the evaluated weights had been training (since the first step, earlier evaluations included)
+    json_object_set_new(e, "train_elapsed_s", json_real(dlp_ns_to_s(t0 - t->t_loop0)));
     json_array_append_new(t->evals, e);
     if (epoch_done >= 0) {
         int64_t k = epoch_done - t->resume_pos.epoch;  // epochs[] covers this run's epochs
