@@ -7,6 +7,7 @@ img/s, ms per step, the torch version, its BLAS, the thread count.
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -52,13 +53,18 @@ def main():
         step()
     dt = time.perf_counter() - t0
     cfg = torch.__config__.show()
-    blas = next((l.split("=", 1)[1].split(",")[0] for l in cfg.replace(",", "\n").splitlines() if "BLAS_INFO=" in l), "?")
+    blas = next((l.split("=", 1)[1] for l in cfg.replace(",", "\n").split() if l.startswith("BLAS_INFO=")), "?")
+    if blas == "generic":  # Debian: whatever libblas.so.3 points to (OpenBLAS with python3-torch's dependencies)
+        lib = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+        blas = "generic -> " + lib if os.path.exists(lib) else blas
+    mkldnn = "oneDNN" if torch.backends.mkldnn.is_available() else "no oneDNN"
     print(json.dumps({
         "img_per_s": a.batch * a.steps / dt,
         "ms_per_step": 1e3 * dt / a.steps,
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "blas": blas,
+        "convolutions": mkldnn,
         "threads": torch.get_num_threads(),
         "precision": a.precision,
         "steps": a.steps,

@@ -72,7 +72,7 @@ for p in precs:
                                                if isinstance(v, dict)},
                  "dlperf_threads": d["threads"]})
 t0 = json.load(open(f"{tmp}/torch-{precs[0]}.json"))
-print(f"PyTorch {t0['torch']} (BLAS: {t0['blas']}, {t0['threads']} threads) on random tensors; dlperf on JPEGs "
+print(f"PyTorch {t0['torch']} (BLAS: {t0['blas']}; convolutions: {t0['convolutions']}; {t0['threads']} threads) on random tensors; dlperf on JPEGs "
       f"through its input pipeline; peak = the cpu backend's measured convolution peak ({rows[0]['dlperf_peak_source']})")
 if out:
     res = {"schema": "dlperf.bench.train_vs_pytorch/1", "rows": rows}
