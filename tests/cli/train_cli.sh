@@ -92,4 +92,21 @@ import json,sys; r=json.load(open(sys.argv[1]))
 assert r['data']['input_layout']=='NHWC' and r['run']['steps']==6 and r['config']['resolved']['backend']=='sim'
 assert r['threads']['loader'] >= 1 and r['threads']['omp_wait_policy_set_by'] != 'dlperf train (re-exec with OMP_WAIT_POLICY=passive)'
 " "$T/sim.json" || fail "sim JSON"
+
+# 6. Ctrl-C: the run stops after the step in progress, evaluates, checkpoints, writes its result, exits 130
+$D train --data "$T/ds" "${TINY[@]}" --epochs 100000 --checkpoint "$T/ck-int" --json "$T/int.json" >"$T/out6" 2>"$T/err6" &
+pid=$!
+for _ in $(seq 1 100); do grep -q '^step ' "$T/err6" && break; sleep 0.1; done
+sleep 0.5
+kill -INT $pid
+set +e
+wait $pid; rc=$?
+set -e
+[ $rc = 130 ] || { cat "$T/err6"; fail "after SIGINT: exit $rc, want 130"; }
+$PY -c "
+import json,sys; r=json.load(open(sys.argv[1]))
+assert r['run']['stopped_by']=='interrupted', r['run']
+assert r['run']['steps']>=1 and len(r['evals'])>=1 and r['checkpoints']['last'], r['checkpoints']
+" "$T/int.json" || fail "interrupted run's result"
+ls "$T/ck-int"/step-*.state.safetensors >/dev/null || fail "no checkpoint after SIGINT"
 echo "ok"
