@@ -378,6 +378,7 @@ static dlp_status train_loop(dlp_trainer *t) {
             if (!st && c->sync_phases) st = sync_dev(t);
             ts[6] = dlp_now_ns();
             const int n = b->n;
+            const int64_t in_bytes = b->bytes_read;
             dlp_loader_release(t->tl, b);
             if (st) {
                 dlp_err_context("training step %lld (epoch %lld)", (long long)t->pos.step + 1, (long long)epoch + 1);
@@ -403,6 +404,7 @@ static dlp_status train_loop(dlp_trainer *t) {
             es->loss_sum += lo.loss;
             dlp_monitor_count(t->mon, DLP_MONITOR_IMAGES, n);
             dlp_monitor_count(t->mon, DLP_MONITOR_DATA_WAIT_NS, ts[1] - ts[0]);
+            dlp_monitor_count(t->mon, DLP_MONITOR_INPUT_BYTES, in_bytes);
             if (t->steps_run == c->measure_warmup_steps) epoch_phase(t, epoch);
             epoch_done = t->pos.step_in_epoch >= t->spe;
             ts[7] = dlp_now_ns();
