@@ -66,7 +66,7 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
 
 static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
-static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_AUTO, DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_OFF};
+static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
 
 static dlp_status parse_range(const char *s, const char *opt, double *lo, double *hi) {
     char *end;
@@ -135,6 +135,8 @@ static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, con
         printf("%-11s %.1f GFLOP/s achieved (%.3f GFLOP per image); %.1f GFLOP/s while computing; no peak for this "
                "backend\n",
                "compute", r->gflop_per_s, r->gflop_per_image, r->compute_gflop_per_s);
+    const json_t *note = json_object_get(gf, "peak_note");
+    if (json_is_string(note)) printf("%-11s note: %s\n", "", json_string_value(note));
     printf("%-11s loss %.4f at the first step, %.4f at the last\n", "loss", r->first_loss, r->last_loss);
     if (r->nevals > 0) {
         printf("%-11s val top-1 %.2f%% (best %.2f%%), top-5 %.2f%% at the end\n", "accuracy", 100 * r->last_top1,
@@ -276,8 +278,9 @@ int dlp_cli_train(int argc, char **argv) {
         {"quiet", 'q', DLP_OPT_FLAG, &quiet, NULL, NULL, "no step lines", NULL, 0},
         {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, "-1", "N",
          "steps left out of the steady-state figures (-1: min(10, steps/10))", NULL, 0},
-        {"peak", 0, DLP_OPT_CHOICE, &peak, "auto", NULL, "backend peak GFLOP/s: cached or measured, measure again, or skip",
-         "auto|measure|off", 0},
+        {"peak", 0, DLP_OPT_CHOICE, &peak, "measure", NULL,
+         "the backend's peak GFLOP/s: measured at the start (under the run's conditions), from the cache of an "
+         "earlier measurement on this machine and build, or none", "measure|cached|off", 0},
         {"sync-phases", 0, DLP_OPT_FLAG, &c.sync_phases, NULL, NULL, "asynchronous devices: wait after each phase (exact split)", NULL, 0},
         {"bucket-elems", 0, DLP_OPT_I64, &c.bucket_elems, "0", "N", "gradient bucket size in elements (0: one bucket)", NULL, 0},
         {0},

@@ -44,7 +44,7 @@ void dlp_train_cfg_defaults(dlp_train_cfg *c) {
     c->eval = 1;
     c->keep_checkpoints = 2;
     c->measure_warmup_steps = -1;
-    c->peak = DLP_TRAIN_PEAK_AUTO;
+    c->peak = DLP_TRAIN_PEAK_MEASURE;
     c->monitor = 1;
     c->log_interval_s = 5.0;
 }

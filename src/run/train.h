@@ -67,7 +67,9 @@ typedef struct dlp_train_event {
 // Return non-zero to stop the run after this step (the result then says "stopped by the caller").
 typedef int (*dlp_train_callback)(void *ctx, const dlp_train_event *ev);
 
-typedef enum { DLP_TRAIN_PEAK_OFF = 0, DLP_TRAIN_PEAK_AUTO, DLP_TRAIN_PEAK_MEASURE } dlp_train_peak_mode;
+// MEASURE: at the start of the run, under the same conditions as the run (and stored in the cache); CACHED: the
+// cache's value for this backend, precision, thread count, CPU and build when there is one, else measured.
+typedef enum { DLP_TRAIN_PEAK_OFF = 0, DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED } dlp_train_peak_mode;
 
 typedef struct dlp_train_cfg {
     // ---- model and data ----
@@ -127,7 +129,7 @@ typedef struct dlp_train_cfg {
     int drop_cache;             // drop the dataset from the page cache first (cold reads)
     // ---- measurement and reporting ----
     int measure_warmup_steps;   // steps excluded from steady-state figures; -1 (default): min(10, steps / 10)
-    dlp_train_peak_mode peak;   // the backend's peak GFLOP/s: AUTO (default: cached, else measured and cached)
+    dlp_train_peak_mode peak;   // the backend's peak GFLOP/s: MEASURE (default), CACHED or OFF
     int sync_phases;            // asynchronous devices: 1 = wait for the device after each phase (exact split,
                                 // less overlap); 0 (default) = host-observed phases (docs/training.md)
     int monitor;                // 1 (default): run the hardware monitor (summary per phase in the result)
@@ -200,10 +202,10 @@ void dlp_train_result_free(dlp_train_result *r);
 const char *dlp_train_phase_name(dlp_train_phase p);  // "data_wait", "input", "forward", ...
 const char *dlp_train_verdict_name(dlp_train_verdict v);  // "compute-bound", "pipeline-bound", "input-bound"
 
-// The backend's peak GFLOP/s at a precision and thread count (backend measure_peak), from the cache
-// (dlp_cache_dir()/peak/...: same backend, precision, threads, CPU model and library versions) unless mode is
-// MEASURE; a measurement is stored in the cache. *source gets "measured" or "cached". DLP_ERR_UNSUPPORTED if
-// the backend cannot measure one.
+// The backend's peak GFLOP/s at a precision and thread count (backend measure_peak): measured (and stored in
+// dlp_cache_dir()/peak/<backend>-<precision>-t<threads>.json with the CPU model and library versions), or with
+// mode CACHED taken from that file when it matches this machine and build. *source gets "measured" or "cached".
+// DLP_ERR_UNSUPPORTED if the backend cannot measure one.
 dlp_status dlp_train_peak(const char *device, dlp_dtype precision, int threads, dlp_train_peak_mode mode,
                           double *gflops, const char **source);
 

@@ -64,7 +64,7 @@ dlp_status dlp_train_peak(const char *device, dlp_dtype precision, int threads, 
     char path[4096];
     cache_path(ops->name, precision, threads, path, sizeof path);
     json_t *id = identity(ops->name, precision, threads);
-    if (mode == DLP_TRAIN_PEAK_AUTO && dlp_path_exists(path)) {
+    if (mode == DLP_TRAIN_PEAK_CACHED && dlp_path_exists(path)) {
         json_t *j = NULL;
         if (dlp_json_load(path, &j) == DLP_OK) {
             double g = json_real_value(json_object_get(j, "gflop_per_s"));

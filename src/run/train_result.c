@@ -146,6 +146,10 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     r->compute_gflop_per_s = r->gflop_per_image * r->compute_img_per_s;
     r->peak_gflop_per_s = t->peak_gflops;
     r->fraction_of_peak = safe_div(r->gflop_per_s, t->peak_gflops);
+    if (t->peak_gflops > 0 && r->compute_gflop_per_s > 1.05 * t->peak_gflops && !t->peak_note[0])
+        snprintf(t->peak_note, sizeof t->peak_note,
+                 "the run computed faster than the %s peak: the peak was taken while other work shared the CPU "
+                 "(measure it again with --peak measure on a quiet machine)", t->peak_source);
     r->first_loss = t->first_loss;
     r->last_loss = t->last_loss;
     r->best_top1 = t->best_top1;
