@@ -93,7 +93,16 @@ assert r['data']['input_layout']=='NHWC' and r['run']['steps']==6 and r['config'
 assert r['threads']['loader'] >= 1 and r['threads']['omp_wait_policy_set_by'] != 'dlperf train (re-exec with OMP_WAIT_POLICY=passive)'
 " "$T/sim.json" || fail "sim JSON"
 
-# 6. Ctrl-C: the run stops after the step in progress, evaluates, checkpoints, writes its result, exits 130
+# 6. list files ("path label" lines) for both sets
+$D train --data "$T/ds/train.txt" --val-data "$T/ds/val.txt" "${TINY[@]}" --steps 3 --json "$T/list.json" >/dev/null \
+  2>"$T/err7" || { cat "$T/err7"; fail "list-file data"; }
+$PY -c "
+import json,sys; r=json.load(open(sys.argv[1]))
+assert r['data']['train'].endswith('train.txt') and r['data']['val'].endswith('val.txt') and r['data']['val_images']==12, r['data']
+assert r['run']['steps']==3 and len(r['evals'])==1
+" "$T/list.json" || fail "list-file run"
+
+# 7. Ctrl-C: the run stops after the step in progress, evaluates, checkpoints, writes its result, exits 130
 $D train --data "$T/ds" "${TINY[@]}" --epochs 100000 --checkpoint "$T/ck-int" --json "$T/int.json" >"$T/out6" 2>"$T/err6" &
 pid=$!
 for _ in $(seq 1 100); do grep -q '^step ' "$T/err6" && break; sleep 0.1; done
