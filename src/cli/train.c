@@ -119,10 +119,10 @@ static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, con
                r->steps ? r->phase_ms[p] / (double)r->steps : 0, total > 0 ? 100 * r->phase_ms[p] / total : 0);
     printf("  %-9s %10.2f %7.1f\n", "step", r->steps ? total / (double)r->steps : 0, 100.0);
     const json_t *steady = json_object_get(j, "steady_state");
-    printf("%-11s %.2f img/s overall; %.2f steady (after %lld warm-up steps); compute alone %.2f img/s; loader "
+    const long long wu = (long long)json_integer_value(json_object_get(steady, "warmup_steps"));
+    printf("%-11s %.2f img/s overall; %.2f steady (after %lld warm-up step%s); compute alone %.2f img/s; loader "
            "capacity ~%.0f img/s\n",
-           "throughput", r->img_per_s, r->steady_img_per_s,
-           (long long)json_integer_value(json_object_get(steady, "warmup_steps")), r->compute_img_per_s,
+           "throughput", r->img_per_s, r->steady_img_per_s, wu, wu == 1 ? "" : "s", r->compute_img_per_s,
            r->loader_img_per_s);
     const json_t *gf = json_object_get(j, "gflop");
     if (r->peak_gflop_per_s > 0)

@@ -105,8 +105,9 @@ static void verdict(dlp_trainer *t, dlp_train_result *r) {
         r->verdict = DLP_TRAIN_COMPUTE_BOUND;
         snprintf(r->verdict_text, sizeof r->verdict_text,
                  "compute-bound: compute took %.1f img/s and the loader kept up (data wait %.1f%% of the step; its "
-                 "%d workers could deliver about %.0f img/s)",
-                 r->compute_img_per_s, 100 * r->data_wait_frac, t->c.workers, r->loader_img_per_s);
+                 "%d thread%s could deliver about %.0f img/s)",
+                 r->compute_img_per_s, 100 * r->data_wait_frac, t->c.workers, t->c.workers == 1 ? "" : "s",
+                 r->loader_img_per_s);
     }
 }
 
