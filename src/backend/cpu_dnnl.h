@@ -52,6 +52,7 @@ typedef void (*cpu_step_fn)(cpu_plan *p, const cpu_step *s);
 struct cpu_step {
     cpu_step_kind kind;
     int mask;
+    int threads;         // OpenMP threads for this step (0: the plan's)
     dnnl_primitive_t prim;
     int nargs;
     dnnl_exec_arg_t args[CPU_MAX_ARGS];
@@ -124,6 +125,8 @@ struct cpu_plan {
 
     cpu_steps fwd, bwd, in_grad;  // forward (train and eval by mask), backward, input gradient
     int build_mask;               // mask given to steps being added
+    int build_threads;            // threads given to primitives being created (0: the plan's)
+    int small_threads;            // threads for batch norm and weight-sized reorders (cpu_dnnl.c)
     cpu_wcopy *wcopies;
     int nwcopies, cap_wcopies;
     char *wcopy_of;               // param -> has copies to refresh after an update
@@ -233,7 +236,7 @@ dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_
 // ---- kernels (cpu_dnnl_kernels.c) ----
 void cpu_bn_running_update(cpu_plan *p, const cpu_step *s);  // a: mean, b: var, c: running mean, d: running var
 void cpu_kernel_sgd(float *w, float *v, const float *g, int64_t n, float lr, float momentum, float wd,
-                    int nesterov);
+                    int nesterov, int threads);
 // Cross-entropy with label smoothing on (n, K) fp32 logits; writes d loss / d logits (batch rows, zero beyond
 // n) into dz when not NULL. Returns DLP_ERR_INVALID on a bad label.
 dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const int32_t *labels, float smoothing,

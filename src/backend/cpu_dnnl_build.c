@@ -179,7 +179,14 @@ static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *ou
     return cpu_mem_new(p, &md, data, out);
 }
 
+static dlp_status fwd_bn_(build *b, int li, int relu_layer);
 static dlp_status fwd_bn(build *b, int li, int relu_layer) {
+    b->p->build_threads = b->p->small_threads;
+    dlp_status st = fwd_bn_(b, li, relu_layer);
+    b->p->build_threads = 0;
+    return st;
+}
+static dlp_status fwd_bn_(build *b, int li, int relu_layer) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li];
     const int x = p->val_of[l->in0];
@@ -532,7 +539,9 @@ static dlp_status bwd_weights(build *b, node *n) {
     }
     if (!st && tmp) {
         what(w, sizeof w, p, n->layer, "weight grad to flat");
+        p->build_threads = p->small_threads;
         st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, &plain, w);
+        p->build_threads = 0;
         cpu_tensor_release(p, tmp);
     }
     dnnl_primitive_desc_destroy(pd);
@@ -587,7 +596,14 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
     return st;
 }
 
+static dlp_status bwd_bn_(build *b, node *n);
 static dlp_status bwd_bn(build *b, node *n) {
+    b->p->build_threads = b->p->small_threads;
+    dlp_status st = bwd_bn_(b, n);
+    b->p->build_threads = 0;
+    return st;
+}
+static dlp_status bwd_bn_(build *b, node *n) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[n->layer];
     const int u = n->in[0];
