@@ -207,6 +207,37 @@ int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer) {
     return p->nvals++;
 }
 
+dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out) {
+    if (dnnl_memory_desc_equal(&p->vals[v].x->md, want)) {
+        *out = v;
+        return DLP_OK;
+    }
+    if (cache)
+        for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
+            if (dnnl_memory_desc_equal(&p->vals[c].x->md, want)) {
+                *out = c;
+                return DLP_OK;
+            }
+    cpu_tensor *t;
+    if (p->train) DLP_CHECK(cpu_tensor_new(p, want, NULL, &t));
+    else DLP_CHECK(cpu_tensor_pooled(p, want, &t));
+    int c = cpu_value_new(p, t, -1);
+    if (c < 0) return dlp_err_status();
+    cpu_value *cv = &p->vals[c], *sv = &p->vals[v];
+    cv->src_value = v;
+    cv->defer = sv->defer;
+    if (cache) {
+        cv->next_conv = sv->next_conv;
+        sv->next_conv = c;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s convert", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
+    p->nconverts++;
+    DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, &sv->x->md, t->mem, want, what));
+    *out = c;
+    return DLP_OK;
+}
+
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx) {
     return dnnl_primitive_desc_query_md(pd, what, idx);
 }
