@@ -284,7 +284,10 @@ static int compare(const char *label, const dlp_net *net, const step_out *a, con
 
 // ---- per-op cases ----
 
-typedef enum { OP_CONV, OP_BN, OP_BN_RELU, OP_RELU, OP_ADD, OP_ADD_RELU, OP_MAXPOOL, OP_AVGPOOL, OP_FC, OP_LOSS } op_kind;
+typedef enum {
+    OP_CONV, OP_BN, OP_BN_RELU, OP_RELU, OP_ADD, OP_ADD_RELU, OP_ADD2, OP_ADD2_RELU, OP_MAXPOOL, OP_AVGPOOL, OP_FC,
+    OP_LOSS
+} op_kind;
 
 typedef struct op_case {
     const char *name;
@@ -308,6 +311,8 @@ static const op_case k_ops[] = {
     {"relu", OP_RELU, 1, 2, 16, 5, 5, 0, 0, 0, 0},
     {"add (conv(x) + x)", OP_ADD, 1, 2, 16, 6, 6, 0, 0, 0, 0},
     {"add + relu (fused)", OP_ADD_RELU, 1, 2, 16, 6, 6, 0, 0, 0, 0},
+    {"add (relu(x) + x): no conv to fuse into", OP_ADD2, 1, 2, 16, 5, 6, 0, 0, 0, 0},
+    {"relu(relu(x) + x)", OP_ADD2_RELU, 1, 2, 16, 5, 6, 0, 0, 0, 0},
     {"maxpool 3x3/2 pad 1", OP_MAXPOOL, 1, 2, 16, 9, 9, 0, 3, 2, 1},
     {"maxpool 2x2/2", OP_MAXPOOL, 1, 2, 16, 8, 6, 0, 2, 2, 0},
     {"avgpool (global)", OP_AVGPOOL, 1, 2, 32, 5, 7, 0, 0, 0, 0},
@@ -333,6 +338,11 @@ static void build_op(const op_case *c, dlp_net *net) {
         if (c->kind == OP_ADD_RELU) y = dlp_net_relu(net, y);
         break;
     }
+    case OP_ADD2:
+    case OP_ADD2_RELU:
+        y = dlp_net_add(net, dlp_net_relu(net, x), x);
+        if (c->kind == OP_ADD2_RELU) y = dlp_net_relu(net, y);
+        break;
     case OP_MAXPOOL: y = dlp_net_maxpool(net, x, c->k, c->stride, c->pad); break;
     case OP_AVGPOOL: y = dlp_net_avgpool(net, x); break;
     case OP_FC:
