@@ -184,6 +184,8 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     const char *st = getenv("DLPERF_CPU_SMALL_THREADS");
     p->small_threads = st && atoi(st) >= 0 ? atoi(st) : p->threads / 2;
     if (p->small_threads <= 0 || p->small_threads > p->threads) p->small_threads = p->threads;
+    const char *wino = getenv("DLPERF_CPU_WINOGRAD");
+    p->winograd = !(wino && wino[0] == '0');
     const char *prof = getenv("DLPERF_CPU_PROFILE");
     p->profile = prof && prof[0] == '1';
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
@@ -498,6 +500,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     if (!p->train)
         json_object_set_new(obj, "conv_prop_kind",
                             json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
+    json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
     json_object_set_new(obj, "fused_bn_relu", json_integer(p->nfused_bn_relu));
     json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
     json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));

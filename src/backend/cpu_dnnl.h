@@ -158,6 +158,8 @@ struct cpu_plan {
     int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
     int nconverts;     // activations converted to another layout/type between layers (forward)
     int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
+    int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
+    int nwinograd;                 // convolution primitives that use it
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
@@ -229,6 +231,15 @@ void cpu_plan_destroy(cpu_plan *p);
 // ---- builders ----
 dlp_status cpu_build_train(cpu_plan *p);  // cpu_dnnl_build.c
 dlp_status cpu_build_infer(cpu_plan *p);  // cpu_dnnl_infer.c
+// The convolution algorithms to try for layer l in a pass, best first (returns how many): Winograd F(4x4, 3x3)
+// for 3x3 stride-1 fp32 convolutions (oneDNN's jit_wino_4x3: ~2x its direct kernels on ResNet-50's 3x3 layers
+// in every pass), then direct. Not for the forward pass of a training plan: Winograd's rounding error is a few
+// times the direct kernels', and in the forward pass it moves ReLU and maxpool decisions (a pre-activation
+// within ~1e-6 of zero changes side), which changes gradients by far more than rounding; in the backward passes
+// and in inference its error stays rounding-sized.
+#define CPU_CONV_FWD 0
+#define CPU_CONV_BWD 1
+int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind_t algs[2]);
 // Value v in descriptor want: v itself, or a converted copy whose reorder step is added to list (cache: reuse
 // an earlier copy in the same descriptor).
 dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out);

@@ -100,6 +100,14 @@ static void conv_dims(const dlp_layer *l, dnnl_dims_t st, dnnl_dims_t pl, dnnl_d
     pr[0] = pr[1] = l->pad;  // symmetric, as PyTorch; oneDNN floors the output size the same way
 }
 
+int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind_t algs[2]) {
+    int n = 0;
+    const int ok_pass = pass != CPU_CONV_FWD || !p->train;
+    if (p->winograd && ok_pass && l->k == 3 && l->stride == 1 && p->dt == dnnl_f32) algs[n++] = dnnl_convolution_winograd;
+    algs[n++] = dnnl_convolution_direct;
+    return n;
+}
+
 // ---- forward nodes ----
 
 static dlp_status fwd_conv(build *b, int li) {
@@ -112,12 +120,22 @@ static dlp_status fwd_conv(build *b, int li) {
     DLP_CHECK(md_any_of_layer(p, li, p->dt, &dst));
     dnnl_dims_t st, pl, pr;
     conv_dims(l, st, pl, pr);
-    dnnl_convolution_desc_t cd;
-    CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &src, &wei, NULL,
-                                                &dst, st, pl, pr),
-             "conv %s", l->name);
-    dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &cd, NULL, NULL, &pd, l->name));
+    dnnl_alg_kind_t algs[2];
+    const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
+    dnnl_primitive_desc_t pd = NULL;
+    for (int a = 0; a < nalg && !pd; a++) {
+        dnnl_convolution_desc_t cd;
+        CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, algs[a], &src, &wei, NULL, &dst, st,
+                                                    pl, pr),
+                 "conv %s", l->name);
+        if (cpu_pd_create(p, &cd, NULL, NULL, &pd, l->name) == DLP_OK) {
+            if (algs[a] == dnnl_convolution_winograd) p->nwinograd++;
+        } else {
+            pd = NULL;
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();  // no Winograd for this shape here: direct
+        }
+    }
     if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));
     int xin;
     dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
@@ -462,11 +480,19 @@ static dlp_status bwd_weights(build *b, node *n) {
         DLP_CHECK(cpu_md_any(&dw, 4, wd, dnnl_f32));
         dnnl_dims_t st, pl, pr;
         conv_dims(l, st, pl, pr);
-        dnnl_convolution_desc_t cd;
-        CPU_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x->x->md, &dw, NULL, dy_md,
-                                                             st, pl, pr),
-                 "conv %s backward weights", l->name);
-        DLP_CHECK(cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name));
+        dnnl_alg_kind_t algs[2];
+        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
+        for (int a = 0; a < nalg; a++) {
+            dnnl_convolution_desc_t cd;
+            CPU_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, algs[a], &x->x->md, &dw, NULL, dy_md, st, pl, pr),
+                     "conv %s backward weights", l->name);
+            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+                p->nwinograd += algs[a] == dnnl_convolution_winograd;
+                break;
+            }
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();
+        }
     } else {
         dnnl_inner_product_desc_t fd, wd;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, NULL, &wd));
@@ -530,10 +556,19 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
         dnnl_dims_t st, pl, pr;
         conv_dims(l, st, pl, pr);
-        dnnl_convolution_desc_t cd;
-        CPU_DNNL(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, xmd, &wei, dy_md, st, pl, pr),
-                 "conv %s backward data", l->name);
-        DLP_CHECK(cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name));
+        dnnl_alg_kind_t algs[2];
+        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
+        for (int a = 0; a < nalg; a++) {
+            dnnl_convolution_desc_t cd;
+            CPU_DNNL(dnnl_convolution_backward_data_desc_init(&cd, algs[a], xmd, &wei, dy_md, st, pl, pr),
+                     "conv %s backward data", l->name);
+            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+                p->nwinograd += algs[a] == dnnl_convolution_winograd;
+                break;
+            }
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();
+        }
     } else {
         dnnl_inner_product_desc_t fd, dd;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, &dd, NULL));
