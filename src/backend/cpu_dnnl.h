@@ -52,7 +52,7 @@ typedef void (*cpu_step_fn)(cpu_plan *p, const cpu_step *s);
 struct cpu_step {
     cpu_step_kind kind;
     int mask;
-    int threads;         // OpenMP threads for this step (0: the plan's)
+    int small;           // a short memory-bound op: runs on p->small_now threads
     dnnl_primitive_t prim;
     int nargs;
     dnnl_exec_arg_t args[CPU_MAX_ARGS];
@@ -125,8 +125,11 @@ struct cpu_plan {
 
     cpu_steps fwd, bwd, in_grad;  // forward (train and eval by mask), backward, input gradient
     int build_mask;               // mask given to steps being added
-    int build_threads;            // threads given to primitives being created (0: the plan's)
-    int small_threads;            // threads for batch norm and weight-sized reorders (cpu_dnnl.c)
+    int build_small;              // steps being added are short memory-bound ops
+    int small_busy;               // threads for short ops when the machine is busy (cpu_dnnl.c)
+    int small_fixed;              // DLPERF_CPU_SMALL_THREADS given: small_now never changes
+    int small_now;                // threads for short ops now
+    int64_t load_checked_ns;      // when the machine's load was last read
     cpu_wcopy *wcopies;
     int nwcopies, cap_wcopies;
     char *wcopy_of;               // param -> has copies to refresh after an update

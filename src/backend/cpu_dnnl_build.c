@@ -165,9 +165,9 @@ static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *ou
 
 static dlp_status fwd_bn_(build *b, int li, int relu_layer);
 static dlp_status fwd_bn(build *b, int li, int relu_layer) {
-    b->p->build_threads = b->p->small_threads;
+    b->p->build_small = 1;
     dlp_status st = fwd_bn_(b, li, relu_layer);
-    b->p->build_threads = 0;
+    b->p->build_small = 0;
     return st;
 }
 static dlp_status fwd_bn_(build *b, int li, int relu_layer) {
@@ -531,9 +531,9 @@ static dlp_status bwd_weights(build *b, node *n) {
     }
     if (!st && tmp) {
         what(w, sizeof w, p, n->layer, "weight grad to flat");
-        p->build_threads = p->small_threads;
+        p->build_small = 1;
         st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, &plain, w);
-        p->build_threads = 0;
+        p->build_small = 0;
         cpu_tensor_release(p, tmp);
     }
     dnnl_primitive_desc_destroy(pd);
@@ -599,9 +599,9 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
 
 static dlp_status bwd_bn_(build *b, node *n);
 static dlp_status bwd_bn(build *b, node *n) {
-    b->p->build_threads = b->p->small_threads;
+    b->p->build_small = 1;
     dlp_status st = bwd_bn_(b, n);
-    b->p->build_threads = 0;
+    b->p->build_small = 0;
     return st;
 }
 static dlp_status bwd_bn_(build *b, node *n) {

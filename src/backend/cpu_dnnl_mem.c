@@ -265,10 +265,7 @@ dlp_status cpu_pd_create(cpu_plan *p, const void *desc, const_dnnl_primitive_att
         DLP_CHECK(cpu_attr_new(&own));
         attr = own;
     }
-    // a primitive meant to run on fewer threads is also planned for them (work split, scratchpad)
-    if (p->build_threads > 0) omp_set_num_threads(p->build_threads);
     dnnl_status_t s = dnnl_primitive_desc_create(out, (const_dnnl_op_desc_t)desc, attr, p->eng, hint);
-    if (p->build_threads > 0) omp_set_num_threads(p->threads);
     if (own) dnnl_primitive_attr_destroy(own);
     if (s != dnnl_success)
         return DLP_ERR(s == dnnl_unimplemented ? DLP_ERR_UNSUPPORTED : DLP_ERR_INTERNAL,
@@ -311,9 +308,7 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
                          const dnnl_exec_arg_t *args, const char *what) {
     if (nargs + 1 > CPU_MAX_ARGS) return DLP_ERR(DLP_ERR_INTERNAL, "cpu: too many arguments for %s", what);
     dnnl_primitive_t prim;
-    if (p->build_threads > 0) omp_set_num_threads(p->build_threads);
     dnnl_status_t cs = dnnl_primitive_create(&prim, pd);
-    if (p->build_threads > 0) omp_set_num_threads(p->threads);
     if (cs != dnnl_success)
         return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN cannot create the primitive for %s: %s", what, cpu_dnnl_status_str(cs));
     DLP_CHECK(prim_keep(p, prim));
@@ -324,7 +319,7 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
     s->kind = CPU_STEP_PRIM;
     s->prim = prim;
     s->mask = p->build_mask;
-    s->threads = p->build_threads;
+    s->small = p->build_small;
     for (int i = 0; i < nargs; i++) s->args[s->nargs++] = args[i];
     if (sm) s->args[s->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
     snprintf(s->what, sizeof s->what, "%s", what);
@@ -395,7 +390,7 @@ dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask) {
     for (int i = 0; i < list->n; i++) {
         cpu_step *s = &list->v[i];
         if (s->mask && !(s->mask & mask)) continue;
-        const int want = s->threads > 0 ? s->threads : p->threads;
+        const int want = s->small ? p->small_now : p->threads;
         if (want != cur) {
             omp_set_num_threads(want);
             cur = want;
@@ -512,8 +507,8 @@ static void fold(cpu_plan *p, cpu_wcopy *c) {
 }
 
 dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
-    // weight-sized reorders: short, so on the few threads of small ops (see small_threads)
-    if (p->small_threads != p->threads) omp_set_num_threads(p->small_threads);
+    // weight-sized reorders: short memory-bound ops (see small_now)
+    if (p->small_now != p->threads) omp_set_num_threads(p->small_now);
     dlp_status st = DLP_OK;
     for (int i = 0; i < p->nwcopies && !st; i++) {
         cpu_wcopy *c = &p->wcopies[i];
@@ -527,7 +522,7 @@ dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
             st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reordering weight %s: %s", p->net.params[c->param].name,
                          cpu_dnnl_status_str(s));
     }
-    if (p->small_threads != p->threads) omp_set_num_threads(p->threads);
+    if (p->small_now != p->threads) omp_set_num_threads(p->threads);
     if (st) return st;
     CPU_DNNL(dnnl_stream_wait(p->stream), "waiting for the stream");
     return DLP_OK;
