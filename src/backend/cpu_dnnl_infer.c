@@ -57,11 +57,6 @@ static void plan_groups(const dlp_net *net, group *g, int *owner) {
     }
 }
 
-typedef struct ibuild {
-    cpu_plan *p;
-    int *uses_left;   // per value
-} ibuild;
-
 static void consumed(cpu_plan *p, int v) {
     cpu_value *x = &p->vals[v];
     if (--x->uses_left <= 0 && v != p->out_value && v != p->in_value) cpu_tensor_release(p, x->x);
