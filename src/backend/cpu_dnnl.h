@@ -236,7 +236,7 @@ dlp_status cpu_build_train(cpu_plan *p);  // cpu_dnnl_build.c
 dlp_status cpu_build_infer(cpu_plan *p);  // cpu_dnnl_infer.c
 // The convolution algorithms to try for layer l in a pass, best first (returns how many): Winograd F(4x4, 3x3)
 // for 3x3 stride-1 fp32 convolutions (oneDNN's jit_wino_4x3: ~2x its direct kernels on ResNet-50's 3x3 layers
-// in every pass), then direct. Not for the forward pass of a training plan: Winograd's rounding error is a few
+// in every pass; only with >= 32 output tiles of 4x4), then direct. Not for the forward pass of a training plan: Winograd's rounding error is a few
 // times the direct kernels', and in the forward pass it moves ReLU and maxpool decisions (a pre-activation
 // within ~1e-6 of zero changes side), which changes gradients by far more than rounding; in the backward passes
 // and in inference its error stays rounding-sized.
