@@ -464,7 +464,7 @@ static const dlp_backend_ops *get_ref(void) {
 static int n_others(void) {
     int n = 0;
     for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++)
-        if (strcmp((*b)->name, "ref") != 0 && (*b)->available(NULL, 0) == DLP_OK) n++;
+        if (strcmp((*b)->name, "ref") != 0 && strncmp((*b)->name, "sim", 3) != 0 && (*b)->available(NULL, 0) == DLP_OK) n++;
     return n;
 }
 
@@ -475,7 +475,7 @@ static void test_ops(void **state) {
     int fails = 0;
     for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
         const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || o->available(NULL, 0) != DLP_OK) continue;
+        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
         for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++) {
             fails += op_case_run(ref, o, &k_ops[i], DLP_DTYPE_F32, 11 + i);
             dlp_net net;
@@ -621,7 +621,7 @@ static void test_resnet_steps(void **state) {
     int fails = 0;
     for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
         const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || o->available(NULL, 0) != DLP_OK) continue;
+        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
         for (size_t i = 0; i < sizeof k_nets / sizeof k_nets[0]; i++) {
             const net_case *c = &k_nets[i];
             if (g_sanitizer && !c->sanitizer_ok) {
@@ -788,7 +788,7 @@ static void test_sgd_and_buckets(void **state) {
     if (!n_others()) skip();
     for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
         const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || o->available(NULL, 0) != DLP_OK) continue;
+        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
         for (int prec = 0; prec < 2; prec++) {
             dlp_net net;
             assert_int_equal(dlp_model_build("resnet-mini", 10, 32, &net), DLP_OK);
