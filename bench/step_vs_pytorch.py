@@ -48,6 +48,9 @@ def parse():
     ap.add_argument("--modes", default="train-fp32,train-bf16,infer-fp32,infer-bf16,latency-fp32,latency-bf16")
     ap.add_argument("--torch-flush-denormal", dest="flush", action="store_true", default=True)
     ap.add_argument("--no-torch-flush-denormal", dest="flush", action="store_false")
+    ap.add_argument("--omp-wait-policy", choices=["passive", "active"],
+                    help="set OMP_WAIT_POLICY for both (before torch loads libgomp); default: the environment's. "
+                         "passive is far more robust when other processes share the CPUs")
     ap.add_argument("--json", help="write the figures here (refuses an existing file)")
     return ap.parse_args()
 
@@ -127,13 +130,17 @@ def main():
         sys.exit(f"{a.json} exists; refusing to overwrite it")
     if not os.access(a.dlperf, os.X_OK):
         sys.exit(f"{a.dlperf} not found: build it first (make)")
+    if a.omp_wait_policy:
+        os.environ["OMP_WAIT_POLICY"] = a.omp_wait_policy  # read by libgomp when torch (and dlperf) load it
     try:
         tv = Torch(a)
     except ImportError as e:
         sys.exit(f"PyTorch/torchvision not importable ({e}); install python3-torch python3-torchvision")
     import torch
+    load = open("/proc/loadavg").read().split()[0]
     print(f"{a.model}, {a.size}x{a.size}, {a.threads} threads, PyTorch {torch.__version__} "
           f"(oneDNN in torch: {torch.backends.mkldnn.is_available()}, flush denormal: {a.flush}), "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, load {load} at the start, "
           f"{a.rounds} round(s), {a.warmup} warm-up + {a.steps} steps", flush=True)
     rows = []
     peaks = {}

@@ -45,10 +45,31 @@ static int allowed_cpus(void) {
 //   mode is restored on the way out. Arithmetic on denormals (which tiny gradients deep in a net can reach) is
 //   up to ~100x slower on x86; flushing them is what TensorFlow does by default on CPUs, and it changes results
 //   only below 1.2e-38.
+// Short memory-bound ops run on fewer threads while the machine is busy. oneDNN's batch norm synchronizes its
+// threads with spinning barriers (C/16 per call), and a short parallel op loses a scheduler time slice whenever
+// one of its threads is preempted: with more runnable threads than CPUs (other processes, loader threads beside
+// the compute threads) they stall. Measured on the 2-core machine at load ~7, BN took 4.5-6 s of a ResNet-50 step
+// (batch 16) on 2 threads and 0.4 s on 1 (convolutions slowed 2.6x there, BN 40x); on a quiet machine 2 threads
+// are faster (BN 256 vs 416 ms of a 4.2 s step). So at most once a second the 1-minute load average is read:
+// above the CPU count (+0.5) those ops take half the threads, else all. DLPERF_CPU_SMALL_THREADS=N fixes N.
+static void busy_check(cpu_plan *p) {
+    if (p->small_fixed || p->small_busy == p->threads) return;
+    const int64_t now = dlp_now_ns();
+    if (p->load_checked_ns && now - p->load_checked_ns < 1000000000LL) return;
+    p->load_checked_ns = now;
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    int ok = fscanf(f, "%lf", &load) == 1;
+    fclose(f);
+    if (ok) p->small_now = load > omp_get_num_procs() + 0.5 ? p->small_busy : p->threads;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #define CPU_FTZ_DAZ 0x8040u
 typedef unsigned cpu_fpmode;
-static cpu_fpmode enter(const cpu_plan *p) {
+static cpu_fpmode enter(cpu_plan *p) {
+    busy_check(p);
     if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
     const unsigned old = _mm_getcsr();
     if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
@@ -57,7 +78,7 @@ static cpu_fpmode enter(const cpu_plan *p) {
     }
     return old;
 }
-static void leave(const cpu_plan *p, cpu_fpmode old) {
+static void leave(cpu_plan *p, cpu_fpmode old) {
     if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
 #pragma omp parallel num_threads(p->threads)
         _mm_setcsr((_mm_getcsr() & ~CPU_FTZ_DAZ) | (old & CPU_FTZ_DAZ));
@@ -65,11 +86,12 @@ static void leave(const cpu_plan *p, cpu_fpmode old) {
 }
 #else
 typedef int cpu_fpmode;
-static cpu_fpmode enter(const cpu_plan *p) {
+static cpu_fpmode enter(cpu_plan *p) {
+    busy_check(p);
     if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
     return 0;
 }
-static void leave(const cpu_plan *p, cpu_fpmode old) {
+static void leave(cpu_plan *p, cpu_fpmode old) {
     (void)p;
     (void)old;
 }
@@ -175,6 +197,14 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->fwd_pass = -1;
     p->isa = dnnl_get_effective_cpu_isa();
     p->mem_limit_bytes = cpu_mem_available_bytes() / 10 * 9;
+    // Short memory-bound ops (batch norm, weight-sized reorders, the SGD loop) on a busy machine: see busy_check.
+    const char *st = getenv("DLPERF_CPU_SMALL_THREADS");
+    p->small_fixed = st && st[0];
+    p->small_busy = p->small_fixed ? atoi(st) : p->threads / 2;
+    if (p->small_busy <= 0 || p->small_busy > p->threads) p->small_busy = p->threads;
+    p->small_now = p->small_fixed ? p->small_busy : p->threads;
+    const char *wino = getenv("DLPERF_CPU_WINOGRAD");
+    p->winograd = !(wino && wino[0] == '0');
     const char *prof = getenv("DLPERF_CPU_PROFILE");
     p->profile = prof && prof[0] == '1';
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
@@ -465,7 +495,7 @@ static dlp_status do_update(dlp_plan *base, const dlp_sgd *hp) {
         const dlp_param *prm = &p->net.params[i];
         const float wd = prm->no_decay && !hp->decay_no_decay_params ? 0.0f : hp->weight_decay;
         cpu_kernel_sgd(p->params + prm->offset, p->mom + prm->offset, p->grads + prm->offset, prm->numel, hp->lr,
-                       hp->momentum, wd, hp->nesterov);
+                       hp->momentum, wd, hp->nesterov, p->small_now);
         if (p->wcopy_of[i]) DLP_CHECK(cpu_wcopy_refresh(p, i, CPU_WCOPY_LIVE));
     }
     return DLP_OK;
@@ -481,6 +511,8 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     json_object_set_new(obj, "isa", json_string(isa_name(p->isa)));
     json_object_set_new(obj, "threads", json_integer(p->threads));
     json_object_set_new(obj, "threading", json_string("OpenMP"));
+    json_object_set_new(obj, "short_op_threads_busy", json_integer(p->small_busy));
+    json_object_set_new(obj, "short_op_threads_now", json_integer(p->small_now));
     json_object_set_new(obj, "precision", json_string(dlp_dtype_name(p->prec)));
     json_object_set_new(obj, "train", json_boolean(p->train));
     json_object_set_new(obj, "batch", json_integer(p->batch));
@@ -488,6 +520,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     if (!p->train)
         json_object_set_new(obj, "conv_prop_kind",
                             json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
+    json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
     json_object_set_new(obj, "fused_bn_relu", json_integer(p->nfused_bn_relu));
     json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
     json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));
@@ -506,7 +539,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
 // The entry points: each runs its do_ function inside enter()/leave().
 #define CPU_ENTRY(name, params, args)                \
     static dlp_status cpu_##name params {           \
-        const cpu_plan *cp_ = (const cpu_plan *)base; \
+        cpu_plan *cp_ = (cpu_plan *)base;             \
         cpu_fpmode fm_ = enter(cp_);                  \
         dlp_status st_ = do_##name args;              \
         leave(cp_, fm_);                              \

@@ -52,6 +52,7 @@ typedef void (*cpu_step_fn)(cpu_plan *p, const cpu_step *s);
 struct cpu_step {
     cpu_step_kind kind;
     int mask;
+    int small;           // a short memory-bound op: runs on p->small_now threads
     dnnl_primitive_t prim;
     int nargs;
     dnnl_exec_arg_t args[CPU_MAX_ARGS];
@@ -124,6 +125,11 @@ struct cpu_plan {
 
     cpu_steps fwd, bwd, in_grad;  // forward (train and eval by mask), backward, input gradient
     int build_mask;               // mask given to steps being added
+    int build_small;              // steps being added are short memory-bound ops
+    int small_busy;               // threads for short ops when the machine is busy (cpu_dnnl.c)
+    int small_fixed;              // DLPERF_CPU_SMALL_THREADS given: small_now never changes
+    int small_now;                // threads for short ops now
+    int64_t load_checked_ns;      // when the machine's load was last read
     cpu_wcopy *wcopies;
     int nwcopies, cap_wcopies;
     char *wcopy_of;               // param -> has copies to refresh after an update
@@ -155,6 +161,8 @@ struct cpu_plan {
     int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
     int nconverts;     // activations converted to another layout/type between layers (forward)
     int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
+    int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
+    int nwinograd;                 // convolution primitives that use it
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
@@ -226,6 +234,15 @@ void cpu_plan_destroy(cpu_plan *p);
 // ---- builders ----
 dlp_status cpu_build_train(cpu_plan *p);  // cpu_dnnl_build.c
 dlp_status cpu_build_infer(cpu_plan *p);  // cpu_dnnl_infer.c
+// The convolution algorithms to try for layer l in a pass, best first (returns how many): Winograd F(4x4, 3x3)
+// for 3x3 stride-1 fp32 convolutions (oneDNN's jit_wino_4x3: ~2x its direct kernels on ResNet-50's 3x3 layers
+// in every pass; only with >= 32 output tiles of 4x4), then direct. Not for the forward pass of a training plan: Winograd's rounding error is a few
+// times the direct kernels', and in the forward pass it moves ReLU and maxpool decisions (a pre-activation
+// within ~1e-6 of zero changes side), which changes gradients by far more than rounding; in the backward passes
+// and in inference its error stays rounding-sized.
+#define CPU_CONV_FWD 0
+#define CPU_CONV_BWD 1
+int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind_t algs[2]);
 // Value v in descriptor want: v itself, or a converted copy whose reorder step is added to list (cache: reuse
 // an earlier copy in the same descriptor).
 dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out);
@@ -233,7 +250,7 @@ dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_
 // ---- kernels (cpu_dnnl_kernels.c) ----
 void cpu_bn_running_update(cpu_plan *p, const cpu_step *s);  // a: mean, b: var, c: running mean, d: running var
 void cpu_kernel_sgd(float *w, float *v, const float *g, int64_t n, float lr, float momentum, float wd,
-                    int nesterov);
+                    int nesterov, int threads);
 // Cross-entropy with label smoothing on (n, K) fp32 logits; writes d loss / d logits (batch rows, zero beyond
 // n) into dz when not NULL. Returns DLP_ERR_INVALID on a bad label.
 dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const int32_t *labels, float smoothing,

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "backend/cpu_dnnl.h"
-#include "core/log.h"
 
 typedef enum { NODE_CONV, NODE_BN, NODE_RELU, NODE_ADD, NODE_MAXPOOL, NODE_AVGPOOL, NODE_FC, NODE_CONVERT } node_kind;
 
@@ -60,42 +59,11 @@ static void use(cpu_plan *p, int v) {
     p->vals[v].uses_left++;
 }
 
-static dlp_status md_of_layer(const cpu_plan *p, int layer, dnnl_data_type_t dt, int any, dnnl_memory_desc_t *md) {
+// Layer `layer`'s output shape (batch, C, H, W) in type dt, layout left to the primitive.
+static dlp_status md_any_of_layer(const cpu_plan *p, int layer, dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
     const dlp_layer *l = &p->net.layers[layer];
     int64_t d[4] = {p->batch, l->c, l->h, l->w};
-    return any ? cpu_md_any(md, 4, d, dt) : cpu_md_plain(md, 4, d, dt);
-}
-
-
-dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out) {
-    if (dnnl_memory_desc_equal(&p->vals[v].x->md, want)) {
-        *out = v;
-        return DLP_OK;
-    }
-    if (cache)
-        for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
-            if (dnnl_memory_desc_equal(&p->vals[c].x->md, want)) {
-                *out = c;
-                return DLP_OK;
-            }
-    cpu_tensor *t;
-    if (p->train) DLP_CHECK(cpu_tensor_new(p, want, NULL, &t));
-    else DLP_CHECK(cpu_tensor_pooled(p, want, &t));
-    int c = cpu_value_new(p, t, -1);
-    if (c < 0) return dlp_err_status();
-    cpu_value *cv = &p->vals[c], *sv = &p->vals[v];
-    cv->src_value = v;
-    cv->defer = sv->defer;
-    if (cache) {
-        cv->next_conv = sv->next_conv;
-        sv->next_conv = c;
-    }
-    char what[64];
-    snprintf(what, sizeof what, "%s convert", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
-    p->nconverts++;
-    DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, &sv->x->md, t->mem, want, what));
-    *out = c;
-    return DLP_OK;
+    return cpu_md_any(md, 4, d, dt);
 }
 
 // The value v in descriptor want for a node's input; a conversion becomes a node (for its backward).
@@ -126,12 +94,21 @@ static void what(char *buf, size_t len, const cpu_plan *p, int layer, const char
     snprintf(buf, len, "%s %s", layer >= 0 ? p->net.layers[layer].name : "?", op);
 }
 
-static dlp_status conv_dims(const dlp_layer *l, const dlp_layer *x, dnnl_dims_t st, dnnl_dims_t pl, dnnl_dims_t pr) {
+static void conv_dims(const dlp_layer *l, dnnl_dims_t st, dnnl_dims_t pl, dnnl_dims_t pr) {
     st[0] = st[1] = l->stride;
     pl[0] = pl[1] = l->pad;
     pr[0] = pr[1] = l->pad;  // symmetric, as PyTorch; oneDNN floors the output size the same way
-    (void)x;
-    return DLP_OK;
+}
+
+int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind_t algs[2]) {
+    int n = 0;
+    const int ok_pass = pass != CPU_CONV_FWD || !p->train;
+    // enough 4x4 output tiles to keep the threads busy (at batch 1, ResNet's 7x7 layers run 2.4x slower with it)
+    const int64_t tiles = (int64_t)p->batch * ((l->h + 3) / 4) * ((l->w + 3) / 4);
+    if (p->winograd && ok_pass && l->k == 3 && l->stride == 1 && p->dt == dnnl_f32 && tiles >= 32)
+        algs[n++] = dnnl_convolution_winograd;
+    algs[n++] = dnnl_convolution_direct;
+    return n;
 }
 
 // ---- forward nodes ----
@@ -141,17 +118,27 @@ static dlp_status fwd_conv(build *b, int li) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     dnnl_memory_desc_t src, wei, dst;
     int64_t wd[4] = {l->c, xl->c, l->k, l->k};
-    DLP_CHECK(md_of_layer(p, l->in0, p->dt, 1, &src));
+    DLP_CHECK(md_any_of_layer(p, l->in0, p->dt, &src));
     DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
-    DLP_CHECK(md_of_layer(p, li, p->dt, 1, &dst));
+    DLP_CHECK(md_any_of_layer(p, li, p->dt, &dst));
     dnnl_dims_t st, pl, pr;
-    conv_dims(l, xl, st, pl, pr);
-    dnnl_convolution_desc_t cd;
-    CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &src, &wei, NULL,
-                                                &dst, st, pl, pr),
-             "conv %s", l->name);
-    dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &cd, NULL, NULL, &pd, l->name));
+    conv_dims(l, st, pl, pr);
+    dnnl_alg_kind_t algs[2];
+    const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
+    dnnl_primitive_desc_t pd = NULL;
+    for (int a = 0; a < nalg && !pd; a++) {
+        dnnl_convolution_desc_t cd;
+        CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, algs[a], &src, &wei, NULL, &dst, st,
+                                                    pl, pr),
+                 "conv %s", l->name);
+        if (cpu_pd_create(p, &cd, NULL, NULL, &pd, l->name) == DLP_OK) {
+            if (algs[a] == dnnl_convolution_winograd) p->nwinograd++;
+        } else {
+            pd = NULL;
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();  // no Winograd for this shape here: direct
+        }
+    }
     if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));
     int xin;
     dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
@@ -179,7 +166,14 @@ static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *ou
     return cpu_mem_new(p, &md, data, out);
 }
 
+static dlp_status fwd_bn_(build *b, int li, int relu_layer);
 static dlp_status fwd_bn(build *b, int li, int relu_layer) {
+    b->p->build_small = 1;
+    dlp_status st = fwd_bn_(b, li, relu_layer);
+    b->p->build_small = 0;
+    return st;
+}
+static dlp_status fwd_bn_(build *b, int li, int relu_layer) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li];
     const int x = p->val_of[l->in0];
@@ -324,7 +318,7 @@ static dlp_status fwd_pool(build *b, int li) {
     const int x = p->val_of[l->in0];
     const int max = l->kind == DLP_LAYER_MAXPOOL;
     dnnl_memory_desc_t dst;
-    DLP_CHECK(md_of_layer(p, li, p->vals[x].x->md.data_type, 1, &dst));
+    DLP_CHECK(md_any_of_layer(p, li, p->vals[x].x->md.data_type, &dst));
     dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
     if (max) {
         st[0] = st[1] = l->stride;
@@ -366,7 +360,7 @@ static dlp_status fc_descs(cpu_plan *p, int li, dnnl_data_type_t dt, dnnl_inner_
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     dnnl_memory_desc_t src, wei, bias, dst, dwei, dbias, ddst;
     int64_t wdims[4] = {l->c, xl->c, xl->h, xl->w}, bd = l->c, od[2] = {p->batch, l->c};
-    DLP_CHECK(md_of_layer(p, l->in0, dt, 1, &src));
+    DLP_CHECK(md_any_of_layer(p, l->in0, dt, &src));
     DLP_CHECK(cpu_md_any(&wei, 4, wdims, dt));
     DLP_CHECK(cpu_md_plain(&bias, 1, &bd, dnnl_f32));
     DLP_CHECK(cpu_md_plain(&dst, 2, od, dnnl_f32));
@@ -488,12 +482,20 @@ static dlp_status bwd_weights(build *b, node *n) {
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
         DLP_CHECK(cpu_md_any(&dw, 4, wd, dnnl_f32));
         dnnl_dims_t st, pl, pr;
-        conv_dims(l, NULL, st, pl, pr);
-        dnnl_convolution_desc_t cd;
-        CPU_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x->x->md, &dw, NULL, dy_md,
-                                                             st, pl, pr),
-                 "conv %s backward weights", l->name);
-        DLP_CHECK(cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name));
+        conv_dims(l, st, pl, pr);
+        dnnl_alg_kind_t algs[2];
+        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
+        for (int a = 0; a < nalg; a++) {
+            dnnl_convolution_desc_t cd;
+            CPU_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, algs[a], &x->x->md, &dw, NULL, dy_md, st, pl, pr),
+                     "conv %s backward weights", l->name);
+            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+                p->nwinograd += algs[a] == dnnl_convolution_winograd;
+                break;
+            }
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();
+        }
     } else {
         dnnl_inner_product_desc_t fd, wd;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, NULL, &wd));
@@ -532,7 +534,9 @@ static dlp_status bwd_weights(build *b, node *n) {
     }
     if (!st && tmp) {
         what(w, sizeof w, p, n->layer, "weight grad to flat");
+        p->build_small = 1;
         st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, &plain, w);
+        p->build_small = 0;
         cpu_tensor_release(p, tmp);
     }
     dnnl_primitive_desc_destroy(pd);
@@ -554,11 +558,20 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
         DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
         dnnl_dims_t st, pl, pr;
-        conv_dims(l, NULL, st, pl, pr);
-        dnnl_convolution_desc_t cd;
-        CPU_DNNL(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, xmd, &wei, dy_md, st, pl, pr),
-                 "conv %s backward data", l->name);
-        DLP_CHECK(cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name));
+        conv_dims(l, st, pl, pr);
+        dnnl_alg_kind_t algs[2];
+        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
+        for (int a = 0; a < nalg; a++) {
+            dnnl_convolution_desc_t cd;
+            CPU_DNNL(dnnl_convolution_backward_data_desc_init(&cd, algs[a], xmd, &wei, dy_md, st, pl, pr),
+                     "conv %s backward data", l->name);
+            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+                p->nwinograd += algs[a] == dnnl_convolution_winograd;
+                break;
+            }
+            if (a == nalg - 1) return dlp_err_status();
+            dlp_err_clear();
+        }
     } else {
         dnnl_inner_product_desc_t fd, dd;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, &dd, NULL));
@@ -587,7 +600,14 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
     return st;
 }
 
+static dlp_status bwd_bn_(build *b, node *n);
 static dlp_status bwd_bn(build *b, node *n) {
+    b->p->build_small = 1;
+    dlp_status st = bwd_bn_(b, n);
+    b->p->build_small = 0;
+    return st;
+}
+static dlp_status bwd_bn_(build *b, node *n) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[n->layer];
     const int u = n->in[0];

@@ -57,11 +57,6 @@ static void plan_groups(const dlp_net *net, group *g, int *owner) {
     }
 }
 
-typedef struct ibuild {
-    cpu_plan *p;
-    int *uses_left;   // per value
-} ibuild;
-
 static void consumed(cpu_plan *p, int v) {
     cpu_value *x = &p->vals[v];
     if (--x->uses_left <= 0 && v != p->out_value && v != p->in_value) cpu_tensor_release(p, x->x);
@@ -123,7 +118,6 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     DLP_CHECK(cpu_md_plain(&bias, 1, &K, dnnl_f32));
     DLP_CHECK(cpu_md_any(&dst, 4, dd, p->dt));
     dnnl_dims_t st = {l->stride, l->stride}, pad = {l->pad, l->pad};
-    dnnl_convolution_desc_t cd;
     // Without AMX, oneDNN 2.6 sends forward_inference to its brgemm convolutions (NHWC), 2-4x slower on an
     // avx512_core_bf16 CPU (measured on Zen 4: bf16 13.8 vs 43 img/s, fp32 19 vs 25 img/s for ResNet-50 at batch
     // 32) than the direct jit kernels it picks for forward_training — with the same post-ops. With AMX the brgemm
@@ -131,14 +125,25 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     const int amx = (p->isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
     const dnnl_prop_kind_t prop = amx ? dnnl_forward_inference : dnnl_forward_training;
     p->infer_conv_training_prop = !amx;
-    CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, prop, dnnl_convolution_direct, &src, &wei,
-                                                g->bn >= 0 ? &bias : NULL, &dst, st, pad, pad),
-             "conv %s", l->name);
     dnnl_primitive_attr_t attr;
     DLP_CHECK(cpu_attr_new(&attr));
     dlp_status s = post_ops(attr, g->add >= 0, g->relu >= 0);
     dnnl_primitive_desc_t pd = NULL;
-    if (!s) s = cpu_pd_create(p, &cd, attr, NULL, &pd, l->name);
+    dnnl_alg_kind_t algs[2];
+    const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
+    for (int a = 0; a < nalg && !s && !pd; a++) {
+        dnnl_convolution_desc_t cd;
+        if (dnnl_convolution_forward_desc_init(&cd, prop, algs[a], &src, &wei, g->bn >= 0 ? &bias : NULL, &dst, st, pad,
+                                               pad) != dnnl_success)
+            s = DLP_ERR(DLP_ERR_INVALID, "oneDNN: conv %s: bad shapes", l->name);
+        else if (cpu_pd_create(p, &cd, attr, NULL, &pd, l->name) == DLP_OK) {
+            if (algs[a] == dnnl_convolution_winograd) p->nwinograd++;
+        } else {
+            pd = NULL;
+            if (a == nalg - 1) s = dlp_err_status();
+            else dlp_err_clear();  // no Winograd for this shape and post-ops here: direct
+        }
+    }
     dnnl_primitive_attr_destroy(attr);
     DLP_CHECK(s);
     if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));

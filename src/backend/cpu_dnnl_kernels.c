@@ -21,16 +21,17 @@ void cpu_bn_running_update(cpu_plan *p, const cpu_step *s) {
 
 // torch.optim.SGD with dampening 0 on n elements:
 //   d = g + wd w;  v = momentum v + d;  d = nesterov ? d + momentum v : v;  w -= lr d
-// One pass over w, v, g; the compiler vectorizes the loop (AVX-512 with -march=native).
+// One pass over w, v, g; the compiler vectorizes the loop (AVX-512 with -march=native); memory-bound, so on the
+// plan's small-op threads (cpu_dnnl.c).
 void cpu_kernel_sgd(float *restrict w, float *restrict v, const float *restrict g, int64_t n, float lr,
-                    float momentum, float wd, int nesterov) {
+                    float momentum, float wd, int nesterov, int threads) {
     if (momentum == 0.0f) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > 65536) num_threads(threads)
         for (int64_t i = 0; i < n; i++) w[i] -= lr * (g[i] + wd * w[i]);
         return;
     }
     if (nesterov) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > 65536) num_threads(threads)
         for (int64_t i = 0; i < n; i++) {
             float d = g[i] + wd * w[i];
             float vi = momentum * v[i] + d;
@@ -38,7 +39,7 @@ void cpu_kernel_sgd(float *restrict w, float *restrict v, const float *restrict 
             w[i] -= lr * (d + momentum * vi);
         }
     } else {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > 65536) num_threads(threads)
         for (int64_t i = 0; i < n; i++) {
             float vi = momentum * v[i] + (g[i] + wd * w[i]);
             v[i] = vi;

@@ -207,6 +207,37 @@ int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer) {
     return p->nvals++;
 }
 
+dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out) {
+    if (dnnl_memory_desc_equal(&p->vals[v].x->md, want)) {
+        *out = v;
+        return DLP_OK;
+    }
+    if (cache)
+        for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
+            if (dnnl_memory_desc_equal(&p->vals[c].x->md, want)) {
+                *out = c;
+                return DLP_OK;
+            }
+    cpu_tensor *t;
+    if (p->train) DLP_CHECK(cpu_tensor_new(p, want, NULL, &t));
+    else DLP_CHECK(cpu_tensor_pooled(p, want, &t));
+    int c = cpu_value_new(p, t, -1);
+    if (c < 0) return dlp_err_status();
+    cpu_value *cv = &p->vals[c], *sv = &p->vals[v];
+    cv->src_value = v;
+    cv->defer = sv->defer;
+    if (cache) {
+        cv->next_conv = sv->next_conv;
+        sv->next_conv = c;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s convert", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
+    p->nconverts++;
+    DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, &sv->x->md, t->mem, want, what));
+    *out = c;
+    return DLP_OK;
+}
+
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx) {
     return dnnl_primitive_desc_query_md(pd, what, idx);
 }
@@ -277,7 +308,9 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
                          const dnnl_exec_arg_t *args, const char *what) {
     if (nargs + 1 > CPU_MAX_ARGS) return DLP_ERR(DLP_ERR_INTERNAL, "cpu: too many arguments for %s", what);
     dnnl_primitive_t prim;
-    CPU_DNNL(dnnl_primitive_create(&prim, pd), "primitive for %s", what);
+    dnnl_status_t cs = dnnl_primitive_create(&prim, pd);
+    if (cs != dnnl_success)
+        return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN cannot create the primitive for %s: %s", what, cpu_dnnl_status_str(cs));
     DLP_CHECK(prim_keep(p, prim));
     dnnl_memory_t sm;
     DLP_CHECK(scratch_mem(p, pd, &sm));
@@ -286,6 +319,7 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
     s->kind = CPU_STEP_PRIM;
     s->prim = prim;
     s->mask = p->build_mask;
+    s->small = p->build_small;
     for (int i = 0; i < nargs; i++) s->args[s->nargs++] = args[i];
     if (sm) s->args[s->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
     snprintf(s->what, sizeof s->what, "%s", what);
@@ -352,14 +386,22 @@ dlp_status cpu_step_accumulate(cpu_plan *p, cpu_steps *list, cpu_tensor *acc, cp
 }
 
 dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask) {
+    int cur = p->threads;
     for (int i = 0; i < list->n; i++) {
         cpu_step *s = &list->v[i];
         if (s->mask && !(s->mask & mask)) continue;
+        const int want = s->small ? p->small_now : p->threads;
+        if (want != cur) {
+            omp_set_num_threads(want);
+            cur = want;
+        }
         int64_t t0 = p->profile ? dlp_now_ns() : 0;
         if (s->kind == CPU_STEP_PRIM) {
             dnnl_status_t st = dnnl_primitive_execute(s->prim, p->stream, s->nargs, s->args);
-            if (st != dnnl_success)
+            if (st != dnnl_success) {
+                if (cur != p->threads) omp_set_num_threads(p->threads);
                 return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: executing %s: %s", s->what, cpu_dnnl_status_str(st));
+            }
         } else {
             s->fn(p, s);
         }
@@ -369,6 +411,7 @@ dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask) {
             s->calls++;
         }
     }
+    if (cur != p->threads) omp_set_num_threads(p->threads);
     CPU_DNNL(dnnl_stream_wait(p->stream), "waiting for the stream");
     return DLP_OK;
 }
@@ -464,7 +507,10 @@ static void fold(cpu_plan *p, cpu_wcopy *c) {
 }
 
 dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
-    for (int i = 0; i < p->nwcopies; i++) {
+    // weight-sized reorders: short memory-bound ops (see small_now)
+    if (p->small_now != p->threads) omp_set_num_threads(p->small_now);
+    dlp_status st = DLP_OK;
+    for (int i = 0; i < p->nwcopies && !st; i++) {
         cpu_wcopy *c = &p->wcopies[i];
         if (param >= 0 && c->param != param) continue;
         if ((which == CPU_WCOPY_LIVE && c->snapshot) || (which == CPU_WCOPY_SNAPSHOT && !c->snapshot)) continue;
@@ -473,9 +519,11 @@ dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
         dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, c->src}, {DNNL_ARG_TO, c->dst}};
         dnnl_status_t s = dnnl_primitive_execute(c->reorder, p->stream, 2, a);
         if (s != dnnl_success)
-            return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reordering weight %s: %s", p->net.params[c->param].name,
-                           cpu_dnnl_status_str(s));
+            st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reordering weight %s: %s", p->net.params[c->param].name,
+                         cpu_dnnl_status_str(s));
     }
+    if (p->small_now != p->threads) omp_set_num_threads(p->threads);
+    if (st) return st;
     CPU_DNNL(dnnl_stream_wait(p->stream), "waiting for the stream");
     return DLP_OK;
 }

@@ -25,5 +25,6 @@ int dlp_cli_gpu(int argc, char **argv);
 int dlp_cli_infer(int argc, char **argv);
 int dlp_cli_serve(int argc, char **argv);
 int dlp_cli_loadgen(int argc, char **argv);
+int dlp_cli_train(int argc, char **argv);
 
 #endif

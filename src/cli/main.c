@@ -10,6 +10,7 @@
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
     {"data", dlp_cli_data, "synthetic ImageNet, the input pipeline benchmark, one-image transforms"},
+    {"train", dlp_cli_train, "train a ResNet through the real input pipeline: phases, stall, accuracy, checkpoints"},
     {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
     {"predict", dlp_cli_predict, "predict throughput, bottleneck, stall, epoch time and cost (catalog system or profile)"},
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
