@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 
 typedef struct dlp_plan dlp_plan;  // each backend defines its own; the first member is `const dlp_backend_ops *ops`
+struct json_t;                     // jansson's (plan_info)
 
 typedef enum {
     DLP_PASS_TRAIN = 0,  // BN uses batch statistics and updates running stats; activations kept for backward
@@ -95,6 +96,10 @@ typedef struct dlp_backend_ops {
     // to the device, time the step's compute waited for such a copy (the device-side data stall), and how many
     // copies those totals cover (a GPU backend measures with events; only copies already completed count).
     dlp_status (*input_stats)(dlp_plan *p, double *copy_ms, double *stall_ms, int64_t *copies);
+
+    // Optional: what the plan chose, added to obj as JSON fields for the result (cpu: the ISA oneDNN dispatched,
+    // threads, implementation of the 3x3 convolutions, fusions, memory).
+    dlp_status (*plan_info)(const dlp_plan *p, struct json_t *obj);
 } dlp_backend_ops;
 
 struct dlp_plan {

@@ -22,6 +22,9 @@ static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
 // own build switch.
 static const dlp_backend_ops *const k_backends[] = {
     &dlp_backend_ref,
+#ifdef DLP_HAVE_DNNL
+    &dlp_backend_cpu,
+#endif
 #ifdef DLP_HAVE_CUDA
     &dlp_backend_cuda,  // after ref: callers take the first entry as the default device without asking available()
 #endif

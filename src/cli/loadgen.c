@@ -1,5 +1,5 @@
-// cli/loadgen: `dlperf loadgen` — MLPerf's four LoadGen scenarios against an HTTP URL (or, once the engine is
-// wired in, the in-process engine), with the mlperf_log_summary-style text on stdout and a JSON result.
+// cli/loadgen: `dlperf loadgen` — MLPerf's four LoadGen scenarios against an HTTP URL or the in-process engine
+// (--sut local), with the mlperf_log_summary-style text on stdout and a JSON result.
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,9 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "hw/host.h"
+#include "data/source.h"
 #include "loadgen/loadgen.h"
+#include "run/infer.h"
 
 #define LG_MAX_IMAGES 100000
 
@@ -120,13 +122,141 @@ static void print_trial(void *ctx, const dlp_lg_trial *t, int i) {
                 t->valid ? "" : ": ", t->valid ? "" : t->reason);
 }
 
-// The in-process SUT runs the inference engine directly (MLPerf's usual set-up). It needs the engine and
-// the preprocessed sample library, which come with the engine and data modules: until they are wired in
-// here, say so.
-static dlp_status open_local_sut(dlp_lg_sut *sut) {
-    (void)sut;
-    return DLP_ERR(DLP_ERR_UNSUPPORTED, "--sut local (the in-process engine) is not wired into this build yet; "
-                   "start `dlperf serve` and give its URL with --url http://127.0.0.1:8080/v1/classify");
+// The in-process SUT (MLPerf's usual set-up): the sample library is preprocessed into memory before the run
+// (the val transform into the plan's input format, as MLPerf loads its performance samples), and each SUT thread
+// owns an inference plan of batch --max-batch (a plan is not re-entrant): a call copies the queued samples into
+// its batch buffer, runs the plan and answers each sample's top-1.
+typedef struct local_opts {
+    const char *model, *weights, *device, *data, *images;
+    int precision, threads, max_batch, sut_threads, samples, classes, size, dct;
+    int64_t seed;
+} local_opts;
+
+typedef struct local_sut {
+    dlp_infer_model model;
+    int have_model;
+    dlp_infer_engine *engines;  // (nengines)
+    uint8_t **batch_bufs;       // (nengines) max_batch samples each
+    float **logits;             // (nengines)
+    int nengines;
+    dlp_infer_files files;
+    dlp_infer_library lib;
+    // top-1 against the dataset's labels (when the samples come from --data)
+    _Atomic long long answered, correct;
+} local_sut;
+
+static const dlp_dtype k_lg_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
+
+static void local_free(local_sut *ls) {
+    for (int i = 0; i < ls->nengines; i++) {
+        dlp_infer_engine_free(&ls->engines[i]);
+        free(ls->batch_bufs[i]);
+        free(ls->logits[i]);
+    }
+    free(ls->engines);
+    free(ls->batch_bufs);
+    free(ls->logits);
+    dlp_infer_library_free(&ls->lib);
+    dlp_infer_files_free(&ls->files);
+    if (ls->have_model) dlp_infer_model_free(&ls->model);
+    free(ls);
+}
+
+// dlp_lg_infer_fn: samples by library index -> the worker's plan -> top-1 of each.
+static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1) {
+    local_sut *ls = ctx;
+    dlp_infer_engine *e = &ls->engines[worker];
+    const size_t sb = ls->lib.sample_bytes;
+    for (int i = 0; i < n; i++) {
+        if (indices[i] >= (uint32_t)ls->lib.n)
+            return DLP_ERR(DLP_ERR_INVALID, "sample %u is not in the library of %d", indices[i], ls->lib.n);
+        memcpy(ls->batch_bufs[worker] + (size_t)i * sb, ls->lib.data + (size_t)indices[i] * sb, sb);
+    }
+    DLP_CHECK(dlp_infer_engine_run(e, ls->batch_bufs[worker], n, ls->logits[worker]));
+    for (int i = 0; i < n; i++) {
+        const float *z = ls->logits[worker] + (size_t)i * e->num_classes;
+        int best = 0;
+        for (int k = 1; k < e->num_classes; k++)
+            if (z[k] > z[best]) best = k;
+        top1[i] = best;
+        int32_t truth = ls->files.labels[ls->lib.file[indices[i]]];
+        if (truth >= 0) {
+            ls->answered++;
+            ls->correct += best == truth;
+        }
+    }
+    return DLP_OK;
+}
+
+static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut **out) {
+    *out = NULL;
+    if (o->max_batch < 1 || o->sut_threads < 1 || o->sut_threads > 64)
+        return DLP_ERR(DLP_ERR_INVALID, "--max-batch must be >= 1 and --sut-threads in 1..64");
+    local_sut *ls = calloc(1, sizeof *ls);
+    DLP_TRY_ALLOC(ls);
+    dlp_status st = DLP_OK;
+    dlp_dataset *ds = NULL;
+    char where[4096] = "";
+    if (o->images) st = dlp_infer_files_add(&ls->files, o->images);
+    else {
+        st = dlp_data_open(o->data, "val", NULL, &ds, where, sizeof where);
+        if (st == DLP_OK) st = dlp_infer_files_from_dataset(&ls->files, ds, o->samples);
+    }
+    dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
+                              .seed = (uint64_t)o->seed};
+    if (st == DLP_OK && (st = dlp_infer_model_load(&mc, &ls->model)) == DLP_OK) ls->have_model = 1;
+    // The dataset's labels mean something to the model only if it was trained on those classes (same count).
+    if (st == DLP_OK && ds && ds->nclasses != ls->model.net.num_classes)
+        for (int i = 0; i < ls->files.n; i++) ls->files.labels[i] = -1;
+    dlp_dataset_free(ds);
+    if (st == DLP_OK && ls->model.random_init)
+        DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
+                 "answers are not", ls->model.net.arch, (long long)o->seed);
+    if (st == DLP_OK) {
+        ls->engines = calloc((size_t)o->sut_threads, sizeof *ls->engines);
+        ls->batch_bufs = calloc((size_t)o->sut_threads, sizeof *ls->batch_bufs);
+        ls->logits = calloc((size_t)o->sut_threads, sizeof *ls->logits);
+        if (!ls->engines || !ls->batch_bufs || !ls->logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
+    }
+    // Compute threads are shared among the SUT threads' plans.
+    int per = o->threads > 0 ? (o->threads + o->sut_threads - 1) / o->sut_threads : 0;
+    for (int i = 0; st == DLP_OK && i < o->sut_threads; i++) {
+        dlp_infer_engine_cfg ec = {.device = o->device, .batch = o->max_batch, .precision = k_lg_prec[o->precision],
+                                   .threads = per};
+        st = dlp_infer_engine_create(&ls->model, &ec, &ls->engines[i]);
+        if (st) break;
+        ls->nengines = i + 1;
+        ls->batch_bufs[i] = malloc((size_t)o->max_batch * ls->engines[i].sample_bytes);
+        ls->logits[i] = malloc((size_t)o->max_batch * (size_t)ls->engines[i].num_classes * sizeof(float));
+        if (!ls->batch_bufs[i] || !ls->logits[i]) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT's batches");
+    }
+    dlp_infer_prep *prep = NULL;
+    if (st == DLP_OK) {
+        const dlp_infer_engine *e = &ls->engines[0];
+        dlp_infer_prep_cfg pc = {.size = ls->model.size, .layout = e->layout, .dtype = e->in_dtype,
+                                 .dct_scaling = o->dct, .workers = 1};
+        st = dlp_infer_prep_create(&pc, &prep);
+    }
+    int64_t t0 = dlp_now_ns();
+    if (st == DLP_OK) st = dlp_infer_library_load(prep, &ls->files, o->samples, &ls->lib);
+    dlp_infer_prep_free(prep);
+    if (st == DLP_OK) {
+        const dlp_infer_engine *e = &ls->engines[0];
+        DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d plan%s of batch %d; %d samples of %s "
+                 "preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, e->ops->name,
+                 dlp_dtype_name(e->precision), ls->nengines, ls->nengines > 1 ? "s" : "", o->max_batch, ls->lib.n,
+                 o->images ? o->images : where, dlp_ns_to_s(dlp_now_ns() - t0), dlp_layout_name(e->layout),
+                 dlp_dtype_name(e->in_dtype), ls->lib.skipped ? " (some images skipped)" : "");
+        dlp_lg_inproc_cfg ic = {.fn = local_infer, .ctx = ls, .max_batch = o->max_batch, .threads = ls->nengines,
+                                .name = "local"};
+        st = dlp_lg_sut_inproc_create(&ic, sut);
+    }
+    if (st) {
+        local_free(ls);
+        return st;
+    }
+    *out = ls;
+    return DLP_OK;
 }
 
 int dlp_cli_loadgen(int argc, char **argv) {
@@ -135,11 +265,25 @@ int dlp_cli_loadgen(int argc, char **argv) {
     double qps = 10, bound_ms = 15, pct = 0, min_dur_s = 10, max_dur_s = 0, max_failed = 0, idle_s = 60;
     double connect_ms = 2000, recv_ms = 30000, budget_s = 300, tol = 0.05, max_qps = 0;
     int64_t min_q = -1, max_q = 0, seed = 0;
+    local_opts lo;
+    memset(&lo, 0, sizeof lo);
+    local_sut *local = NULL;
     dlp_opt opts[] = {
         {"scenario", 's', DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", "SingleStream|MultiStream|Server|Offline", 0},
         {"url", 'u', DLP_OPT_STR, &url, NULL, "URL", "the service to load (POSTs each image), e.g. http://127.0.0.1:8080/v1/classify", NULL, 0},
         {"sut", 0, DLP_OPT_CHOICE, &sut_i, "http", NULL, "system under test: http (--url) or local (in-process engine)", "http|local", 0},
         {"images", 'i', DLP_OPT_STR, &images, NULL, "PATH", "a JPEG file or a directory of them (searched recursively, sorted)", NULL, 0},
+        {"data", 0, DLP_OPT_STR, &lo.data, "synthetic", "DIR|synthetic", "local: the dataset whose val images form the sample library (when no --images)", NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &lo.model, NULL, "NAME", "local: model (default: the weights' arch, else resnet50)", NULL, 0},
+        {"weights", 'w', DLP_OPT_STR, &lo.weights, NULL, "FILE", "local: safetensors weights (none: seeded random init)", NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &lo.classes, "0", "N", "local: classes (0: from the weights, else 1000)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &lo.size, "224", "PX", "local: input side", NULL, 0},
+        {"device", 'd', DLP_OPT_STR, &lo.device, "cpu", "DEV", "local: backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
+        {"precision", 'p', DLP_OPT_CHOICE, &lo.precision, "fp32", NULL, "local: compute precision", "fp32|bf16|fp16", 0},
+        {"threads", 't', DLP_OPT_INT, &lo.threads, "0", "N", "local: compute threads, shared by the SUT threads' plans (0: all)", NULL, 0},
+        {"max-batch", 'b', DLP_OPT_INT, &lo.max_batch, "8", "N", "local: the plans' batch: samples per call at most", NULL, 0},
+        {"sut-threads", 0, DLP_OPT_INT, &lo.sut_threads, "1", "N", "local: SUT threads, one inference plan each", NULL, 0},
+        {"dct-scale", 0, DLP_OPT_FLAG, &lo.dct, NULL, NULL, "local: allow DCT-scaled JPEG decoding (not bit-exact with Pillow)", NULL, 0},
         {"samples", 0, DLP_OPT_INT, &samples, "1024", "N", "images loaded as the sample library (MLPerf's performance_sample_count)", NULL, 0},
         {"qps", 'q', DLP_OPT_DOUBLE, &qps, "10", "X", "Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)", NULL, 0},
         {"latency-bound", 0, DLP_OPT_DOUBLE, &bound_ms, "15", "MS", "Server: the latency bound at the target percentile (MLPerf ResNet-50: 15)", NULL, 0},
@@ -202,7 +346,12 @@ int dlp_cli_loadgen(int argc, char **argv) {
     image_set imgs = {0};
     dlp_lg_sut sut = {0};
     if (sut_i == 1) {
-        st = open_local_sut(&sut);
+        if (url) st = DLP_ERR(DLP_ERR_INVALID, "--url is for --sut http; --sut local runs the engine in this process");
+        lo.images = images;
+        lo.samples = samples;
+        lo.seed = 1;
+        if (st == DLP_OK) st = open_local_sut(&lo, &sut, &local);
+        if (st == DLP_OK) s.sample_count = local->lib.n;
     } else {
         if (!url) st = DLP_ERR(DLP_ERR_INVALID, "give the service's URL with --url (e.g. http://127.0.0.1:8080/v1/classify)");
         else if (!images)
@@ -245,9 +394,13 @@ int dlp_cli_loadgen(int argc, char **argv) {
     }
     if (st) {
         dlp_lg_sut_destroy(&sut);
+        if (local) local_free(local);
         images_free(&imgs);
         return dlp_cli_fail(st);
     }
+    if (local && local->answered > 0)
+        fprintf(stderr, "loadgen: in-process SUT top-1 against the dataset's labels: %.2f%% of %lld answered samples\n",
+                100.0 * (double)local->correct / (double)local->answered, (long long)local->answered);
     char *txt = dlp_lg_summary_text(shown);
     if (txt) fputs(txt, stdout);
     fflush(stdout);
@@ -263,8 +416,20 @@ int dlp_cli_loadgen(int argc, char **argv) {
         json_object_set_new(j, "result", dlp_lg_result_to_json(shown));
         if (search) json_object_set_new(j, "search", dlp_lg_search_to_json(&sr));
         json_t *imj = json_object();
-        json_object_set_new(imj, "count", json_integer(imgs.n));
-        json_object_set_new(imj, "path", images ? json_string(images) : json_null());
+        json_object_set_new(imj, "count", json_integer(local ? local->lib.n : imgs.n));
+        json_object_set_new(imj, "path", images ? json_string(images) : local ? json_string(lo.data) : json_null());
+        if (local) {
+            json_t *lj = json_object();
+            json_object_set_new(lj, "model", dlp_infer_model_to_json(&local->model));
+            json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&local->engines[0]));
+            json_object_set_new(lj, "plans", json_integer(local->nengines));
+            json_object_set_new(lj, "preprocessed", json_true());
+            if (local->answered > 0) {
+                json_object_set_new(lj, "top1_answered", json_integer(local->answered));
+                json_object_set_new(lj, "top1_accuracy", json_real((double)local->correct / (double)local->answered));
+            }
+            json_object_set_new(j, "local_sut", lj);
+        }
         json_object_set_new(j, "images", imj);
         dlp_host_info h;
         dlp_host_probe(&h);
@@ -278,6 +443,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
     if (search) dlp_lg_search_result_free(&sr);
     else dlp_lg_result_free(&res);
     dlp_lg_sut_destroy(&sut);
+    if (local) local_free(local);
     images_free(&imgs);
     return valid ? 0 : 3;
 }

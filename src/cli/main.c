@@ -10,6 +10,7 @@
 static const dlp_cli_cmd k_cmds[] = {
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
     {"data", dlp_cli_data, "synthetic ImageNet, the input pipeline benchmark, one-image transforms"},
+    {"train", dlp_cli_train, "train a ResNet through the real input pipeline: phases, stall, accuracy, checkpoints"},
     {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
     {"predict", dlp_cli_predict, "predict throughput, bottleneck, stall, epoch time and cost (catalog system or profile)"},
     {"probe", dlp_cli_probe, "measure this machine into a machine profile (storage, pipeline, compute, contention)"},
@@ -17,6 +18,7 @@ static const dlp_cli_cmd k_cmds[] = {
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
     {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
     {"gpu", dlp_cli_gpu, "the CUDA GPU: info, bench (ResNet throughput), probe (GPU profile)"},
+    {"infer", dlp_cli_infer, "inference throughput over batch sizes, latency percentiles, top-5 of given images"},
     {"serve", dlp_cli_serve, "HTTP classification service with dynamic batching (POST /v1/classify)"},
     {"loadgen", dlp_cli_loadgen, "MLPerf LoadGen scenarios (SingleStream, MultiStream, Server, Offline) against a service"},
     {NULL, NULL, NULL},

@@ -12,24 +12,91 @@
 #include "core/opts.h"
 #include "hw/host.h"
 #include "monitor/monitor.h"
+#include "run/infer.h"
 #include "serve/serve.h"
 
 typedef struct engine_opts {
     const char *model, *device, *weights;
-    int precision, threads, max_batch;
+    int precision, threads, max_batch, workers, classes, size, dct;
+    int64_t seed;
 } engine_opts;
 
-// The inference engine and the JPEG preprocessing behind the service. They come from the engine (a backend
-// plan with cfg.train = 0: set_input + forward(DLP_PASS_EVAL) + get_output) and the data module's
-// single-image val transform; until those are wired in here, the service cannot classify and says so.
-static dlp_status open_engine(const engine_opts *o, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
-    (void)o, (void)eng, (void)pre;
-    return DLP_ERR(DLP_ERR_UNSUPPORTED, "no inference engine is wired into `dlperf serve` in this build yet (model "
-                   "%s on %s): the ResNet inference plan and the JPEG val transform plug in through dlp_serve_engine "
-                   "and dlp_serve_preprocess (docs/serving.md)", o->model, o->device);
+// What the engine and the preprocessing are made of: the model and its weights, the backend inference plan,
+// the per-worker JPEG transformers.
+typedef struct engine_parts {
+    dlp_infer_model model;
+    dlp_infer_engine engine;
+    dlp_infer_prep *prep;
+    int have_model, have_engine;
+} engine_parts;
+
+static const dlp_dtype k_serve_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
+
+// dlp_serve_preprocess.run: the data module's val transform (shorter side 256, centre crop 224, normalize) of the
+// request body, written straight into the request's input slot in the plan's layout and type.
+static dlp_status preprocess_run(void *ctx, int worker, const uint8_t *jpeg, size_t len, void *dst) {
+    return dlp_infer_prep_run(ctx, worker, jpeg, len, dst, NULL);
 }
 
-static void close_engine(dlp_serve_engine *eng, dlp_serve_preprocess *pre) { (void)eng, (void)pre; }
+static void close_engine(engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
+    if (eng->ctx) dlp_serve_engine_from_plan_free(eng);
+    dlp_infer_prep_free(ep->prep);
+    if (ep->have_engine) dlp_infer_engine_free(&ep->engine);
+    if (ep->have_model) dlp_infer_model_free(&ep->model);
+    memset(ep, 0, sizeof *ep);
+    memset(pre, 0, sizeof *pre);
+}
+
+// The inference engine behind the service: the model with its weights on a backend inference plan
+// (cfg.train = 0: BN folded and ReLU/add fused where the backend does it; batch = --max-batch), wrapped by
+// dlp_serve_engine_from_plan; the preprocessing writes the plan's input format. One warm-up call at start so the
+// first request does not pay for first-touch costs.
+static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
+    memset(ep, 0, sizeof *ep);
+    dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
+                              .seed = (uint64_t)o->seed};
+    DLP_CHECK(dlp_infer_model_load(&mc, &ep->model));
+    ep->have_model = 1;
+    if (ep->model.random_init)
+        DLP_WARN("no --weights: %s serves with torchvision's random initialization (seed %lld): its answers are "
+                 "meaningless (give --weights for real predictions)", ep->model.net.arch, (long long)o->seed);
+    dlp_infer_engine_cfg ec = {.device = o->device, .batch = o->max_batch, .precision = k_serve_prec[o->precision],
+                               .threads = o->threads};
+    dlp_status st = dlp_infer_engine_create(&ep->model, &ec, &ep->engine);
+    if (st == DLP_OK) {
+        ep->have_engine = 1;
+        st = dlp_serve_engine_from_plan(ep->engine.plan, &ep->model.net, o->max_batch, eng);
+    }
+    if (st == DLP_OK) {
+        dlp_infer_prep_cfg pc = {.size = ep->model.size, .layout = ep->engine.layout, .dtype = ep->engine.in_dtype,
+                                 .dct_scaling = o->dct, .workers = o->workers > 0 ? o->workers : 1};
+        st = dlp_infer_prep_create(&pc, &ep->prep);
+    }
+    if (st == DLP_OK && dlp_infer_prep_sample_bytes(ep->prep) != eng->sample_bytes)
+        st = DLP_ERR(DLP_ERR_INTERNAL, "preprocess writes %zu bytes per sample, the engine takes %zu",
+                     dlp_infer_prep_sample_bytes(ep->prep), eng->sample_bytes);
+    if (st == DLP_OK) {  // warm-up: one full batch of zeros
+        void *zeros = calloc((size_t)o->max_batch, eng->sample_bytes);
+        float *logits = malloc((size_t)o->max_batch * (size_t)eng->num_classes * sizeof *logits);
+        if (!zeros || !logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the warm-up batch");
+        else st = eng->infer(eng->ctx, zeros, o->max_batch, logits);
+        free(zeros);
+        free(logits);
+    }
+    if (st) {
+        close_engine(ep, eng, pre);
+        return st;
+    }
+    pre->name = "val transform (Resize 256, CenterCrop 224, Normalize)";
+    pre->ctx = ep->prep;
+    pre->run = preprocess_run;
+    const dlp_layer *in = &ep->model.net.layers[0];
+    DLP_INFO("serve: %s (%d classes, %dx%d) on %s %s, max batch %d, plan ready in %.0f ms; input %s %s; weights %s",
+             ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, ep->engine.ops->name,
+             dlp_dtype_name(ep->engine.precision), o->max_batch, ep->engine.create_ms, dlp_layout_name(ep->engine.layout),
+             dlp_dtype_name(ep->engine.in_dtype), ep->model.random_init ? "random (seeded init)" : ep->model.weights);
+    return DLP_OK;
+}
 
 int dlp_cli_serve(int argc, char **argv) {
     dlp_serve_cfg cfg;
@@ -43,11 +110,15 @@ int dlp_cli_serve(int argc, char **argv) {
         {"host", 0, DLP_OPT_STR, &cfg.host, "127.0.0.1", "ADDR", "address to listen on (0.0.0.0 or :: for every interface)", NULL, 0},
         {"port", 'p', DLP_OPT_INT, &cfg.port, "8080", "N", "TCP port (0: any free port; see --port-file)", NULL, 0},
         {"port-file", 0, DLP_OPT_STR, &port_file, NULL, "FILE", "write the port here once listening", NULL, 0},
-        {"model", 'm', DLP_OPT_STR, &eo.model, "resnet50", "NAME", "model", NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &eo.model, NULL, "NAME", "model (default: the weights' arch, else resnet50)", NULL, 0},
         {"device", 'd', DLP_OPT_STR, &eo.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"precision", 0, DLP_OPT_CHOICE, &eo.precision, "fp32", NULL, "compute precision", "fp32|bf16|fp16", 0},
         {"threads", 't', DLP_OPT_INT, &eo.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
-        {"weights", 'w', DLP_OPT_STR, &eo.weights, NULL, "FILE", "weights: a dlperf checkpoint or torchvision safetensors", NULL, 0},
+        {"weights", 'w', DLP_OPT_STR, &eo.weights, NULL, "FILE", "weights: a dlperf checkpoint or torchvision safetensors (none: seeded random init, meaningless answers)", NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &eo.classes, "0", "N", "classes (0: from the weights, else 1000)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &eo.size, "224", "PX", "input side (the shorter side is resized to size*256/224 first)", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &eo.seed, "1", "N", "seed of the random init (without --weights)", NULL, 0},
+        {"dct-scale", 0, DLP_OPT_FLAG, &eo.dct, NULL, NULL, "let the JPEG decoder downscale by a DCT factor where the crop allows (faster; not bit-exact with Pillow)", NULL, 0},
         {"labels", 'l', DLP_OPT_STR, &labels_path, NULL, "FILE", "class names, one per line (answers then carry labels)", NULL, 0},
         {"max-batch", 'b', DLP_OPT_INT, &cfg.max_batch, "8", "N", "dynamic batching: largest batch", NULL, 0},
         {"max-delay", 0, DLP_OPT_DOUBLE, &delay_ms, "2", "MS", "dynamic batching: longest wait of a batch's oldest request", NULL, 0},
@@ -85,6 +156,10 @@ int dlp_cli_serve(int argc, char **argv) {
     cfg.drain_timeout_ns = (int64_t)(drain_s * 1e9);
     cfg.max_body_bytes = max_body;
     eo.max_batch = cfg.max_batch;
+    eo.workers = cfg.workers;
+    if (eo.size < 32 || eo.size > 4096) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--size %d is not in 32..4096", eo.size));
+    if (cfg.max_batch < 1 || cfg.workers < 1)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--max-batch and --workers must be >= 1"));
 
     char **labels = NULL;
     int nlabels = 0;
@@ -94,6 +169,8 @@ int dlp_cli_serve(int argc, char **argv) {
 
     dlp_serve_engine eng;
     dlp_serve_preprocess pre;
+    engine_parts parts;
+    memset(&parts, 0, sizeof parts);
     memset(&eng, 0, sizeof eng);
     memset(&pre, 0, sizeof pre);
     // The stop signals are blocked before any thread starts (the engine's, the monitor's, the server's), so
@@ -104,8 +181,10 @@ int dlp_cli_serve(int argc, char **argv) {
     sigaddset(&stop_set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_set, &old_mask);
     dlp_monitor *mon = NULL;
-    st = open_engine(&eo, &eng, &pre);
+    st = open_engine(&eo, &parts, &eng, &pre);
     if (st == DLP_OK) st = dlp_serve_cfg_check(&cfg, &eng);
+    if (st == DLP_OK && nlabels > 0 && nlabels != eng.num_classes)
+        DLP_WARN("%s has %d names for the model's %d classes", labels_path, nlabels, eng.num_classes);
     if (st == DLP_OK && mon_interval > 0) {
         dlp_monitor_cfg mc = {.interval_ms = mon_interval, .csv_path = mon_csv, .jsonl_path = mon_jsonl,
                               .initial_phase = "serving"};
@@ -131,6 +210,8 @@ int dlp_cli_serve(int argc, char **argv) {
             json_t *j = dlp_json_result_new("dlperf.serve/1", 0, NULL);
             json_object_set_new(j, "options", dlp_opts_to_json(opts));
             json_object_set_new(j, "engine", json_string(eng.name ? eng.name : ""));
+            if (parts.have_model) json_object_set_new(j, "model", dlp_infer_model_to_json(&parts.model));
+            if (parts.have_engine) json_object_set_new(j, "plan", dlp_infer_engine_plan_json(&parts.engine));
             json_object_set_new(j, "stats", dlp_serve_stats_to_json(&stats));
             if (mon) json_object_set_new(j, "monitor", dlp_monitor_summary_json(mon));
             dlp_host_info h;
@@ -143,7 +224,7 @@ int dlp_cli_serve(int argc, char **argv) {
     }
     dlp_monitor_destroy(mon);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-    close_engine(&eng, &pre);
+    close_engine(&parts, &eng, &pre);
     dlp_serve_labels_free(labels, nlabels);
     return dlp_cli_fail(st);
 }

@@ -448,7 +448,10 @@ fail:
 }
 
 // Under mu.
-static dlp_status start_epoch_locked(dlp_loader *l, int64_t epoch) {
+static dlp_status start_epoch_locked(dlp_loader *l, int64_t epoch, int64_t first_batch) {
+    if (first_batch < 0 || first_batch > l->nbatches)
+        return DLP_ERR(DLP_ERR_INVALID, "cannot start epoch %lld at batch %lld: an epoch has %lld batches",
+                       (long long)epoch, (long long)first_batch, (long long)l->nbatches);
     for (int i = 0; i < l->nslots; i++)
         if (l->slots[i].state == SLOT_HELD)
             return DLP_ERR(DLP_ERR_BUSY, "batch %lld of epoch %lld is still held: release every batch before starting "
@@ -459,8 +462,8 @@ static dlp_status start_epoch_locked(dlp_loader *l, int64_t epoch) {
     for (int i = 0; i < l->nslots; i++) l->slots[i].state = SLOT_FREE;
     DLP_CHECK(make_order(l, epoch));
     l->epoch = epoch;
-    l->next_sample = 0;
-    l->next_out = 0;
+    l->next_sample = first_batch * l->cfg.batch;  // batch b holds positions [b * B, (b + 1) * B)
+    l->next_out = first_batch;
     l->fatal = DLP_OK;
     l->fatal_msg[0] = '\0';
     l->started = 1;
@@ -469,9 +472,11 @@ static dlp_status start_epoch_locked(dlp_loader *l, int64_t epoch) {
     return DLP_OK;
 }
 
-dlp_status dlp_loader_start_epoch(dlp_loader *l, int64_t epoch) {
+dlp_status dlp_loader_start_epoch(dlp_loader *l, int64_t epoch) { return dlp_loader_start_epoch_at(l, epoch, 0); }
+
+dlp_status dlp_loader_start_epoch_at(dlp_loader *l, int64_t epoch, int64_t first_batch) {
     pthread_mutex_lock(&l->mu);
-    dlp_status st = start_epoch_locked(l, epoch);
+    dlp_status st = start_epoch_locked(l, epoch, first_batch);
     pthread_mutex_unlock(&l->mu);
     return st;
 }
@@ -480,7 +485,7 @@ dlp_status dlp_loader_next(dlp_loader *l, dlp_batch **out) {
     *out = NULL;
     pthread_mutex_lock(&l->mu);
     dlp_status st = DLP_OK;
-    if (!l->started) st = start_epoch_locked(l, l->cfg.epoch);
+    if (!l->started) st = start_epoch_locked(l, l->cfg.epoch, 0);
     if (st == DLP_OK && l->fatal) st = DLP_ERR(l->fatal, "%s", l->fatal_msg);
     if (st != DLP_OK || l->next_out >= l->nbatches) {
         pthread_mutex_unlock(&l->mu);

@@ -12,7 +12,7 @@
 //   dlp_loader_free(l);
 //
 // Defines: dlp_loader_cfg, dlp_loader_cfg_defaults, dlp_batch, dlp_loader_stats, dlp_loader, dlp_loader_create,
-//          dlp_loader_free, dlp_loader_start_epoch, dlp_loader_next, dlp_loader_release, dlp_loader_get_stats,
+//          dlp_loader_free, dlp_loader_start_epoch, dlp_loader_start_epoch_at, dlp_loader_next, dlp_loader_release, dlp_loader_get_stats,
 //          dlp_loader_batches_per_epoch, dlp_loader_samples_per_epoch, dlp_loader_stats_to_json.
 #ifndef DLP_DATA_LOADER_H
 #define DLP_DATA_LOADER_H
@@ -80,6 +80,10 @@ void dlp_loader_free(dlp_loader *l);
 // Begins an epoch: the order is the permutation of (seed, epoch), this rank's shard. Every batch of the previous
 // epoch must have been released (DLP_ERR_BUSY otherwise); unfinished work of the previous epoch is discarded.
 dlp_status dlp_loader_start_epoch(dlp_loader *l, int64_t epoch);
+// The same epoch, starting at batch first_batch (0..batches_per_epoch): the batches delivered are exactly batches
+// first_batch, first_batch + 1, ... of dlp_loader_start_epoch(l, epoch) — same samples, same augmentation (it
+// depends on (seed, epoch, position) only) — without producing the ones skipped. For resuming mid-epoch.
+dlp_status dlp_loader_start_epoch_at(dlp_loader *l, int64_t epoch, int64_t first_batch);
 // The next batch in order, blocking until it is ready; *out = NULL at the end of the epoch. Fails if every file is
 // bad (DLP_ERR_FORMAT), or with DLP_ERR_BUSY if the consumer holds every slot (release one first).
 dlp_status dlp_loader_next(dlp_loader *l, dlp_batch **out);

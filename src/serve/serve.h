@@ -109,7 +109,8 @@ char *dlp_server_metrics_text(dlp_server *s);
 dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engine, const dlp_serve_preprocess *pre,
                          const char *port_file, dlp_serve_stats *stats, int *signo);
 
-// Labels: one class name per line (e.g. torchvision's imagenet_classes.txt); blank lines are kept as "".
+// Labels: one class name per line (e.g. torchvision's imagenet_classes.txt; blank lines are kept as ""), or the
+// synthetic ImageNet's labels.txt (see dlp_infer_labels_load).
 dlp_status dlp_serve_labels_load(const char *path, char ***labels, int *n);
 void dlp_serve_labels_free(char **labels, int n);
 

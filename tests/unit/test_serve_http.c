@@ -75,10 +75,14 @@ static void srv_stop(srv_fx *f) {
 
 // Server stats once nothing is in flight (a client can see its answer a moment before the pipeline counts
 // the request out).
+// Waits until nothing is in the pipeline AND every admitted request's answer has reached libmicrohttpd (or its
+// client was found gone): the pipeline's completion only resumes the connection, and the answer is queued (and
+// counted) when MHD's thread next runs the handler, which a loaded machine can delay past the pipeline's idle.
 static void stats_idle(dlp_server *s, dlp_serve_stats *st) {
     for (int i = 0; i < 200; i++) {
         dlp_server_stats(s, st);
-        if (st->inflight == 0) return;
+        int64_t resolved = st->by_status[200] + st->by_status[500] + st->by_status[504] + st->client_gone;
+        if (st->inflight == 0 && resolved >= st->admitted) return;
         dlp_sleep_ns(10 * MS);
     }
 }

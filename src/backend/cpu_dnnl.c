@@ -1,0 +1,580 @@
+// backend/cpu_dnnl: the `cpu` backend — ResNet training and inference on oneDNN (fp32, or bf16 compute with
+// fp32 master weights, BN statistics, loss and gradients). plan_create builds every primitive and buffer once
+// (cpu_dnnl_build.c for training, cpu_dnnl_infer.c for inference); the step functions below only walk the
+// prepared step lists. docs/cpu-backend.md describes the design and the measurements.
+#include <immintrin.h>
+#include <jansson.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu_dnnl.h"
+#include "core/clock.h"
+#include "core/log.h"
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    default: return "other";
+    }
+}
+
+static int allowed_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    return omp_get_num_procs();
+}
+
+// Every entry point runs inside enter()/leave():
+// - oneDNN (OpenMP runtime) parallelizes over omp_get_max_threads() of the calling thread, so the plan's count is
+//   set on each entry (a step may run on another thread than plan_create's);
+// - denormals are flushed to zero (MXCSR FTZ + DAZ) on the calling thread and the OpenMP workers, and the caller's
+//   mode is restored on the way out. Arithmetic on denormals (which tiny gradients deep in a net can reach) is
+//   up to ~100x slower on x86; flushing them is what TensorFlow does by default on CPUs, and it changes results
+//   only below 1.2e-38.
+// Short memory-bound ops run on fewer threads while the machine is busy. oneDNN's batch norm synchronizes its
+// threads with spinning barriers (C/16 per call), and a short parallel op loses a scheduler time slice whenever
+// one of its threads is preempted: with more runnable threads than CPUs (other processes, loader threads beside
+// the compute threads) they stall. Measured on the 2-core machine at load ~7, BN took 4.5-6 s of a ResNet-50 step
+// (batch 16) on 2 threads and 0.4 s on 1 (convolutions slowed 2.6x there, BN 40x); on a quiet machine 2 threads
+// are faster (BN 256 vs 416 ms of a 4.2 s step). So at most once a second the 1-minute load average is read:
+// above the CPU count (+0.5) those ops take half the threads, else all. DLPERF_CPU_SMALL_THREADS=N fixes N.
+static void busy_check(cpu_plan *p) {
+    if (p->small_fixed || p->small_busy == p->threads) return;
+    const int64_t now = dlp_now_ns();
+    if (p->load_checked_ns && now - p->load_checked_ns < 1000000000LL) return;
+    p->load_checked_ns = now;
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    int ok = fscanf(f, "%lf", &load) == 1;
+    fclose(f);
+    if (ok) p->small_now = load > omp_get_num_procs() + 0.5 ? p->small_busy : p->threads;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_FTZ_DAZ 0x8040u
+typedef unsigned cpu_fpmode;
+static cpu_fpmode enter(cpu_plan *p) {
+    busy_check(p);
+    if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
+    const unsigned old = _mm_getcsr();
+    if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
+#pragma omp parallel num_threads(p->threads)
+        _mm_setcsr(_mm_getcsr() | CPU_FTZ_DAZ);
+    }
+    return old;
+}
+static void leave(cpu_plan *p, cpu_fpmode old) {
+    if ((old & CPU_FTZ_DAZ) != CPU_FTZ_DAZ) {
+#pragma omp parallel num_threads(p->threads)
+        _mm_setcsr((_mm_getcsr() & ~CPU_FTZ_DAZ) | (old & CPU_FTZ_DAZ));
+    }
+}
+#else
+typedef int cpu_fpmode;
+static cpu_fpmode enter(cpu_plan *p) {
+    busy_check(p);
+    if (omp_get_max_threads() != p->threads) omp_set_num_threads(p->threads);
+    return 0;
+}
+static void leave(cpu_plan *p, cpu_fpmode old) {
+    (void)p;
+    (void)old;
+}
+#endif
+
+static dlp_status cpu_available(char *why, size_t why_len) {
+    if (why && why_len) why[0] = '\0';
+    if (dnnl_engine_get_count(dnnl_cpu) == 0) {
+        if (why && why_len) snprintf(why, why_len, "oneDNN reports no CPU engine");
+        return DLP_ERR_UNSUPPORTED;
+    }
+    return DLP_OK;
+}
+
+static dlp_status check_net(const dlp_net *net, const dlp_plan_cfg *cfg) {
+    if (net->nlayers < 2 || net->layers[0].kind != DLP_LAYER_INPUT)
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: net %s has no layers after its input", net->arch);
+    for (int i = 1; i < net->nlayers; i++) {
+        const dlp_layer *l = &net->layers[i];
+        if (l->in0 < 0 || l->in0 >= i || (l->kind == DLP_LAYER_ADD && (l->in1 < 0 || l->in1 >= i)))
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: net %s: layer %d (%s) is not in topological order", net->arch, i,
+                           l->name);
+        if (l->kind <= DLP_LAYER_INPUT || l->kind >= DLP_LAYER_KIND_COUNT)
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: net %s: layer %d has kind %d", net->arch, i, (int)l->kind);
+        if (l->kind == DLP_LAYER_BN && cfg->train && (int64_t)cfg->batch * l->h * l->w < 2)
+            return DLP_ERR(DLP_ERR_INVALID,
+                           "cpu: %s: training batch norm needs more than one value per channel (batch %d, %dx%d)",
+                           l->name, cfg->batch, l->h, l->w);
+    }
+    // an fc gives (N, K) values; only ReLUs may follow (the rest wants 4D activations)
+    char *flat = calloc((size_t)net->nlayers, 1);
+    DLP_TRY_ALLOC(flat);
+    dlp_status st = DLP_OK;
+    for (int i = 1; i < net->nlayers && !st; i++) {
+        const dlp_layer *l = &net->layers[i];
+        const int in_flat = flat[l->in0] || (l->kind == DLP_LAYER_ADD && flat[l->in1]);
+        flat[i] = l->kind == DLP_LAYER_FC || (l->kind == DLP_LAYER_RELU && in_flat);
+        if (in_flat && l->kind != DLP_LAYER_RELU)
+            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: net %s: %s (%s) after an fc layer is not supported", net->arch,
+                         l->name, dlp_layer_kind_name(l->kind));
+    }
+    free(flat);
+    return st;
+}
+
+static int64_t value_elems(const dnnl_memory_desc_t *md) {
+    int64_t n = 1;
+    for (int i = 1; i < md->ndims; i++) n *= md->dims[i];
+    return n;
+}
+
+// The fp32 plain (NCHW / NC) twin of a value's descriptor.
+static dlp_status plain_twin(const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out) {
+    int64_t d[DNNL_MAX_NDIMS];
+    for (int i = 0; i < md->ndims; i++) d[i] = md->dims[i];
+    return cpu_md_plain(out, md->ndims, d, dnnl_f32);
+}
+
+// A plain fp32 view of tensor t: t's own memory when it already is one, else a buffer + reorder (t -> plain
+// when to_plain, plain -> t otherwise).
+static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **plain, dnnl_primitive_t *prim,
+                             dnnl_memory_t *src, dnnl_memory_t *dst) {
+    dnnl_memory_desc_t pm;
+    DLP_CHECK(plain_twin(&t->md, &pm));
+    if (dnnl_memory_desc_equal(&pm, &t->md)) {
+        *plain = t->data;
+        *prim = NULL;
+        return DLP_OK;
+    }
+    *plain = cpu_alloc(p, dnnl_memory_desc_get_size(&pm));
+    if (!*plain) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    dnnl_memory_t m;
+    DLP_CHECK(cpu_mem_new(p, &pm, *plain, &m));
+    if (to_plain) {
+        *src = t->mem;
+        *dst = m;
+        return cpu_reorder_prim(p, &t->md, &pm, prim);
+    }
+    *src = m;
+    *dst = t->mem;
+    return cpu_reorder_prim(p, &pm, &t->md, prim);
+}
+
+static dlp_status run_reorder(cpu_plan *p, dnnl_primitive_t prim, dnnl_memory_t src, dnnl_memory_t dst) {
+    if (!prim) return DLP_OK;
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    CPU_DNNL(dnnl_primitive_execute(prim, p->stream, 2, a), "reorder");
+    CPU_DNNL(dnnl_stream_wait(p->stream), "reorder");
+    return DLP_OK;
+}
+
+static void cpu_plan_free(dlp_plan *base);
+
+static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg *cfg) {
+    DLP_CHECK(dlp_net_copy(&p->net, net));
+    p->cfg = *cfg;
+    p->batch = cfg->batch;
+    p->train = cfg->train;
+    p->threads = cfg->threads > 0 ? cfg->threads : allowed_cpus();
+    omp_set_num_threads(p->threads);
+    p->prec = cfg->precision;
+    p->dt = cfg->precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    p->fwd_pass = -1;
+    p->isa = dnnl_get_effective_cpu_isa();
+    p->mem_limit_bytes = cpu_mem_available_bytes() / 10 * 9;
+    // Short memory-bound ops (batch norm, weight-sized reorders, the SGD loop) on a busy machine: see busy_check.
+    const char *st = getenv("DLPERF_CPU_SMALL_THREADS");
+    p->small_fixed = st && st[0];
+    p->small_busy = p->small_fixed ? atoi(st) : p->threads / 2;
+    if (p->small_busy <= 0 || p->small_busy > p->threads) p->small_busy = p->threads;
+    p->small_now = p->small_fixed ? p->small_busy : p->threads;
+    const char *wino = getenv("DLPERF_CPU_WINOGRAD");
+    p->winograd = !(wino && wino[0] == '0');
+    const char *prof = getenv("DLPERF_CPU_PROFILE");
+    p->profile = prof && prof[0] == '1';
+    CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
+    CPU_DNNL(dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags), "cpu stream");
+    const dlp_net *n = &p->net;
+    const size_t pc = (size_t)(n->param_count > 0 ? n->param_count : 1);
+    p->params = cpu_alloc(p, pc * sizeof(float));
+    p->bufs = cpu_alloc(p, (size_t)(n->buf_count > 0 ? n->buf_count : 1) * sizeof(float));
+    if (!p->params || !p->bufs) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory for %s's parameters", n->arch);
+    if (p->train) {
+        p->grads = cpu_alloc(p, pc * sizeof(float));
+        p->mom = cpu_alloc(p, pc * sizeof(float));
+        if (!p->grads || !p->mom) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory for %s's gradients", n->arch);
+        DLP_CHECK(dlp_net_buckets(n, cfg->bucket_elems, &p->buckets, &p->nbuckets));
+    }
+    // running statistics start at PyTorch's values (mean 0, var 1) until set_params gives others
+    for (int i = 0; i < n->nbufs; i++)
+        if (strstr(n->bufs[i].name, "running_var"))
+            for (int64_t j = 0; j < n->bufs[i].numel; j++) p->bufs[n->bufs[i].offset + j] = 1.0f;
+    p->val_of = malloc((size_t)n->nlayers * sizeof(int));
+    if (!p->val_of) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    for (int i = 0; i < n->nlayers; i++) p->val_of[i] = -1;
+    // the input batch: fp32 NCHW, as the loader writes it
+    const dlp_layer *in = &n->layers[0];
+    int64_t d[4] = {p->batch, in->c, in->h, in->w};
+    dnnl_memory_desc_t imd;
+    DLP_CHECK(cpu_md_plain(&imd, 4, d, dnnl_f32));
+    cpu_tensor *it;
+    DLP_CHECK(cpu_tensor_new(p, &imd, NULL, &it));
+    p->in_value = cpu_value_new(p, it, 0);
+    if (p->in_value < 0) return dlp_err_status();
+    p->vals[p->in_value].defer = 1;
+    p->val_of[0] = p->in_value;
+    p->in_elems = (int64_t)in->c * in->h * in->w;
+    if (p->train) DLP_CHECK(cpu_build_train(p));
+    else DLP_CHECK(cpu_build_infer(p));
+    DLP_CHECK(cpu_pool_finish(p, &p->pool_bytes));  // binds pooled tensors: plain_side may alias their data
+    cpu_value *o = &p->vals[p->out_value];
+    p->out_elems = value_elems(&o->x->md);
+    DLP_CHECK(plain_side(p, o->x, 1, &p->out_plain, &p->out_reorder, &p->out_reorder_src, &p->out_reorder_dst));
+    if (p->train) {
+        DLP_CHECK(plain_side(p, o->dx, 0, &p->dout_plain, &p->dout_reorder, &p->dout_reorder_src,
+                             &p->dout_reorder_dst));
+        cpu_value *iv = &p->vals[p->in_value];
+        if (iv->dx) DLP_CHECK(plain_side(p, iv->dx, 1, &p->din_plain, &p->din_reorder, &p->din_reorder_src,
+                                         &p->din_reorder_dst));
+    }
+    DLP_CHECK(cpu_scratch_finish(p));
+    p->wcopy_of = cpu_alloc(p, (size_t)(n->nparams + 1));
+    if (!p->wcopy_of) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    for (int i = 0; i < p->nwcopies; i++)
+        if (p->wcopies[i].snapshot) p->nsnapshots++;
+        else if (p->wcopies[i].reorder) p->wcopy_of[p->wcopies[i].param] = 1;
+    DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL));
+    return DLP_OK;
+}
+
+static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
+    *out = NULL;
+    if (cfg->batch <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: batch must be positive (got %d)", cfg->batch);
+    if (cfg->precision != DLP_DTYPE_F32 && cfg->precision != DLP_DTYPE_BF16)
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32 or bf16 (asked for %s)",
+                       dlp_dtype_name(cfg->precision));
+    DLP_CHECK(check_net(net, cfg));
+    cpu_plan *p = calloc(1, sizeof *p);
+    DLP_TRY_ALLOC(p);
+    p->base.ops = &dlp_backend_cpu;
+    dlp_status st = plan_build(p, net, cfg);
+    if (st && p->mem_limit_hit)
+        st = DLP_ERR(DLP_ERR_NOMEM, "the plan needs more than the %.1f GiB of memory available (%.1f GiB); hint: a "
+                     "smaller --batch",
+                     (double)p->mem_limit_bytes / (1 << 30), (double)p->alloc_bytes / (1 << 30));
+    if (st) {
+        dlp_err_context("cpu: planning %s (%s, batch %d, %s)", net->arch, cfg->train ? "training" : "inference",
+                        cfg->batch, dlp_dtype_name(cfg->precision));
+        cpu_plan_destroy(p);
+        return st;
+    }
+    *out = &p->base;
+    return DLP_OK;
+}
+
+// DLPERF_CPU_PROFILE=1: where the time went, by step (largest first), logged when the plan is freed.
+static int cmp_ns(const void *a, const void *b) {
+    const cpu_step *x = *(cpu_step *const *)a, *y = *(cpu_step *const *)b;
+    return (y->ns > x->ns) - (y->ns < x->ns);
+}
+
+static void profile_log(cpu_plan *p) {
+    cpu_steps *lists[3] = {&p->fwd, &p->bwd, &p->in_grad};
+    int total = 0;
+    for (int i = 0; i < 3; i++) total += lists[i]->n;
+    cpu_step **v = malloc((size_t)(total ? total : 1) * sizeof *v);
+    if (!v) return;
+    int k = 0;
+    int64_t sum = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < lists[i]->n; j++) {
+            v[k++] = &lists[i]->v[j];
+            sum += lists[i]->v[j].ns;
+        }
+    qsort(v, (size_t)k, sizeof *v, cmp_ns);
+    dlp_log(DLP_LOG_INFO, "cpu profile (%s %s batch %d, %d threads): %.1f ms in steps", p->net.arch,
+            dlp_dtype_name(p->prec), p->batch, p->threads, (double)sum / 1e6);
+    // by kind of step (the text after the layer name), then the 25 largest single steps
+    struct { char op[48]; int64_t ns; int n; } cat[48];
+    int nc = 0;
+    for (int i = 0; i < k; i++) {
+        const char *op = strchr(v[i]->what, ' ');
+        op = op ? op + 1 : v[i]->what;
+        int j = 0;
+        while (j < nc && strcmp(cat[j].op, op) != 0) j++;
+        if (j == nc) {
+            if (nc == 48) continue;
+            snprintf(cat[nc].op, sizeof cat[nc].op, "%s", op);
+            cat[nc].ns = 0;
+            cat[nc].n = 0;
+            nc++;
+        }
+        cat[j].ns += v[i]->ns;
+        cat[j].n++;
+    }
+    for (int a = 0; a < nc; a++)
+        for (int b = a + 1; b < nc; b++)
+            if (cat[b].ns > cat[a].ns) {
+                __typeof__(cat[0]) t = cat[a];
+                cat[a] = cat[b];
+                cat[b] = t;
+            }
+    const double calls = (double)(p->fwd.n && p->fwd.v[0].calls ? p->fwd.v[0].calls : 1);
+    for (int a = 0; a < nc; a++)
+        dlp_log(DLP_LOG_INFO, "  %9.1f ms/step %5.1f%%  %-28s (%d steps)", (double)cat[a].ns / 1e6 / calls,
+                100.0 * (double)cat[a].ns / (double)(sum ? sum : 1), cat[a].op, cat[a].n);
+    for (int i = 0; i < k && i < 25 && v[i]->ns > 0; i++)
+        dlp_log(DLP_LOG_INFO, "  %8.2f ms/call %5.1f%%  %s", (double)v[i]->ns / 1e6 / (double)(v[i]->calls ? v[i]->calls : 1),
+                100.0 * (double)v[i]->ns / (double)(sum ? sum : 1), v[i]->what);
+    free(v);
+}
+
+static void cpu_plan_free(dlp_plan *base) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (!p) return;
+    if (p->profile) profile_log(p);
+    cpu_plan_destroy(p);
+}
+
+static void cpu_input_format(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype) {
+    (void)p;
+    *layout = DLP_LAYOUT_NCHW;
+    *dtype = DLP_DTYPE_F32;
+}
+
+static dlp_status need_train(const cpu_plan *p, const char *what) {
+    if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "cpu: %s needs a training plan (this one is inference-only)", what);
+    return DLP_OK;
+}
+
+static dlp_status do_set_params(dlp_plan *base, const float *params, const float *bufs) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (params) memcpy(p->params, params, (size_t)p->net.param_count * sizeof(float));
+    if (bufs) memcpy(p->bufs, bufs, (size_t)p->net.buf_count * sizeof(float));
+    return cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL);
+}
+
+static dlp_status cpu_get_params(dlp_plan *base, float *params, float *bufs) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (params) memcpy(params, p->params, (size_t)p->net.param_count * sizeof(float));
+    if (bufs) memcpy(bufs, p->bufs, (size_t)p->net.buf_count * sizeof(float));
+    return DLP_OK;
+}
+
+static dlp_status cpu_get_grads(dlp_plan *base, float *grads) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "get_grads"));
+    memcpy(grads, p->grads, (size_t)p->net.param_count * sizeof(float));
+    return DLP_OK;
+}
+
+static dlp_status cpu_set_momentum(dlp_plan *base, const float *v) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "set_momentum"));
+    memcpy(p->mom, v, (size_t)p->net.param_count * sizeof(float));
+    return DLP_OK;
+}
+
+static dlp_status cpu_get_momentum(dlp_plan *base, float *v) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "get_momentum"));
+    memcpy(v, p->mom, (size_t)p->net.param_count * sizeof(float));
+    return DLP_OK;
+}
+
+static float *cpu_grad_buffer(dlp_plan *base) { return ((cpu_plan *)base)->grads; }
+
+static dlp_status cpu_set_input(dlp_plan *base, const void *batch, int n) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (n <= 0 || n > p->batch)
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: set_input with %d samples (the plan's batch is %d)", n, p->batch);
+    float *x = p->vals[p->in_value].x->data;
+    memcpy(x, batch, (size_t)((int64_t)n * p->in_elems) * sizeof(float));
+    if (n < p->batch) memset(x + (int64_t)n * p->in_elems, 0, (size_t)((int64_t)(p->batch - n) * p->in_elems) * sizeof(float));
+    p->n = n;
+    p->fwd_pass = -1;
+    p->have_dlogits = 0;
+    p->out_ready = 0;
+    return DLP_OK;
+}
+
+static dlp_status do_forward(dlp_plan *base, dlp_pass pass) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (p->n <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: forward before set_input");
+    if (pass == DLP_PASS_TRAIN) {
+        DLP_CHECK(need_train(p, "a training forward pass"));
+        if (p->n != p->batch)
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: a training step needs a full batch (%d of %d samples)", p->n, p->batch);
+    }
+    p->fwd_pass = -1;
+    DLP_CHECK(cpu_steps_run(p, &p->fwd, pass == DLP_PASS_TRAIN ? CPU_MASK_TRAIN : CPU_MASK_EVAL));
+    p->fwd_pass = (int)pass;
+    p->have_dlogits = 0;
+    p->out_ready = 0;
+    return DLP_OK;
+}
+
+static dlp_status output_ready(cpu_plan *p) {
+    if (p->fwd_pass < 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: the output is asked for before forward");
+    if (!p->out_ready) DLP_CHECK(run_reorder(p, p->out_reorder, p->out_reorder_src, p->out_reorder_dst));
+    p->out_ready = 1;
+    return DLP_OK;
+}
+
+static dlp_status do_get_output(dlp_plan *base, float *out) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(output_ready(p));
+    memcpy(out, p->out_plain, (size_t)((int64_t)p->n * p->out_elems) * sizeof(float));
+    return DLP_OK;
+}
+
+static dlp_status do_loss(dlp_plan *base, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(output_ready(p));
+    DLP_CHECK(cpu_kernel_xent(p->out_plain, p->n, p->batch, p->out_elems, labels, label_smoothing,
+                              p->train ? p->dout_plain : NULL, out));
+    p->have_dlogits = p->train;
+    return DLP_OK;
+}
+
+static dlp_status do_backward(dlp_plan *base, const float *dy) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "backward"));
+    if (p->fwd_pass != DLP_PASS_TRAIN)
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: backward needs a training forward pass first");
+    if (!dy && !p->have_dlogits) return DLP_ERR(DLP_ERR_INVALID, "cpu: backward from the loss, but loss() was not called");
+    if (dy) memcpy(p->dout_plain, dy, (size_t)((int64_t)p->batch * p->out_elems) * sizeof(float));
+    DLP_CHECK(run_reorder(p, p->dout_reorder, p->dout_reorder_src, p->dout_reorder_dst));
+    p->in_grad_done = 0;
+    if (p->nsnapshots) DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_SNAPSHOT));
+    DLP_CHECK(cpu_steps_run(p, &p->bwd, CPU_MASK_TRAIN));
+    p->bwd_done = 1;
+    return DLP_OK;
+}
+
+static dlp_status do_get_input_grad(dlp_plan *base, float *dx) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "get_input_grad"));
+    if (!p->bwd_done || p->fwd_pass != DLP_PASS_TRAIN)
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: get_input_grad before backward");
+    const size_t bytes = (size_t)((int64_t)p->n * p->in_elems) * sizeof(float);
+    if (!p->din_plain) {  // nothing flows back into the input
+        memset(dx, 0, bytes);
+        return DLP_OK;
+    }
+    if (!p->in_grad_done) {
+        DLP_CHECK(cpu_steps_run(p, &p->in_grad, CPU_MASK_TRAIN));
+        DLP_CHECK(run_reorder(p, p->din_reorder, p->din_reorder_src, p->din_reorder_dst));
+        p->in_grad_done = 1;
+    }
+    memcpy(dx, p->din_plain, bytes);
+    return DLP_OK;
+}
+
+// torch.optim.SGD on the flat arrays, one parameter tensor at a time; each conv/fc weight's compute copies
+// (blocked layout, bf16 in a bf16 plan) are refreshed right after its update, while it is still in cache.
+static dlp_status do_update(dlp_plan *base, const dlp_sgd *hp) {
+    cpu_plan *p = (cpu_plan *)base;
+    DLP_CHECK(need_train(p, "update"));
+    for (int i = 0; i < p->net.nparams; i++) {
+        const dlp_param *prm = &p->net.params[i];
+        const float wd = prm->no_decay && !hp->decay_no_decay_params ? 0.0f : hp->weight_decay;
+        cpu_kernel_sgd(p->params + prm->offset, p->mom + prm->offset, p->grads + prm->offset, prm->numel, hp->lr,
+                       hp->momentum, wd, hp->nesterov, p->small_now);
+        if (p->wcopy_of[i]) DLP_CHECK(cpu_wcopy_refresh(p, i, CPU_WCOPY_LIVE));
+    }
+    return DLP_OK;
+}
+
+static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
+    const cpu_plan *p = (const cpu_plan *)base;
+    const dnnl_version_t *v = dnnl_version();
+    char ver[32];
+    snprintf(ver, sizeof ver, "%d.%d.%d", v->major, v->minor, v->patch);
+    json_object_set_new(obj, "library", json_string("oneDNN"));
+    json_object_set_new(obj, "library_version", json_string(ver));
+    json_object_set_new(obj, "isa", json_string(isa_name(p->isa)));
+    json_object_set_new(obj, "threads", json_integer(p->threads));
+    json_object_set_new(obj, "threading", json_string("OpenMP"));
+    json_object_set_new(obj, "short_op_threads_busy", json_integer(p->small_busy));
+    json_object_set_new(obj, "short_op_threads_now", json_integer(p->small_now));
+    json_object_set_new(obj, "precision", json_string(dlp_dtype_name(p->prec)));
+    json_object_set_new(obj, "train", json_boolean(p->train));
+    json_object_set_new(obj, "batch", json_integer(p->batch));
+    json_object_set_new(obj, "conv_impl", json_string(p->conv_impl[0] ? p->conv_impl : "none"));
+    if (!p->train)
+        json_object_set_new(obj, "conv_prop_kind",
+                            json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
+    json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
+    json_object_set_new(obj, "fused_bn_relu", json_integer(p->nfused_bn_relu));
+    json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
+    json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));
+    json_object_set_new(obj, "fused_residual_sum", json_integer(p->nfused_sum));
+    json_object_set_new(obj, "activation_conversions", json_integer(p->nconverts));
+    if (p->train) json_object_set_new(obj, "gradient_copies", json_integer(p->ngrad_copies));
+    json_object_set_new(obj, "steps_forward", json_integer(p->fwd.n));
+    json_object_set_new(obj, "steps_backward", json_integer(p->bwd.n));
+    json_object_set_new(obj, "activation_bytes", json_integer(p->act_bytes));
+    json_object_set_new(obj, "pooled_bytes", json_integer(p->pool_bytes));
+    json_object_set_new(obj, "weight_copy_bytes", json_integer(p->weight_bytes));
+    json_object_set_new(obj, "scratchpad_bytes", json_integer((json_int_t)p->scratch_bytes));
+    return DLP_OK;
+}
+
+// The entry points: each runs its do_ function inside enter()/leave().
+#define CPU_ENTRY(name, params, args)                \
+    static dlp_status cpu_##name params {           \
+        cpu_plan *cp_ = (cpu_plan *)base;             \
+        cpu_fpmode fm_ = enter(cp_);                  \
+        dlp_status st_ = do_##name args;              \
+        leave(cp_, fm_);                              \
+        return st_;                                   \
+    }
+CPU_ENTRY(set_params, (dlp_plan * base, const float *params, const float *bufs), (base, params, bufs))
+CPU_ENTRY(forward, (dlp_plan * base, dlp_pass pass), (base, pass))
+CPU_ENTRY(get_output, (dlp_plan * base, float *out), (base, out))
+CPU_ENTRY(loss, (dlp_plan * base, const int32_t *labels, float smoothing, dlp_loss_out *out),
+          (base, labels, smoothing, out))
+CPU_ENTRY(backward, (dlp_plan * base, const float *dy), (base, dy))
+CPU_ENTRY(get_input_grad, (dlp_plan * base, float *dx), (base, dx))
+CPU_ENTRY(update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
+
+const dlp_backend_ops dlp_backend_cpu = {
+    .name = "cpu",
+    .summary = "oneDNN: fp32, or bf16 compute with fp32 master weights; blocked layouts, fused BN/ReLU/add",
+    .available = cpu_available,
+    .plan_create = cpu_plan_create,
+    .plan_free = cpu_plan_free,
+    .input_format = cpu_input_format,
+    .set_params = cpu_set_params,
+    .get_params = cpu_get_params,
+    .get_grads = cpu_get_grads,
+    .set_momentum = cpu_set_momentum,
+    .get_momentum = cpu_get_momentum,
+    .grad_buffer = cpu_grad_buffer,
+    .set_input = cpu_set_input,
+    .forward = cpu_forward,
+    .get_output = cpu_get_output,
+    .loss = cpu_loss,
+    .backward = cpu_backward,
+    .get_input_grad = cpu_get_input_grad,
+    .update = cpu_update,
+    .sync = NULL,
+    .measure_peak = cpu_measure_peak,
+    .plan_info = cpu_plan_info,
+};

@@ -1,0 +1,116 @@
+// backend/cpu_dnnl_peak: the `cpu` backend's measured peak — sustained GFLOP/s of a large, well-shaped
+// convolution (ResNet-50's layer2 3x3: 128 -> 128 channels, 28x28, batch 32, 3.7 GFLOP) in the layouts oneDNN
+// prefers, at the precision and thread count asked. A training run states its achieved GFLOP/s as a fraction
+// of this.
+#include <omp.h>
+#include <sched.h>
+#include <stdint.h>
+
+#include "backend/cpu_dnnl.h"
+#include "core/clock.h"
+
+#define PEAK_N 32
+#define PEAK_C 128
+#define PEAK_HW 28
+#define PEAK_MIN_NS 300000000LL  // time at least this long (after one warm-up run)
+#define PEAK_MIN_REPS 3
+
+typedef struct peak_ctx {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    dnnl_memory_t src, wei, dst, scratch;
+} peak_ctx;
+
+static void peak_free(peak_ctx *c) {
+    if (c->prim) dnnl_primitive_destroy(c->prim);
+    if (c->pd) dnnl_primitive_desc_destroy(c->pd);
+    if (c->src) dnnl_memory_destroy(c->src);
+    if (c->wei) dnnl_memory_destroy(c->wei);
+    if (c->dst) dnnl_memory_destroy(c->dst);
+    if (c->scratch) dnnl_memory_destroy(c->scratch);
+    if (c->stream) dnnl_stream_destroy(c->stream);
+    if (c->eng) dnnl_engine_destroy(c->eng);
+}
+
+// Fills a memory with small values (no denormals, no zeros that could shortcut anything).
+static void fill(dnnl_memory_t m, dnnl_data_type_t dt) {
+    const dnnl_memory_desc_t *md;
+    void *h = NULL;
+    if (dnnl_memory_get_memory_desc(m, &md) != dnnl_success || dnnl_memory_get_data_handle(m, &h) != dnnl_success || !h)
+        return;
+    size_t n = dnnl_memory_desc_get_size(md) / dnnl_data_type_size(dt);
+    for (size_t i = 0; i < n; i++) {
+        float v = 0.01f * (float)((int)(i % 17) - 8);
+        if (dt == dnnl_bf16) ((uint16_t *)h)[i] = dlp_f32_to_bf16(v);
+        else ((float *)h)[i] = v;
+    }
+}
+
+static dlp_status peak_run(peak_ctx *c, dnnl_data_type_t dt, double *gflops) {
+    CPU_DNNL(dnnl_engine_create(&c->eng, dnnl_cpu, 0), "peak engine");
+    CPU_DNNL(dnnl_stream_create(&c->stream, c->eng, dnnl_stream_default_flags), "peak stream");
+    dnnl_memory_desc_t s, w, d;
+    dnnl_dims_t sd = {PEAK_N, PEAK_C, PEAK_HW, PEAK_HW}, wd = {PEAK_C, PEAK_C, 3, 3};
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&s, 4, sd, dt, dnnl_format_tag_any), "peak src");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&w, 4, wd, dt, dnnl_format_tag_any), "peak weights");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&d, 4, sd, dt, dnnl_format_tag_any), "peak dst");
+    dnnl_dims_t st = {1, 1}, pad = {1, 1};
+    dnnl_convolution_desc_t cd;
+    CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &s, &w, NULL, &d, st,
+                                                pad, pad),
+             "peak convolution");
+    dnnl_primitive_attr_t attr;
+    CPU_DNNL(dnnl_primitive_attr_create(&attr), "peak attributes");
+    dnnl_status_t ds = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&c->pd, &cd, attr, c->eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) {
+        c->pd = NULL;
+        return DLP_ERR(ds == dnnl_unimplemented ? DLP_ERR_UNSUPPORTED : DLP_ERR_INTERNAL,
+                       "oneDNN has no %s convolution here: %s", dt == dnnl_bf16 ? "bf16" : "fp32",
+                       cpu_dnnl_status_str(ds));
+    }
+    CPU_DNNL(dnnl_primitive_create(&c->prim, c->pd), "peak primitive");
+    CPU_DNNL(dnnl_memory_create(&c->src, dnnl_primitive_desc_query_md(c->pd, dnnl_query_src_md, 0), c->eng,
+                                DNNL_MEMORY_ALLOCATE), "peak src");
+    CPU_DNNL(dnnl_memory_create(&c->wei, dnnl_primitive_desc_query_md(c->pd, dnnl_query_weights_md, 0), c->eng,
+                                DNNL_MEMORY_ALLOCATE), "peak weights");
+    CPU_DNNL(dnnl_memory_create(&c->dst, dnnl_primitive_desc_query_md(c->pd, dnnl_query_dst_md, 0), c->eng,
+                                DNNL_MEMORY_ALLOCATE), "peak dst");
+    CPU_DNNL(dnnl_memory_create(&c->scratch, dnnl_primitive_desc_query_md(c->pd, dnnl_query_scratchpad_md, 0), c->eng,
+                                DNNL_MEMORY_ALLOCATE), "peak scratchpad");
+    fill(c->src, dt);
+    fill(c->wei, dt);
+    dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, c->src}, {DNNL_ARG_WEIGHTS, c->wei}, {DNNL_ARG_DST, c->dst},
+                            {DNNL_ARG_SCRATCHPAD, c->scratch}};
+    CPU_DNNL(dnnl_primitive_execute(c->prim, c->stream, 4, a), "peak warm-up");
+    CPU_DNNL(dnnl_stream_wait(c->stream), "peak warm-up");
+    const double flops = 2.0 * PEAK_N * PEAK_C * PEAK_HW * PEAK_HW * PEAK_C * 9;
+    int64_t t0 = dlp_now_ns(), t = t0;
+    int reps = 0;
+    while (t - t0 < PEAK_MIN_NS || reps < PEAK_MIN_REPS) {
+        CPU_DNNL(dnnl_primitive_execute(c->prim, c->stream, 4, a), "peak run");
+        CPU_DNNL(dnnl_stream_wait(c->stream), "peak run");
+        reps++;
+        t = dlp_now_ns();
+    }
+    *gflops = flops * reps / (double)(t - t0);
+    return DLP_OK;
+}
+
+dlp_status cpu_measure_peak(dlp_dtype precision, int threads, double *gflops) {
+    *gflops = 0;
+    if (precision != DLP_DTYPE_F32 && precision != DLP_DTYPE_BF16)
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32 or bf16 (asked for %s)", dlp_dtype_name(precision));
+    if (threads <= 0) {
+        cpu_set_t set;
+        threads = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : omp_get_num_procs();
+    }
+    omp_set_num_threads(threads);
+    peak_ctx c = {0};
+    dlp_status st = peak_run(&c, precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32, gflops);
+    peak_free(&c);
+    return st;
+}

@@ -1,0 +1,369 @@
+// cli/train: `dlperf train` — trains a ResNet on a dataset through the real input pipeline (run/train), prints a
+// step line on stderr, a summary table on stdout, and writes the "dlperf.train/1" JSON result.
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/opts.h"
+#include "backend/backend.h"
+#include "nn/resnet.h"
+#include "run/train.h"
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_interrupted++;
+    if (g_interrupted >= 2) _exit(130);  // a second Ctrl-C: stop now
+}
+
+typedef struct cli_ctx {
+    int log_steps;  // print a step line
+} cli_ctx;
+
+static void fmt_duration(double s, char *buf, size_t len) {
+    if (!(s >= 0) || s > 360000) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    long t = lround(s);
+    if (t >= 3600) snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, len, "%lds", t);
+}
+
+static int on_event(void *vctx, const dlp_train_event *ev) {
+    cli_ctx *ctx = vctx;
+    char eta[32];
+    switch (ev->kind) {
+    case DLP_TRAIN_EV_LOG:
+        if (!ctx->log_steps) break;
+        fmt_duration(ev->eta_s, eta, sizeof eta);
+        fprintf(stderr, "step %6lld/%-6lld epoch %-3lld loss %.4f  lr %.4g  %7.1f img/s  wait %3.0f%%  %7.1f ms/step  ETA %s\n",
+                (long long)ev->step, (long long)ev->total_steps, (long long)ev->epoch + 1, ev->loss, ev->lr,
+                ev->img_per_s, 100 * ev->data_wait_frac, ev->ms_per_step, eta);
+        break;
+    case DLP_TRAIN_EV_EVAL:
+        fprintf(stderr, "eval step %lld (epoch %lld): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images)\n",
+                (long long)ev->step, (long long)ev->epoch + 1, 100 * ev->top1, 100 * ev->top5, ev->loss,
+                (long long)ev->val_images);
+        break;
+    case DLP_TRAIN_EV_CHECKPOINT:
+        fprintf(stderr, "checkpoint step %lld: %s\n", (long long)ev->step, ev->path);
+        break;
+    default:
+        break;
+    }
+    return g_interrupted != 0;
+}
+
+static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
+static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
+static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
+
+static dlp_status parse_range(const char *s, const char *opt, double *lo, double *hi) {
+    char *end;
+    *lo = strtod(s, &end);
+    if (end == s) goto bad;
+    if (*end == '\0') {
+        *hi = 1.0;
+        return DLP_OK;
+    }
+    if (*end != '-' && *end != ':' && *end != ',') goto bad;
+    const char *p = end + 1;
+    *hi = strtod(p, &end);
+    if (end == p || *end) goto bad;
+    return DLP_OK;
+bad:
+    return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not a range like 0.08-1", opt, s);
+}
+
+static const double *mget(const json_t *metrics, const char *name, const char *stat, double *out) {
+    const json_t *v = json_object_get(json_object_get(metrics, name), stat);
+    if (!json_is_number(v)) return NULL;
+    *out = json_number_value(v);
+    return out;
+}
+
+static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, const char *json_path) {
+    const json_t *j = r->json;
+    const json_t *res = json_object_get(json_object_get(j, "config"), "resolved");
+    const json_t *data = json_object_get(j, "data");
+    printf("dlperf train: %s, %d classes, %dx%d, batch %d, %s %s, %d compute thread%s, %d loader thread%s\n",
+           json_string_value(json_object_get(json_object_get(j, "model"), "arch")),
+           (int)json_integer_value(json_object_get(res, "classes")), c->size, c->size, c->batch,
+           json_string_value(json_object_get(res, "device")), dlp_dtype_name(c->precision), r->threads,
+           r->threads == 1 ? "" : "s", r->workers, r->workers == 1 ? "" : "s");
+    printf("%-11s %s (%lld images/epoch)", "data", json_string_value(json_object_get(data, "train")),
+           (long long)json_integer_value(json_object_get(data, "train_images_per_epoch")));
+    if (json_is_string(json_object_get(data, "val")))
+        printf("; val %s (%lld)", json_string_value(json_object_get(data, "val")),
+               (long long)json_integer_value(json_object_get(data, "val_images")));
+    printf("\n");
+    printf("%-11s %lld steps (to step %lld, %.2f epochs) in %.1f s: setup %.1f s, training %.1f s, eval %.1f s, "
+           "checkpoints %.1f s; stopped by %s\n",
+           "run", (long long)r->steps, (long long)(r->first_step + r->steps), r->epochs_done, r->wall_s, r->setup_s,
+           r->train_s, r->eval_s, r->checkpoint_s, r->stopped_by);
+    printf("%-11s %10s %7s\n", "phase", "ms/step", "%");
+    double total = 0;
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) total += r->phase_ms[p];
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++)
+        printf("  %-9s %10.2f %7.1f\n", dlp_train_phase_name((dlp_train_phase)p),
+               r->steps ? r->phase_ms[p] / (double)r->steps : 0, total > 0 ? 100 * r->phase_ms[p] / total : 0);
+    printf("  %-9s %10.2f %7.1f\n", "step", r->steps ? total / (double)r->steps : 0, 100.0);
+    const json_t *steady = json_object_get(j, "steady_state");
+    const long long wu = (long long)json_integer_value(json_object_get(steady, "warmup_steps"));
+    printf("%-11s %.2f img/s overall; %.2f steady (after %lld warm-up step%s); compute alone %.2f img/s; loader "
+           "capacity ~%.0f img/s\n",
+           "throughput", r->img_per_s, r->steady_img_per_s, wu, wu == 1 ? "" : "s", r->compute_img_per_s,
+           r->loader_img_per_s);
+    const json_t *gf = json_object_get(j, "gflop");
+    if (r->peak_gflop_per_s > 0)
+        printf("%-11s %.1f GFLOP/s achieved (%.3f GFLOP per image) = %.0f%% of the %s peak %.1f GFLOP/s; %.1f GFLOP/s "
+               "(%.0f%%) while computing\n",
+               "compute", r->gflop_per_s, r->gflop_per_image, 100 * r->fraction_of_peak,
+               json_string_value(json_object_get(gf, "peak_source")), r->peak_gflop_per_s, r->compute_gflop_per_s,
+               100 * r->compute_gflop_per_s / r->peak_gflop_per_s);
+    else
+        printf("%-11s %.1f GFLOP/s achieved (%.3f GFLOP per image); %.1f GFLOP/s while computing; no peak for this "
+               "backend\n",
+               "compute", r->gflop_per_s, r->gflop_per_image, r->compute_gflop_per_s);
+    const json_t *note = json_object_get(gf, "peak_note");
+    if (json_is_string(note)) printf("%-11s note: %s\n", "", json_string_value(note));
+    printf("%-11s loss %.4f at the first step, %.4f at the last\n", "loss", r->first_loss, r->last_loss);
+    if (r->nevals > 0) {
+        printf("%-11s val top-1 %.2f%% (best %.2f%%), top-5 %.2f%% at the end\n", "accuracy", 100 * r->last_top1,
+               100 * r->best_top1, 100 * r->last_top5);
+        const json_t *eps = json_object_get(j, "epochs");
+        size_t i;
+        const json_t *e;
+        int any = 0;
+        json_array_foreach(eps, i, e) {
+            const json_t *v = json_object_get(e, "val");
+            if (!json_is_object(v)) continue;
+            if (!any) printf("%-11s", "  per epoch");
+            printf(" %lld: %.1f%%", (long long)json_integer_value(json_object_get(e, "epoch")),
+                   100 * json_number_value(json_object_get(v, "top1")));
+            any = 1;
+        }
+        if (any) printf("\n");
+    }
+    printf("%-11s %s\n", "stall", r->verdict_text);
+    const json_t *ld = json_object_get(json_object_get(j, "loader"), "train");
+    if (json_is_object(ld)) {
+        const json_t *ms = json_object_get(ld, "worker_ms_per_image"), *bad = json_object_get(ld, "bad");
+        printf("%-11s worker ms per image: read %.3f, decode %.3f, augment %.3f; %.1f MB read; bad files %lld",
+               "loader", json_number_value(json_object_get(ms, "read")),
+               json_number_value(json_object_get(ms, "decode")), json_number_value(json_object_get(ms, "augment")),
+               (double)json_integer_value(json_object_get(ld, "bytes_read")) / 1e6,
+               (long long)json_integer_value(json_object_get(bad, "files")));
+        const char *key;
+        const json_t *v;
+        int first = 1;
+        json_object_foreach((json_t *)bad, key, v) {
+            if (strcmp(key, "files") == 0 || strcmp(key, "replaced_samples") == 0 || json_integer_value(v) == 0)
+                continue;
+            printf("%s%s %lld", first ? " (" : ", ", key, (long long)json_integer_value(v));
+            first = 0;
+        }
+        printf("%s\n", first ? "" : ")");
+    }
+    const json_t *tot = json_object_get(json_object_get(j, "monitor"), "total");
+    const json_t *m = json_object_get(tot, "metrics");
+    double util, proc, rss;
+    if (mget(m, "cpu.all.util_pct", "mean", &util) && mget(m, "proc.cpu_pct", "mean", &proc) &&
+        mget(m, "proc.rss_bytes", "max", &rss))
+        printf("%-11s machine CPU %.0f%% busy, this process %.0f%% of one core on average, peak RSS %.0f MiB\n",
+               "monitor", util, proc, rss / (1 << 20));
+    if (r->last_checkpoint[0]) printf("%-11s %s\n", "checkpoint", r->last_checkpoint);
+    if (json_path) printf("%-11s %s\n", "result", json_path);
+}
+
+// libgomp reads OMP_WAIT_POLICY once, when the library is loaded (before main). When the CPU computes and the user
+// did not choose a policy, dlperf train runs itself again with OMP_WAIT_POLICY=passive: idle compute threads then
+// sleep instead of spinning for ~0.3 ms at every barrier, so the loader threads on the same cores get that time
+// (docs/training.md, "Threads", has the measurements). DLPERF_OMP_REEXEC=0 turns this off.
+static void maybe_reexec(int argc, char **argv, const char *device) {
+    const char *off = getenv("DLPERF_OMP_REEXEC");
+    if (getenv("OMP_WAIT_POLICY") || (off && strcmp(off, "0") == 0)) return;
+    if (device && device[0] && strcmp(device, "cpu") != 0 && strcmp(device, "ref") != 0) return;
+    char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
+    if (!nargv) return;
+    nargv[0] = "dlperf";
+    for (int i = 0; i < argc; i++) nargv[i + 1] = argv[i];
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    setenv("DLPERF_OMP_WAIT_POLICY_SET", "dlperf train (re-exec with OMP_WAIT_POLICY=passive)", 1);
+    fflush(NULL);
+    execv("/proc/self/exe", nargv);
+    // Could not: go on with the current policy.
+    DLP_DEBUG("re-exec with OMP_WAIT_POLICY=passive failed; continuing with libgomp's default policy");
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("DLPERF_OMP_WAIT_POLICY_SET");
+    free(nargv);
+}
+
+int dlp_cli_train(int argc, char **argv) {
+    dlp_train_cfg c;
+    dlp_train_cfg_defaults(&c);
+    // argv as given, before getopt reorders it (for the re-exec)
+    char **orig = calloc((size_t)argc + 1, sizeof *orig);
+    if (!orig) return dlp_cli_fail(DLP_ERR(DLP_ERR_NOMEM, "out of memory"));
+    memcpy(orig, argv, sizeof *orig * (size_t)argc);
+    const char *classes_s, *json_path, *crop_scale, *device, *step_epochs, *val_data, *data;
+    int prec, sched, peak, no_eval, no_monitor, no_lr_scale, quiet;
+    int64_t seed;
+    const char *def_device = dlp_backend_find("cpu", NULL) ? "cpu" : "ref";
+    dlp_err_clear();
+    dlp_opt opts[] = {
+        {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR|LIST|synthetic[:k=v,..]",
+         "training data: an ImageNet root (train/, val/), an ImageFolder, a list file of 'path label' lines, or the "
+         "synthetic ImageNet (generated and cached on first use)", NULL, 0},
+        {"val-data", 0, DLP_OPT_STR, &val_data, NULL, "DIR|LIST|none",
+         "validation set (default: the root's val/, the synthetic set's val split)", NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &c.model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"classes", 0, DLP_OPT_STR, &classes_s, "auto", "N|auto", "fc outputs (auto: the training set's classes)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &c.size, "224", "PX", "crop size = input height and width", NULL, 0},
+        {"crop-scale", 0, DLP_OPT_STR, &crop_scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
+        {"val-resize", 0, DLP_OPT_INT, &c.val_resize, "0", "PX", "validation: shorter side before the centre crop (0: size*256/224)", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &c.batch, "32", "N", "images per step", NULL, 0},
+        {"epochs", 'e', DLP_OPT_I64, &c.epochs, "0", "N", "epochs to train (default 1 when --steps is not given)", NULL, 0},
+        {"steps", 's', DLP_OPT_I64, &c.steps, "0", "N", "optimizer steps to train (overrides --epochs)", NULL, 0},
+        {"time-limit", 0, DLP_OPT_DOUBLE, &c.time_limit_s, "0", "SECONDS",
+         "stop training after this long (from the first step; a final evaluation follows)", NULL, 0},
+        {"stop-at-step", 0, DLP_OPT_I64, &c.stop_at_step, "0", "N",
+         "stop after step N as if interrupted (the schedule still spans --steps/--epochs)", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &device, def_device, "DEV", "cpu|ref|cuda|sim:<gpu>[,...]", NULL, 0},
+        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", "fp32|bf16|fp16", 0},
+        {"threads", 't', DLP_OPT_INT, &c.threads, "0", "N", "compute threads (0: the default rule, docs/training.md)", NULL, 0},
+        {"workers", 'w', DLP_OPT_INT, &c.workers, "0", "N", "loader threads (0: the default rule)", NULL, 0},
+        {"prefetch", 0, DLP_OPT_INT, &c.prefetch, "0", "N", "batches the loader may prepare ahead (0: 2 x workers)", NULL, 0},
+        {"lr", 0, DLP_OPT_DOUBLE, &c.lr, "0.1", "X", "base learning rate per 256 images (peak = X * batch / 256)", NULL, 0},
+        {"no-lr-scaling", 0, DLP_OPT_FLAG, &no_lr_scale, NULL, NULL, "--lr is the peak learning rate itself", NULL, 0},
+        {"warmup", 0, DLP_OPT_DOUBLE, &c.warmup_epochs, "0", "EPOCHS", "linear warm-up length in epochs", NULL, 0},
+        {"warmup-steps", 0, DLP_OPT_I64, &c.warmup_steps, "0", "N", "warm-up length in steps (added to --warmup)", NULL, 0},
+        {"schedule", 0, DLP_OPT_CHOICE, &sched, "cosine", NULL, "decay after the warm-up", "cosine|step|constant", 0},
+        {"final-lr", 0, DLP_OPT_DOUBLE, &c.final_lr, "0", "X", "cosine: the learning rate at the last step", NULL, 0},
+        {"step-epochs", 0, DLP_OPT_STR, &step_epochs, "30,60,80", "E,E,..", "step: decay milestones in epochs", NULL, 0},
+        {"step-gamma", 0, DLP_OPT_DOUBLE, &c.step_gamma, "0.1", "X", "step: factor at each milestone", NULL, 0},
+        {"momentum", 0, DLP_OPT_DOUBLE, &c.momentum, "0.9", "X", "SGD momentum", NULL, 0},
+        {"nesterov", 0, DLP_OPT_FLAG, &c.nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
+        {"wd", 0, DLP_OPT_DOUBLE, &c.weight_decay, "0.0001", "X", "weight decay", NULL, 0},
+        {"no-bn-decay", 0, DLP_OPT_FLAG, &c.no_bn_decay, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
+        {"label-smoothing", 0, DLP_OPT_DOUBLE, &c.label_smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
+        {"zero-init-residual", 0, DLP_OPT_FLAG, &c.zero_init_residual, NULL, NULL, "zero each residual block's last BN gamma", NULL, 0},
+        {"no-eval", 0, DLP_OPT_FLAG, &no_eval, NULL, NULL, "no validation (default: at every epoch end and at the end)", NULL, 0},
+        {"eval-every", 0, DLP_OPT_I64, &c.eval_every, "0", "N", "also validate every N steps", NULL, 0},
+        {"limit-samples", 0, DLP_OPT_I64, &c.limit_samples, "0", "N", "train on N samples only (spread over the set)", NULL, 0},
+        {"val-limit", 0, DLP_OPT_I64, &c.val_limit_samples, "0", "N", "validate on N samples only", NULL, 0},
+        {"checkpoint", 0, DLP_OPT_STR, &c.checkpoint_dir, NULL, "DIR", "write checkpoints here (step-N.safetensors + .state)", NULL, 0},
+        {"checkpoint-every", 0, DLP_OPT_I64, &c.checkpoint_every, "0", "N", "checkpoint every N steps (0: at epoch ends)", NULL, 0},
+        {"keep-checkpoints", 0, DLP_OPT_INT, &c.keep_checkpoints, "2", "N", "keep the newest N (0: all)", NULL, 0},
+        {"resume", 0, DLP_OPT_STR, &c.resume, NULL, "FILE|DIR", "continue from a checkpoint (a directory: its newest)", NULL, 0},
+        {"read-limit", 0, DLP_OPT_SIZE, &c.read_limit_bytes_per_s, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 50M)", NULL, 0},
+        {"drop-cache", 0, DLP_OPT_FLAG, &c.drop_cache, NULL, NULL, "cold reads: drop the dataset from the page cache first", NULL, 0},
+        {"seed", 0, DLP_OPT_I64, &seed, "0", "N", "weights, data order and augmentation", NULL, 0},
+        {"json", 'j', DLP_OPT_STR, &json_path, NULL, "FILE", "write the result (dlperf.train/1); never overwritten", NULL, 0},
+        {"monitor-csv", 0, DLP_OPT_STR, &c.monitor_csv, NULL, "FILE", "hardware time series as CSV (new file)", NULL, 0},
+        {"monitor-jsonl", 0, DLP_OPT_STR, &c.monitor_jsonl, NULL, "FILE", "hardware time series as JSON lines (new file)", NULL, 0},
+        {"monitor-interval", 0, DLP_OPT_INT, &c.monitor_interval_ms, "500", "MS", "monitor sampling interval", NULL, 0},
+        {"no-monitor", 0, DLP_OPT_FLAG, &no_monitor, NULL, NULL, "do not run the hardware monitor", NULL, 0},
+        {"log-every", 0, DLP_OPT_I64, &c.log_every, "0", "N", "a step line every N steps (0: about every 5 s)", NULL, 0},
+        {"quiet", 'q', DLP_OPT_FLAG, &quiet, NULL, NULL, "no step lines", NULL, 0},
+        {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, "-1", "N",
+         "steps left out of the steady-state figures (-1: min(10, steps/10))", NULL, 0},
+        {"peak", 0, DLP_OPT_CHOICE, &peak, "measure", NULL,
+         "the backend's peak GFLOP/s: measured at the start (under the run's conditions), from the cache of an "
+         "earlier measurement on this machine and build, or none", "measure|cached|off", 0},
+        {"sync-phases", 0, DLP_OPT_FLAG, &c.sync_phases, NULL, NULL, "asynchronous devices: wait after each phase (exact split)", NULL, 0},
+        {"bucket-elems", 0, DLP_OPT_I64, &c.bucket_elems, "0", "N", "gradient bucket size in elements (0: one bucket)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(
+        opts,
+        "usage: dlperf train [--data DIR|synthetic] [--model resnet50] [--batch 32] [--epochs N | --steps N]\n"
+        "                    [--device cpu|ref|cuda|sim:<gpu>] [--precision fp32|bf16] [--threads N] [--workers N]\n"
+        "                    [--lr X --warmup E --schedule cosine] [--checkpoint DIR] [--resume DIR] [--json FILE]\n"
+        "Trains a ResNet through the real input pipeline: step lines on stderr, a summary on stdout, the result as\n"
+        "JSON (dlperf.train/1). docs/training.md describes the loop, the timing and the result.",
+        argc, argv, &rest);
+    if (st) {
+        free(orig);
+        return dlp_cli_fail(st);
+    }
+    if (rest < argc) {
+        free(orig);
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
+    }
+    maybe_reexec(argc, orig, device);
+    free(orig);
+    c.device = device;
+    c.data = data;
+    c.val_data = val_data;
+    c.precision = k_precisions[prec];
+    c.schedule = k_decays[sched];
+    c.peak = k_peaks[peak];
+    c.eval = !no_eval;
+    c.monitor = !no_monitor;
+    c.lr_scale_by_batch = !no_lr_scale;
+    if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
+    c.seed = (uint64_t)seed;
+    if (strcmp(classes_s, "auto") == 0) {
+        c.classes = 0;
+    } else {
+        char *end;
+        long v = strtol(classes_s, &end, 10);
+        if (*end || v < 1 || v > 1000000)
+            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s));
+        c.classes = (int)v;
+    }
+    if ((st = parse_range(crop_scale, "crop-scale", &c.crop_scale_lo, &c.crop_scale_hi))) return dlp_cli_fail(st);
+    int ms[8];
+    int nm = dlp_parse_int_list(step_epochs, ms, 8);
+    if (nm < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs));
+    for (int i = 0; i < 8; i++) c.step_epochs[i] = i < nm ? ms[i] : 0;
+    // Outputs are checked before anything runs.
+    if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    if (c.monitor_csv && (st = dlp_check_new_output(c.monitor_csv, "--monitor-csv"))) return dlp_cli_fail(st);
+    if (c.monitor_jsonl && (st = dlp_check_new_output(c.monitor_jsonl, "--monitor-jsonl"))) return dlp_cli_fail(st);
+    if ((c.monitor_csv || c.monitor_jsonl) && !c.monitor)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)"));
+
+    cli_ctx ctx = {.log_steps = !quiet};
+    c.callback = on_event;
+    c.callback_ctx = &ctx;
+    json_t *echo = dlp_opts_to_json(opts);
+    c.options = echo;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    dlp_train_result r;
+    st = dlp_train_run(&c, &r);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (g_interrupted && r.json) {
+        json_object_set_new(json_object_get(r.json, "run"), "stopped_by", json_string("interrupted"));
+        snprintf(r.stopped_by, sizeof r.stopped_by, "interrupted");
+    }
+    if (st == DLP_OK) print_summary(&c, &r, json_path);
+    if (json_path && r.json) {
+        dlp_status wst = dlp_json_write(r.json, json_path, DLP_WRITE_NOCLOBBER);
+        if (st == DLP_OK) st = wst;
+        else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);
+    }
+    dlp_train_result_free(&r);
+    json_decref(echo);
+    if (st == DLP_OK && g_interrupted) return 130;
+    return dlp_cli_fail(st);
+}

@@ -1,0 +1,777 @@
+// run/train: setup (datasets, model, plan, loaders, resume), the step loop with its phase timing, validation,
+// checkpoints. The figures and the JSON result are built in train_result.c.
+#include "run/train.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/cuda.h"
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/log.h"
+#include "data/source.h"
+#include "nn/resnet.h"
+#include "run/train_impl.h"
+
+static const char *const k_phase_names[DLP_TRAIN_PH_COUNT] = {"data_wait", "input",  "forward", "loss",
+                                                              "backward",  "update", "other"};
+
+const char *dlp_train_phase_name(dlp_train_phase p) {
+    return (unsigned)p < DLP_TRAIN_PH_COUNT ? k_phase_names[p] : "?";
+}
+
+void dlp_train_cfg_defaults(dlp_train_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->model = "resnet50";
+    c->size = 224;
+    c->crop_scale_lo = 0.08;
+    c->crop_scale_hi = 1.0;
+    c->batch = 32;
+    c->precision = DLP_DTYPE_F32;
+    c->lr = 0.1;
+    c->lr_scale_by_batch = 1;
+    c->schedule = DLP_LR_COSINE;
+    c->step_gamma = 0.1;
+    c->step_epochs[0] = 30;
+    c->step_epochs[1] = 60;
+    c->step_epochs[2] = 80;
+    c->momentum = 0.9;
+    c->weight_decay = 1e-4;
+    c->eval = 1;
+    c->keep_checkpoints = 2;
+    c->measure_warmup_steps = -1;
+    c->peak = DLP_TRAIN_PEAK_MEASURE;
+    c->monitor = 1;
+    c->log_interval_s = 5.0;
+}
+
+// ---- small helpers ------------------------------------------------------------------------------------------------
+
+static int is_synthetic(const char *spec) { return !spec || !spec[0] || strncmp(spec, "synthetic", 9) == 0; }
+
+static void set_phase(dlp_trainer *t, const char *name) { dlp_monitor_phase(t->mon, name); }
+
+static void epoch_phase(dlp_trainer *t, int64_t epoch) {
+    if (t->steps_run < t->c.measure_warmup_steps) {
+        set_phase(t, "warm-up");
+        return;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "epoch %lld", (long long)epoch + 1);
+    set_phase(t, name);
+}
+
+static int fire(dlp_trainer *t, dlp_train_event *ev) {
+    if (!t->c.callback) return 0;
+    ev->step = t->pos.step;
+    ev->total_steps = t->total_steps;
+    ev->steps_per_epoch = t->spe;
+    ev->elapsed_s = dlp_ns_to_s(dlp_now_ns() - t->t_run0);
+    return t->c.callback(t->c.callback_ctx, ev);
+}
+
+static dlp_status sync_dev(dlp_trainer *t) { return t->ops->sync ? t->ops->sync(t->plan) : DLP_OK; }
+
+// ---- checkpoints --------------------------------------------------------------------------------------------------
+
+// Newest complete checkpoint (model + state sidecar) "step-<N>.safetensors" in dir; *step = -1 if none.
+static void newest_checkpoint(const char *dir, char *path, size_t len, int64_t *step) {
+    *step = -1;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long long n;
+        char tail[32];
+        if (sscanf(e->d_name, "step-%lld.%31s", &n, tail) != 2 || strcmp(tail, "safetensors") != 0) continue;
+        char p[4096], sp[4200];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        dlp_checkpoint_state_path(p, sp, sizeof sp);
+        if (!dlp_path_exists(sp) || n <= *step) continue;
+        *step = n;
+        snprintf(path, len, "%s", p);
+    }
+    closedir(d);
+}
+
+static json_t *ck_config_json(const dlp_trainer *t) {
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(t->net.arch));
+    json_object_set_new(o, "classes", json_integer(t->net.num_classes));
+    json_object_set_new(o, "size", json_integer(t->c.size));
+    json_object_set_new(o, "batch", json_integer(t->c.batch));
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->c.seed);
+    json_object_set_new(o, "seed", json_string(seed));
+    json_object_set_new(o, "precision", json_string(dlp_dtype_name(t->c.precision)));
+    json_object_set_new(o, "device", json_string(t->c.device));
+    json_object_set_new(o, "train_images", json_integer(dlp_loader_samples_per_epoch(t->tl)));
+    json_object_set_new(o, "steps_per_epoch", json_integer(t->spe));
+    json_object_set_new(o, "total_steps", json_integer(t->total_steps));
+    json_object_set_new(o, "data", json_string(t->train_where));
+    json_object_set_new(o, "label_smoothing", json_real(t->c.label_smoothing));
+    json_object_set_new(o, "momentum", json_real(t->c.momentum));
+    json_object_set_new(o, "weight_decay", json_real(t->c.weight_decay));
+    json_object_set_new(o, "nesterov", json_boolean(t->c.nesterov));
+    json_object_set_new(o, "no_bn_decay", json_boolean(t->c.no_bn_decay));
+    return o;
+}
+
+static dlp_status save_checkpoint(dlp_trainer *t) {
+    int64_t t0 = dlp_now_ns();
+    DLP_CHECK(dlp_mkdirs(t->c.checkpoint_dir));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/step-%08lld.safetensors", t->c.checkpoint_dir, (long long)t->pos.step);
+    DLP_CHECK(t->ops->get_params(t->plan, t->params, t->bufs));
+    DLP_CHECK(t->ops->get_momentum(t->plan, t->mom));
+    dlp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    ck.pos = t->pos;
+    ck.pos.best_top1 = t->best_top1 > 0 ? t->best_top1 : 0;
+    ck.sched = t->sched;
+    ck.config = ck_config_json(t);
+    dlp_status st = dlp_checkpoint_save(path, &t->net, t->params, t->bufs, t->mom, &ck);
+    json_decref(ck.config);
+    if (st) return dlp_err_trace(st, __FILE__, __LINE__, "checkpoint");
+    json_array_append_new(t->ck_written, json_string(path));
+    snprintf(t->last_ck, sizeof t->last_ck, "%s", path);
+    t->last_ck_step = t->pos.step;
+    // Keep the newest keep_checkpoints: forget (and delete) the oldest written by this run.
+    int keep = t->c.keep_checkpoints;
+    if (t->ck_count == DLP_TRAIN_MAX_KEEP || (keep > 0 && t->ck_count == keep)) {
+        if (keep > 0) {
+            char sp[1100];
+            dlp_checkpoint_state_path(t->ck_ring[0], sp, sizeof sp);
+            if (strcmp(t->ck_ring[0], path) != 0) {
+                unlink(t->ck_ring[0]);  // the model first: a model without its sidecar is never taken for complete
+                unlink(sp);
+            }
+        }
+        memmove(t->ck_ring[0], t->ck_ring[1], sizeof t->ck_ring[0] * (size_t)(t->ck_count - 1));
+        t->ck_count--;
+    }
+    snprintf(t->ck_ring[t->ck_count++], sizeof t->ck_ring[0], "%s", path);
+    dlp_train_event ev = {.kind = DLP_TRAIN_EV_CHECKPOINT, .epoch = t->pos.epoch, .path = path, .loss = t->last_loss,
+                          .lr = t->last_lr};
+    if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    t->ck_ns += dlp_now_ns() - t0;
+    return DLP_OK;
+}
+
+static dlp_status check_same(const json_t *cfg, const char *key, const json_t *now, const char *path, const char *opt) {
+    const json_t *a = json_object_get(cfg, key), *b = json_object_get(now, key);
+    if (!a || !b || json_equal(a, b)) return DLP_OK;
+    char *sa = json_dumps(a, JSON_ENCODE_ANY), *sb = json_dumps(b, JSON_ENCODE_ANY);
+    dlp_status st = DLP_ERR(DLP_ERR_INVALID,
+                            "--resume %s: the checkpoint was written by a run with %s %s, this run has %s; continuing it "
+                            "needs the same %s", path, opt, sa ? sa : "?", sb ? sb : "?", opt);
+    free(sa);
+    free(sb);
+    return st;
+}
+
+// Loads the checkpoint into params/bufs/mom and the position; checks it belongs to a run like this one.
+static dlp_status load_resume(dlp_trainer *t) {
+    const char *r = t->c.resume;
+    if (dlp_is_dir(r)) {
+        int64_t step;
+        newest_checkpoint(r, t->resume_path, sizeof t->resume_path, &step);
+        if (step < 0)
+            return DLP_ERR(DLP_ERR_NOTFOUND, "--resume %s: no complete checkpoint (step-N.safetensors with its "
+                           ".state.safetensors) in this directory", r);
+    } else {
+        if (!dlp_path_exists(r)) return DLP_ERR(DLP_ERR_NOTFOUND, "--resume %s: no such file or directory", r);
+        snprintf(t->resume_path, sizeof t->resume_path, "%s", r);
+    }
+    dlp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    dlp_status st = dlp_checkpoint_load(t->resume_path, &t->net, t->params, t->bufs, t->mom, 0, &ck);
+    if (st) {
+        dlp_err_context("--resume %s", t->resume_path);
+        return st;
+    }
+    json_t *now = ck_config_json(t);
+    static const char *const keys[][2] = {{"model", "--model"},          {"classes", "--classes"},
+                                          {"size", "--size"},            {"batch", "--batch"},
+                                          {"seed", "--seed"},            {"train_images", "training images"},
+                                          {"steps_per_epoch", "steps per epoch"}};
+    for (size_t i = 0; st == DLP_OK && i < sizeof keys / sizeof keys[0]; i++)
+        st = check_same(ck.config, keys[i][0], now, t->resume_path, keys[i][1]);
+    // Anything else that changes the curve is allowed but said.
+    static const char *const soft[] = {"precision", "total_steps", "label_smoothing", "momentum", "weight_decay",
+                                       "nesterov", "no_bn_decay", "device", "data"};
+    for (size_t i = 0; st == DLP_OK && i < sizeof soft / sizeof soft[0]; i++) {
+        const json_t *a = json_object_get(ck.config, soft[i]), *b = json_object_get(now, soft[i]);
+        if (a && b && !json_equal(a, b))
+            DLP_WARN("--resume: %s differs from the checkpoint's run; the loss curve will not match an uninterrupted "
+                     "run", soft[i]);
+    }
+    json_t *sa = dlp_lr_schedule_to_json(&ck.sched), *sb = dlp_lr_schedule_to_json(&t->sched);
+    if (st == DLP_OK && !json_equal(sa, sb))
+        DLP_WARN("--resume: the learning-rate schedule differs from the checkpoint's (its lr, warm-up, decay or "
+                 "length); continuing with this run's");
+    json_decref(sa);
+    json_decref(sb);
+    json_decref(now);
+    if (st == DLP_OK && ck.pos.step >= t->total_steps)
+        st = DLP_ERR(DLP_ERR_INVALID, "--resume %s: the checkpoint is at step %lld, and this run has %lld steps: "
+                     "nothing left to train (give more --steps or --epochs)", t->resume_path,
+                     (long long)ck.pos.step, (long long)t->total_steps);
+    if (st == DLP_OK && (ck.pos.step_in_epoch > t->spe || ck.pos.epoch < 0))
+        st = DLP_ERR(DLP_ERR_FORMAT, "--resume %s: position epoch %lld step %lld does not fit %lld steps per epoch",
+                     t->resume_path, (long long)ck.pos.epoch, (long long)ck.pos.step_in_epoch, (long long)t->spe);
+    if (st == DLP_OK) {
+        t->pos = ck.pos;
+        if (t->pos.step_in_epoch == t->spe) {
+            t->pos.epoch++;
+            t->pos.step_in_epoch = 0;
+        }
+        t->resume_pos = t->pos;
+        t->resumed = 1;
+        t->best_top1 = ck.pos.best_top1 > 0 ? ck.pos.best_top1 : -1;
+        t->last_ck_step = t->pos.step;  // the checkpoint we came from stands for this step
+    }
+    dlp_checkpoint_free(&ck);
+    return st;
+}
+
+// ---- evaluation ---------------------------------------------------------------------------------------------------
+
+static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
+    if (!t->vl) return DLP_OK;
+    int64_t t0 = dlp_now_ns();
+    set_phase(t, "eval");
+    DLP_CHECK(dlp_loader_start_epoch(t->vl, 0));
+    int64_t n = 0, c1 = 0, c5 = 0;
+    double loss_sum = 0;
+    dlp_status st = DLP_OK;
+    for (;;) {
+        dlp_batch *b;
+        DLP_CHECK(dlp_loader_next(t->vl, &b));
+        if (!b) break;
+        dlp_loss_out lo;
+        if ((st = t->ops->set_input(t->plan, b->data, b->n)) == DLP_OK &&
+            (st = t->ops->forward(t->plan, DLP_PASS_EVAL)) == DLP_OK)
+            st = t->ops->loss(t->plan, b->labels, 0.0f, &lo);
+        if (st == DLP_OK) {
+            n += b->n;
+            c1 += lo.correct_top1;
+            c5 += lo.correct_top5;
+            loss_sum += lo.loss * b->n;
+        }
+        dlp_loader_release(t->vl, b);
+        if (st) return dlp_err_trace(st, __FILE__, __LINE__, "validation step");
+        dlp_monitor_count(t->mon, DLP_MONITOR_IMAGES, b->n);
+    }
+    double ms = dlp_ns_to_ms(dlp_now_ns() - t0);
+    double top1 = n ? (double)c1 / n : 0, top5 = n ? (double)c5 / n : 0, loss = n ? loss_sum / n : 0;
+    t->last_top1 = top1;
+    t->last_top5 = top5;
+    if (top1 > t->best_top1) t->best_top1 = top1;
+    t->last_eval_step = t->pos.step;
+    json_t *e = json_object();
+    json_object_set_new(e, "step", json_integer(t->pos.step));
+    json_object_set_new(e, "epoch", epoch_done >= 0 ? json_integer(epoch_done + 1) : json_null());
+    json_object_set_new(e, "epochs_done", json_real(t->spe ? (double)t->pos.step / (double)t->spe : 0));
+    json_object_set_new(e, "top1", json_real(top1));
+    json_object_set_new(e, "top5", json_real(top5));
+    json_object_set_new(e, "loss", json_real(loss));
+    json_object_set_new(e, "images", json_integer(n));
+    json_object_set_new(e, "ms", json_real(ms));
+    json_object_set_new(e, "elapsed_s", json_real(dlp_ns_to_s(dlp_now_ns() - t->t_run0)));  // since the run started
+    // the time the evaluated weights had been training (since the first step, earlier evaluations included)
+    json_object_set_new(e, "train_elapsed_s", json_real(dlp_ns_to_s(t0 - t->t_loop0)));
+    json_array_append_new(t->evals, e);
+    if (epoch_done >= 0) {
+        int64_t k = epoch_done - t->resume_pos.epoch;  // epochs[] covers this run's epochs
+        if (k >= 0 && k < t->nepochs) {
+            dlp_train_epoch_stats *es = &t->epochs[k];
+            es->has_val = 1;
+            es->val_top1 = top1;
+            es->val_top5 = top5;
+            es->val_loss = loss;
+        }
+    }
+    dlp_train_event ev = {.kind = DLP_TRAIN_EV_EVAL, .epoch = epoch_done >= 0 ? epoch_done : t->pos.epoch,
+                          .loss = loss, .lr = t->last_lr, .top1 = top1, .top5 = top5, .val_images = n};
+    if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    t->eval_ns += dlp_now_ns() - t0;
+    return DLP_OK;
+}
+
+// ---- the step loop ------------------------------------------------------------------------------------------------
+
+static void log_event(dlp_trainer *t, int64_t now) {
+    int64_t steps = t->pos.step - t->log_step0;
+    int64_t loop_ns = t->log_loop_ns;
+    dlp_train_event ev = {.kind = DLP_TRAIN_EV_LOG, .epoch = t->pos.epoch, .loss = t->last_loss, .lr = t->last_lr};
+    ev.step_in_epoch = t->pos.step_in_epoch;
+    if (steps > 0 && loop_ns > 0) {
+        ev.img_per_s = (double)steps * t->c.batch / dlp_ns_to_s(loop_ns);
+        ev.data_wait_frac = (double)t->log_wait_ns / (double)loop_ns;
+        ev.ms_per_step = dlp_ns_to_ms(loop_ns) / (double)steps;
+        t->recent_step_ns = (double)loop_ns / (double)steps;
+    }
+    double left = t->recent_step_ns * 1e-9 * (double)(t->stop_at - t->pos.step);
+    if (t->c.time_limit_s > 0) {
+        double rem = t->c.time_limit_s - dlp_ns_to_s(now - t->t_loop0);
+        if (rem < left) left = rem > 0 ? rem : 0;
+    }
+    ev.eta_s = left;
+    if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    t->log_step0 = t->pos.step;
+    t->log_loop_ns = 0;
+    t->log_wait_ns = 0;
+}
+
+static dlp_status train_loop(dlp_trainer *t) {
+    const dlp_backend_ops *ops = t->ops;
+    const dlp_train_cfg *c = &t->c;
+    dlp_sgd sgd = {.momentum = (float)c->momentum, .weight_decay = (float)c->weight_decay, .nesterov = c->nesterov,
+                   .decay_no_decay_params = !c->no_bn_decay};
+    int64_t epoch = t->pos.epoch, skip = t->pos.step_in_epoch;
+    int epoch_started = 0;  // the loader already runs epoch `epoch` (started ahead of an evaluation)
+    int64_t last_log = dlp_now_ns();
+    int64_t tprev = dlp_now_ns();
+    t->t_loop0 = tprev;
+    t->log_step0 = t->pos.step;
+    dlp_status st = DLP_OK;
+    while (t->pos.step < t->stop_at && !t->stopped_by[0]) {
+        if (!epoch_started) DLP_CHECK(dlp_loader_start_epoch_at(t->tl, epoch, skip));
+        skip = 0;
+        epoch_started = 0;
+        epoch_phase(t, epoch);
+        dlp_train_epoch_stats *es = &t->epochs[epoch - t->resume_pos.epoch];
+        int epoch_done = 0;
+        while (t->pos.step < t->stop_at && !t->stopped_by[0]) {
+            int64_t ts[DLP_TRAIN_PH_COUNT + 1];
+            ts[0] = tprev;
+            dlp_batch *b;
+            DLP_CHECK(dlp_loader_next(t->tl, &b));
+            ts[1] = dlp_now_ns();
+            if (!b) {  // only when a resumed position was at the very end of an epoch
+                t->ph_ns[DLP_TRAIN_PH_DATA_WAIT] += ts[1] - ts[0];
+                tprev = ts[1];
+                epoch_done = 1;
+                break;
+            }
+            dlp_loss_out lo;
+            const float lr = (float)dlp_lr_at(&t->sched, t->pos.step);
+            sgd.lr = lr;
+            st = ops->set_input(t->plan, b->data, b->n);
+            if (!st && c->sync_phases) st = sync_dev(t);
+            ts[2] = dlp_now_ns();
+            if (!st) st = ops->forward(t->plan, DLP_PASS_TRAIN);
+            if (!st && c->sync_phases) st = sync_dev(t);
+            ts[3] = dlp_now_ns();
+            if (!st) st = ops->loss(t->plan, b->labels, (float)c->label_smoothing, &lo);
+            if (!st && c->sync_phases) st = sync_dev(t);
+            ts[4] = dlp_now_ns();
+            if (!st) st = ops->backward(t->plan, NULL);
+            if (!st && c->sync_phases) st = sync_dev(t);
+            ts[5] = dlp_now_ns();
+            if (!st) st = ops->update(t->plan, &sgd);
+            if (!st && c->sync_phases) st = sync_dev(t);
+            ts[6] = dlp_now_ns();
+            const int n = b->n;
+            const int64_t in_bytes = b->bytes_read;
+            dlp_loader_release(t->tl, b);
+            if (st) {
+                dlp_err_context("training step %lld (epoch %lld)", (long long)t->pos.step + 1, (long long)epoch + 1);
+                return st;
+            }
+            if (!isfinite(lo.loss))
+                return DLP_ERR(DLP_ERR_NUMERIC, "the training loss is %g at step %lld (lr %g): the run diverged; "
+                               "hint: lower --lr or add --warmup", lo.loss, (long long)t->pos.step + 1, (double)lr);
+            // bookkeeping
+            if (t->steps_run == 0) t->first_loss = lo.loss;
+            t->last_loss = lo.loss;
+            t->last_lr = lr;
+            t->pos.step++;
+            t->pos.step_in_epoch++;
+            t->pos.samples_seen += n;
+            t->pos.last_loss = lo.loss;
+            const int steady = t->steps_run >= c->measure_warmup_steps;
+            t->steps_run++;
+            t->images += n;
+            es->steps++;
+            es->images += n;
+            es->correct_top1 += lo.correct_top1;
+            es->loss_sum += lo.loss;
+            dlp_monitor_count(t->mon, DLP_MONITOR_IMAGES, n);
+            dlp_monitor_count(t->mon, DLP_MONITOR_DATA_WAIT_NS, ts[1] - ts[0]);
+            dlp_monitor_count(t->mon, DLP_MONITOR_INPUT_BYTES, in_bytes);
+            if (t->steps_run == c->measure_warmup_steps) epoch_phase(t, epoch);
+            epoch_done = t->pos.step_in_epoch >= t->spe;
+            ts[7] = dlp_now_ns();
+            double step_ms[DLP_TRAIN_PH_COUNT];
+            for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) {
+                int64_t d = ts[p + 1] - ts[p];
+                t->ph_ns[p] += d;
+                if (steady) t->steady_ph_ns[p] += d;
+                step_ms[p] = dlp_ns_to_ms(d);
+            }
+            if (steady) {
+                t->steady_steps++;
+                t->steady_images += n;
+            }
+            es->loop_ns += ts[7] - ts[0];
+            es->data_wait_ns += ts[1] - ts[0];
+            t->log_loop_ns += ts[7] - ts[0];  // the LOG interval's loop time
+            t->log_wait_ns += ts[1] - ts[0];
+            if (c->callback) {
+                dlp_train_event ev = {.kind = DLP_TRAIN_EV_STEP, .epoch = epoch, .step_in_epoch = t->pos.step_in_epoch,
+                                      .loss = lo.loss, .lr = lr, .phase_ms = step_ms};
+                if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+                int64_t now = dlp_now_ns();
+                int due = c->log_every > 0 ? t->pos.step % c->log_every == 0
+                                           : t->steps_run == 1 || dlp_ns_to_s(now - last_log) >= c->log_interval_s;
+                if (due || t->pos.step == t->stop_at) {
+                    log_event(t, now);
+                    last_log = now;
+                }
+            }
+            tprev = dlp_now_ns();
+            t->ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts[7];  // the callbacks
+            if (steady) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts[7];
+            es->loop_ns += tprev - ts[7];
+            t->log_loop_ns += tprev - ts[7];
+            if (c->time_limit_s > 0 && dlp_ns_to_s(tprev - t->t_loop0) >= c->time_limit_s && !t->stopped_by[0])
+                snprintf(t->stopped_by, sizeof t->stopped_by, "time-limit");
+            if (epoch_done) break;
+            // mid-epoch evaluation and checkpoints (the end of an epoch has its own below)
+            int did = 0;
+            if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
+                DLP_CHECK(sync_dev(t));
+                DLP_CHECK(run_eval(t, -1));
+                did = 1;
+            }
+            if (c->checkpoint_dir && c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0) {
+                DLP_CHECK(save_checkpoint(t));
+                did = 1;
+            }
+            if (did) {
+                epoch_phase(t, epoch);
+                tprev = dlp_now_ns();
+            }
+        }
+        if (!epoch_done) break;  // stopped mid-epoch
+        t->pos.epoch = epoch + 1;
+        t->pos.step_in_epoch = 0;
+        dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
+                              .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
+        if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+        const int more = t->pos.step < t->stop_at && !t->stopped_by[0];
+        // Start loading the next epoch now, so the loader works while we evaluate and save.
+        if (more) {
+            DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
+            epoch_started = 1;
+        }
+        int did = 0;
+        if (c->eval && t->vl) {
+            DLP_CHECK(sync_dev(t));
+            DLP_CHECK(run_eval(t, epoch));
+            did = 1;
+        }
+        if (c->checkpoint_dir && (c->checkpoint_every == 0 || t->pos.step % c->checkpoint_every == 0)) {
+            DLP_CHECK(save_checkpoint(t));
+            did = 1;
+        }
+        if (did) tprev = dlp_now_ns();
+        epoch++;
+    }
+    // Queued device work belongs to the loop's time.
+    int64_t t0 = dlp_now_ns();
+    DLP_CHECK(sync_dev(t));
+    int64_t d = dlp_now_ns() - t0;
+    t->ph_ns[DLP_TRAIN_PH_OTHER] += d;
+    if (t->steady_steps) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += d;
+    if (!t->stopped_by[0]) snprintf(t->stopped_by, sizeof t->stopped_by, "%s",
+                                    t->pos.step >= t->total_steps ? (c->steps > 0 ? "steps" : "epochs") : "stop-at-step");
+    return DLP_OK;
+}
+
+// ---- setup --------------------------------------------------------------------------------------------------------
+
+static dlp_status check_cfg(const dlp_train_cfg *c) {
+    if (c->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "--batch %d must be at least 1", c->batch);
+    if (c->size < 32 || c->size > 4096) return DLP_ERR(DLP_ERR_INVALID, "--size %d must be in 32..4096", c->size);
+    if (c->epochs < 0 || c->steps < 0 || c->stop_at_step < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--epochs, --steps and --stop-at-step must not be negative");
+    if (c->threads < 0 || c->workers < 0 || c->prefetch < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers and --prefetch must not be negative");
+    if (!(c->time_limit_s >= 0)) return DLP_ERR(DLP_ERR_INVALID, "--time-limit must not be negative");
+    if (!(c->lr > 0) || !isfinite(c->lr)) return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", c->lr);
+    if (!(c->momentum >= 0 && c->momentum < 1)) return DLP_ERR(DLP_ERR_INVALID, "--momentum %g is not in [0, 1)", c->momentum);
+    if (!(c->weight_decay >= 0)) return DLP_ERR(DLP_ERR_INVALID, "--wd %g must not be negative", c->weight_decay);
+    if (!(c->label_smoothing >= 0 && c->label_smoothing < 1))
+        return DLP_ERR(DLP_ERR_INVALID, "--label-smoothing %g is not in [0, 1)", c->label_smoothing);
+    if (!(c->crop_scale_lo > 0 && c->crop_scale_lo <= c->crop_scale_hi && c->crop_scale_hi <= 1))
+        return DLP_ERR(DLP_ERR_INVALID, "--crop-scale %g-%g must satisfy 0 < lo <= hi <= 1", c->crop_scale_lo,
+                       c->crop_scale_hi);
+    if (c->precision != DLP_DTYPE_F32 && c->precision != DLP_DTYPE_BF16 && c->precision != DLP_DTYPE_F16)
+        return DLP_ERR(DLP_ERR_INVALID, "--precision must be fp32, bf16 or fp16");
+    if (c->eval_every < 0 || c->checkpoint_every < 0 || c->log_every < 0 || c->keep_checkpoints < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--eval-every, --checkpoint-every, --log-every and --keep-checkpoints must "
+                       "not be negative");
+    if (c->read_limit_bytes_per_s < 0) return DLP_ERR(DLP_ERR_INVALID, "--read-limit must not be negative");
+    if (c->checkpoint_every > 0 && !c->checkpoint_dir)
+        return DLP_ERR(DLP_ERR_INVALID, "--checkpoint-every needs --checkpoint DIR");
+    return DLP_OK;
+}
+
+static dlp_status open_data(dlp_trainer *t) {
+    const dlp_train_cfg *c = &t->c;
+    if (c->train_ds) {
+        t->train_ds = c->train_ds;
+        snprintf(t->train_where, sizeof t->train_where, "%s", c->train_ds->root);
+    } else {
+        DLP_CHECK(dlp_data_open(c->data, "train", NULL, &t->train_ds, t->train_where, sizeof t->train_where));
+        t->own_train_ds = 1;
+    }
+    if (c->val_ds) {
+        t->val_ds = c->val_ds;
+        snprintf(t->val_where, sizeof t->val_where, "%s", c->val_ds->root);
+    } else if (!c->eval || (c->val_data && strcmp(c->val_data, "none") == 0) || c->train_ds) {
+        t->val_ds = NULL;
+    } else {
+        const char *spec = c->val_data ? c->val_data : c->data;
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s/val", spec ? spec : "");
+        if (c->val_data || is_synthetic(spec) || (dlp_is_dir(spec) && dlp_is_dir(sub))) {
+            DLP_CHECK(dlp_data_open(spec, "val", NULL, &t->val_ds, t->val_where, sizeof t->val_where));
+            t->own_val_ds = 1;
+        } else {
+            DLP_WARN("no validation set: %s is not a root with train/ and val/ (give --val-data DIR); training "
+                     "without validation", spec);
+        }
+    }
+    return DLP_OK;
+}
+
+static dlp_status make_loaders(dlp_trainer *t) {
+    const dlp_train_cfg *c = &t->c;
+    const dlp_allocator *alloc = strcmp(t->ops->name, "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
+    dlp_loader_cfg lc;
+    dlp_loader_cfg_defaults(&lc, t->train_ds, DLP_XFORM_TRAIN);
+    lc.batch = c->batch;
+    lc.workers = c->workers;
+    lc.prefetch = c->prefetch;
+    lc.transform.out_w = lc.transform.out_h = c->size;
+    lc.transform.scale_lo = c->crop_scale_lo;
+    lc.transform.scale_hi = c->crop_scale_hi;
+    lc.transform.layout = t->in_layout;
+    lc.transform.dtype = t->in_dtype;
+    lc.seed = c->seed;
+    lc.alloc = alloc;
+    lc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
+    lc.drop_cache = c->drop_cache;
+    lc.limit_samples = c->limit_samples;
+    DLP_CHECK(dlp_loader_create(&lc, &t->tl));
+    if (!t->val_ds) return DLP_OK;
+    dlp_loader_cfg_defaults(&lc, t->val_ds, DLP_XFORM_VAL);
+    lc.batch = c->batch;
+    lc.workers = c->workers;
+    lc.prefetch = c->prefetch;
+    lc.transform.out_w = lc.transform.out_h = c->size;
+    lc.transform.resize_short = c->val_resize;
+    lc.transform.layout = t->in_layout;
+    lc.transform.dtype = t->in_dtype;
+    lc.seed = c->seed;
+    lc.alloc = alloc;
+    lc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
+    lc.drop_cache = c->drop_cache;
+    lc.limit_samples = c->val_limit_samples;
+    dlp_status st = dlp_loader_create(&lc, &t->vl);
+    if (st) dlp_err_context("validation set %s", t->val_where);
+    return st;
+}
+
+static dlp_status setup(dlp_trainer *t) {
+    dlp_train_cfg *c = &t->c;
+    DLP_CHECK(check_cfg(c));
+    if (!c->device || !c->device[0]) c->device = dlp_backend_find("cpu", NULL) ? "cpu" : "ref";
+    dlp_err_clear();
+    t->ops = dlp_backend_find(c->device, &t->dev_arg);
+    if (!t->ops) return dlp_err_status();
+    char why[256] = "";
+    if (t->ops->available(why, sizeof why) != DLP_OK)
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
+    t->async = t->ops->sync != NULL && strcmp(t->ops->name, "cuda") == 0;
+    int dthreads, dworkers;
+    dlp_train_default_threads(c->device, &dthreads, &dworkers);
+    if (c->threads == 0) c->threads = dthreads;
+    if (c->workers == 0) c->workers = dworkers;
+    if (c->prefetch == 0) c->prefetch = 2 * c->workers < 2 ? 2 : 2 * c->workers;
+    if (c->steps == 0 && c->epochs == 0) c->epochs = 1;
+    if (c->keep_checkpoints > DLP_TRAIN_MAX_KEEP) c->keep_checkpoints = DLP_TRAIN_MAX_KEEP;
+    if (c->checkpoint_dir && !c->resume) {  // never write over another run's checkpoints
+        char p[1024];
+        int64_t s;
+        newest_checkpoint(c->checkpoint_dir, p, sizeof p, &s);
+        if (s >= 0)
+            return DLP_ERR(DLP_ERR_EXISTS, "--checkpoint %s already holds checkpoints of another run (%s); resume it "
+                           "with --resume %s, or give another directory", c->checkpoint_dir, p, c->checkpoint_dir);
+    }
+
+    DLP_CHECK(open_data(t));
+    int classes = c->classes > 0 ? c->classes : t->train_ds->nclasses;
+    if (t->train_ds->nclasses > classes)
+        return DLP_ERR(DLP_ERR_INVALID, "--classes %d, but the training set %s has %d classes", classes,
+                       t->train_where, t->train_ds->nclasses);
+    if (t->val_ds && t->val_ds->nclasses > classes)
+        return DLP_ERR(DLP_ERR_INVALID, "the validation set %s has %d classes, the model %d", t->val_where,
+                       t->val_ds->nclasses, classes);
+    if (t->val_ds && t->val_ds->class_names && t->train_ds->class_names) {
+        int n = t->val_ds->nclasses < t->train_ds->nclasses ? t->val_ds->nclasses : t->train_ds->nclasses;
+        for (int i = 0; i < n; i++)
+            if (strcmp(t->val_ds->class_names[i], t->train_ds->class_names[i]) != 0) {
+                DLP_WARN("validation class %d is '%s' but training class %d is '%s': the label sets differ", i,
+                         t->val_ds->class_names[i], i, t->train_ds->class_names[i]);
+                break;
+            }
+    }
+
+    DLP_CHECK(dlp_model_build(c->model, classes, c->size, &t->net));
+    t->have_net = 1;
+    t->params = malloc((size_t)t->net.param_count * sizeof(float));
+    t->bufs = malloc((size_t)(t->net.buf_count ? t->net.buf_count : 1) * sizeof(float));
+    t->mom = calloc((size_t)t->net.param_count, sizeof(float));
+    if (!t->params || !t->bufs || !t->mom)
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory for %lld parameters", (long long)t->net.param_count);
+    dlp_resnet_init_params(&t->net, c->seed, c->zero_init_residual, t->params, t->bufs);
+
+    dlp_plan_cfg pc = {.batch = c->batch, .train = 1, .precision = c->precision, .threads = c->threads,
+                       .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
+    int64_t t0 = dlp_now_ns();
+    DLP_CHECK(t->ops->plan_create(&t->net, &pc, &t->plan));
+    t->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
+    t->ops->input_format(t->plan, &t->in_layout, &t->in_dtype);
+
+    if (c->peak != DLP_TRAIN_PEAK_OFF && t->ops->measure_peak) {
+        dlp_status pst = dlp_train_peak(c->device, c->precision, c->threads, c->peak, &t->peak_gflops, &t->peak_source);
+        if (pst) {
+            snprintf(t->peak_note, sizeof t->peak_note, "%s", dlp_err_msg());
+            DLP_WARN("the backend's peak could not be measured: %s", dlp_err_msg());
+            t->peak_gflops = 0;
+        }
+    }
+
+    DLP_CHECK(make_loaders(t));
+    t->spe = dlp_loader_batches_per_epoch(t->tl);
+    t->total_steps = c->steps > 0 ? c->steps : c->epochs * t->spe;
+    dlp_lr_schedule *s = &t->sched;
+    dlp_lr_schedule_default(s);
+    s->base_lr = c->lr;
+    s->scale_by_batch = c->lr_scale_by_batch;
+    s->batch = c->batch;
+    s->world = 1;
+    s->steps_per_epoch = t->spe;
+    s->total_steps = t->total_steps;
+    s->warmup_epochs = c->warmup_epochs;
+    s->warmup_steps = c->warmup_steps;
+    s->decay = c->schedule;
+    s->final_lr = c->final_lr;
+    s->step_gamma = c->step_gamma;
+    memcpy(s->step_epochs, c->step_epochs, sizeof s->step_epochs);
+    DLP_CHECK(dlp_lr_schedule_check(s));
+
+    t->pos.seed = c->seed;
+    t->best_top1 = -1;
+    t->last_top1 = t->last_top5 = -1;
+    t->last_eval_step = t->last_ck_step = -1;
+    if (c->resume) {
+        DLP_CHECK(load_resume(t));
+        DLP_CHECK(t->ops->set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(t->ops->set_momentum(t->plan, t->mom));
+    } else {
+        DLP_CHECK(t->ops->set_params(t->plan, t->params, t->bufs));
+    }
+    t->stop_at = t->total_steps;
+    if (c->stop_at_step > 0 && c->stop_at_step < t->stop_at) t->stop_at = c->stop_at_step;
+    if (t->stop_at < t->pos.step) t->stop_at = t->pos.step;
+    int64_t left = t->stop_at - t->pos.step;
+    if (c->measure_warmup_steps < 0) c->measure_warmup_steps = (int)(left / 10 < 10 ? left / 10 : 10);
+    t->nepochs = (t->stop_at + t->spe - 1) / t->spe - t->pos.epoch + 1;
+    if (t->nepochs < 1) t->nepochs = 1;
+    t->epochs = calloc((size_t)t->nepochs, sizeof *t->epochs);
+    t->evals = json_array();
+    t->ck_written = json_array();
+    if (!t->epochs || !t->evals || !t->ck_written) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+
+    if (c->monitor) {
+        dlp_monitor_cfg mc = {.interval_ms = c->monitor_interval_ms, .csv_path = c->monitor_csv,
+                              .jsonl_path = c->monitor_jsonl, .initial_phase = "setup"};
+        DLP_CHECK(dlp_monitor_create(&mc, &t->mon));
+        DLP_CHECK(dlp_monitor_start(t->mon));
+    }
+    return DLP_OK;
+}
+
+static void teardown(dlp_trainer *t) {
+    if (t->mon) {
+        dlp_monitor_destroy(t->mon);
+        t->mon = NULL;
+    }
+    dlp_loader_free(t->tl);
+    dlp_loader_free(t->vl);
+    if (t->plan) t->ops->plan_free(t->plan);
+    if (t->have_net) dlp_net_free(&t->net);
+    if (t->own_train_ds) dlp_dataset_free(t->train_ds);
+    if (t->own_val_ds) dlp_dataset_free(t->val_ds);
+    free(t->params);
+    free(t->bufs);
+    free(t->mom);
+    free(t->epochs);
+    json_decref(t->evals);
+    json_decref(t->ck_written);
+}
+
+dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
+    memset(r, 0, sizeof *r);
+    dlp_trainer *t = calloc(1, sizeof *t);
+    DLP_TRY_ALLOC(t);
+    t->c = *cfg;
+    t->t_run0 = dlp_now_ns();
+    dlp_status st = setup(t);
+    t->t_setup_end = dlp_now_ns();
+    if (st == DLP_OK) st = train_loop(t);
+    // After the loop (also after a failure in it): a final evaluation and checkpoint when the run ended well.
+    if (st == DLP_OK && t->c.eval && t->vl && t->last_eval_step != t->pos.step && t->steps_run > 0) st = run_eval(t, -1);
+    if (st == DLP_OK && t->c.checkpoint_dir && t->last_ck_step != t->pos.step && t->steps_run > 0)
+        st = save_checkpoint(t);
+    if (t->plan && t->ops->input_stats) {
+        double cm = 0, sm = 0;
+        int64_t n = 0;
+        if (t->ops->input_stats(t->plan, &cm, &sm, &n) == DLP_OK) {
+            t->in_copy_ms = cm;
+            t->in_stall_ms = sm;
+            t->in_copies = n;
+            t->have_input_stats = 1;
+        }
+    }
+    if (t->mon) {
+        set_phase(t, "end");
+        dlp_status ms = dlp_monitor_stop(t->mon);
+        if (ms && st == DLP_OK) st = ms;
+    }
+    // The result is built even after a failure (what was measured until then), with the error recorded.
+    char err[1024] = "";
+    if (st) snprintf(err, sizeof err, "%s", dlp_err_msg());
+    dlp_train_finish_result(t, r);
+    if (st && r->json) json_object_set_new(r->json, "error", json_string(err));
+    teardown(t);
+    free(t);
+    if (st && strcmp(dlp_err_msg(), err) != 0) dlp_err_set(st, __FILE__, __LINE__, "%s", err);  // clobbered meanwhile
+    return st;
+}
+
+void dlp_train_result_free(dlp_train_result *r) {
+    if (!r) return;
+    json_decref(r->json);
+    r->json = NULL;
+}

@@ -1,0 +1,336 @@
+// run/train_result: the figures of a training run (throughput, GFLOP/s against the peak, the stall verdict) and
+// its "dlperf.train/1" JSON result.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "hw/host.h"
+#include "run/train_impl.h"
+
+// A step that waits for data this share of its time or more is the pipeline's fault.
+#define STALL_THRESHOLD 0.05
+
+static const char *const k_verdicts[] = {"compute-bound", "pipeline-bound", "input-bound"};
+
+const char *dlp_train_verdict_name(dlp_train_verdict v) {
+    return (unsigned)v < sizeof k_verdicts / sizeof k_verdicts[0] ? k_verdicts[v] : "?";
+}
+
+static double safe_div(double a, double b) { return b > 0 ? a / b : 0; }
+
+static json_t *phases_json(const int64_t *ns, int64_t steps) {
+    int64_t total = 0;
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) total += ns[p];
+    json_t *o = json_object();
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "ms", json_real(dlp_ns_to_ms(ns[p])));
+        json_object_set_new(e, "pct", json_real(100.0 * safe_div((double)ns[p], (double)total)));
+        json_object_set_new(e, "ms_per_step", json_real(safe_div(dlp_ns_to_ms(ns[p]), (double)steps)));
+        json_object_set_new(o, dlp_train_phase_name((dlp_train_phase)p), e);
+    }
+    json_object_set_new(o, "total_ms", json_real(dlp_ns_to_ms(total)));
+    return o;
+}
+
+static json_t *resolved_json(const dlp_trainer *t) {
+    const dlp_train_cfg *c = &t->c;
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(c->model));
+    json_object_set_new(o, "classes", json_integer(t->have_net ? t->net.num_classes : c->classes));
+    json_object_set_new(o, "size", json_integer(c->size));
+    json_object_set_new(o, "val_resize", json_integer(c->val_resize ? c->val_resize : (int)lround(c->size * 256.0 / 224)));
+    json_object_set_new(o, "crop_scale", json_pack("[ff]", c->crop_scale_lo, c->crop_scale_hi));
+    json_object_set_new(o, "batch", json_integer(c->batch));
+    json_object_set_new(o, "epochs", json_integer(c->epochs));
+    json_object_set_new(o, "steps", json_integer(c->steps));
+    json_object_set_new(o, "total_steps", json_integer(t->total_steps));
+    json_object_set_new(o, "steps_per_epoch", json_integer(t->spe));
+    json_object_set_new(o, "stop_at_step", json_integer(c->stop_at_step));
+    json_object_set_new(o, "time_limit_s", json_real(c->time_limit_s));
+    json_object_set_new(o, "device", json_string(c->device ? c->device : ""));
+    json_object_set_new(o, "backend", json_string(t->ops ? t->ops->name : ""));
+    json_object_set_new(o, "precision", json_string(dlp_dtype_name(c->precision)));
+    json_object_set_new(o, "threads", json_integer(c->threads));
+    json_object_set_new(o, "workers", json_integer(c->workers));
+    json_object_set_new(o, "prefetch", json_integer(c->prefetch));
+    json_object_set_new(o, "bucket_elems", json_integer(c->bucket_elems));
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    json_object_set_new(o, "seed", json_string(seed));
+    json_t *lr = t->total_steps ? dlp_lr_schedule_to_json(&t->sched) : json_object();
+    json_object_set_new(lr, "peak", json_real(t->total_steps ? dlp_lr_peak(&t->sched) : 0));
+    json_object_set_new(lr, "warmup_steps_total", json_integer(t->total_steps ? dlp_lr_warmup_steps(&t->sched) : 0));
+    json_object_set_new(o, "lr", lr);
+    json_object_set_new(o, "momentum", json_real(c->momentum));
+    json_object_set_new(o, "nesterov", json_boolean(c->nesterov));
+    json_object_set_new(o, "weight_decay", json_real(c->weight_decay));
+    json_object_set_new(o, "no_bn_decay", json_boolean(c->no_bn_decay));
+    json_object_set_new(o, "label_smoothing", json_real(c->label_smoothing));
+    json_object_set_new(o, "zero_init_residual", json_boolean(c->zero_init_residual));
+    json_object_set_new(o, "eval", json_boolean(c->eval && t->vl));
+    json_object_set_new(o, "eval_every", json_integer(c->eval_every));
+    json_object_set_new(o, "checkpoint_dir", c->checkpoint_dir ? json_string(c->checkpoint_dir) : json_null());
+    json_object_set_new(o, "checkpoint_every", json_integer(c->checkpoint_every));
+    json_object_set_new(o, "keep_checkpoints", json_integer(c->keep_checkpoints));
+    json_object_set_new(o, "resume", c->resume ? json_string(c->resume) : json_null());
+    json_object_set_new(o, "read_limit_bytes_per_s", json_integer(c->read_limit_bytes_per_s));
+    json_object_set_new(o, "drop_cache", json_boolean(c->drop_cache));
+    json_object_set_new(o, "limit_samples", json_integer(c->limit_samples));
+    json_object_set_new(o, "measure_warmup_steps", json_integer(c->measure_warmup_steps));
+    json_object_set_new(o, "sync_phases", json_boolean(c->sync_phases));
+    json_object_set_new(o, "phase_timing", json_string(t->async && !c->sync_phases ? "host-observed (asynchronous device)"
+                                                                                    : "synchronous"));
+    return o;
+}
+
+static void verdict(dlp_trainer *t, dlp_train_result *r) {
+    const double stall_frac = r->train_s > 0 && t->have_input_stats ? t->in_stall_ms / (r->train_s * 1e3) : 0;
+    if (t->have_input_stats && stall_frac >= STALL_THRESHOLD) {
+        r->verdict = DLP_TRAIN_INPUT_BOUND;
+        snprintf(r->verdict_text, sizeof r->verdict_text,
+                 "input-bound: the device waited %.0f%% of the time for host-to-device copies (%.2f ms per copy)",
+                 100 * stall_frac, safe_div(t->in_copy_ms, (double)t->in_copies));
+    } else if (r->data_wait_frac >= STALL_THRESHOLD) {
+        r->verdict = DLP_TRAIN_PIPELINE_BOUND;
+        snprintf(r->verdict_text, sizeof r->verdict_text,
+                 "pipeline-bound: the loader delivered %.1f img/s while compute could take %.1f img/s "
+                 "(data wait %.0f%% of the step)",
+                 r->steady_img_per_s, r->compute_img_per_s, 100 * r->data_wait_frac);
+    } else {
+        r->verdict = DLP_TRAIN_COMPUTE_BOUND;
+        snprintf(r->verdict_text, sizeof r->verdict_text,
+                 "compute-bound: compute took %.1f img/s and the loader kept up (data wait %.1f%% of the step; its "
+                 "%d thread%s could deliver about %.0f img/s)",
+                 r->compute_img_per_s, 100 * r->data_wait_frac, t->c.workers, t->c.workers == 1 ? "" : "s",
+                 r->loader_img_per_s);
+    }
+}
+
+void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
+    const dlp_train_cfg *c = &t->c;
+    const int64_t now = dlp_now_ns();
+    r->steps = t->steps_run;
+    r->first_step = t->resumed ? t->resume_pos.step : 0;
+    r->images = t->images;
+    r->steps_per_epoch = t->spe;
+    r->epochs_done = safe_div((double)t->pos.step, (double)t->spe);
+    r->wall_s = dlp_ns_to_s(now - t->t_run0);
+    r->setup_s = dlp_ns_to_s((t->t_setup_end ? t->t_setup_end : now) - t->t_run0);
+    int64_t loop_ns = 0, steady_ns = 0;
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) {
+        r->phase_ms[p] = dlp_ns_to_ms(t->ph_ns[p]);
+        loop_ns += t->ph_ns[p];
+        steady_ns += t->steady_ph_ns[p];
+    }
+    // Compute (what the device needs per step): the phases between the data and the bookkeeping.
+    int64_t compute_ns = 0;
+    for (int p = DLP_TRAIN_PH_INPUT; p <= DLP_TRAIN_PH_UPDATE; p++) compute_ns += t->steady_ph_ns[p];
+    r->train_s = dlp_ns_to_s(loop_ns);
+    r->eval_s = dlp_ns_to_s(t->eval_ns);
+    r->checkpoint_s = dlp_ns_to_s(t->ck_ns);
+    r->img_per_s = safe_div((double)t->images, r->train_s);
+    r->steady_img_per_s = safe_div((double)t->steady_images, dlp_ns_to_s(steady_ns));
+    r->compute_img_per_s = safe_div((double)t->steady_images, dlp_ns_to_s(compute_ns));
+    r->data_wait_frac = safe_div((double)t->steady_ph_ns[DLP_TRAIN_PH_DATA_WAIT], (double)steady_ns);
+    dlp_loader_stats ls;
+    memset(&ls, 0, sizeof ls);
+    if (t->tl) dlp_loader_get_stats(t->tl, &ls);
+    double worker_ns_per_img = safe_div((double)(ls.read_ns + ls.decode_ns + ls.augment_ns), (double)ls.images);
+    r->loader_img_per_s = safe_div(1e9 * c->workers, worker_ns_per_img);
+    r->gflop_per_image = t->have_net ? 3 * dlp_net_forward_flops(&t->net) * 1e-9 : 0;
+    r->gflop_per_s = r->gflop_per_image * r->steady_img_per_s;
+    r->compute_gflop_per_s = r->gflop_per_image * r->compute_img_per_s;
+    r->peak_gflop_per_s = t->peak_gflops;
+    r->fraction_of_peak = safe_div(r->gflop_per_s, t->peak_gflops);
+    if (t->peak_gflops > 0 && r->compute_gflop_per_s > 1.05 * t->peak_gflops && !t->peak_note[0])
+        snprintf(t->peak_note, sizeof t->peak_note,
+                 "the run computed faster than the %s peak: the peak was taken while other work shared the CPU "
+                 "(measure it again with --peak measure on a quiet machine)", t->peak_source);
+    r->first_loss = t->first_loss;
+    r->last_loss = t->last_loss;
+    r->best_top1 = t->best_top1;
+    r->last_top1 = t->last_top1;
+    r->last_top5 = t->last_top5;
+    r->nevals = t->evals ? (int)json_array_size(t->evals) : 0;
+    snprintf(r->stopped_by, sizeof r->stopped_by, "%s", t->stopped_by[0] ? t->stopped_by : "error");
+    snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s", t->last_ck);
+    r->threads = c->threads;
+    r->workers = c->workers;
+    verdict(t, r);
+
+    json_t *o = dlp_json_result_new("dlperf.train/1", 0, NULL);
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "options", c->options ? json_incref(c->options) : json_null());
+    json_object_set_new(cfg, "resolved", resolved_json(t));
+    json_object_set_new(o, "config", cfg);
+
+    json_t *data = json_object();
+    json_object_set_new(data, "train", json_string(t->train_where));
+    json_object_set_new(data, "train_files", json_integer(t->train_ds ? t->train_ds->n : 0));
+    json_object_set_new(data, "train_images_per_epoch", json_integer(t->tl ? dlp_loader_samples_per_epoch(t->tl) : 0));
+    json_object_set_new(data, "classes", json_integer(t->train_ds ? t->train_ds->nclasses : 0));
+    json_object_set_new(data, "val", t->val_ds ? json_string(t->val_where) : json_null());
+    json_object_set_new(data, "val_images", json_integer(t->vl ? dlp_loader_samples_per_epoch(t->vl) : 0));
+    json_object_set_new(data, "input_layout", json_string(t->in_layout == DLP_LAYOUT_NHWC ? "NHWC" : "NCHW"));
+    json_object_set_new(data, "input_dtype", json_string(dlp_dtype_name(t->in_dtype)));
+    json_object_set_new(o, "data", data);
+
+    json_t *model = json_object();
+    json_object_set_new(model, "arch", json_string(t->have_net ? t->net.arch : c->model));
+    json_object_set_new(model, "parameters", json_integer(t->have_net ? t->net.param_count : 0));
+    json_object_set_new(model, "forward_gflop_per_image", json_real(r->gflop_per_image / 3));
+    json_object_set_new(model, "train_gflop_per_image", json_real(r->gflop_per_image));
+    json_object_set_new(o, "model", model);
+
+    json_t *be = json_object();
+    json_object_set_new(be, "name", json_string(t->ops ? t->ops->name : ""));
+    json_object_set_new(be, "device", json_string(c->device ? c->device : ""));
+    json_object_set_new(be, "plan_ms", json_real(t->plan_ms));
+    json_object_set_new(o, "backend", be);
+
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_t *th = json_object();
+    json_object_set_new(th, "compute", json_integer(c->threads));
+    json_object_set_new(th, "loader", json_integer(c->workers));
+    json_object_set_new(th, "cpus_allowed", json_integer(h.cpus_allowed));
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    json_object_set_new(th, "omp_wait_policy", wp ? json_string(wp) : json_null());
+    const char *how = getenv("DLPERF_OMP_WAIT_POLICY_SET");
+    json_object_set_new(th, "omp_wait_policy_set_by", json_string(how && how[0] ? how : wp ? "environment" : "unset"));
+    json_object_set_new(o, "threads", th);
+    json_object_set_new(o, "host", dlp_host_to_json(&h));
+    json_object_set_new(o, "versions", dlp_versions_to_json());
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    json_object_set_new(o, "seed", json_string(seed));
+
+    json_t *run = json_object();
+    json_object_set_new(run, "steps", json_integer(r->steps));
+    json_object_set_new(run, "first_step", json_integer(r->first_step));
+    json_object_set_new(run, "last_step", json_integer(t->pos.step));
+    json_object_set_new(run, "images", json_integer(r->images));
+    json_object_set_new(run, "epochs_done", json_real(r->epochs_done));
+    json_object_set_new(run, "stopped_by", json_string(r->stopped_by));
+    json_object_set_new(run, "wall_s", json_real(r->wall_s));
+    json_object_set_new(run, "setup_s", json_real(r->setup_s));
+    json_object_set_new(run, "train_s", json_real(r->train_s));
+    json_object_set_new(run, "eval_s", json_real(r->eval_s));
+    json_object_set_new(run, "checkpoint_s", json_real(r->checkpoint_s));
+    json_object_set_new(o, "run", run);
+
+    json_object_set_new(o, "phases", phases_json(t->ph_ns, t->steps_run));
+    json_t *steady = json_object();
+    json_object_set_new(steady, "warmup_steps", json_integer(c->measure_warmup_steps));
+    json_object_set_new(steady, "steps", json_integer(t->steady_steps));
+    json_object_set_new(steady, "images", json_integer(t->steady_images));
+    json_object_set_new(steady, "phases", phases_json(t->steady_ph_ns, t->steady_steps));
+    json_object_set_new(o, "steady_state", steady);
+
+    json_t *tp = json_object();
+    json_object_set_new(tp, "img_per_s", json_real(r->img_per_s));
+    json_object_set_new(tp, "steady_img_per_s", json_real(r->steady_img_per_s));
+    json_object_set_new(tp, "compute_img_per_s", json_real(r->compute_img_per_s));
+    json_object_set_new(tp, "loader_img_per_s", json_real(r->loader_img_per_s));
+    json_object_set_new(tp, "ms_per_step", json_real(safe_div(r->train_s * 1e3, (double)r->steps)));
+    json_object_set_new(o, "throughput", tp);
+
+    json_t *gf = json_object();
+    json_object_set_new(gf, "per_image", json_real(r->gflop_per_image));
+    json_object_set_new(gf, "achieved_per_s", json_real(r->gflop_per_s));
+    json_object_set_new(gf, "compute_per_s", json_real(r->compute_gflop_per_s));
+    json_object_set_new(gf, "peak_per_s", t->peak_gflops > 0 ? json_real(t->peak_gflops) : json_null());
+    json_object_set_new(gf, "peak_source", json_string(t->peak_gflops > 0 ? t->peak_source : "none"));
+    if (t->peak_note[0]) json_object_set_new(gf, "peak_note", json_string(t->peak_note));
+    json_object_set_new(gf, "fraction_of_peak", t->peak_gflops > 0 ? json_real(r->fraction_of_peak) : json_null());
+    json_object_set_new(gf, "compute_fraction_of_peak",
+                        t->peak_gflops > 0 ? json_real(safe_div(r->compute_gflop_per_s, t->peak_gflops)) : json_null());
+    json_object_set_new(o, "gflop", gf);
+
+    json_t *stall = json_object();
+    json_object_set_new(stall, "data_wait_frac", json_real(r->data_wait_frac));
+    json_object_set_new(stall, "threshold", json_real(STALL_THRESHOLD));
+    json_object_set_new(stall, "verdict", json_string(dlp_train_verdict_name(r->verdict)));
+    json_object_set_new(stall, "text", json_string(r->verdict_text));
+    if (t->have_input_stats) {
+        json_t *di = json_object();
+        json_object_set_new(di, "copy_ms", json_real(t->in_copy_ms));
+        json_object_set_new(di, "stall_ms", json_real(t->in_stall_ms));
+        json_object_set_new(di, "copies", json_integer(t->in_copies));
+        json_object_set_new(stall, "device_input", di);
+    }
+    json_object_set_new(o, "stall", stall);
+
+    json_t *loss = json_object();
+    json_object_set_new(loss, "first", json_real(r->first_loss));
+    json_object_set_new(loss, "last", json_real(r->last_loss));
+    json_object_set_new(o, "loss", loss);
+
+    json_t *eps = json_array();
+    for (int64_t k = 0; t->epochs && k < t->nepochs; k++) {
+        const dlp_train_epoch_stats *es = &t->epochs[k];
+        if (!es->steps && !es->has_val) continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "epoch", json_integer(t->resume_pos.epoch + k + 1));
+        json_object_set_new(e, "steps", json_integer(es->steps));
+        json_object_set_new(e, "images", json_integer(es->images));
+        json_object_set_new(e, "loss_mean", json_real(safe_div(es->loss_sum, (double)es->steps)));
+        json_object_set_new(e, "train_top1", json_real(safe_div((double)es->correct_top1, (double)es->images)));
+        json_object_set_new(e, "img_per_s", json_real(safe_div((double)es->images, dlp_ns_to_s(es->loop_ns))));
+        json_object_set_new(e, "data_wait_frac", json_real(safe_div((double)es->data_wait_ns, (double)es->loop_ns)));
+        json_object_set_new(e, "train_s", json_real(dlp_ns_to_s(es->loop_ns)));
+        const int64_t before = k == 0 ? t->resume_pos.step_in_epoch : 0;  // steps of a resumed epoch done earlier
+        json_object_set_new(e, "complete", json_boolean(es->steps + before == t->spe));
+        if (es->has_val) {
+            json_t *v = json_object();
+            json_object_set_new(v, "top1", json_real(es->val_top1));
+            json_object_set_new(v, "top5", json_real(es->val_top5));
+            json_object_set_new(v, "loss", json_real(es->val_loss));
+            json_object_set_new(e, "val", v);
+        } else {
+            json_object_set_new(e, "val", json_null());
+        }
+        json_array_append_new(eps, e);
+    }
+    json_object_set_new(o, "epochs", eps);
+    json_object_set_new(o, "evals", t->evals ? json_incref(t->evals) : json_array());
+    json_t *acc = json_object();
+    json_object_set_new(acc, "best_top1", t->best_top1 >= 0 ? json_real(t->best_top1) : json_null());
+    json_object_set_new(acc, "last_top1", t->last_top1 >= 0 ? json_real(t->last_top1) : json_null());
+    json_object_set_new(acc, "last_top5", t->last_top5 >= 0 ? json_real(t->last_top5) : json_null());
+    json_object_set_new(o, "accuracy", acc);
+
+    json_t *ld = json_object();
+    json_object_set_new(ld, "train", t->tl ? dlp_loader_stats_to_json(&ls) : json_null());
+    if (t->vl) {
+        dlp_loader_stats vs;
+        dlp_loader_get_stats(t->vl, &vs);
+        json_object_set_new(ld, "val", dlp_loader_stats_to_json(&vs));
+    } else {
+        json_object_set_new(ld, "val", json_null());
+    }
+    json_object_set_new(o, "loader", ld);
+
+    json_object_set_new(o, "monitor", t->mon ? dlp_monitor_summary_json(t->mon) : json_null());
+    json_t *ck = json_object();
+    json_object_set_new(ck, "written", t->ck_written ? json_incref(t->ck_written) : json_array());
+    json_object_set_new(ck, "last", t->last_ck[0] ? json_string(t->last_ck) : json_null());
+    json_object_set_new(o, "checkpoints", ck);
+    if (t->resumed) {
+        json_t *rs = json_object();
+        json_object_set_new(rs, "path", json_string(t->resume_path));
+        json_object_set_new(rs, "step", json_integer(t->resume_pos.step));
+        json_object_set_new(rs, "epoch", json_integer(t->resume_pos.epoch));
+        json_object_set_new(rs, "step_in_epoch", json_integer(t->resume_pos.step_in_epoch));
+        json_object_set_new(o, "resumed_from", rs);
+    } else {
+        json_object_set_new(o, "resumed_from", json_null());
+    }
+    json_object_set_new(o, "warnings", json_integer(dlp_log_warn_count()));
+    r->json = o;
+}
