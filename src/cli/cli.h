@@ -28,5 +28,6 @@ int dlp_cli_infer(int argc, char **argv);
 int dlp_cli_serve(int argc, char **argv);
 int dlp_cli_loadgen(int argc, char **argv);
 int dlp_cli_train(int argc, char **argv);
+int dlp_cli_run(int argc, char **argv);
 
 #endif

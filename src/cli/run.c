@@ -1,0 +1,592 @@
+// cli/run: `dlperf run` — the main job, the whole flow of the evaluation on this machine in one command: the host,
+// the input pipeline alone (data preparation rate over loader threads), a short ResNet training run through the
+// real pipeline with the hardware monitored, the online phase (offline throughput and batch-1 latency of an
+// inference plan), what held training back, the cost per image when the machine's rate is given, and the catalog's
+// GPU systems predicted for the same workload beside it. Each stage is the subcommand users run on its own (data
+// bench, train, infer, predict), called with its options; their results land in one run directory next to the
+// summary (dlperf.run/1). A stage that fails is recorded and the run goes on with the next.
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/opts.h"
+#include "hw/host.h"
+
+#define MAX_ARGS 64
+
+typedef struct run_opts {
+    const char *data, *device, *model, *precision, *infer_batches, *compare, *out, *json;
+    int size, batch, threads, workers, quick, bench_images;
+    double train_seconds, infer_seconds, usd_per_hour;
+} run_opts;
+
+typedef struct stage {
+    const char *name;   // "data", "train", "infer", "predict"
+    int rc;             // the subcommand's exit status (-1: not run)
+    double seconds;
+    char json_path[4200];
+    json_t *result;     // the subcommand's JSON result, when it wrote one
+} stage;
+
+typedef struct argbuf {
+    char *argv[MAX_ARGS];
+    char store[MAX_ARGS][256];
+    int argc;
+} argbuf;
+
+static void arg(argbuf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(argbuf *a, const char *fmt, ...) {
+    if (a->argc >= MAX_ARGS - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
+    va_end(ap);
+    a->argv[a->argc] = a->store[a->argc];
+    a->argc++;
+    a->argv[a->argc] = NULL;
+}
+
+// A number at a dotted path ("throughput.img_per_s"); NAN when absent.
+static double jnum(const json_t *o, const char *path) {
+    char key[128];
+    const char *p = path;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof key) return NAN;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        o = json_object_get(o, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return o && json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+static const char *jstr(const json_t *o, const char *path) {
+    char key[128];
+    const char *p = path;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof key) return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        o = json_object_get(o, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return o && json_is_string(o) ? json_string_value(o) : NULL;
+}
+
+static void banner(const char *title) {
+    printf("\n== %s\n", title);
+    fflush(stdout);
+}
+
+// Runs one stage's subcommand as a child process (dlperf <args>): a stage that crashes or runs out of memory does
+// not take the run with it, each stage's memory and monitor figures are its own, and a subcommand may re-execute
+// itself (dlperf train does, to set OpenMP's wait policy). Ctrl-C reaches the child (same process group); the run
+// waits for it and stops after that stage. Then loads the result the stage wrote.
+static void run_stage(stage *s, argbuf *a) {
+    uint64_t t0 = dlp_now_ns();
+    char *argv[MAX_ARGS + 1];
+    argv[0] = "dlperf";
+    for (int i = 0; i < a->argc; i++) argv[i + 1] = a->argv[i];
+    argv[a->argc + 1] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_term;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGTERM, &ign, &old_term);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "run: cannot run %s: %s\n", "/proc/self/exe", strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0) {
+        fprintf(stderr, "run: cannot start the %s stage: %s\n", s->name, strerror(errno));
+        s->rc = 126;
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(status)) {
+            s->rc = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+            s->rc = 128 + WTERMSIG(status);
+            fprintf(stderr, "run: the %s stage was killed by signal %d (%s)\n", s->name, WTERMSIG(status),
+                    strsignal(WTERMSIG(status)));
+        } else {
+            s->rc = 125;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    s->seconds = dlp_ns_to_s(dlp_now_ns() - t0);
+    if (dlp_path_exists(s->json_path)) {
+        dlp_status st = dlp_json_load(s->json_path, &s->result);
+        if (st) {
+            dlp_err_print(stderr);
+            dlp_err_clear();
+            s->result = NULL;
+        }
+    }
+    if (s->rc != 0 && s->rc != 130)
+        fprintf(stderr, "run: the %s stage ended with exit status %d; going on with the next\n", s->name, s->rc);
+}
+
+static void fmt_dur(char *buf, size_t len, double s) {
+    if (!isfinite(s) || s < 0) snprintf(buf, len, "-");
+    else if (s < 90) snprintf(buf, len, "%.0f s", s);
+    else if (s < 5400) snprintf(buf, len, "%.0f min", s / 60);
+    else if (s < 172800) snprintf(buf, len, "%.1f h", s / 3600);
+    else snprintf(buf, len, "%.1f days", s / 86400);
+}
+
+static int allowed_cpus(const dlp_host_info *h) { return h->cpus_allowed > 0 ? h->cpus_allowed : 1; }
+
+// The result of the infer stage at one batch size.
+static const json_t *infer_point(const json_t *inf, int batch) {
+    const json_t *res = json_object_get(inf, "results");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(res, i, r) {
+        if ((int)jnum(r, "batch") == batch) return r;
+    }
+    return NULL;
+}
+
+static const json_t *infer_best(const json_t *inf) {
+    const json_t *res = json_object_get(inf, "results"), *best = NULL;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(res, i, r) {
+        if (!best || jnum(r, "images_per_s") > jnum(best, "images_per_s")) best = r;
+    }
+    return best;
+}
+
+static void fmt_rate(char *buf, size_t len, double v) {
+    if (!isfinite(v)) snprintf(buf, len, "-");
+    else if (v >= 1000) snprintf(buf, len, "%.0f", v);
+    else if (v >= 10) snprintf(buf, len, "%.1f", v);
+    else snprintf(buf, len, "%.2f", v);
+}
+
+int dlp_cli_run(int argc, char **argv) {
+    run_opts o;
+    dlp_opt opts[] = {
+        {"data", 'd', DLP_OPT_STR, &o.data, "synthetic", "DIR|synthetic", "dataset: ImageNet root, ImageFolder, list file, or the synthetic ImageNet (generated and cached on first use)", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &o.device, "cpu", "DEV", "training and inference backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &o.model, "resnet50", "NAME", "resnet18|34|50|101|152", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &o.size, "224", "PX", "image size (crop) for training and inference", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &o.batch, "32", "N", "training batch", NULL, 0},
+        {"precision", 'p', DLP_OPT_STR, &o.precision, "auto", "auto|fp32|bf16|fp16", "compute precision (auto: bf16 on CPUs with avx512_bf16 or AMX and on GPUs, else fp32)", NULL, 0},
+        {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: the default rule)", NULL, 0},
+        {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "loader threads for training (0: the default rule)", NULL, 0},
+        {"train-seconds", 0, DLP_OPT_DOUBLE, &o.train_seconds, "60", "S", "length of the training run (after its setup)", NULL, 0},
+        {"infer-batch", 0, DLP_OPT_STR, &o.infer_batches, "1,32", "LIST", "inference batch sizes (the first is the latency point)", NULL, 0},
+        {"infer-seconds", 0, DLP_OPT_DOUBLE, &o.infer_seconds, "5", "S", "timed seconds per inference batch size", NULL, 0},
+        {"bench-images", 0, DLP_OPT_INT, &o.bench_images, "512", "N", "images per data-preparation measurement", NULL, 0},
+        {"compare", 0, DLP_OPT_STR, &o.compare, "dgx-a100,dgx-station,desktop-4090", "ID,..", "catalog systems predicted for the same workload (none: skip)", NULL, 0},
+        {"usd-per-hour", 0, DLP_OPT_DOUBLE, &o.usd_per_hour, "0", "X", "what an hour of this machine costs (rent, or amortization + power): prices its images", NULL, 0},
+        {"quick", 'q', DLP_OPT_FLAG, &o.quick, NULL, NULL, "a short run for a first look and tests: resnet18 at 112 px, batch 16, 15 s of training, 1 s per inference batch", NULL, 0},
+        {"out", 'o', DLP_OPT_STR, &o.out, NULL, "DIR", "run directory for every stage's result and time series (new; default dlperf-run-<UTC time>)", NULL, 0},
+        {"json", 'j', DLP_OPT_STR, &o.json, NULL, "FILE", "the summary (dlperf.run/1; default <out>/run.json)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(
+        opts,
+        "usage: dlperf run [--data DIR|synthetic] [--model resnet50] [--precision auto] [--train-seconds 60]\n"
+        "                  [--usd-per-hour X] [--compare ID,..] [--out DIR] [--quick]\n"
+        "The whole flow on this machine: host, data preparation rate, a monitored training run through the real\n"
+        "input pipeline, inference throughput and latency, what held training back, cost per image, and the\n"
+        "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory.",
+        argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
+    if (o.quick) {
+        if (!dlp_opt_given(opts, "model")) o.model = "resnet18";
+        if (!dlp_opt_given(opts, "size")) o.size = 112;
+        if (!dlp_opt_given(opts, "batch")) o.batch = 16;
+        if (!dlp_opt_given(opts, "train-seconds")) o.train_seconds = 15;
+        if (!dlp_opt_given(opts, "infer-seconds")) o.infer_seconds = 1;
+        if (!dlp_opt_given(opts, "infer-batch")) o.infer_batches = "1,16";
+        if (!dlp_opt_given(opts, "bench-images")) o.bench_images = 128;
+    }
+    if (o.size < 32 || o.batch < 1 || !(o.train_seconds > 0) || !(o.infer_seconds > 0) || o.bench_images < 1 ||
+        o.threads < 0 || o.workers < 0 || !(o.usd_per_hour >= 0))
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "run: --size >= 32, --batch >= 1, --train-seconds > 0, "
+                                                     "--infer-seconds > 0, --bench-images >= 1, --usd-per-hour >= 0"));
+    int ib[16];
+    int nib = dlp_parse_int_list(o.infer_batches, ib, 16);
+    if (nib <= 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--infer-batch: a list of batch sizes like 1,32 (got '%s')", o.infer_batches));
+
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    const int is_gpu = strncmp(o.device, "cuda", 4) == 0 || strncmp(o.device, "sim", 3) == 0;
+    const char *prec = o.precision;
+    if (strcmp(prec, "auto") == 0) {
+        if (is_gpu) prec = "bf16";
+        else if (strcmp(o.device, "cpu") == 0 && (h.avx512_bf16 || h.amx_bf16)) prec = "bf16";
+        else prec = "fp32";
+    } else if (strcmp(prec, "fp32") != 0 && strcmp(prec, "bf16") != 0 && strcmp(prec, "fp16") != 0) {
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--precision: auto, fp32, bf16 or fp16 (got '%s')", prec));
+    }
+
+    // the run directory
+    char out[4096];
+    if (o.out) {
+        snprintf(out, sizeof out, "%s", o.out);
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        char ts[32];
+        strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
+        snprintf(out, sizeof out, "dlperf-run-%s", ts);
+    }
+    if (dlp_path_exists(out))
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_EXISTS, "--out %s already exists (a run directory is never reused)", out));
+    char json_path[4200];
+    snprintf(json_path, sizeof json_path, "%s%s", o.json ? "" : out, o.json ? o.json : "/run.json");
+    if ((st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    if ((st = dlp_mkdirs(out))) return dlp_cli_fail(st);
+
+    const uint64_t t0 = dlp_now_ns();
+    printf("dlperf run: %s on %s (%d CPUs allowed, %s%s%s, %.1f GiB), %s %s at %d px, results in %s/\n",
+           o.model, h.cpu_model, allowed_cpus(&h), h.avx512 ? "AVX-512" : h.avx2 ? "AVX2" : "no AVX2",
+           h.avx512_bf16 ? " + avx512_bf16" : "", h.amx_bf16 ? " + AMX-BF16" : "",
+           (double)h.mem_total_bytes / (1024.0 * 1024 * 1024), o.device, prec, o.size, out);
+    fflush(stdout);
+
+    stage st_data = {.name = "data", .rc = -1}, st_train = {.name = "train", .rc = -1},
+          st_infer = {.name = "infer", .rc = -1}, st_pred = {.name = "predict", .rc = -1};
+    stage *stages[] = {&st_data, &st_train, &st_infer, &st_pred};
+    char csv[4200];
+    argbuf *a = calloc(1, sizeof *a);
+    if (!a) return dlp_cli_fail(DLP_ERR(DLP_ERR_NOMEM, "out of memory"));
+
+    // 1. data preparation: the loader alone over 1..N threads (the preparation rate of a data-stall analysis)
+    banner("data preparation: the input pipeline alone (read, JPEG decode, random-resized crop, flip, normalize)");
+    {
+        int n = allowed_cpus(&h);
+        char list[128] = "";
+        int nlist = 0;
+        for (int w = 1; w <= n && nlist < 8; w *= 2, nlist++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", nlist ? "," : "", w);
+        if (n > 1 && (n & (n - 1)) != 0) snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", n);
+        snprintf(st_data.json_path, sizeof st_data.json_path, "%s/data.json", out);
+        a->argc = 0;
+        arg(a, "data");
+        arg(a, "bench");
+        arg(a, "--data");
+        arg(a, "%s", o.data);
+        arg(a, "--crop");
+        arg(a, "%d", o.size);
+        arg(a, "--batch");
+        arg(a, "%d", o.batch);
+        arg(a, "--workers");
+        arg(a, "%s", list);
+        arg(a, "--images");
+        arg(a, "%d", o.bench_images);
+        arg(a, "--dtype");
+        arg(a, "%s", strcmp(prec, "fp16") == 0 ? "fp16" : strcmp(prec, "bf16") == 0 && is_gpu ? "bf16" : "fp32");
+        arg(a, "--json");
+        arg(a, "%s", st_data.json_path);
+        run_stage(&st_data, a);
+    }
+
+    // 2. training through the real pipeline, monitored
+    banner("training: the real loader feeding the backend, every phase timed, the hardware monitored");
+    if (st_data.rc != 130) {
+        snprintf(st_train.json_path, sizeof st_train.json_path, "%s/train.json", out);
+        snprintf(csv, sizeof csv, "%s/train-monitor.csv", out);
+        a->argc = 0;
+        arg(a, "train");
+        arg(a, "--data");
+        arg(a, "%s", o.data);
+        arg(a, "--model");
+        arg(a, "%s", o.model);
+        arg(a, "--size");
+        arg(a, "%d", o.size);
+        arg(a, "--batch");
+        arg(a, "%d", o.batch);
+        arg(a, "--device");
+        arg(a, "%s", o.device);
+        arg(a, "--precision");
+        arg(a, "%s", prec);
+        arg(a, "--threads");
+        arg(a, "%d", o.threads);
+        arg(a, "--workers");
+        arg(a, "%d", o.workers);
+        arg(a, "--epochs");
+        arg(a, "1");
+        arg(a, "--time-limit");
+        arg(a, "%g", o.train_seconds);
+        arg(a, "--no-eval");
+        arg(a, "--warmup-steps");
+        arg(a, "5");
+        arg(a, "--json");
+        arg(a, "%s", st_train.json_path);
+        arg(a, "--monitor-csv");
+        arg(a, "%s", csv);
+        run_stage(&st_train, a);
+    }
+
+    // 3. the online phase: inference throughput and latency
+    banner("inference: offline throughput and per-call latency of the inference plan (BN folded, fusions)");
+    int stop = st_data.rc == 130 || st_train.rc == 130;
+    if (stop) {
+        fprintf(stderr, "run: interrupted; skipping the remaining stages\n");
+    } else {
+        snprintf(st_infer.json_path, sizeof st_infer.json_path, "%s/infer.json", out);
+        snprintf(csv, sizeof csv, "%s/infer-monitor.csv", out);
+        a->argc = 0;
+        arg(a, "infer");
+        arg(a, "--data");
+        arg(a, "%s", o.data);
+        arg(a, "--model");
+        arg(a, "%s", o.model);
+        arg(a, "--size");
+        arg(a, "%d", o.size);
+        arg(a, "--device");
+        arg(a, "%s", o.device);
+        arg(a, "--precision");
+        arg(a, "%s", prec);
+        arg(a, "--threads");
+        arg(a, "%d", o.threads);
+        arg(a, "--batch");
+        arg(a, "%s", o.infer_batches);
+        arg(a, "--samples");
+        int maxb = 1;
+        for (int i = 0; i < nib; i++)
+            if (ib[i] > maxb) maxb = ib[i];
+        arg(a, "%d", maxb > 64 ? maxb : 64);
+        arg(a, "--min-duration");
+        arg(a, "%g", o.infer_seconds);
+        arg(a, "--iters");
+        arg(a, "3");
+        arg(a, "--json");
+        arg(a, "%s", st_infer.json_path);
+        arg(a, "--monitor-csv");
+        arg(a, "%s", csv);
+        run_stage(&st_infer, a);
+    }
+
+    // 4. the catalog's systems for the same workload
+    if (strcmp(o.compare, "none") != 0 && !stop && st_infer.rc != 130) {
+        banner("the catalog's GPU systems, predicted for the same training workload (dlperf predict)");
+        snprintf(st_pred.json_path, sizeof st_pred.json_path, "%s/predict.json", out);
+        a->argc = 0;
+        arg(a, "predict");
+        arg(a, "--system");
+        arg(a, "%s", o.compare);
+        arg(a, "--model");
+        arg(a, "%s", o.model);
+        arg(a, "--size");
+        arg(a, "%d", o.size);
+        arg(a, "--json");
+        arg(a, "%s", st_pred.json_path);
+        run_stage(&st_pred, a);
+    }
+    free(a);
+
+    // ---- the summary ----
+    json_t *res = dlp_json_result_new("dlperf.run/1", argc, argv);
+    json_object_set_new(res, "options", dlp_opts_to_json(opts));
+    json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "precision", json_string(prec));
+    json_object_set_new(res, "out", json_string(out));
+    json_t *jst = json_object();
+    int failed = 0;
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) {
+        stage *s = stages[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "exit_status", json_integer(s->rc));
+        json_object_set_new(e, "ran", json_boolean(s->rc >= 0));
+        json_object_set_new(e, "seconds", json_real(s->seconds));
+        if (s->result) json_object_set_new(e, "result", json_string(s->json_path));
+        json_object_set_new(jst, s->name, e);
+        if (s->rc > 0) failed++;
+    }
+    json_object_set_new(res, "stages", jst);
+
+    banner("summary");
+    json_t *sum = json_object();
+    char b1[32], b2[32];
+    // data preparation
+    double prep = NAN, prep1 = NAN;
+    int prep_w = 0;
+    if (st_data.result) {
+        const json_t *runs = json_object_get(st_data.result, "runs"), *r;
+        size_t i;
+        json_array_foreach(runs, i, r) {
+            double v = jnum(r, "img_per_s");
+            if ((int)jnum(r, "workers") == 1) prep1 = v;
+            if (!isfinite(prep) || v > prep) {
+                prep = v;
+                prep_w = (int)jnum(r, "workers");
+            }
+        }
+        fmt_rate(b1, sizeof b1, prep);
+        fmt_rate(b2, sizeof b2, prep1);
+        printf("data preparation  %s img/s with %d loader thread%s (%s img/s with one) at %d px\n", b1, prep_w,
+               prep_w == 1 ? "" : "s", b2, o.size);
+        json_object_set_new(sum, "prep_img_per_s", json_real(prep));
+        json_object_set_new(sum, "prep_workers", json_integer(prep_w));
+        json_object_set_new(sum, "prep_img_per_s_one_thread", json_real(prep1));
+    } else {
+        printf("data preparation  not measured (the data stage failed)\n");
+    }
+    // training
+    double train_rate = NAN;
+    if (st_train.result) {
+        const json_t *t = st_train.result;
+        train_rate = jnum(t, "throughput.steady_img_per_s");
+        double wait = jnum(t, "stall.data_wait_frac"), frac = jnum(t, "gflop.fraction_of_peak");
+        double gf = jnum(t, "gflop.achieved_per_s");
+        double cpu = jnum(t, "monitor.total.metrics.cpu.all.util_pct.mean");
+        (void)cpu;
+        fmt_rate(b1, sizeof b1, train_rate);
+        printf("training          %s img/s (%s %s, batch %d, %d compute + %d loader threads); data wait %.1f%% of "
+               "the step; %.0f GFLOP/s%s",
+               b1, o.model, prec, o.batch, (int)jnum(t, "threads.compute"), (int)jnum(t, "threads.loader"),
+               100 * wait, gf, isfinite(frac) ? "" : "\n");
+        if (isfinite(frac)) printf(", %.0f%% of the measured peak\n", 100 * frac);
+        const char *text = jstr(t, "stall.text");
+        if (text) printf("                  %s\n", text);
+        json_object_set_new(sum, "train_img_per_s", json_real(train_rate));
+        json_object_set_new(sum, "train_data_wait_frac", json_real(wait));
+        json_object_set_new(sum, "train_gflop_per_s", json_real(gf));
+        json_object_set_new(sum, "train_fraction_of_peak", isfinite(frac) ? json_real(frac) : json_null());
+        const char *verdict = jstr(t, "stall.verdict");
+        json_object_set_new(sum, "train_verdict", verdict ? json_string(verdict) : json_null());
+    } else {
+        printf("training          not measured (the training stage failed)\n");
+    }
+    // what holds it back
+    if (isfinite(train_rate) && train_rate > 0 && isfinite(prep) && prep > 0) {
+        const char *verdict = jstr(st_train.result, "stall.verdict");
+        double headroom = prep / train_rate;
+        char why[512];
+        if (verdict && strcmp(verdict, "pipeline-bound") == 0)
+            snprintf(why, sizeof why,
+                     "the input pipeline: training waited for data; more loader threads (or faster cores/storage) "
+                     "would raise it (the pipeline alone reached %.0f img/s with %d threads)",
+                     prep, prep_w);
+        else if (!is_gpu)
+            snprintf(why, sizeof why,
+                     "compute: the loader kept up; the input pipeline alone could feed %.1fx this rate, so the same "
+                     "CPU could keep a device ~%.0fx faster busy before decode becomes the limit",
+                     headroom, headroom);
+        else
+            snprintf(why, sizeof why, "the device's compute: the loader kept up (it alone delivers %.1fx this rate)",
+                     headroom);
+        printf("bottleneck        %s\n", why);
+        json_object_set_new(sum, "bottleneck", json_string(verdict && strcmp(verdict, "pipeline-bound") == 0
+                                                               ? "input pipeline"
+                                                               : "compute"));
+        json_object_set_new(sum, "bottleneck_text", json_string(why));
+        json_object_set_new(sum, "prep_over_train", json_real(headroom));
+    }
+    // inference
+    double inf_rate = NAN, lat50 = NAN, lat99 = NAN;
+    int inf_batch = 0;
+    if (st_infer.result) {
+        const json_t *best = infer_best(st_infer.result), *p1 = infer_point(st_infer.result, ib[0]);
+        if (best) {
+            inf_rate = jnum(best, "images_per_s");
+            inf_batch = (int)jnum(best, "batch");
+        }
+        if (p1) {
+            lat50 = jnum(p1, "latency_ms.p50");
+            lat99 = jnum(p1, "latency_ms.p99");
+        }
+        fmt_rate(b1, sizeof b1, inf_rate);
+        printf("inference         %s img/s offline at batch %d; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
+               inf_batch, ib[0], lat50, lat99);
+        json_object_set_new(sum, "infer_img_per_s", json_real(inf_rate));
+        json_object_set_new(sum, "infer_batch", json_integer(inf_batch));
+        json_object_set_new(sum, "latency_batch", json_integer(ib[0]));
+        json_object_set_new(sum, "latency_p50_ms", json_real(lat50));
+        json_object_set_new(sum, "latency_p99_ms", json_real(lat99));
+    } else {
+        printf("inference         not measured (the inference stage failed)\n");
+    }
+    // cost
+    if (o.usd_per_hour > 0) {
+        double tr = isfinite(train_rate) && train_rate > 0 ? o.usd_per_hour / (train_rate * 3600) * 1e6 : NAN;
+        double ir = isfinite(inf_rate) && inf_rate > 0 ? o.usd_per_hour / (inf_rate * 3600) * 1e6 : NAN;
+        printf("cost              $%.2f/h: $%.2f per million training images, $%.2f per million inferences; a "
+               "90-epoch ImageNet training (115.3M images) $%.0f\n",
+               o.usd_per_hour, tr, ir, isfinite(tr) ? tr * 115.3 : NAN);
+        json_object_set_new(sum, "usd_per_hour", json_real(o.usd_per_hour));
+        json_object_set_new(sum, "usd_per_million_train_images", json_real(tr));
+        json_object_set_new(sum, "usd_per_million_inferences", json_real(ir));
+    } else {
+        printf("cost              give --usd-per-hour (rent, or amortization + power) to price this machine's images\n");
+    }
+    // the catalog beside it
+    if (st_pred.result) {
+        const json_t *preds = json_object_get(st_pred.result, "predictions"), *p;
+        size_t i;
+        json_t *cmp = json_array();
+        printf("\n%-14s %10s %10s %12s %12s  %s\n", "system", "img/s", "x here", "$/1M img", "epoch", "bottleneck");
+        if (isfinite(train_rate)) {
+            fmt_rate(b1, sizeof b1, train_rate);
+            char c[32] = "-";
+            if (o.usd_per_hour > 0) snprintf(c, sizeof c, "%.2f", o.usd_per_hour / (train_rate * 3600) * 1e6);
+            char ep[32];
+            fmt_dur(ep, sizeof ep, 1281167 / train_rate);  // an ImageNet-1k training epoch
+            printf("%-14s %10s %10s %12s %12s  %s (measured)\n", "this machine", b1, "1.0", c, ep,
+                   jstr(sum, "bottleneck") ? jstr(sum, "bottleneck") : "-");
+        }
+        json_array_foreach(preds, i, p) {
+            const char *id = jstr(p, "machine.id");
+            double r = jnum(p, "prediction.img_per_s"), c = jnum(p, "cost.usd_per_million_images");
+            double ep = jnum(p, "prediction.epoch_s");
+            const char *bn = jstr(p, "prediction.bottleneck");
+            fmt_rate(b1, sizeof b1, r);
+            char x[32] = "-", cs[32] = "-";
+            if (isfinite(train_rate) && train_rate > 0) snprintf(x, sizeof x, "%.0f", r / train_rate);
+            if (isfinite(c)) snprintf(cs, sizeof cs, "%.3f", c);
+            char eps[32];
+            fmt_dur(eps, sizeof eps, ep);
+            printf("%-14s %10s %10s %12s %12s  %s (predicted)\n", id ? id : "?", b1, x, cs, eps,
+                   bn ? bn : "-");
+            json_array_append_new(cmp, json_pack("{s:s?, s:f, s:f, s:o, s:s?}", "system", id, "img_per_s", r,
+                                                 "epoch_s", ep, "usd_per_million_images",
+                                                 isfinite(c) ? json_real(c) : json_null(), "bottleneck", bn));
+        }
+        json_object_set_new(sum, "compare", cmp);
+    }
+    double wall = dlp_ns_to_s(dlp_now_ns() - t0);
+    json_object_set_new(sum, "wall_s", json_real(wall));
+    json_object_set_new(res, "summary", sum);
+    st = dlp_json_write(res, json_path, 0);
+    json_decref(res);
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) json_decref(stages[i]->result);
+    printf("\nrun: %.0f s; %s written%s\n", wall, json_path,
+           failed ? " (some stages failed: see above and the stages in the result)" : "");
+    if (st) return dlp_cli_fail(st);
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
+        if (stages[i]->rc == 130) return 130;
+    return failed ? 1 : 0;
+}

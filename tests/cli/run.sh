@@ -1,0 +1,68 @@
+#!/bin/bash
+# `dlperf run` (the main job) end to end on a tiny configuration: every stage runs as its own process and writes
+# its result into the run directory; the summary (dlperf.run/1) carries the measured figures, the bottleneck and
+# the catalog comparison; --usd-per-hour prices the images; an existing run directory is refused; a stage that
+# fails is recorded, the run goes on with the others and exits non-zero.
+# tags: asan
+# timeout: 900
+set -u
+D=${DLPERF:-build/dlperf}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/run-sh.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+$D data gen --out "$T/syn" --classes 4 --per-class 8 --val-per-class 4 --size 40-90 --seed 2 >/dev/null 2>&1 || fail "data gen"
+A=(--data "$T/syn" --model resnet18 --size 32 --batch 4 --threads 1 --workers 1 --train-seconds 2 --infer-seconds 0.2
+   --infer-batch 1,4 --bench-images 16 --compare desktop-4090,dgx-a100 --usd-per-hour 1.5)
+
+$D run --help | grep -q -- "--usd-per-hour" || fail "--help does not list --usd-per-hour"
+$D run "${A[@]}" --out "$T/r1" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc -eq 0 ] || { tail -30 "$T/err"; fail "dlperf run exited $rc"; }
+for f in run.json data.json train.json infer.json predict.json train-monitor.csv infer-monitor.csv; do
+  [ -s "$T/r1/$f" ] || fail "the run directory lacks $f"
+done
+for w in "== data preparation" "== training" "== inference" "== summary" "data preparation " "bottleneck " \
+         "per million training images" "this machine" "desktop-4090" "dgx-a100"; do
+  grep -qF -- "$w" "$T/out" || fail "no '$w' in the output"
+done
+"$PY" - "$T/r1/run.json" <<'PY' || fail "run.json"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "dlperf.run/1", r["schema"]
+for name in ("data", "train", "infer", "predict"):
+    s = r["stages"][name]
+    assert s["ran"] and s["exit_status"] == 0, (name, s)
+s = r["summary"]
+for k in ("prep_img_per_s", "train_img_per_s", "infer_img_per_s", "latency_p50_ms"):
+    assert isinstance(s[k], float) and s[k] > 0 and math.isfinite(s[k]), (k, s[k])
+assert s["bottleneck"] in ("compute", "input pipeline"), s["bottleneck"]
+assert s["latency_batch"] == 1 and s["infer_batch"] in (1, 4)
+# the price arithmetic: $/h over images per hour
+assert abs(s["usd_per_million_train_images"] - 1.5 / (s["train_img_per_s"] * 3600) * 1e6) < 1e-6 * s["usd_per_million_train_images"]
+assert [c["system"] for c in s["compare"]] == ["desktop-4090", "dgx-a100"], s["compare"]
+assert all(c["img_per_s"] > s["train_img_per_s"] for c in s["compare"])
+t = json.load(open(r["stages"]["train"]["result"]))
+assert t["schema"] == "dlperf.train/1" and t["model"]["arch"] == "resnet18"
+PY
+echo "ok: a full run"
+
+# an existing run directory is never reused
+out=$($D run "${A[@]}" --out "$T/r1" 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -qF "$T/r1 already exists" || fail "an existing --out was not refused: $out"
+# bad options
+out=$($D run --precision int4 2>&1); [ $? -eq 2 ] && echo "$out" | grep -qF "int4" || fail "bad --precision: $out"
+out=$($D run --infer-batch x 2>&1); [ $? -eq 2 ] && echo "$out" | grep -qF -- "--infer-batch" || fail "bad --infer-batch: $out"
+echo "ok: refusals"
+
+# a failing stage (an unknown catalog system): recorded, the others ran, exit 1
+$D run "${A[@]}" --compare no-such-system --out "$T/r2" >"$T/out2" 2>"$T/err2"; rc=$?
+[ $rc -eq 1 ] || fail "a failed stage should give exit 1 (got $rc)"
+grep -qF "predict stage ended with exit status" "$T/err2" || fail "no message about the failed stage"
+"$PY" - "$T/r2/run.json" <<'PY' || fail "run.json of a partial run"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["stages"]["predict"]["exit_status"] != 0
+assert r["stages"]["train"]["exit_status"] == 0 and r["summary"]["train_img_per_s"] > 0
+PY
+echo "ok: a failed stage is recorded and the run goes on"
