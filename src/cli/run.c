@@ -58,23 +58,8 @@ static void arg(argbuf *a, const char *fmt, ...) {
     a->argv[a->argc] = NULL;
 }
 
-// A number at a dotted path ("throughput.img_per_s"); NAN when absent.
-static double jnum(const json_t *o, const char *path) {
-    char key[128];
-    const char *p = path;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof key) return NAN;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        o = json_object_get(o, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return o && json_is_number(o) ? json_number_value(o) : NAN;
-}
-
-static const char *jstr(const json_t *o, const char *path) {
+// The value at a dotted path ("throughput.img_per_s"); NULL when absent.
+static const json_t *jget(const json_t *o, const char *path) {
     char key[128];
     const char *p = path;
     while (o && *p) {
@@ -86,7 +71,17 @@ static const char *jstr(const json_t *o, const char *path) {
         o = json_object_get(o, key);
         p = dot ? dot + 1 : p + n;
     }
-    return o && json_is_string(o) ? json_string_value(o) : NULL;
+    return o;
+}
+
+static double jnum(const json_t *o, const char *path) {
+    const json_t *v = jget(o, path);
+    return v && json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *jstr(const json_t *o, const char *path) {
+    const json_t *v = jget(o, path);
+    return v && json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static void banner(const char *title) {
@@ -462,8 +457,6 @@ int dlp_cli_run(int argc, char **argv) {
         train_rate = jnum(t, "throughput.steady_img_per_s");
         double wait = jnum(t, "stall.data_wait_frac"), frac = jnum(t, "gflop.fraction_of_peak");
         double gf = jnum(t, "gflop.achieved_per_s");
-        double cpu = jnum(t, "monitor.total.metrics.cpu.all.util_pct.mean");
-        (void)cpu;
         fmt_rate(b1, sizeof b1, train_rate);
         printf("training          %s img/s (%s %s, batch %d, %d compute + %d loader threads); data wait %.1f%% of "
                "the step; %.0f GFLOP/s%s",
