@@ -176,6 +176,40 @@ static const json_t *infer_best(const json_t *inf) {
     return best;
 }
 
+// The hardware monitor's summary of a stage (its result's monitor.total): one line, and the figures in out.
+static void print_hw(const char *label, const json_t *result, json_t *out) {
+    const json_t *m = jget(result, "monitor.total.metrics");
+    if (!m || !json_is_object(m)) return;
+    double util = jnum(json_object_get(m, "cpu.all.util_pct"), "mean");
+    double proc = jnum(json_object_get(m, "proc.cpu_pct"), "mean");
+    double rss = jnum(json_object_get(m, "proc.rss_bytes"), "max");
+    double disk = 0, power = 0, gpu = 0;
+    int npower = 0, ngpu = 0;
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        size_t n = strlen(k);
+        double mean = jnum(v, "mean");
+        if (!isfinite(mean)) continue;
+        if (strncmp(k, "disk.", 5) == 0 && n > 19 && strcmp(k + n - 19, ".read_bytes_per_s") == 0) disk += mean;
+        if (strncmp(k, "rapl.package", 12) == 0 && n > 8 && strcmp(k + n - 8, ".power_w") == 0) power += mean, npower++;
+        if (strncmp(k, "gpu.", 4) == 0 && n > 9 && strcmp(k + n - 9, ".util_pct") == 0) gpu += mean, ngpu++;
+    }
+    char pw[64] = "power not measurable here (no RAPL)", gp[64] = "";
+    if (npower) snprintf(pw, sizeof pw, "CPU packages %.0f W", power);
+    if (ngpu) snprintf(gp, sizeof gp, ", GPUs %.0f%% busy", gpu / ngpu);
+    printf("  %-15s CPU %.0f%% busy (this stage %.2f cores), peak RSS %.0f MiB, disk read %.1f MB/s, %s%s\n", label,
+           util, proc / 100, rss / (1 << 20), disk / 1e6, pw, gp);
+    json_t *o = json_object();
+    json_object_set_new(o, "cpu_util_pct", json_real(util));
+    json_object_set_new(o, "process_cores", json_real(proc / 100));
+    json_object_set_new(o, "peak_rss_bytes", json_real(rss));
+    json_object_set_new(o, "disk_read_bytes_per_s", json_real(disk));
+    json_object_set_new(o, "cpu_package_power_w", npower ? json_real(power) : json_null());
+    json_object_set_new(o, "gpu_util_pct", ngpu ? json_real(gpu / ngpu) : json_null());
+    json_object_set_new(out, label, o);
+}
+
 static void fmt_rate(char *buf, size_t len, double v) {
     if (!isfinite(v)) snprintf(buf, len, "-");
     else if (v >= 1000) snprintf(buf, len, "%.0f", v);
@@ -522,6 +556,14 @@ int dlp_cli_run(int argc, char **argv) {
         json_object_set_new(sum, "latency_p99_ms", json_real(lat99));
     } else {
         printf("inference         not measured (the inference stage failed)\n");
+    }
+    // the hardware behind the figures
+    if (st_train.result || st_infer.result) {
+        printf("hardware (monitored every 500 ms; time series in %s/*-monitor.csv):\n", out);
+        json_t *hw = json_object();
+        if (st_train.result) print_hw("training", st_train.result, hw);
+        if (st_infer.result) print_hw("inference", st_infer.result, hw);
+        json_object_set_new(sum, "hardware", hw);
     }
     // cost
     if (o.usd_per_hour > 0) {

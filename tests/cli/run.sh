@@ -23,7 +23,7 @@ for f in run.json data.json train.json infer.json predict.json train-monitor.csv
   [ -s "$T/r1/$f" ] || fail "the run directory lacks $f"
 done
 for w in "== data preparation" "== training" "== inference" "== summary" "data preparation " "bottleneck " \
-         "per million training images" "this machine" "desktop-4090" "dgx-a100"; do
+         "per million training images" "this machine" "hardware (monitored" "desktop-4090" "dgx-a100"; do
   grep -qF -- "$w" "$T/out" || fail "no '$w' in the output"
 done
 "$PY" - "$T/r1/run.json" <<'PY' || fail "run.json"
@@ -40,6 +40,9 @@ assert s["bottleneck"] in ("compute", "input pipeline"), s["bottleneck"]
 assert s["latency_batch"] == 1 and s["infer_batch"] in (1, 4)
 # the price arithmetic: $/h over images per hour
 assert abs(s["usd_per_million_train_images"] - 1.5 / (s["train_img_per_s"] * 3600) * 1e6) < 1e-6 * s["usd_per_million_train_images"]
+hw = s["hardware"]["training"]
+assert 0 < hw["cpu_util_pct"] <= 100 and hw["peak_rss_bytes"] > 1e6 and hw["process_cores"] > 0, hw
+assert "inference" in s["hardware"]
 assert [c["system"] for c in s["compare"]] == ["desktop-4090", "dgx-a100"], s["compare"]
 assert all(c["img_per_s"] > s["train_img_per_s"] for c in s["compare"])
 t = json.load(open(r["stages"]["train"]["result"]))
