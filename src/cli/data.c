@@ -23,23 +23,6 @@
 
 // ---- shared option helpers ----------------------------------------------------------------------------------------
 
-static dlp_status parse_range(const char *s, const char *opt, double *lo, double *hi) {
-    char *end;
-    *lo = strtod(s, &end);
-    if (end == s) goto bad;
-    if (*end == '\0') {
-        *hi = *lo;
-        return DLP_OK;
-    }
-    if (*end != '-' && *end != ':' && *end != ',') goto bad;
-    const char *p = end + 1;
-    *hi = strtod(p, &end);
-    if (end == p || *end) goto bad;
-    return DLP_OK;
-bad:
-    return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not a range like 0.08-1", opt, s);
-}
-
 static dlp_status parse_wh(const char *s, const char *opt, int *w, int *h) {
     char x;
     int a, b;
@@ -67,8 +50,8 @@ typedef struct xform_opts {
 
 static dlp_status apply_xform_opts(const xform_opts *o, dlp_transform *t) {
     DLP_CHECK(parse_wh(o->crop, "crop", &t->out_w, &t->out_h));
-    DLP_CHECK(parse_range(o->scale, "scale", &t->scale_lo, &t->scale_hi));
-    DLP_CHECK(parse_range(o->ratio, "ratio", &t->ratio_lo, &t->ratio_hi));
+    DLP_CHECK(dlp_parse_range(o->scale, "scale", NAN, &t->scale_lo, &t->scale_hi));
+    DLP_CHECK(dlp_parse_range(o->ratio, "ratio", NAN, &t->ratio_lo, &t->ratio_hi));
     t->dtype = k_dtypes[o->dtype];
     t->layout = o->layout ? DLP_LAYOUT_NHWC : DLP_LAYOUT_NCHW;
     if (o->no_dct) {

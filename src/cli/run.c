@@ -59,6 +59,30 @@ static void arg(argbuf *a, const char *fmt, ...) {
 }
 
 // The value at a dotted path ("throughput.img_per_s"); NULL when absent.
+// "--name" and its value
+static void opt(argbuf *a, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void opt(argbuf *a, const char *name, const char *fmt, ...) {
+    if (a->argc >= MAX_ARGS - 2) return;
+    arg(a, "%s", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
+    va_end(ap);
+    a->argv[a->argc] = a->store[a->argc];
+    a->argc++;
+    a->argv[a->argc] = NULL;
+}
+
+// The options the training and inference stages share.
+static void model_opts(argbuf *a, const run_opts *o, const char *prec) {
+    opt(a, "--data", "%s", o->data);
+    opt(a, "--model", "%s", o->model);
+    opt(a, "--size", "%d", o->size);
+    opt(a, "--device", "%s", o->device);
+    opt(a, "--precision", "%s", prec);
+    opt(a, "--threads", "%d", o->threads);
+}
+
 static const json_t *jget(const json_t *o, const char *path) {
     char key[128];
     const char *p = path;
@@ -325,20 +349,13 @@ int dlp_cli_run(int argc, char **argv) {
         a->argc = 0;
         arg(a, "data");
         arg(a, "bench");
-        arg(a, "--data");
-        arg(a, "%s", o.data);
-        arg(a, "--crop");
-        arg(a, "%d", o.size);
-        arg(a, "--batch");
-        arg(a, "%d", o.batch);
-        arg(a, "--workers");
-        arg(a, "%s", list);
-        arg(a, "--images");
-        arg(a, "%d", o.bench_images);
-        arg(a, "--dtype");
-        arg(a, "%s", strcmp(prec, "fp16") == 0 ? "fp16" : strcmp(prec, "bf16") == 0 && is_gpu ? "bf16" : "fp32");
-        arg(a, "--json");
-        arg(a, "%s", st_data.json_path);
+        opt(a, "--data", "%s", o.data);
+        opt(a, "--crop", "%d", o.size);
+        opt(a, "--batch", "%d", o.batch);
+        opt(a, "--workers", "%s", list);
+        opt(a, "--images", "%d", o.bench_images);
+        opt(a, "--dtype", "%s", strcmp(prec, "fp16") == 0 ? "fp16" : strcmp(prec, "bf16") == 0 && is_gpu ? "bf16" : "fp32");
+        opt(a, "--json", "%s", st_data.json_path);
         run_stage(&st_data, a);
     }
 
@@ -349,33 +366,15 @@ int dlp_cli_run(int argc, char **argv) {
         snprintf(csv, sizeof csv, "%s/train-monitor.csv", out);
         a->argc = 0;
         arg(a, "train");
-        arg(a, "--data");
-        arg(a, "%s", o.data);
-        arg(a, "--model");
-        arg(a, "%s", o.model);
-        arg(a, "--size");
-        arg(a, "%d", o.size);
-        arg(a, "--batch");
-        arg(a, "%d", o.batch);
-        arg(a, "--device");
-        arg(a, "%s", o.device);
-        arg(a, "--precision");
-        arg(a, "%s", prec);
-        arg(a, "--threads");
-        arg(a, "%d", o.threads);
-        arg(a, "--workers");
-        arg(a, "%d", o.workers);
-        arg(a, "--epochs");
-        arg(a, "1");
-        arg(a, "--time-limit");
-        arg(a, "%g", o.train_seconds);
+        model_opts(a, &o, prec);
+        opt(a, "--batch", "%d", o.batch);
+        opt(a, "--workers", "%d", o.workers);
+        opt(a, "--epochs", "1");
+        opt(a, "--time-limit", "%g", o.train_seconds);
         arg(a, "--no-eval");
-        arg(a, "--warmup-steps");
-        arg(a, "5");
-        arg(a, "--json");
-        arg(a, "%s", st_train.json_path);
-        arg(a, "--monitor-csv");
-        arg(a, "%s", csv);
+        opt(a, "--warmup-steps", "5");
+        opt(a, "--json", "%s", st_train.json_path);
+        opt(a, "--monitor-csv", "%s", csv);
         run_stage(&st_train, a);
     }
 
@@ -389,33 +388,16 @@ int dlp_cli_run(int argc, char **argv) {
         snprintf(csv, sizeof csv, "%s/infer-monitor.csv", out);
         a->argc = 0;
         arg(a, "infer");
-        arg(a, "--data");
-        arg(a, "%s", o.data);
-        arg(a, "--model");
-        arg(a, "%s", o.model);
-        arg(a, "--size");
-        arg(a, "%d", o.size);
-        arg(a, "--device");
-        arg(a, "%s", o.device);
-        arg(a, "--precision");
-        arg(a, "%s", prec);
-        arg(a, "--threads");
-        arg(a, "%d", o.threads);
-        arg(a, "--batch");
-        arg(a, "%s", o.infer_batches);
-        arg(a, "--samples");
+        model_opts(a, &o, prec);
+        opt(a, "--batch", "%s", o.infer_batches);
         int maxb = 1;
         for (int i = 0; i < nib; i++)
             if (ib[i] > maxb) maxb = ib[i];
-        arg(a, "%d", maxb > 64 ? maxb : 64);
-        arg(a, "--min-duration");
-        arg(a, "%g", o.infer_seconds);
-        arg(a, "--iters");
-        arg(a, "3");
-        arg(a, "--json");
-        arg(a, "%s", st_infer.json_path);
-        arg(a, "--monitor-csv");
-        arg(a, "%s", csv);
+        opt(a, "--samples", "%d", maxb > 64 ? maxb : 64);
+        opt(a, "--min-duration", "%g", o.infer_seconds);
+        opt(a, "--iters", "3");
+        opt(a, "--json", "%s", st_infer.json_path);
+        opt(a, "--monitor-csv", "%s", csv);
         run_stage(&st_infer, a);
     }
 
@@ -425,14 +407,10 @@ int dlp_cli_run(int argc, char **argv) {
         snprintf(st_pred.json_path, sizeof st_pred.json_path, "%s/predict.json", out);
         a->argc = 0;
         arg(a, "predict");
-        arg(a, "--system");
-        arg(a, "%s", o.compare);
-        arg(a, "--model");
-        arg(a, "%s", o.model);
-        arg(a, "--size");
-        arg(a, "%d", o.size);
-        arg(a, "--json");
-        arg(a, "%s", st_pred.json_path);
+        opt(a, "--system", "%s", o.compare);
+        opt(a, "--model", "%s", o.model);
+        opt(a, "--size", "%d", o.size);
+        opt(a, "--json", "%s", st_pred.json_path);
         run_stage(&st_pred, a);
     }
     free(a);

@@ -68,23 +68,6 @@ static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYP
 static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
 static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
 
-static dlp_status parse_range(const char *s, const char *opt, double *lo, double *hi) {
-    char *end;
-    *lo = strtod(s, &end);
-    if (end == s) goto bad;
-    if (*end == '\0') {
-        *hi = 1.0;
-        return DLP_OK;
-    }
-    if (*end != '-' && *end != ':' && *end != ',') goto bad;
-    const char *p = end + 1;
-    *hi = strtod(p, &end);
-    if (end == p || *end) goto bad;
-    return DLP_OK;
-bad:
-    return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not a range like 0.08-1", opt, s);
-}
-
 static const double *mget(const json_t *metrics, const char *name, const char *stat, double *out) {
     const json_t *v = json_object_get(json_object_get(metrics, name), stat);
     if (!json_is_number(v)) return NULL;
@@ -324,7 +307,7 @@ int dlp_cli_train(int argc, char **argv) {
             return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s));
         c.classes = (int)v;
     }
-    if ((st = parse_range(crop_scale, "crop-scale", &c.crop_scale_lo, &c.crop_scale_hi))) return dlp_cli_fail(st);
+    if ((st = dlp_parse_range(crop_scale, "crop-scale", 1.0, &c.crop_scale_lo, &c.crop_scale_hi))) return dlp_cli_fail(st);
     int ms[8];
     int nm = dlp_parse_int_list(step_epochs, ms, 8);
     if (nm < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs));

@@ -8,6 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+dlp_status dlp_parse_range(const char *s, const char *opt, double single_hi, double *lo, double *hi) {
+    char *end;
+    *lo = strtod(s, &end);
+    if (end == s) goto bad;
+    if (*end == '\0') {
+        *hi = isnan(single_hi) ? *lo : single_hi;
+        return DLP_OK;
+    }
+    if (*end != '-' && *end != ':' && *end != ',') goto bad;
+    const char *p = end + 1;
+    *hi = strtod(p, &end);
+    if (end == p || *end) goto bad;
+    return DLP_OK;
+bad:
+    return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not a range like 0.08-1", opt, s);
+}
+
 dlp_status dlp_parse_size(const char *s, int64_t *out) {
     if (!s || !*s) return DLP_ERR(DLP_ERR_INVALID, "empty size");
     char *end;

@@ -40,6 +40,9 @@ struct json_t *dlp_opts_to_json(const dlp_opt *table);
 // "200M" -> 209715200. Accepts K/M/G/T with optional "i" and "B" (KiB, MB...): powers of 1024.
 dlp_status dlp_parse_size(const char *s, int64_t *out);
 int dlp_opt_given(const dlp_opt *table, const char *name);
+// "0.08-1" (or 0.08:1, 0.08,1) -> lo, hi for the option --opt. A single value X gives lo = X and hi = single_hi,
+// or hi = X when single_hi is NAN. DLP_ERR_INVALID naming the option otherwise.
+dlp_status dlp_parse_range(const char *s, const char *opt, double single_hi, double *lo, double *hi);
 // Splits "1,2,4" into up to max ints; returns count or -1 on a malformed list.
 int dlp_parse_int_list(const char *s, int *out, int max);
 

@@ -553,39 +553,33 @@ static dlp_status open_data(dlp_trainer *t) {
     return DLP_OK;
 }
 
+// The loader settings training and validation share.
+static void loader_cfg(const dlp_trainer *t, dlp_dataset *ds, dlp_xform_kind kind, int64_t limit, dlp_loader_cfg *lc) {
+    const dlp_train_cfg *c = &t->c;
+    dlp_loader_cfg_defaults(lc, ds, kind);
+    lc->batch = c->batch;
+    lc->workers = c->workers;
+    lc->prefetch = c->prefetch;
+    lc->transform.out_w = lc->transform.out_h = c->size;
+    lc->transform.layout = t->in_layout;
+    lc->transform.dtype = t->in_dtype;
+    lc->seed = c->seed;
+    lc->alloc = strcmp(t->ops->name, "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
+    lc->read_limit_bytes_per_s = c->read_limit_bytes_per_s;
+    lc->drop_cache = c->drop_cache;
+    lc->limit_samples = limit;
+}
+
 static dlp_status make_loaders(dlp_trainer *t) {
     const dlp_train_cfg *c = &t->c;
-    const dlp_allocator *alloc = strcmp(t->ops->name, "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
     dlp_loader_cfg lc;
-    dlp_loader_cfg_defaults(&lc, t->train_ds, DLP_XFORM_TRAIN);
-    lc.batch = c->batch;
-    lc.workers = c->workers;
-    lc.prefetch = c->prefetch;
-    lc.transform.out_w = lc.transform.out_h = c->size;
+    loader_cfg(t, t->train_ds, DLP_XFORM_TRAIN, c->limit_samples, &lc);
     lc.transform.scale_lo = c->crop_scale_lo;
     lc.transform.scale_hi = c->crop_scale_hi;
-    lc.transform.layout = t->in_layout;
-    lc.transform.dtype = t->in_dtype;
-    lc.seed = c->seed;
-    lc.alloc = alloc;
-    lc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
-    lc.drop_cache = c->drop_cache;
-    lc.limit_samples = c->limit_samples;
     DLP_CHECK(dlp_loader_create(&lc, &t->tl));
     if (!t->val_ds) return DLP_OK;
-    dlp_loader_cfg_defaults(&lc, t->val_ds, DLP_XFORM_VAL);
-    lc.batch = c->batch;
-    lc.workers = c->workers;
-    lc.prefetch = c->prefetch;
-    lc.transform.out_w = lc.transform.out_h = c->size;
+    loader_cfg(t, t->val_ds, DLP_XFORM_VAL, c->val_limit_samples, &lc);
     lc.transform.resize_short = c->val_resize;
-    lc.transform.layout = t->in_layout;
-    lc.transform.dtype = t->in_dtype;
-    lc.seed = c->seed;
-    lc.alloc = alloc;
-    lc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
-    lc.drop_cache = c->drop_cache;
-    lc.limit_samples = c->val_limit_samples;
     dlp_status st = dlp_loader_create(&lc, &t->vl);
     if (st) dlp_err_context("validation set %s", t->val_where);
     return st;
