@@ -369,7 +369,7 @@ int dlp_cli_run(int argc, char **argv) {
         model_opts(a, &o, prec);
         opt(a, "--batch", "%d", o.batch);
         opt(a, "--workers", "%d", o.workers);
-        opt(a, "--epochs", "1");
+        opt(a, "--epochs", "1000");  // the time limit ends the run; a fast device goes through several epochs
         opt(a, "--time-limit", "%g", o.train_seconds);
         arg(a, "--no-eval");
         opt(a, "--warmup-steps", "5");
@@ -496,6 +496,11 @@ int dlp_cli_run(int argc, char **argv) {
                      "the input pipeline: training waited for data; more loader threads (or faster cores/storage) "
                      "would raise it (the pipeline alone reached %.0f img/s with %d threads)",
                      prep, prep_w);
+        else if (headroom < 1.25)
+            snprintf(why, sizeof why,
+                     "balanced: compute took %.0f img/s and the input pipeline alone reaches %.0f img/s with %d "
+                     "threads (%.2fx): a faster device would wait for data; it needs more or faster loader cores",
+                     train_rate, prep, prep_w, headroom);
         else if (!is_gpu)
             snprintf(why, sizeof why,
                      "compute: the loader kept up; the input pipeline alone could feed %.1fx this rate, so the same "
@@ -505,9 +510,9 @@ int dlp_cli_run(int argc, char **argv) {
             snprintf(why, sizeof why, "the device's compute: the loader kept up (it alone delivers %.1fx this rate)",
                      headroom);
         printf("bottleneck        %s\n", why);
-        json_object_set_new(sum, "bottleneck", json_string(verdict && strcmp(verdict, "pipeline-bound") == 0
-                                                               ? "input pipeline"
-                                                               : "compute"));
+        json_object_set_new(sum, "bottleneck", json_string(verdict && strcmp(verdict, "pipeline-bound") == 0 ? "input pipeline"
+                                                           : headroom < 1.25                                  ? "balanced"
+                                                                                                              : "compute"));
         json_object_set_new(sum, "bottleneck_text", json_string(why));
         json_object_set_new(sum, "prep_over_train", json_real(headroom));
     }
