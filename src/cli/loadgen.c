@@ -124,8 +124,9 @@ static void print_trial(void *ctx, const dlp_lg_trial *t, int i) {
 
 // The in-process SUT (MLPerf's usual set-up): the sample library is preprocessed into memory before the run
 // (the val transform into the plan's input format, as MLPerf loads its performance samples), and each SUT thread
-// owns an inference plan of batch --max-batch (a plan is not re-entrant): a call copies the queued samples into
-// its batch buffer, runs the plan and answers each sample's top-1.
+// owns a ladder of inference plans of batch 1, 2, 4, .. up to --max-batch (a plan is not re-entrant, and it computes
+// its whole batch whatever the call's n): a call copies the queued samples into the thread's batch buffer, runs the
+// smallest plan that holds them and answers each sample's top-1.
 typedef struct local_opts {
     const char *model, *weights, *device, *data, *images;
     int precision, threads, max_batch, sut_threads, samples, classes, size, dct;
@@ -135,10 +136,11 @@ typedef struct local_opts {
 typedef struct local_sut {
     dlp_infer_model model;
     int have_model;
-    dlp_infer_engine *engines;  // (nengines)
-    uint8_t **batch_bufs;       // (nengines) max_batch samples each
-    float **logits;             // (nengines)
-    int nengines;
+    dlp_infer_engine *engines;  // (threads x nrungs): thread t's plan of batch rungs[r] at t * nrungs + r
+    uint8_t **batch_bufs;       // (threads) max_batch samples each
+    float **logits;             // (threads)
+    int rungs[8], nrungs;       // the ladder's batches, ascending; the last is --max-batch
+    int nengines, threads;
     dlp_infer_files files;
     dlp_infer_library lib;
     // top-1 against the dataset's labels (when the samples come from --data)
@@ -148,10 +150,10 @@ typedef struct local_sut {
 static const dlp_dtype k_lg_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
 static void local_free(local_sut *ls) {
-    for (int i = 0; i < ls->nengines; i++) {
-        dlp_infer_engine_free(&ls->engines[i]);
-        free(ls->batch_bufs[i]);
-        free(ls->logits[i]);
+    for (int i = 0; i < ls->nengines; i++) dlp_infer_engine_free(&ls->engines[i]);
+    for (int t = 0; t < ls->threads; t++) {
+        if (ls->batch_bufs) free(ls->batch_bufs[t]);
+        if (ls->logits) free(ls->logits[t]);
     }
     free(ls->engines);
     free(ls->batch_bufs);
@@ -165,7 +167,9 @@ static void local_free(local_sut *ls) {
 // dlp_lg_infer_fn: samples by library index -> the worker's plan -> top-1 of each.
 static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1) {
     local_sut *ls = ctx;
-    dlp_infer_engine *e = &ls->engines[worker];
+    int r = 0;
+    while (r < ls->nrungs - 1 && ls->rungs[r] < n) r++;
+    dlp_infer_engine *e = &ls->engines[worker * ls->nrungs + r];
     const size_t sb = ls->lib.sample_bytes;
     for (int i = 0; i < n; i++) {
         if (indices[i] >= (uint32_t)ls->lib.n)
@@ -212,23 +216,28 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     if (st == DLP_OK && ls->model.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
                  "answers are not", ls->model.net.arch, (long long)o->seed);
+    for (int b = 1; b < o->max_batch && ls->nrungs < 7; b *= 2) ls->rungs[ls->nrungs++] = b;
+    ls->rungs[ls->nrungs++] = o->max_batch;
     if (st == DLP_OK) {
-        ls->engines = calloc((size_t)o->sut_threads, sizeof *ls->engines);
+        ls->engines = calloc((size_t)o->sut_threads * (size_t)ls->nrungs, sizeof *ls->engines);
         ls->batch_bufs = calloc((size_t)o->sut_threads, sizeof *ls->batch_bufs);
         ls->logits = calloc((size_t)o->sut_threads, sizeof *ls->logits);
         if (!ls->engines || !ls->batch_bufs || !ls->logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
+        else ls->threads = o->sut_threads;
     }
     // Compute threads are shared among the SUT threads' plans.
     int per = o->threads > 0 ? (o->threads + o->sut_threads - 1) / o->sut_threads : 0;
-    for (int i = 0; st == DLP_OK && i < o->sut_threads; i++) {
-        dlp_infer_engine_cfg ec = {.device = o->device, .batch = o->max_batch, .precision = k_lg_prec[o->precision],
-                                   .threads = per};
-        st = dlp_infer_engine_create(&ls->model, &ec, &ls->engines[i]);
+    for (int t = 0; st == DLP_OK && t < o->sut_threads; t++) {
+        for (int r = 0; st == DLP_OK && r < ls->nrungs; r++) {
+            dlp_infer_engine_cfg ec = {.device = o->device, .batch = ls->rungs[r], .precision = k_lg_prec[o->precision],
+                                       .threads = per};
+            st = dlp_infer_engine_create(&ls->model, &ec, &ls->engines[t * ls->nrungs + r]);
+            if (st == DLP_OK) ls->nengines = t * ls->nrungs + r + 1;
+        }
         if (st) break;
-        ls->nengines = i + 1;
-        ls->batch_bufs[i] = malloc((size_t)o->max_batch * ls->engines[i].sample_bytes);
-        ls->logits[i] = malloc((size_t)o->max_batch * (size_t)ls->engines[i].num_classes * sizeof(float));
-        if (!ls->batch_bufs[i] || !ls->logits[i]) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT's batches");
+        ls->batch_bufs[t] = malloc((size_t)o->max_batch * ls->engines[0].sample_bytes);
+        ls->logits[t] = malloc((size_t)o->max_batch * (size_t)ls->engines[0].num_classes * sizeof(float));
+        if (!ls->batch_bufs[t] || !ls->logits[t]) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT's batches");
     }
     dlp_infer_prep *prep = NULL;
     if (st == DLP_OK) {
@@ -242,12 +251,15 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     dlp_infer_prep_free(prep);
     if (st == DLP_OK) {
         const dlp_infer_engine *e = &ls->engines[0];
-        DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d plan%s of batch %d; %d samples of %s "
-                 "preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, e->ops->name,
-                 dlp_dtype_name(e->precision), ls->nengines, ls->nengines > 1 ? "s" : "", o->max_batch, ls->lib.n,
+        char ladder[64] = "";
+        for (int r = 0; r < ls->nrungs; r++)
+            snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder), "%s%d", r ? "," : "", ls->rungs[r]);
+        DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d thread%s with plans of batch %s; %d samples "
+                 "of %s preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, e->ops->name,
+                 dlp_dtype_name(e->precision), ls->threads, ls->threads > 1 ? "s" : "", ladder, ls->lib.n,
                  o->images ? o->images : where, dlp_ns_to_s(dlp_now_ns() - t0), dlp_layout_name(e->layout),
                  dlp_dtype_name(e->in_dtype), ls->lib.skipped ? " (some images skipped)" : "");
-        dlp_lg_inproc_cfg ic = {.fn = local_infer, .ctx = ls, .max_batch = o->max_batch, .threads = ls->nengines,
+        dlp_lg_inproc_cfg ic = {.fn = local_infer, .ctx = ls, .max_batch = o->max_batch, .threads = ls->threads,
                                 .name = "local"};
         st = dlp_lg_sut_inproc_create(&ic, sut);
     }
@@ -281,7 +293,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"device", 'd', DLP_OPT_STR, &lo.device, "cpu", "DEV", "local: backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"precision", 'p', DLP_OPT_CHOICE, &lo.precision, "fp32", NULL, "local: compute precision", "fp32|bf16|fp16", 0},
         {"threads", 't', DLP_OPT_INT, &lo.threads, "0", "N", "local: compute threads, shared by the SUT threads' plans (0: all)", NULL, 0},
-        {"max-batch", 'b', DLP_OPT_INT, &lo.max_batch, "8", "N", "local: the plans' batch: samples per call at most", NULL, 0},
+        {"max-batch", 'b', DLP_OPT_INT, &lo.max_batch, "8", "N", "local: samples per call at most (plans of batch 1, 2, 4, .. up to it; each call runs on the smallest that holds it)", NULL, 0},
         {"sut-threads", 0, DLP_OPT_INT, &lo.sut_threads, "1", "N", "local: SUT threads, one inference plan each", NULL, 0},
         {"dct-scale", 0, DLP_OPT_FLAG, &lo.dct, NULL, NULL, "local: allow DCT-scaled JPEG decoding (not bit-exact with Pillow)", NULL, 0},
         {"samples", 0, DLP_OPT_INT, &samples, "1024", "N", "images loaded as the sample library (MLPerf's performance_sample_count)", NULL, 0},

@@ -17,7 +17,7 @@
 
 typedef struct engine_opts {
     const char *model, *device, *weights;
-    int precision, threads, max_batch, workers, classes, size, dct;
+    int precision, threads, max_batch, workers, classes, size, dct, single_plan;
     int64_t seed;
 } engine_opts;
 
@@ -25,9 +25,10 @@ typedef struct engine_opts {
 // the per-worker JPEG transformers.
 typedef struct engine_parts {
     dlp_infer_model model;
-    dlp_infer_engine engine;
+    dlp_infer_engine engines[DLP_SERVE_MAX_PLANS];  // the plan ladder, ascending batches; the last is --max-batch
+    int nengines;
     dlp_infer_prep *prep;
-    int have_model, have_engine;
+    int have_model;
 } engine_parts;
 
 static const dlp_dtype k_serve_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
@@ -41,16 +42,17 @@ static dlp_status preprocess_run(void *ctx, int worker, const uint8_t *jpeg, siz
 static void close_engine(engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
     if (eng->ctx) dlp_serve_engine_from_plan_free(eng);
     dlp_infer_prep_free(ep->prep);
-    if (ep->have_engine) dlp_infer_engine_free(&ep->engine);
+    for (int i = 0; i < ep->nengines; i++) dlp_infer_engine_free(&ep->engines[i]);
     if (ep->have_model) dlp_infer_model_free(&ep->model);
     memset(ep, 0, sizeof *ep);
     memset(pre, 0, sizeof *pre);
 }
 
-// The inference engine behind the service: the model with its weights on a backend inference plan
-// (cfg.train = 0: BN folded and ReLU/add fused where the backend does it; batch = --max-batch), wrapped by
-// dlp_serve_engine_from_plan; the preprocessing writes the plan's input format. One warm-up call at start so the
-// first request does not pay for first-touch costs.
+// The inference engine behind the service: the model with its weights on a ladder of backend inference plans
+// (cfg.train = 0: BN folded and ReLU/add fused where the backend does it) of batches 1, 2, 4, ... up to --max-batch
+// (--single-plan: --max-batch only), wrapped by dlp_serve_engine_from_plans: each batch the batcher forms runs on
+// the smallest plan that holds it, so a lone request costs one image, not --max-batch. The preprocessing writes the
+// plans' input format. One warm-up call per plan at start so the first requests do not pay for first-touch costs.
 static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
     memset(ep, 0, sizeof *ep);
     dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
@@ -60,26 +62,40 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     if (ep->model.random_init)
         DLP_WARN("no --weights: %s serves with torchvision's random initialization (seed %lld): its answers are "
                  "meaningless (give --weights for real predictions)", ep->model.net.arch, (long long)o->seed);
-    dlp_infer_engine_cfg ec = {.device = o->device, .batch = o->max_batch, .precision = k_serve_prec[o->precision],
-                               .threads = o->threads};
-    dlp_status st = dlp_infer_engine_create(&ep->model, &ec, &ep->engine);
-    if (st == DLP_OK) {
-        ep->have_engine = 1;
-        st = dlp_serve_engine_from_plan(ep->engine.plan, &ep->model.net, o->max_batch, eng);
+    int batches[DLP_SERVE_MAX_PLANS], nb = 0;
+    if (!o->single_plan)
+        for (int b = 1; b < o->max_batch && nb < DLP_SERVE_MAX_PLANS - 1; b *= 2) batches[nb++] = b;
+    batches[nb++] = o->max_batch;
+    dlp_plan *plans[DLP_SERVE_MAX_PLANS];
+    dlp_status st = DLP_OK;
+    double create_ms = 0;
+    for (int i = 0; i < nb && st == DLP_OK; i++) {
+        dlp_infer_engine_cfg ec = {.device = o->device, .batch = batches[i], .precision = k_serve_prec[o->precision],
+                                   .threads = o->threads};
+        st = dlp_infer_engine_create(&ep->model, &ec, &ep->engines[i]);
+        if (st == DLP_OK) {
+            plans[i] = ep->engines[i].plan;
+            create_ms += ep->engines[i].create_ms;
+            ep->nengines++;
+        } else {
+            dlp_err_context("the batch-%d plan of the service's ladder", batches[i]);
+        }
     }
+    if (st == DLP_OK) st = dlp_serve_engine_from_plans(plans, batches, nb, &ep->model.net, eng);
+    const dlp_infer_engine *e0 = &ep->engines[0];
     if (st == DLP_OK) {
-        dlp_infer_prep_cfg pc = {.size = ep->model.size, .layout = ep->engine.layout, .dtype = ep->engine.in_dtype,
+        dlp_infer_prep_cfg pc = {.size = ep->model.size, .layout = e0->layout, .dtype = e0->in_dtype,
                                  .dct_scaling = o->dct, .workers = o->workers > 0 ? o->workers : 1};
         st = dlp_infer_prep_create(&pc, &ep->prep);
     }
     if (st == DLP_OK && dlp_infer_prep_sample_bytes(ep->prep) != eng->sample_bytes)
         st = DLP_ERR(DLP_ERR_INTERNAL, "preprocess writes %zu bytes per sample, the engine takes %zu",
                      dlp_infer_prep_sample_bytes(ep->prep), eng->sample_bytes);
-    if (st == DLP_OK) {  // warm-up: one full batch of zeros
+    if (st == DLP_OK) {  // warm-up: a full batch of zeros on each plan
         void *zeros = calloc((size_t)o->max_batch, eng->sample_bytes);
         float *logits = malloc((size_t)o->max_batch * (size_t)eng->num_classes * sizeof *logits);
         if (!zeros || !logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the warm-up batch");
-        else st = eng->infer(eng->ctx, zeros, o->max_batch, logits);
+        for (int i = 0; i < nb && st == DLP_OK; i++) st = eng->infer(eng->ctx, zeros, batches[i], logits);
         free(zeros);
         free(logits);
     }
@@ -91,11 +107,26 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     pre->ctx = ep->prep;
     pre->run = preprocess_run;
     const dlp_layer *in = &ep->model.net.layers[0];
-    DLP_INFO("serve: %s (%d classes, %dx%d) on %s %s, max batch %d, plan ready in %.0f ms; input %s %s; weights %s",
-             ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, ep->engine.ops->name,
-             dlp_dtype_name(ep->engine.precision), o->max_batch, ep->engine.create_ms, dlp_layout_name(ep->engine.layout),
-             dlp_dtype_name(ep->engine.in_dtype), ep->model.random_init ? "random (seeded init)" : ep->model.weights);
+    char ladder[96] = "";
+    for (int i = 0; i < nb; i++) snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder), "%s%d", i ? "," : "", batches[i]);
+    DLP_INFO("serve: %s (%d classes, %dx%d) on %s %s, plans of batch %s ready in %.0f ms; input %s %s; weights %s",
+             ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, e0->ops->name, dlp_dtype_name(e0->precision),
+             ladder, create_ms, dlp_layout_name(e0->layout), dlp_dtype_name(e0->in_dtype),
+             ep->model.random_init ? "random (seeded init)" : ep->model.weights);
     return DLP_OK;
+}
+
+// {"batch": calls, ...} of the plan ladder.
+static json_t *plan_calls_json(const dlp_serve_engine *eng) {
+    json_t *o = json_object();
+    int b;
+    int64_t n;
+    for (int i = 0; (n = dlp_serve_engine_plan_calls(eng, i, &b)) >= 0; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", b);
+        json_object_set_new(o, k, json_integer(n));
+    }
+    return o;
 }
 
 int dlp_cli_serve(int argc, char **argv) {
@@ -120,7 +151,8 @@ int dlp_cli_serve(int argc, char **argv) {
         {"seed", 0, DLP_OPT_I64, &eo.seed, "1", "N", "seed of the random init (without --weights)", NULL, 0},
         {"dct-scale", 0, DLP_OPT_FLAG, &eo.dct, NULL, NULL, "let the JPEG decoder downscale by a DCT factor where the crop allows (faster; not bit-exact with Pillow)", NULL, 0},
         {"labels", 'l', DLP_OPT_STR, &labels_path, NULL, "FILE", "class names, one per line (answers then carry labels)", NULL, 0},
-        {"max-batch", 'b', DLP_OPT_INT, &cfg.max_batch, "8", "N", "dynamic batching: largest batch", NULL, 0},
+        {"max-batch", 'b', DLP_OPT_INT, &cfg.max_batch, "8", "N", "dynamic batching: largest batch (plans of batch 1, 2, 4, .. up to it; each batch runs on the smallest that holds it)", NULL, 0},
+        {"single-plan", 0, DLP_OPT_FLAG, &eo.single_plan, NULL, NULL, "one plan of batch --max-batch only (less memory; a lone request then costs a whole batch)", NULL, 0},
         {"max-delay", 0, DLP_OPT_DOUBLE, &delay_ms, "2", "MS", "dynamic batching: longest wait of a batch's oldest request", NULL, 0},
         {"queue", 'Q', DLP_OPT_INT, &cfg.queue_capacity, "64", "N", "requests admitted at once; beyond: 503 with Retry-After", NULL, 0},
         {"workers", 'j', DLP_OPT_INT, &cfg.workers, "2", "N", "JPEG decode/resize threads", NULL, 0},
@@ -211,7 +243,8 @@ int dlp_cli_serve(int argc, char **argv) {
             json_object_set_new(j, "options", dlp_opts_to_json(opts));
             json_object_set_new(j, "engine", json_string(eng.name ? eng.name : ""));
             if (parts.have_model) json_object_set_new(j, "model", dlp_infer_model_to_json(&parts.model));
-            if (parts.have_engine) json_object_set_new(j, "plan", dlp_infer_engine_plan_json(&parts.engine));
+            if (parts.nengines) json_object_set_new(j, "plan", dlp_infer_engine_plan_json(&parts.engines[parts.nengines - 1]));
+            json_object_set_new(j, "plan_calls", plan_calls_json(&eng));
             json_object_set_new(j, "stats", dlp_serve_stats_to_json(&stats));
             if (mon) json_object_set_new(j, "monitor", dlp_monitor_summary_json(mon));
             dlp_host_info h;

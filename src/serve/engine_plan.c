@@ -1,5 +1,8 @@
-// serve/engine_plan: a backend inference plan (cfg.train = 0) as the service's engine —
-// infer = set_input(n) + forward(DLP_PASS_EVAL) + get_output. The plan is the caller's; the engine only calls it.
+// serve/engine_plan: backend inference plans (cfg.train = 0) as the service's engine —
+// infer = set_input(n) + forward(DLP_PASS_EVAL) + get_output on the smallest plan whose batch holds n. A plan
+// computes its whole batch whatever n is (a batch-8 plan takes as long for one image as for eight), so a service
+// that answers single requests at low load needs a small plan beside the large one: the caller hands a ladder
+// (e.g. batches 1, 2, 4, 8). The plans are the caller's; the engine only calls them.
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,41 +10,82 @@
 #include "serve/serve.h"
 
 typedef struct plan_engine {
-    dlp_plan *plan;
+    int n;
+    dlp_plan *plans[DLP_SERVE_MAX_PLANS];
+    int batches[DLP_SERVE_MAX_PLANS];  // ascending
+    int64_t calls[DLP_SERVE_MAX_PLANS];
 } plan_engine;
 
 static dlp_status plan_infer(void *ctx, const void *batch, int n, float *logits) {
     plan_engine *pe = ctx;
-    const dlp_backend_ops *ops = pe->plan->ops;
-    DLP_CHECK(ops->set_input(pe->plan, batch, n));
-    DLP_CHECK(ops->forward(pe->plan, DLP_PASS_EVAL));
-    DLP_CHECK(ops->get_output(pe->plan, logits));
-    if (ops->sync) DLP_CHECK(ops->sync(pe->plan));
+    int i = 0;
+    while (i < pe->n - 1 && pe->batches[i] < n) i++;
+    dlp_plan *plan = pe->plans[i];
+    const dlp_backend_ops *ops = plan->ops;
+    pe->calls[i]++;
+    DLP_CHECK(ops->set_input(plan, batch, n));
+    DLP_CHECK(ops->forward(plan, DLP_PASS_EVAL));
+    DLP_CHECK(ops->get_output(plan, logits));
+    if (ops->sync) DLP_CHECK(ops->sync(plan));
+    return DLP_OK;
+}
+
+dlp_status dlp_serve_engine_from_plans(dlp_plan *const *plans, const int *batches, int nplans, const dlp_net *net,
+                                       dlp_serve_engine *out) {
+    memset(out, 0, sizeof *out);
+    if (!plans || !batches || nplans < 1 || nplans > DLP_SERVE_MAX_PLANS || !net)
+        return DLP_ERR(DLP_ERR_INVALID, "engine from plans: 1 to %d plans, their batches and the net", DLP_SERVE_MAX_PLANS);
+    dlp_layout layout = DLP_LAYOUT_NCHW;
+    dlp_dtype dtype = DLP_DTYPE_F32;
+    for (int i = 0; i < nplans; i++) {
+        if (!plans[i] || !plans[i]->ops || batches[i] < 1 || (i > 0 && batches[i] <= batches[i - 1]))
+            return DLP_ERR(DLP_ERR_INVALID, "engine from plans: plan %d is missing or its batch %d is not above the "
+                                            "previous one's", i, batches[i]);
+        const dlp_backend_ops *ops = plans[i]->ops;
+        if (!ops->set_input || !ops->forward || !ops->get_output || !ops->input_format)
+            return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s cannot run inference plans", ops->name);
+        dlp_layout l;
+        dlp_dtype t;
+        ops->input_format(plans[i], &l, &t);
+        if (i == 0) {
+            layout = l;
+            dtype = t;
+        } else if (l != layout || t != dtype) {
+            return DLP_ERR(DLP_ERR_INVALID, "engine from plans: the batch-%d plan takes %s %s, the batch-%d plan %s %s",
+                           batches[i], dlp_layout_name(l), dlp_dtype_name(t), batches[0], dlp_layout_name(layout),
+                           dlp_dtype_name(dtype));
+        }
+    }
+    const dlp_layer *out_layer = &net->layers[dlp_net_output(net)];
+    int classes = out_layer->c * out_layer->h * out_layer->w;
+    if (classes < 1) return DLP_ERR(DLP_ERR_INVALID, "net %s has no output", net->arch);
+    plan_engine *pe = calloc(1, sizeof *pe);
+    DLP_TRY_ALLOC(pe);
+    pe->n = nplans;
+    for (int i = 0; i < nplans; i++) {
+        pe->plans[i] = plans[i];
+        pe->batches[i] = batches[i];
+    }
+    out->name = plans[0]->ops->name;
+    out->ctx = pe;
+    out->max_batch = batches[nplans - 1];
+    out->sample_bytes = (size_t)dlp_net_layer_numel(net, 0) * dlp_dtype_size(dtype);
+    out->num_classes = classes;
+    out->infer = plan_infer;
     return DLP_OK;
 }
 
 dlp_status dlp_serve_engine_from_plan(dlp_plan *plan, const dlp_net *net, int batch, dlp_serve_engine *out) {
     memset(out, 0, sizeof *out);
     if (!plan || !plan->ops || !net || batch < 1) return DLP_ERR(DLP_ERR_INVALID, "engine from plan: no plan, net or batch");
-    const dlp_backend_ops *ops = plan->ops;
-    if (!ops->set_input || !ops->forward || !ops->get_output || !ops->input_format)
-        return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s cannot run inference plans", ops->name);
-    const dlp_layer *out_layer = &net->layers[dlp_net_output(net)];
-    int classes = out_layer->c * out_layer->h * out_layer->w;
-    if (classes < 1) return DLP_ERR(DLP_ERR_INVALID, "net %s has no output", net->arch);
-    dlp_layout layout;
-    dlp_dtype dtype;
-    ops->input_format(plan, &layout, &dtype);
-    plan_engine *pe = calloc(1, sizeof *pe);
-    DLP_TRY_ALLOC(pe);
-    pe->plan = plan;
-    out->name = ops->name;
-    out->ctx = pe;
-    out->max_batch = batch;
-    out->sample_bytes = (size_t)dlp_net_layer_numel(net, 0) * dlp_dtype_size(dtype);
-    out->num_classes = classes;
-    out->infer = plan_infer;
-    return DLP_OK;
+    return dlp_serve_engine_from_plans(&plan, &batch, 1, net, out);
+}
+
+int64_t dlp_serve_engine_plan_calls(const dlp_serve_engine *e, int i, int *batch) {
+    const plan_engine *pe = e && e->infer == plan_infer ? e->ctx : NULL;
+    if (!pe || i < 0 || i >= pe->n) return -1;
+    if (batch) *batch = pe->batches[i];
+    return pe->calls[i];
 }
 
 void dlp_serve_engine_from_plan_free(dlp_serve_engine *e) {

@@ -3,7 +3,7 @@
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
 //          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*, dlp_serve_topk,
-//          dlp_serve_is_jpeg, dlp_serve_engine_from_plan.
+//          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_engine_plan_calls.
 #ifndef DLP_SERVE_H
 #define DLP_SERVE_H
 #include <jansson.h>
@@ -34,6 +34,15 @@ struct dlp_plan;
 struct dlp_net;
 dlp_status dlp_serve_engine_from_plan(struct dlp_plan *plan, const struct dlp_net *net, int batch,
                                       dlp_serve_engine *out);
+// A ladder of plans of the same model, precision and input format with ascending batches (e.g. 1, 2, 4, 8): each
+// call runs on the smallest plan that holds its n samples (a plan computes its whole batch whatever n is), so a
+// lone request costs one image, not max_batch. max_batch is the last plan's.
+#define DLP_SERVE_MAX_PLANS 8
+dlp_status dlp_serve_engine_from_plans(struct dlp_plan *const *plans, const int *batches, int nplans,
+                                       const struct dlp_net *net, dlp_serve_engine *out);
+// Calls run so far on plan i of an engine made by dlp_serve_engine_from_plan(s) (its batch in *batch); -1 when
+// there is no plan i. Read it after the batcher stopped.
+int64_t dlp_serve_engine_plan_calls(const dlp_serve_engine *e, int i, int *batch);
 void dlp_serve_engine_from_plan_free(dlp_serve_engine *e);
 
 // Request preprocessing: one JPEG body -> one input sample in the engine's layout and type. Called

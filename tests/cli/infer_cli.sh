@@ -140,7 +140,9 @@ assert all(abs(x["prob"] - y["prob"]) < 1e-5 for x, y in zip(a["top4"], t["top5"
 assert [c["label"] for c in a["top4"]] == [c["label"] for c in t["top5"]]
 s = json.load(open(sys.argv[4]))
 assert s["model"]["arch"] == "resnet-mini" and s["plan"]["backend"] == "ref" and s["stats"]["by_status"]["200"] == 1, s
-print("ok: serve answers as infer --top5")
+# plans of batch 1 and 2: the warm-up ran each once, the lone request ran on the batch-1 plan
+assert s["plan_calls"] == {"1": 2, "2": 1}, s["plan_calls"]
+print("ok: serve answers as infer --top5, a lone request on the batch-1 plan")
 EOF
 
 # loadgen with the in-process engine (SingleStream, preprocessed samples from --data)

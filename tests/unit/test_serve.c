@@ -463,6 +463,68 @@ static void test_engine_from_ref_plan(void **state) {
     dlp_net_free(&net);
 }
 
+static void test_engine_plan_ladder(void **state) {
+    (void)state;
+    // A ladder of plans (batches 1, 2, 4) of one net and weights: each call runs on the smallest plan that holds
+    // its n samples, and its logits equal a batch-4 plan's for the same samples; malformed ladders are refused.
+    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    assert_non_null(ops);
+    dlp_net net;
+    assert_int_equal(dlp_net_init(&net, "tiny", 3, 8, 8), DLP_OK);
+    int l = dlp_net_conv(&net, "conv1", 0, 6, 3, 1, 1);
+    l = dlp_net_relu(&net, l);
+    l = dlp_net_avgpool(&net, l);
+    assert_true(dlp_net_fc(&net, "fc", l, 20) > 0);
+    float *params = malloc((size_t)net.param_count * sizeof(float));
+    dlp_rng rng;
+    dlp_rng_init(&rng, 7, 0);
+    for (int64_t i = 0; i < net.param_count; i++) params[i] = (float)dlp_rng_range(&rng, -1, 1);
+    int batches[3] = {1, 2, 4};
+    dlp_plan *plans[3], *big;
+    for (int i = 0; i < 3; i++) {
+        dlp_plan_cfg pc = {.batch = batches[i], .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
+        assert_int_equal(ops->plan_create(&net, &pc, &plans[i]), DLP_OK);
+        assert_int_equal(ops->set_params(plans[i], params, NULL), DLP_OK);
+    }
+    dlp_plan_cfg pc4 = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
+    assert_int_equal(ops->plan_create(&net, &pc4, &big), DLP_OK);
+    assert_int_equal(ops->set_params(big, params, NULL), DLP_OK);
+    dlp_serve_engine eng;
+    assert_int_equal(dlp_serve_engine_from_plans(plans, batches, 3, &net, &eng), DLP_OK);
+    assert_int_equal(eng.max_batch, 4);
+    float x[4 * 192], got[4 * 20], want[4 * 20];
+    for (int i = 0; i < 4 * 192; i++) x[i] = (float)dlp_rng_range(&rng, -1, 1);
+    const int ns[5] = {1, 2, 3, 4, 1};
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(eng.infer(eng.ctx, x, ns[k], got), DLP_OK);
+        assert_int_equal(ops->set_input(big, x, ns[k]), DLP_OK);
+        assert_int_equal(ops->forward(big, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(ops->get_output(big, want), DLP_OK);
+        for (int i = 0; i < ns[k] * 20; i++) assert_true(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])));
+    }
+    int b = 0;
+    assert_int_equal(dlp_serve_engine_plan_calls(&eng, 0, &b), 2);  // n = 1 twice
+    assert_int_equal(b, 1);
+    assert_int_equal(dlp_serve_engine_plan_calls(&eng, 1, &b), 1);  // n = 2
+    assert_int_equal(dlp_serve_engine_plan_calls(&eng, 2, &b), 2);  // n = 3 and 4
+    assert_int_equal(b, 4);
+    assert_int_equal(dlp_serve_engine_plan_calls(&eng, 3, &b), -1);
+    dlp_serve_engine_from_plan_free(&eng);
+    // refused: batches not ascending, no plans, a missing plan
+    int bad[3] = {1, 4, 2};
+    assert_int_equal(dlp_serve_engine_from_plans(plans, bad, 3, &net, &eng), DLP_ERR_INVALID);
+    dlp_err_clear();
+    assert_int_equal(dlp_serve_engine_from_plans(plans, batches, 0, &net, &eng), DLP_ERR_INVALID);
+    dlp_err_clear();
+    dlp_plan *holes[2] = {plans[0], NULL};
+    assert_int_equal(dlp_serve_engine_from_plans(holes, batches, 2, &net, &eng), DLP_ERR_INVALID);
+    dlp_err_clear();
+    for (int i = 0; i < 3; i++) ops->plan_free(plans[i]);
+    ops->plan_free(big);
+    free(params);
+    dlp_net_free(&net);
+}
+
 static void test_metrics_render(void **state) {
     (void)state;
     dlp_serve_metrics m;
@@ -503,6 +565,7 @@ int main(void) {
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_engine_from_ref_plan),
+        cmocka_unit_test(test_engine_plan_ladder),
         cmocka_unit_test(test_metrics_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
