@@ -225,8 +225,14 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
         if (!ls->engines || !ls->batch_bufs || !ls->logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
         else ls->threads = o->sut_threads;
     }
-    // Compute threads are shared among the SUT threads' plans.
-    int per = o->threads > 0 ? (o->threads + o->sut_threads - 1) / o->sut_threads : 0;
+    // Compute threads (--threads, 0: the CPUs this process may use) divided among the SUT threads, at least 1 each.
+    int total = o->threads;
+    if (total <= 0) {
+        dlp_host_info h;
+        dlp_host_probe(&h);
+        total = h.cpus_allowed > 0 ? h.cpus_allowed : 1;
+    }
+    int per = total / o->sut_threads > 0 ? total / o->sut_threads : 1;
     for (int t = 0; st == DLP_OK && t < o->sut_threads; t++) {
         for (int r = 0; st == DLP_OK && r < ls->nrungs; r++) {
             dlp_infer_engine_cfg ec = {.device = o->device, .batch = ls->rungs[r], .precision = k_lg_prec[o->precision],
@@ -433,7 +439,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
         if (local) {
             json_t *lj = json_object();
             json_object_set_new(lj, "model", dlp_infer_model_to_json(&local->model));
-            json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&local->engines[0]));
+            json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&local->engines[local->nrungs - 1]));
             json_object_set_new(lj, "plans", json_integer(local->nengines));
             json_object_set_new(lj, "preprocessed", json_true());
             if (local->answered > 0) {

@@ -42,35 +42,39 @@ typedef struct stage {
 
 typedef struct argbuf {
     char *argv[MAX_ARGS];
-    char store[MAX_ARGS][256];
+    char store[MAX_ARGS][4608];
     int argc;
+    int overflow;  // an argument did not fit: the stage is not run
 } argbuf;
 
-static void arg(argbuf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void arg(argbuf *a, const char *fmt, ...) {
-    if (a->argc >= MAX_ARGS - 1) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
-    va_end(ap);
+static void vadd(argbuf *a, const char *fmt, va_list ap) {
+    if (a->argc >= MAX_ARGS - 1) {
+        a->overflow = 1;
+        return;
+    }
+    int n = vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
+    if (n < 0 || (size_t)n >= sizeof a->store[0]) a->overflow = 1;
     a->argv[a->argc] = a->store[a->argc];
     a->argc++;
     a->argv[a->argc] = NULL;
 }
 
-// The value at a dotted path ("throughput.img_per_s"); NULL when absent.
+static void arg(argbuf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(argbuf *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vadd(a, fmt, ap);
+    va_end(ap);
+}
+
 // "--name" and its value
 static void opt(argbuf *a, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void opt(argbuf *a, const char *name, const char *fmt, ...) {
-    if (a->argc >= MAX_ARGS - 2) return;
     arg(a, "%s", name);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
+    vadd(a, fmt, ap);
     va_end(ap);
-    a->argv[a->argc] = a->store[a->argc];
-    a->argc++;
-    a->argv[a->argc] = NULL;
 }
 
 // The options the training and inference stages share.
@@ -83,6 +87,7 @@ static void model_opts(argbuf *a, const run_opts *o, const char *prec) {
     opt(a, "--threads", "%d", o->threads);
 }
 
+// The value at a dotted path ("throughput.img_per_s"); NULL when absent.
 static const json_t *jget(const json_t *o, const char *path) {
     char key[128];
     const char *p = path;
@@ -108,43 +113,71 @@ static const char *jstr(const json_t *o, const char *path) {
     return v && json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+// A number for the JSON result; null when it is missing or not finite (jansson refuses NaN and infinities).
+static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+// An integer field; def when it is missing.
+static int jint(const json_t *o, const char *path, int def) {
+    double v = jnum(o, path);
+    return isfinite(v) && fabs(v) < 2e9 ? (int)v : def;
+}
+
 static void banner(const char *title) {
     printf("\n== %s\n", title);
     fflush(stdout);
 }
 
+// SIGINT/SIGTERM while a stage runs: passed on to the stage once (it stops cleanly and writes its result), and
+// the run stops after it. The stage runs in its own process group, so a Ctrl-C at the terminal reaches the run
+// only and is not delivered twice (dlperf train takes a second signal as "stop now, write nothing").
+static volatile sig_atomic_t g_child, g_stop;
+
+static void on_signal(int sig) {
+    g_stop = sig;
+    if (g_child > 0) kill((pid_t)g_child, sig);
+}
+
 // Runs one stage's subcommand as a child process (dlperf <args>): a stage that crashes or runs out of memory does
 // not take the run with it, each stage's memory and monitor figures are its own, and a subcommand may re-execute
-// itself (dlperf train does, to set OpenMP's wait policy). Ctrl-C reaches the child (same process group); the run
-// waits for it and stops after that stage. Then loads the result the stage wrote.
+// itself (dlperf train does, to set OpenMP's wait policy). Then loads the result the stage wrote.
 static void run_stage(stage *s, argbuf *a) {
     uint64_t t0 = dlp_now_ns();
+    if (a->overflow) {
+        fprintf(stderr, "run: the %s stage's command line is too long (a path over 4 KB?): not run\n", s->name);
+        s->rc = 2;
+        return;
+    }
     char *argv[MAX_ARGS + 1];
     argv[0] = "dlperf";
     for (int i = 0; i < a->argc; i++) argv[i + 1] = a->argv[i];
     argv[a->argc + 1] = NULL;
     fflush(stdout);
     fflush(stderr);
-    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_term;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGTERM, &ign, &old_term);
     pid_t pid = fork();
     if (pid == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        setpgid(0, 0);
+        signal(SIGTTOU, SIG_IGN);  // a background group may still write to the terminal
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "run: cannot run %s: %s\n", "/proc/self/exe", strerror(errno));
         _exit(127);
     }
-    int status = 0;
     if (pid < 0) {
         fprintf(stderr, "run: cannot start the %s stage: %s\n", s->name, strerror(errno));
         s->rc = 126;
     } else {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        setpgid(pid, pid);  // also here: whichever runs first
+        g_child = pid;
+        if (g_stop) kill(pid, g_stop);  // a signal that came between the check and the fork
+        int status = 0, w;
+        while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
         }
-        if (WIFEXITED(status)) {
+        g_child = 0;
+        if (w < 0) {
+            fprintf(stderr, "run: lost the %s stage (pid %d): %s\n", s->name, (int)pid, strerror(errno));
+            s->rc = 125;
+        } else if (WIFEXITED(status)) {
             s->rc = WEXITSTATUS(status);
         } else if (WIFSIGNALED(status)) {
             s->rc = 128 + WTERMSIG(status);
@@ -154,8 +187,6 @@ static void run_stage(stage *s, argbuf *a) {
             s->rc = 125;
         }
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     s->seconds = dlp_ns_to_s(dlp_now_ns() - t0);
     if (dlp_path_exists(s->json_path)) {
         dlp_status st = dlp_json_load(s->json_path, &s->result);
@@ -165,8 +196,15 @@ static void run_stage(stage *s, argbuf *a) {
             s->result = NULL;
         }
     }
-    if (s->rc != 0 && s->rc != 130)
+    if (s->rc != 0 && !g_stop)
         fprintf(stderr, "run: the %s stage ended with exit status %d; going on with the next\n", s->name, s->rc);
+}
+
+// Why a stage has no figures, for the summary.
+static const char *no_figures(const stage *s) {
+    if (s->rc < 0) return "not run (the run was stopped)";
+    if (s->rc == 0) return "not measured (the stage's result could not be read)";
+    return "not measured (the stage failed: see above)";
 }
 
 static void fmt_dur(char *buf, size_t len, double s) {
@@ -185,7 +223,7 @@ static const json_t *infer_point(const json_t *inf, int batch) {
     size_t i;
     const json_t *r;
     json_array_foreach(res, i, r) {
-        if ((int)jnum(r, "batch") == batch) return r;
+        if (jint(r, "batch", -1) == batch) return r;
     }
     return NULL;
 }
@@ -225,12 +263,12 @@ static void print_hw(const char *label, const json_t *result, json_t *out) {
     printf("  %-15s CPU %.0f%% busy (this stage %.2f cores), peak RSS %.0f MiB, disk read %.1f MB/s, %s%s\n", label,
            util, proc / 100, rss / (1 << 20), disk / 1e6, pw, gp);
     json_t *o = json_object();
-    json_object_set_new(o, "cpu_util_pct", json_real(util));
-    json_object_set_new(o, "process_cores", json_real(proc / 100));
-    json_object_set_new(o, "peak_rss_bytes", json_real(rss));
-    json_object_set_new(o, "disk_read_bytes_per_s", json_real(disk));
-    json_object_set_new(o, "cpu_package_power_w", npower ? json_real(power) : json_null());
-    json_object_set_new(o, "gpu_util_pct", ngpu ? json_real(gpu / ngpu) : json_null());
+    json_object_set_new(o, "cpu_util_pct", jreal(util));
+    json_object_set_new(o, "process_cores", jreal(proc / 100));
+    json_object_set_new(o, "peak_rss_bytes", jreal(rss));
+    json_object_set_new(o, "disk_read_bytes_per_s", jreal(disk));
+    json_object_set_new(o, "cpu_package_power_w", npower ? jreal(power) : json_null());
+    json_object_set_new(o, "gpu_util_pct", ngpu ? jreal(gpu / ngpu) : json_null());
     json_object_set_new(out, label, o);
 }
 
@@ -289,7 +327,11 @@ int dlp_cli_run(int argc, char **argv) {
                                                      "--infer-seconds > 0, --bench-images >= 1, --usd-per-hour >= 0"));
     int ib[16];
     int nib = dlp_parse_int_list(o.infer_batches, ib, 16);
-    if (nib <= 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--infer-batch: a list of batch sizes like 1,32 (got '%s')", o.infer_batches));
+    for (int i = 0; i < nib; i++)
+        if (ib[i] < 1) nib = -1;
+    if (nib <= 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--infer-batch: a list of batch sizes >= 1 like 1,32 (got '%s')",
+                                    o.infer_batches));
 
     dlp_host_info h;
     dlp_host_probe(&h);
@@ -335,6 +377,10 @@ int dlp_cli_run(int argc, char **argv) {
     char csv[4200];
     argbuf *a = calloc(1, sizeof *a);
     if (!a) return dlp_cli_fail(DLP_ERR(DLP_ERR_NOMEM, "out of memory"));
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
 
     // 1. data preparation: the loader alone over 1..N threads (the preparation rate of a data-stall analysis)
     banner("data preparation: the input pipeline alone (read, JPEG decode, random-resized crop, flip, normalize)");
@@ -342,9 +388,10 @@ int dlp_cli_run(int argc, char **argv) {
         int n = allowed_cpus(&h);
         char list[128] = "";
         int nlist = 0;
-        for (int w = 1; w <= n && nlist < 8; w *= 2, nlist++)
+        int last = 0;
+        for (int w = 1; w <= n && nlist < 7; w *= 2, nlist++, last = w / 2)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", nlist ? "," : "", w);
-        if (n > 1 && (n & (n - 1)) != 0) snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", n);
+        if (last != n) snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", n);  // always all CPUs
         snprintf(st_data.json_path, sizeof st_data.json_path, "%s/data.json", out);
         a->argc = 0;
         arg(a, "data");
@@ -360,8 +407,8 @@ int dlp_cli_run(int argc, char **argv) {
     }
 
     // 2. training through the real pipeline, monitored
-    banner("training: the real loader feeding the backend, every phase timed, the hardware monitored");
-    if (st_data.rc != 130) {
+    if (!g_stop) {
+        banner("training: the real loader feeding the backend, every phase timed, the hardware monitored");
         snprintf(st_train.json_path, sizeof st_train.json_path, "%s/train.json", out);
         snprintf(csv, sizeof csv, "%s/train-monitor.csv", out);
         a->argc = 0;
@@ -379,11 +426,8 @@ int dlp_cli_run(int argc, char **argv) {
     }
 
     // 3. the online phase: inference throughput and latency
-    banner("inference: offline throughput and per-call latency of the inference plan (BN folded, fusions)");
-    int stop = st_data.rc == 130 || st_train.rc == 130;
-    if (stop) {
-        fprintf(stderr, "run: interrupted; skipping the remaining stages\n");
-    } else {
+    if (!g_stop) {
+        banner("inference: offline throughput and per-call latency of the inference plan (BN folded, fusions)");
         snprintf(st_infer.json_path, sizeof st_infer.json_path, "%s/infer.json", out);
         snprintf(csv, sizeof csv, "%s/infer-monitor.csv", out);
         a->argc = 0;
@@ -402,7 +446,7 @@ int dlp_cli_run(int argc, char **argv) {
     }
 
     // 4. the catalog's systems for the same workload
-    if (strcmp(o.compare, "none") != 0 && !stop && st_infer.rc != 130) {
+    if (strcmp(o.compare, "none") != 0 && !g_stop) {
         banner("the catalog's GPU systems, predicted for the same training workload (dlperf predict)");
         snprintf(st_pred.json_path, sizeof st_pred.json_path, "%s/predict.json", out);
         a->argc = 0;
@@ -414,6 +458,7 @@ int dlp_cli_run(int argc, char **argv) {
         run_stage(&st_pred, a);
     }
     free(a);
+    if (g_stop) fprintf(stderr, "run: stopped by signal %d; the stages not run are skipped\n", (int)g_stop);
 
     // ---- the summary ----
     json_t *res = dlp_json_result_new("dlperf.run/1", argc, argv);
@@ -428,7 +473,7 @@ int dlp_cli_run(int argc, char **argv) {
         json_t *e = json_object();
         json_object_set_new(e, "exit_status", json_integer(s->rc));
         json_object_set_new(e, "ran", json_boolean(s->rc >= 0));
-        json_object_set_new(e, "seconds", json_real(s->seconds));
+        json_object_set_new(e, "seconds", jreal(s->seconds));
         if (s->result) json_object_set_new(e, "result", json_string(s->json_path));
         json_object_set_new(jst, s->name, e);
         if (s->rc > 0) failed++;
@@ -446,21 +491,21 @@ int dlp_cli_run(int argc, char **argv) {
         size_t i;
         json_array_foreach(runs, i, r) {
             double v = jnum(r, "img_per_s");
-            if ((int)jnum(r, "workers") == 1) prep1 = v;
+            if (jint(r, "workers", -1) == 1) prep1 = v;
             if (!isfinite(prep) || v > prep) {
                 prep = v;
-                prep_w = (int)jnum(r, "workers");
+                prep_w = jint(r, "workers", 0);
             }
         }
         fmt_rate(b1, sizeof b1, prep);
         fmt_rate(b2, sizeof b2, prep1);
         printf("data preparation  %s img/s with %d loader thread%s (%s img/s with one) at %d px\n", b1, prep_w,
                prep_w == 1 ? "" : "s", b2, o.size);
-        json_object_set_new(sum, "prep_img_per_s", json_real(prep));
+        json_object_set_new(sum, "prep_img_per_s", jreal(prep));
         json_object_set_new(sum, "prep_workers", json_integer(prep_w));
-        json_object_set_new(sum, "prep_img_per_s_one_thread", json_real(prep1));
+        json_object_set_new(sum, "prep_img_per_s_one_thread", jreal(prep1));
     } else {
-        printf("data preparation  not measured (the data stage failed)\n");
+        printf("data preparation  %s\n", no_figures(&st_data));
     }
     // training
     double train_rate = NAN;
@@ -472,19 +517,19 @@ int dlp_cli_run(int argc, char **argv) {
         fmt_rate(b1, sizeof b1, train_rate);
         printf("training          %s img/s (%s %s, batch %d, %d compute + %d loader threads); data wait %.1f%% of "
                "the step; %.0f GFLOP/s%s",
-               b1, o.model, prec, o.batch, (int)jnum(t, "threads.compute"), (int)jnum(t, "threads.loader"),
+               b1, o.model, prec, o.batch, jint(t, "threads.compute", 0), jint(t, "threads.loader", 0),
                100 * wait, gf, isfinite(frac) ? "" : "\n");
         if (isfinite(frac)) printf(", %.0f%% of the measured peak\n", 100 * frac);
         const char *text = jstr(t, "stall.text");
         if (text) printf("                  %s\n", text);
-        json_object_set_new(sum, "train_img_per_s", json_real(train_rate));
-        json_object_set_new(sum, "train_data_wait_frac", json_real(wait));
-        json_object_set_new(sum, "train_gflop_per_s", json_real(gf));
-        json_object_set_new(sum, "train_fraction_of_peak", isfinite(frac) ? json_real(frac) : json_null());
+        json_object_set_new(sum, "train_img_per_s", jreal(train_rate));
+        json_object_set_new(sum, "train_data_wait_frac", jreal(wait));
+        json_object_set_new(sum, "train_gflop_per_s", jreal(gf));
+        json_object_set_new(sum, "train_fraction_of_peak", jreal(frac));
         const char *verdict = jstr(t, "stall.verdict");
         json_object_set_new(sum, "train_verdict", verdict ? json_string(verdict) : json_null());
     } else {
-        printf("training          not measured (the training stage failed)\n");
+        printf("training          %s\n", no_figures(&st_train));
     }
     // what holds it back
     if (isfinite(train_rate) && train_rate > 0 && isfinite(prep) && prep > 0) {
@@ -514,7 +559,7 @@ int dlp_cli_run(int argc, char **argv) {
                                                            : headroom < 1.25                                  ? "balanced"
                                                                                                               : "compute"));
         json_object_set_new(sum, "bottleneck_text", json_string(why));
-        json_object_set_new(sum, "prep_over_train", json_real(headroom));
+        json_object_set_new(sum, "prep_over_train", jreal(headroom));
     }
     // inference
     double inf_rate = NAN, lat50 = NAN, lat99 = NAN;
@@ -523,7 +568,7 @@ int dlp_cli_run(int argc, char **argv) {
         const json_t *best = infer_best(st_infer.result), *p1 = infer_point(st_infer.result, ib[0]);
         if (best) {
             inf_rate = jnum(best, "images_per_s");
-            inf_batch = (int)jnum(best, "batch");
+            inf_batch = jint(best, "batch", 0);
         }
         if (p1) {
             lat50 = jnum(p1, "latency_ms.p50");
@@ -532,13 +577,13 @@ int dlp_cli_run(int argc, char **argv) {
         fmt_rate(b1, sizeof b1, inf_rate);
         printf("inference         %s img/s offline at batch %d; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
                inf_batch, ib[0], lat50, lat99);
-        json_object_set_new(sum, "infer_img_per_s", json_real(inf_rate));
+        json_object_set_new(sum, "infer_img_per_s", jreal(inf_rate));
         json_object_set_new(sum, "infer_batch", json_integer(inf_batch));
         json_object_set_new(sum, "latency_batch", json_integer(ib[0]));
-        json_object_set_new(sum, "latency_p50_ms", json_real(lat50));
-        json_object_set_new(sum, "latency_p99_ms", json_real(lat99));
+        json_object_set_new(sum, "latency_p50_ms", jreal(lat50));
+        json_object_set_new(sum, "latency_p99_ms", jreal(lat99));
     } else {
-        printf("inference         not measured (the inference stage failed)\n");
+        printf("inference         %s\n", no_figures(&st_infer));
     }
     // the hardware behind the figures
     if (st_train.result || st_infer.result) {
@@ -555,9 +600,9 @@ int dlp_cli_run(int argc, char **argv) {
         printf("cost              $%.2f/h: $%.2f per million training images, $%.2f per million inferences; a "
                "90-epoch ImageNet training (115.3M images) $%.0f\n",
                o.usd_per_hour, tr, ir, isfinite(tr) ? tr * 115.3 : NAN);
-        json_object_set_new(sum, "usd_per_hour", json_real(o.usd_per_hour));
-        json_object_set_new(sum, "usd_per_million_train_images", json_real(tr));
-        json_object_set_new(sum, "usd_per_million_inferences", json_real(ir));
+        json_object_set_new(sum, "usd_per_hour", jreal(o.usd_per_hour));
+        json_object_set_new(sum, "usd_per_million_train_images", jreal(tr));
+        json_object_set_new(sum, "usd_per_million_inferences", jreal(ir));
     } else {
         printf("cost              give --usd-per-hour (rent, or amortization + power) to price this machine's images\n");
     }
@@ -589,22 +634,23 @@ int dlp_cli_run(int argc, char **argv) {
             fmt_dur(eps, sizeof eps, ep);
             printf("%-14s %10s %10s %12s %12s  %s (predicted)\n", id ? id : "?", b1, x, cs, eps,
                    bn ? bn : "-");
-            json_array_append_new(cmp, json_pack("{s:s?, s:f, s:f, s:o, s:s?}", "system", id, "img_per_s", r,
-                                                 "epoch_s", ep, "usd_per_million_images",
-                                                 isfinite(c) ? json_real(c) : json_null(), "bottleneck", bn));
+            json_t *row = json_pack("{s:s?, s:o, s:o, s:o, s:s?}", "system", id, "img_per_s", jreal(r), "epoch_s",
+                                    jreal(ep), "usd_per_million_images", jreal(c), "bottleneck", bn);
+            if (row) json_array_append_new(cmp, row);
         }
         json_object_set_new(sum, "compare", cmp);
     }
     double wall = dlp_ns_to_s(dlp_now_ns() - t0);
-    json_object_set_new(sum, "wall_s", json_real(wall));
+    json_object_set_new(sum, "wall_s", jreal(wall));
     json_object_set_new(res, "summary", sum);
     st = dlp_json_write(res, json_path, 0);
     json_decref(res);
     for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) json_decref(stages[i]->result);
     printf("\nrun: %.0f s; %s written%s\n", wall, json_path,
            failed ? " (some stages failed: see above and the stages in the result)" : "");
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (st) return dlp_cli_fail(st);
-    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
-        if (stages[i]->rc == 130) return 130;
+    if (g_stop) return 128 + g_stop;
     return failed ? 1 : 0;
 }

@@ -69,3 +69,26 @@ assert r["stages"]["predict"]["exit_status"] != 0
 assert r["stages"]["train"]["exit_status"] == 0 and r["summary"]["train_img_per_s"] > 0
 PY
 echo "ok: a failed stage is recorded and the run goes on"
+
+# SIGTERM (and Ctrl-C: SIGINT) during the training stage: passed on once, training stops cleanly and writes its
+# result, the later stages are skipped, run.json is written, the exit status is 128 + the signal
+for sig in TERM INT; do
+  $D run "${A[@]}" --train-seconds 60 --out "$T/r-$sig" >"$T/out-$sig" 2>"$T/err-$sig" &
+  pid=$!
+  for i in $(seq 200); do grep -q "^step " "$T/err-$sig" 2>/dev/null && break; sleep 0.1; done
+  kill -$sig $pid
+  wait $pid; rc=$?
+  want=$([ $sig = TERM ] && echo 143 || echo 130)
+  [ $rc -eq $want ] || { tail -20 "$T/err-$sig"; fail "SIG$sig: exit $rc, expected $want"; }
+  grep -qF "stopped by signal" "$T/err-$sig" || fail "SIG$sig: no 'stopped by signal' message"
+  "$PY" - "$T/r-$sig/run.json" <<'PY' || fail "run.json after SIG$sig"
+import json, sys
+r = json.load(open(sys.argv[1]))
+st = r["stages"]
+assert st["data"]["exit_status"] == 0 and st["train"]["ran"], st
+assert not st["infer"]["ran"] and not st["predict"]["ran"], st
+t = json.load(open(st["train"]["result"]))   # the stage stopped cleanly and wrote its result
+assert t["run"]["steps"] >= 1, t["run"]
+PY
+  echo "ok: SIG$sig stops the run after the training stage's clean stop"
+done
