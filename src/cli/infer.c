@@ -1,6 +1,7 @@
 // cli/infer: `dlperf infer` — offline throughput over batch sizes and per-call latency percentiles of a ResNet
 // inference plan, from preprocessed tensors (MLPerf's way) or from JPEG files (decode timed apart), or the top-5
 // classes of given images; a table on stdout and a dlperf.infer/1 JSON result.
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,13 +131,17 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
             print_topk(path, cls, prob, labels, nlabels);
             json_t *top = json_array();
             for (int j = 0; j < TOPK && cls[j] >= 0; j++) {
-                json_t *t = json_pack("{si sf}", "class", cls[j], "prob", (double)prob[j]);
-                if (cls[j] < nlabels) json_object_set_new(t, "label", json_string(labels[cls[j]]));
+                json_t *t = json_pack("{si so}", "class", cls[j], "prob", isfinite(prob[j]) ? json_real(prob[j]) : json_null());
+                json_t *lab = cls[j] < nlabels ? json_string(labels[cls[j]]) : NULL;  // NULL: not UTF-8
+                if (cls[j] < nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
                 json_array_append_new(top, t);
             }
             json_t *logit_arr = json_array();
             for (int k = 0; k < e.num_classes; k++)
-                json_array_append_new(logit_arr, json_real(logits[(size_t)i * e.num_classes + k]));
+            {
+                const float z = logits[(size_t)i * e.num_classes + k];
+                json_array_append_new(logit_arr, isfinite(z) ? json_real(z) : json_null());  // keeps every index
+            }
             json_array_append_new(arr, json_pack("{ss so so}", "path", path, "top5", top, "logits", logit_arr));
         }
         json_object_set_new(result, "top5", arr);

@@ -420,6 +420,7 @@ int dlp_cli_run(int argc, char **argv) {
         opt(a, "--time-limit", "%g", o.train_seconds);
         arg(a, "--no-eval");
         opt(a, "--warmup-steps", "5");
+        opt(a, "--measure-warmup", "2");  // a time-limited run: its length in steps is not known up front
         opt(a, "--json", "%s", st_train.json_path);
         opt(a, "--monitor-csv", "%s", csv);
         run_stage(&st_train, a);

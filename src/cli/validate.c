@@ -55,7 +55,7 @@ int dlp_cli_validate(int argc, char **argv) {
         {"seconds", 0, DLP_OPT_DOUBLE, &seconds, "10", "S", "measured seconds per configuration at least", NULL, 0},
         {"max-seconds", 0, DLP_OPT_DOUBLE, &max_seconds, "30", "S", "measured seconds per configuration at most", NULL, 0},
         {"retries", 0, DLP_OPT_INT, &retries, "2", "N", "run a configuration again (up to N times) while other processes kept more than 0.2 cores busy; the least disturbed run counts", NULL, 0},
-        {"list", 0, DLP_OPT_FLAG, &list, NULL, NULL, "print the configurations and their predictions; run nothing", NULL, 0},
+        {"list", 0, DLP_OPT_FLAG, &list, NULL, NULL, "print the configurations and their predictions; run nothing (without --profile a quick probe runs first)", NULL, 0},
         {"save-profile", 0, DLP_OPT_STR, &save_profile, NULL, "FILE", "when probing first, keep the profile here", NULL, 0},
         {"catalog", 0, DLP_OPT_STR, &catalog_dir, NULL, "DIR", "catalog directory for sim:<gpu> devices", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "data order and augmentation seed of the runs", NULL, 0},
@@ -193,8 +193,13 @@ int dlp_cli_validate(int argc, char **argv) {
     if (list) goto out;
     double mape = dlp_validate_mape(ape, n);
     double secs = dlp_ns_to_s(dlp_now_ns() - t0);
-    printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f minutes\n",
-           100 * mape, nok, n - nok, agree, nok, secs / 60);
+    int nfinite = 0;
+    for (int i = 0; i < n; i++) nfinite += isfinite(ape[i]) != 0;
+    if (nfinite > 0)
+        printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f "
+               "minutes\n", 100 * mape, nfinite, n - nok, agree, nok, secs / 60);
+    else
+        printf("MAPE: none (no configuration was measured: %d failed); %.1f minutes\n", n - nok, secs / 60);
     printf("(img/s: predicted from the profile alone, measured as the median of the steady windows; other: cores busy "
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs)\n");
     int busy = 0;

@@ -38,10 +38,11 @@ dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int 
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int e = errno;
+    int synced = fsync(fd) == 0, sync_errno = errno;
+    if (close(fd) != 0 && synced) synced = 0, sync_errno = errno;  // the descriptor is closed either way
+    if (!synced) {
         unlink(tmp);
-        return DLP_ERR(DLP_ERR_IO, "cannot sync %s: %s", tmp, strerror(e));
+        return DLP_ERR(DLP_ERR_IO, "cannot sync %s: %s", tmp, strerror(sync_errno));
     }
     if (flags & DLP_WRITE_NOCLOBBER) {
         if (link(tmp, path) != 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "serve/serve.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -536,24 +537,7 @@ void dlp_infer_labels_free(char **labels, int n) {
 }
 
 void dlp_infer_topk(const float *logits, int n, int k, int *cls, float *prob) {
-    if (k > n) k = n;
-    double mx = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (logits[i] > mx) mx = logits[i];
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
-    int m = 0;  // entries filled, sorted by logit descending, ties by index ascending
-    for (int i = 0; i < n; i++) {
-        float v = logits[i];
-        if (m == k && !(v > logits[cls[k - 1]])) continue;
-        int j = m < k ? m++ : k - 1;
-        while (j > 0 && v > logits[cls[j - 1]]) {
-            cls[j] = cls[j - 1];
-            j--;
-        }
-        cls[j] = i;
-    }
-    for (int j = 0; j < k; j++) prob[j] = (float)(exp((double)logits[cls[j]] - mx) / sum);
+    dlp_serve_topk(logits, n, k, cls, prob);  // the service's: the same answer over HTTP and here
 }
 
 // ---- latency statistics -----------------------------------------------------------------------------------

@@ -144,7 +144,8 @@ void dlp_infer_library_free(dlp_infer_library *lib);
 // "<wnid> <description>"). DLP_ERR_FORMAT for an empty file, a NUL byte, or index lines out of order.
 dlp_status dlp_infer_labels_load(const char *path, char ***labels, int *n);
 void dlp_infer_labels_free(char **labels, int n);
-// Softmax over n logits (in double), then the k most probable classes, ties to the lower index.
+// Softmax over the n logits (in double; non-finite ones left out), then the k most probable classes, ties to the
+// lower index; cls[j] = -1 (prob 0) past the finite logits.
 void dlp_infer_topk(const float *logits, int n, int k, int *cls, float *prob);
 
 // ---- latency statistics ------------------------------------------------------------------------------------

@@ -504,10 +504,12 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--epochs, --steps and --stop-at-step must not be negative");
     if (c->threads < 0 || c->workers < 0 || c->prefetch < 0)
         return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers and --prefetch must not be negative");
-    if (!(c->time_limit_s >= 0)) return DLP_ERR(DLP_ERR_INVALID, "--time-limit must not be negative");
+    if (!(c->time_limit_s >= 0) || !isfinite(c->time_limit_s))
+        return DLP_ERR(DLP_ERR_INVALID, "--time-limit must be a finite number of seconds, not negative");
     if (!(c->lr > 0) || !isfinite(c->lr)) return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", c->lr);
     if (!(c->momentum >= 0 && c->momentum < 1)) return DLP_ERR(DLP_ERR_INVALID, "--momentum %g is not in [0, 1)", c->momentum);
-    if (!(c->weight_decay >= 0)) return DLP_ERR(DLP_ERR_INVALID, "--wd %g must not be negative", c->weight_decay);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
+        return DLP_ERR(DLP_ERR_INVALID, "--wd %g must be finite and not negative", c->weight_decay);
     if (!(c->label_smoothing >= 0 && c->label_smoothing < 1))
         return DLP_ERR(DLP_ERR_INVALID, "--label-smoothing %g is not in [0, 1)", c->label_smoothing);
     if (!(c->crop_scale_lo > 0 && c->crop_scale_lo <= c->crop_scale_hi && c->crop_scale_hi <= 1))
@@ -519,6 +521,10 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--eval-every, --checkpoint-every, --log-every and --keep-checkpoints must "
                        "not be negative");
     if (c->read_limit_bytes_per_s < 0) return DLP_ERR(DLP_ERR_INVALID, "--read-limit must not be negative");
+    if (!(c->warmup_epochs >= 0) || !isfinite(c->warmup_epochs) || c->warmup_steps < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--warmup and --warmup-steps must be finite and not negative");
+    if (!(c->final_lr >= 0) || !isfinite(c->final_lr) || !(c->step_gamma > 0) || !isfinite(c->step_gamma))
+        return DLP_ERR(DLP_ERR_INVALID, "--final-lr must be finite and not negative, --step-gamma finite and positive");
     if (c->checkpoint_every > 0 && !c->checkpoint_dir)
         return DLP_ERR(DLP_ERR_INVALID, "--checkpoint-every needs --checkpoint DIR");
     return DLP_OK;

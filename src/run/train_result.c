@@ -121,6 +121,17 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     r->epochs_done = safe_div((double)t->pos.step, (double)t->spe);
     r->wall_s = dlp_ns_to_s(now - t->t_run0);
     r->setup_s = dlp_ns_to_s((t->t_setup_end ? t->t_setup_end : now) - t->t_run0);
+    // A run stopped (time limit, Ctrl-C, --measure-warmup too large) before any step counted as steady: its
+    // figures come from all the steps it ran, warm-up included, rather than reading 0 img/s.
+    if (t->steady_steps == 0 && t->steps_run > 0) {
+        memcpy(t->steady_ph_ns, t->ph_ns, sizeof t->steady_ph_ns);
+        t->steady_steps = t->steps_run;
+        t->steady_images = t->images;
+        DLP_WARN("train: the run ended within its %lld warm-up step%s: the steady-state figures are over all %lld "
+                 "steps (first-step costs included)", (long long)t->c.measure_warmup_steps,
+                 t->c.measure_warmup_steps == 1 ? "" : "s", (long long)t->steps_run);
+        t->c.measure_warmup_steps = 0;
+    }
     int64_t loop_ns = 0, steady_ns = 0;
     for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) {
         r->phase_ms[p] = dlp_ns_to_ms(t->ph_ns[p]);

@@ -481,8 +481,9 @@ dlp_status dlp_server_stop(dlp_server *s) {
 
 void dlp_server_free(dlp_server *s) {
     if (!s) return;
-    if (s->d || s->reaper_started) dlp_server_stop(s);
-    dlp_err_clear();
+    // A stop that fails here has no one to report to; clear only its error, so a caller that frees the server on
+    // its own error path still returns that error with its message.
+    if ((s->d || s->reaper_started) && dlp_server_stop(s) != DLP_OK) dlp_err_clear();
     dlp_serve_pipeline_free(s->pipe);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

@@ -5,16 +5,19 @@
 
 void dlp_serve_topk(const float *logits, int n, int k, int *cls, float *prob) {
     if (k > n) k = n;
-    float mx = -INFINITY;
+    // Softmax over the finite logits only: a NaN or infinite logit (bad weights, an fp16 overflow) would make every
+    // probability NaN; such a class is never selected and its probability would be meaningless anyway.
+    double mx = -INFINITY;
     for (int i = 0; i < n; i++)
-        if (logits[i] > mx) mx = logits[i];
+        if (isfinite(logits[i]) && logits[i] > mx) mx = logits[i];
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    for (int i = 0; i < n; i++)
+        if (isfinite(logits[i])) sum += exp((double)logits[i] - mx);
     // Selection by insertion into a k-long sorted list: k is small (5).
     int m = 0;
     for (int i = 0; i < n; i++) {
         float v = logits[i];
-        if (isnan(v)) continue;
+        if (!isfinite(v)) continue;
         if (m == k && !(v > logits[cls[m - 1]])) continue;  // ties keep the lower index
         int j = m < k ? m++ : k - 1;
         while (j > 0 && v > logits[cls[j - 1]]) {

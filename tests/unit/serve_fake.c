@@ -1,6 +1,8 @@
 // tests/unit/serve_fake: the service's test double (see serve_fake.h). Lives in tests only.
 #include "serve_fake.h"
 
+#include <time.h>
+
 #include <jpeglib.h>
 #include <math.h>
 #include <setjmp.h>
@@ -32,6 +34,18 @@ void fake_engine_gate(fake_engine *e, int closed) {
     pthread_mutex_unlock(&e->mu);
 }
 
+int fake_engine_wait_entered(fake_engine *e, int samples) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    pthread_mutex_lock(&e->mu);
+    int ok = 1;
+    while (e->entered_samples < samples && ok) ok = pthread_cond_timedwait(&e->cv, &e->mu, &ts) == 0;
+    ok = e->entered_samples >= samples;
+    pthread_mutex_unlock(&e->mu);
+    return ok;
+}
+
 // A fixed pseudo-random linear classifier: logit[c] = sum_j W[c][j] x[j], W from a hash of (c, j).
 static float weight(int c, int j) {
     uint64_t h = dlp_hash64(((uint64_t)c << 8) ^ (uint64_t)j ^ 0xfeedULL);
@@ -49,6 +63,9 @@ static void classify1(const float *x, float *logits) {
 static dlp_status fake_infer(void *ctx, const void *batch, int n, float *logits) {
     fake_engine *e = ctx;
     pthread_mutex_lock(&e->mu);
+    e->entered++;
+    e->entered_samples += n;
+    pthread_cond_broadcast(&e->cv);
     while (e->gate_closed) pthread_cond_wait(&e->cv, &e->mu);
     e->calls++;
     e->samples += n;

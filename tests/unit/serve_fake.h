@@ -21,12 +21,15 @@ typedef struct fake_engine {
     pthread_cond_t cv;
     int gate_closed;
     int calls, samples;
+    int entered, entered_samples;    // calls that reached infer() (gated or not) and their samples
     int batch_hist[257];             // calls by batch size
 } fake_engine;
 
 void fake_engine_init(fake_engine *e, int max_batch, int64_t base_ns, int64_t per_sample_ns);
 void fake_engine_destroy(fake_engine *e);
 void fake_engine_gate(fake_engine *e, int closed);
+// Waits (up to 10 s) until infer() has been entered with at least `samples` samples in all; 1 when it was.
+int fake_engine_wait_entered(fake_engine *e, int samples);
 dlp_serve_engine fake_engine_iface(fake_engine *e);
 dlp_serve_preprocess fake_preprocess_iface(void);
 // What the service must answer for this JPEG: preprocess + one-sample inference + top-k, done directly.

@@ -30,7 +30,8 @@
 #include "cuda_ref64.inc"
 #include "testutil.h"
 
-static dlp_status build_resnet(dlp_net *net, int depth, int classes, int size) {
+// Used by the GPU cases only (compiled with DLP_HAVE_CUDA).
+__attribute__((unused)) static dlp_status build_resnet(dlp_net *net, int depth, int classes, int size) {
     char name[32];
     snprintf(name, sizeof name, "resnet%d", depth);
     return dlp_model_build(name, classes, size, net);

@@ -151,6 +151,14 @@ static void test_topk_percentile(void **state) {
     assert_int_equal(c[0], 0);
     assert_int_equal(c[1], 1);
     assert_true(fabs(p[0] - 1.0) < 1e-6);
+    // non-finite logits (bad weights, an fp16 overflow) are never selected and leave the others' softmax finite
+    float bad[4] = {NAN, 1.0f, INFINITY, 0.0f};
+    dlp_infer_topk(bad, 4, 4, c, p);
+    assert_int_equal(c[0], 1);
+    assert_int_equal(c[1], 3);
+    assert_int_equal(c[2], -1);
+    assert_int_equal(c[3], -1);
+    assert_true(fabs(p[0] - exp(1.0) / (exp(1.0) + 1.0)) < 1e-6 && p[2] == 0.0f);
     // MLPerf's percentile: sorted[floor(n p)], clamped.
     int64_t v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     const struct { size_t n; double p; int64_t want; } rows[] = {
