@@ -194,6 +194,11 @@ static dlp_status load_resume(dlp_trainer *t) {
         dlp_err_context("--resume %s", t->resume_path);
         return st;
     }
+    if (!json_is_object(ck.config)) {  // without the run's settings nothing below could be checked
+        dlp_checkpoint_free(&ck);
+        return DLP_ERR(DLP_ERR_FORMAT, "--resume %s: the checkpoint has no run configuration (not written by "
+                       "dlperf train?)", t->resume_path);
+    }
     json_t *now = ck_config_json(t);
     static const char *const keys[][2] = {{"model", "--model"},          {"classes", "--classes"},
                                           {"size", "--size"},            {"batch", "--batch"},
@@ -221,7 +226,8 @@ static dlp_status load_resume(dlp_trainer *t) {
         st = DLP_ERR(DLP_ERR_INVALID, "--resume %s: the checkpoint is at step %lld, and this run has %lld steps: "
                      "nothing left to train (give more --steps or --epochs)", t->resume_path,
                      (long long)ck.pos.step, (long long)t->total_steps);
-    if (st == DLP_OK && (ck.pos.step_in_epoch > t->spe || ck.pos.epoch < 0))
+    if (st == DLP_OK && (ck.pos.step_in_epoch > t->spe || ck.pos.epoch < 0 || ck.pos.step_in_epoch < 0 ||
+                         ck.pos.step != ck.pos.epoch * t->spe + ck.pos.step_in_epoch))
         st = DLP_ERR(DLP_ERR_FORMAT, "--resume %s: position epoch %lld step %lld does not fit %lld steps per epoch",
                      t->resume_path, (long long)ck.pos.epoch, (long long)ck.pos.step_in_epoch, (long long)t->spe);
     if (st == DLP_OK) {

@@ -20,6 +20,7 @@
 #include "core/fs.h"
 #include "data/synth.h"
 #include "nn/checkpoint.h"
+#include "nn/resnet.h"
 #include "run/train.h"
 #include "testutil.h"
 
@@ -368,6 +369,34 @@ static void test_checkpoint_rules(void **state) {
     assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "nothing left to train"));
     dlp_train_result_free(&r);
+    // A checkpoint whose position does not add up (step != epoch x steps per epoch + step in epoch: hand-edited or
+    // foreign) is refused, not used to index the epochs.
+    dlp_net net;
+    assert_int_equal(dlp_model_build("resnet-mini", 3, 32, &net), DLP_OK);
+    float *w = calloc((size_t)net.param_count, sizeof(float)), *b = calloc((size_t)net.buf_count, sizeof(float)),
+          *m = calloc((size_t)net.param_count, sizeof(float));
+    dlp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    snprintf(p, sizeof p, "%s/step-%08d.safetensors", dir, 8);
+    assert_int_equal(dlp_checkpoint_load(p, &net, w, b, m, 0, &ck), DLP_OK);
+    ck.pos.step = 5;
+    char bad[1100];
+    snprintf(bad, sizeof bad, "%s/ck-badpos", g_tmp);
+    assert_int_equal(dlp_mkdirs(bad), DLP_OK);
+    snprintf(p, sizeof p, "%s/step-%08d.safetensors", bad, 5);
+    assert_int_equal(dlp_checkpoint_save(p, &net, w, b, m, &ck), DLP_OK);
+    dlp_checkpoint_free(&ck);
+    c.resume = bad;
+    c.checkpoint_dir = NULL;
+    c.checkpoint_every = 0;
+    c.steps = 20;
+    assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "does not fit"));
+    dlp_train_result_free(&r);
+    free(w);
+    free(b);
+    free(m);
+    dlp_net_free(&net);
 }
 
 static void test_bad_files_counted(void **state) {
