@@ -312,14 +312,10 @@ static dlp_status fwd_add(build *b, int li, int relu_layer) {
     return cpu_step_prim(p, &p->fwd, n->fwd_pd, 3, a, w);
 }
 
-static dlp_status fwd_pool(build *b, int li) {
-    cpu_plan *p = b->p;
-    const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
-    const int x = p->val_of[l->in0];
-    const int max = l->kind == DLP_LAYER_MAXPOOL;
-    dnnl_memory_desc_t dst;
-    DLP_CHECK(md_any_of_layer(p, li, p->vals[x].x->md.data_type, &dst));
-    dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
+// Strides, window and padding of a pooling layer: maxpool as the layer says; global average pooling over the
+// whole input plane.
+static void pool_geometry(const dlp_layer *l, const dlp_layer *xl, int max, dnnl_dims_t st, dnnl_dims_t k,
+                          dnnl_dims_t pl, dnnl_dims_t pr) {
     if (max) {
         st[0] = st[1] = l->stride;
         k[0] = k[1] = l->k;
@@ -330,6 +326,17 @@ static dlp_status fwd_pool(build *b, int li) {
         k[1] = xl->w;
         pl[0] = pl[1] = pr[0] = pr[1] = 0;
     }
+}
+
+static dlp_status fwd_pool(build *b, int li) {
+    cpu_plan *p = b->p;
+    const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
+    const int x = p->val_of[l->in0];
+    const int max = l->kind == DLP_LAYER_MAXPOOL;
+    dnnl_memory_desc_t dst;
+    DLP_CHECK(md_any_of_layer(p, li, p->vals[x].x->md.data_type, &dst));
+    dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
+    pool_geometry(l, xl, max, st, k, pl, pr);
     dnnl_pooling_v2_desc_t pd;
     CPU_DNNL(dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_training,
                                                max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
@@ -715,16 +722,7 @@ static dlp_status bwd_pool(build *b, node *n) {
     cpu_value *x = &p->vals[u], *y = &p->vals[n->out];
     const int max = n->kind == NODE_MAXPOOL;
     dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
-    if (max) {
-        st[0] = st[1] = l->stride;
-        k[0] = k[1] = l->k;
-        pl[0] = pl[1] = pr[0] = pr[1] = l->pad;
-    } else {
-        st[0] = st[1] = 1;
-        k[0] = xl->h;
-        k[1] = xl->w;
-        pl[0] = pl[1] = pr[0] = pr[1] = 0;
-    }
+    pool_geometry(l, xl, max, st, k, pl, pr);
     dnnl_pooling_v2_desc_t bd;
     CPU_DNNL(dnnl_pooling_v2_backward_desc_init(&bd, max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
                                                 &x->x->md, &y->dx->md, st, k, dil, pl, pr),
