@@ -3,6 +3,7 @@
 #include "run/train.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -597,6 +598,19 @@ static dlp_status make_loaders(dlp_trainer *t) {
     return st;
 }
 
+// Whether --resume names the checkpoint directory itself or a checkpoint in it (the run that continues there).
+static int resumes_from(const char *resume, const char *dir) {
+    if (!resume || !dir) return 0;
+    char a[PATH_MAX], b[PATH_MAX], r[4096];
+    snprintf(r, sizeof r, "%s", resume);
+    if (!dlp_is_dir(r)) {
+        char *slash = strrchr(r, '/');
+        if (slash) *slash = '\0';
+        else snprintf(r, sizeof r, ".");
+    }
+    return realpath(r, a) && realpath(dir, b) && strcmp(a, b) == 0;
+}
+
 static dlp_status setup(dlp_trainer *t) {
     dlp_train_cfg *c = &t->c;
     DLP_CHECK(check_cfg(c));
@@ -615,7 +629,7 @@ static dlp_status setup(dlp_trainer *t) {
     if (c->prefetch == 0) c->prefetch = 2 * c->workers < 2 ? 2 : 2 * c->workers;
     if (c->steps == 0 && c->epochs == 0) c->epochs = 1;
     if (c->keep_checkpoints > DLP_TRAIN_MAX_KEEP) c->keep_checkpoints = DLP_TRAIN_MAX_KEEP;
-    if (c->checkpoint_dir && !c->resume) {  // never write over another run's checkpoints
+    if (c->checkpoint_dir && !resumes_from(c->resume, c->checkpoint_dir)) {  // never write over another run's
         char p[1024];
         int64_t s;
         newest_checkpoint(c->checkpoint_dir, p, sizeof p, &s);

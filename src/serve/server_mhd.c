@@ -264,8 +264,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_INPUT_BYTES, (int64_t)h->len);
     h->req.body = h->body;
     h->req.len = h->len;
-    h->req.t_arrival_ns = h->t_start_ns;
-    h->req.deadline_ns = h->t_start_ns + s->cfg.timeout_ns;
+    // The deadline runs from the arrival of the whole body: the upload has its own limit (--read-timeout), and a
+    // slow upload must not make a request expire "waiting to be decoded" before the server had it.
+    h->req.t_arrival_ns = dlp_now_ns();
+    h->req.deadline_ns = h->req.t_arrival_ns + s->cfg.timeout_ns;
     h->req.done = on_pipeline_done;
     h->req.user = h;
     conn_ctx *cc = conn_of(c);

@@ -393,6 +393,12 @@ static void test_checkpoint_rules(void **state) {
     assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_FORMAT);
     assert_non_null(strstr(dlp_err_msg(), "does not fit"));
     dlp_train_result_free(&r);
+    // Resuming one run may not write into a directory that holds another run's checkpoints.
+    c.resume = dir;
+    c.checkpoint_dir = bad;
+    assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_EXISTS);
+    assert_non_null(strstr(dlp_err_msg(), "already holds checkpoints"));
+    dlp_train_result_free(&r);
     free(w);
     free(b);
     free(m);
