@@ -16,12 +16,12 @@
 #include "nn/resnet.h"
 #include "run/train.h"
 
-static volatile sig_atomic_t g_interrupted;
+static volatile sig_atomic_t g_interrupted, g_signal;
 
 static void on_signal(int sig) {
-    (void)sig;
+    g_signal = sig;
     g_interrupted++;
-    if (g_interrupted >= 2) _exit(130);  // a second Ctrl-C: stop now
+    if (g_interrupted >= 2) _exit(128 + sig);  // a second Ctrl-C: stop now
 }
 
 typedef struct cli_ctx {
@@ -347,6 +347,6 @@ int dlp_cli_train(int argc, char **argv) {
     }
     dlp_train_result_free(&r);
     json_decref(echo);
-    if (st == DLP_OK && g_interrupted) return 130;
+    if (st == DLP_OK && g_interrupted) return 128 + (g_signal ? g_signal : SIGINT);  // 130 for Ctrl-C, 143 for SIGTERM
     return dlp_cli_fail(st);
 }
