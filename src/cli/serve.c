@@ -179,9 +179,11 @@ int dlp_cli_serve(int argc, char **argv) {
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     if (mon_interval != 0 && mon_interval < 10)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", mon_interval));
-    if (delay_ms < 0 || timeout_ms <= 0 || read_timeout_s <= 0 || drain_s < 0)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--max-delay must be >= 0; --timeout, --read-timeout > 0; "
-                                    "--drain-timeout >= 0"));
+    // NaN fails every comparison; the upper bounds keep the nanosecond arithmetic (now + timeout) far from overflow.
+    if (!(delay_ms >= 0 && delay_ms <= 60e3) || !(timeout_ms > 0 && timeout_ms <= 86400e3) ||
+        !(read_timeout_s > 0 && read_timeout_s <= 86400) || !(drain_s >= 0 && drain_s <= 86400))
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--max-delay must be in [0, 60000] ms; --timeout in (0, 86400000] "
+                                    "ms; --read-timeout in (0, 86400] s; --drain-timeout in [0, 86400] s"));
     cfg.max_delay_ns = (int64_t)(delay_ms * 1e6);
     cfg.timeout_ns = (int64_t)(timeout_ms * 1e6);
     cfg.read_timeout_ns = (int64_t)(read_timeout_s * 1e9);

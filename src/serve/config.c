@@ -35,8 +35,13 @@ dlp_status dlp_serve_cfg_check(const dlp_serve_cfg *c, const dlp_serve_engine *e
         return DLP_ERR(DLP_ERR_INVALID, "--queue %d must be in [1, 65536]", c->queue_capacity);
     if (c->workers < 1 || c->workers > 256) return DLP_ERR(DLP_ERR_INVALID, "--workers %d must be in [1, 256]", c->workers);
     if (c->timeout_ns <= 0) return DLP_ERR(DLP_ERR_INVALID, "--timeout must be > 0");
-    if (c->max_body_bytes < 4) return DLP_ERR(DLP_ERR_INVALID, "--max-body must be at least 4 bytes");
+    if (c->max_body_bytes < 4 || c->max_body_bytes > ((int64_t)1 << 30))
+        return DLP_ERR(DLP_ERR_INVALID, "--max-body must be in [4 bytes, 1 GiB]");
     if (c->max_connections < 1) return DLP_ERR(DLP_ERR_INVALID, "--max-conns must be >= 1");
+    // Each connection may hold one body while it arrives: bound what they can hold together.
+    if ((uint64_t)c->max_connections * (uint64_t)c->max_body_bytes > ((uint64_t)32 << 30))
+        return DLP_ERR(DLP_ERR_INVALID, "--max-conns %d x --max-body %lld bytes may buffer more than 32 GiB of request "
+                       "bodies: lower one of them", c->max_connections, (long long)c->max_body_bytes);
     if (c->idle_timeout_s < 1) return DLP_ERR(DLP_ERR_INVALID, "--idle-timeout must be >= 1 s");
     if (c->read_timeout_ns <= 0) return DLP_ERR(DLP_ERR_INVALID, "--read-timeout must be > 0");
     if (c->http_threads < 1 || c->http_threads > 64) return DLP_ERR(DLP_ERR_INVALID, "--http-threads must be in [1, 64]");

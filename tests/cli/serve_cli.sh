@@ -15,6 +15,8 @@ done
 "$DLPERF" serve --nope >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--nope" "$T/err" || fail "unknown option"
 "$DLPERF" serve --max-delay -1 >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--max-delay" "$T/err" || fail "negative --max-delay"
 "$DLPERF" serve --max-body 12Q >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--max-body" "$T/err" || fail "bad --max-body"
+"$DLPERF" serve --timeout nan >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--timeout" "$T/err" || fail "NaN --timeout"
+"$DLPERF" serve --read-timeout 1e30 >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--read-timeout" "$T/err" || fail "huge --read-timeout"
 touch "$T/exists.json"
 "$DLPERF" serve --json "$T/exists.json" >/dev/null 2>"$T/err"; [ $? != 0 ] && grep -q "exists" "$T/err" || fail "--json overwrote"
 : >"$T/empty.txt"

@@ -528,6 +528,36 @@ static void test_engine_plan_ladder(void **state) {
     dlp_net_free(&net);
 }
 
+static void test_cfg_bounds(void **state) {
+    (void)state;
+    // Every queue and request is bounded: the checks refuse settings that would not be.
+    fake_engine fe;
+    fake_engine_init(&fe, 8, 0, 0);
+    dlp_serve_engine e = fake_engine_iface(&fe);
+    dlp_serve_cfg c;
+    dlp_serve_cfg_default(&c);
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_OK);
+    c.max_body_bytes = (int64_t)2 << 30;  // one body over 1 GiB
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_ERR_INVALID);
+    assert_non_null(strstr(dlp_err_msg(), "--max-body"));
+    dlp_err_clear();
+    c.max_body_bytes = (int64_t)512 << 20;  // 512 MiB x 256 connections: 128 GiB of bodies
+    c.max_connections = 256;
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_ERR_INVALID);
+    assert_non_null(strstr(dlp_err_msg(), "32 GiB"));
+    dlp_err_clear();
+    c.max_connections = 16;  // 8 GiB: allowed
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_OK);
+    dlp_serve_cfg_default(&c);
+    c.queue_capacity = 0;
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_ERR_INVALID);
+    dlp_err_clear();
+    c.queue_capacity = 70000;
+    assert_int_equal(dlp_serve_cfg_check(&c, &e), DLP_ERR_INVALID);
+    dlp_err_clear();
+    fake_engine_destroy(&fe);
+}
+
 static void test_metrics_render(void **state) {
     (void)state;
     dlp_serve_metrics m;
@@ -569,6 +599,7 @@ int main(void) {
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_engine_from_ref_plan),
         cmocka_unit_test(test_engine_plan_ladder),
+        cmocka_unit_test(test_cfg_bounds),
         cmocka_unit_test(test_metrics_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
