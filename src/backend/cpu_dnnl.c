@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/host.h"
 #include "backend/cpu_dnnl.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -29,14 +30,6 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
-static int allowed_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    return omp_get_num_procs();
-}
 
 // Every entry point runs inside enter()/leave():
 // - oneDNN (OpenMP runtime) parallelizes over omp_get_max_threads() of the calling thread, so the plan's count is
@@ -190,7 +183,7 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->cfg = *cfg;
     p->batch = cfg->batch;
     p->train = cfg->train;
-    p->threads = cfg->threads > 0 ? cfg->threads : allowed_cpus();
+    p->threads = cfg->threads > 0 ? cfg->threads : dlp_host_cpus_allowed();
     omp_set_num_threads(p->threads);
     p->prec = cfg->precision;
     p->dt = cfg->precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;

@@ -2,7 +2,6 @@
 // inference plan, from preprocessed tensors (MLPerf's way) or from JPEG files (decode timed apart), or the top-5
 // classes of given images; a table on stdout and a dlperf.infer/1 JSON result.
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +30,6 @@ typedef struct infer_opts {
 
 static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
-static int allowed_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    return 1;
-}
 
 // Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
 // at its root, two levels above val/<wnid>/x.JPEG) when it names as many classes as the model has.
@@ -131,7 +125,7 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
             print_topk(path, cls, prob, labels, nlabels);
             json_t *top = json_array();
             for (int j = 0; j < TOPK && cls[j] >= 0; j++) {
-                json_t *t = json_pack("{si so}", "class", cls[j], "prob", isfinite(prob[j]) ? json_real(prob[j]) : json_null());
+                json_t *t = json_pack("{si so}", "class", cls[j], "prob", dlp_json_real_or_null(prob[j]));
                 json_t *lab = cls[j] < nlabels ? json_string(labels[cls[j]]) : NULL;  // NULL: not UTF-8
                 if (cls[j] < nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
                 json_array_append_new(top, t);
@@ -140,7 +134,7 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
             for (int k = 0; k < e.num_classes; k++)
             {
                 const float z = logits[(size_t)i * e.num_classes + k];
-                json_array_append_new(logit_arr, isfinite(z) ? json_real(z) : json_null());  // keeps every index
+                json_array_append_new(logit_arr, dlp_json_real_or_null(z));  // keeps every index
             }
             json_array_append_new(arr, json_pack("{ss so so}", "path", path, "top5", top, "logits", logit_arr));
         }
@@ -390,7 +384,7 @@ int dlp_cli_infer(int argc, char **argv) {
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = k_prec[o.precision],
                                       .threads = o.threads};
-    const int threads_used = o.threads > 0 ? o.threads : allowed_cpus();
+    const int threads_used = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();
     json_t *result = dlp_json_result_new("dlperf.infer/1", 0, NULL);
     json_object_set_new(result, "options", dlp_opts_to_json(opts));
     json_object_set_new(result, "model", dlp_infer_model_to_json(&m));

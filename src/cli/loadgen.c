@@ -16,6 +16,7 @@
 #include "data/source.h"
 #include "loadgen/loadgen.h"
 #include "run/infer.h"
+#include "serve/serve.h"
 
 #define LG_MAX_IMAGES 100000
 
@@ -137,9 +138,10 @@ typedef struct local_sut {
     dlp_infer_model model;
     int have_model;
     dlp_infer_engine *engines;  // (threads x nrungs): thread t's plan of batch rungs[r] at t * nrungs + r
+    dlp_serve_engine *ladders;  // (threads): thread t's plans, each call on the smallest that holds it
     uint8_t **batch_bufs;       // (threads) max_batch samples each
     float **logits;             // (threads)
-    int rungs[8], nrungs;       // the ladder's batches, ascending; the last is --max-batch
+    int rungs[DLP_SERVE_MAX_PLANS], nrungs;  // the ladder's batches, ascending; the last is --max-batch
     int nengines, threads;
     dlp_infer_files files;
     dlp_infer_library lib;
@@ -152,10 +154,12 @@ static const dlp_dtype k_lg_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F
 static void local_free(local_sut *ls) {
     for (int i = 0; i < ls->nengines; i++) dlp_infer_engine_free(&ls->engines[i]);
     for (int t = 0; t < ls->threads; t++) {
+        if (ls->ladders) dlp_serve_engine_from_plan_free(&ls->ladders[t]);
         if (ls->batch_bufs) free(ls->batch_bufs[t]);
         if (ls->logits) free(ls->logits[t]);
     }
     free(ls->engines);
+    free(ls->ladders);
     free(ls->batch_bufs);
     free(ls->logits);
     dlp_infer_library_free(&ls->lib);
@@ -167,16 +171,14 @@ static void local_free(local_sut *ls) {
 // dlp_lg_infer_fn: samples by library index -> the worker's plan -> top-1 of each.
 static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1) {
     local_sut *ls = ctx;
-    int r = 0;
-    while (r < ls->nrungs - 1 && ls->rungs[r] < n) r++;
-    dlp_infer_engine *e = &ls->engines[worker * ls->nrungs + r];
+    const dlp_serve_engine *e = &ls->ladders[worker];
     const size_t sb = ls->lib.sample_bytes;
     for (int i = 0; i < n; i++) {
         if (indices[i] >= (uint32_t)ls->lib.n)
             return DLP_ERR(DLP_ERR_INVALID, "sample %u is not in the library of %d", indices[i], ls->lib.n);
         memcpy(ls->batch_bufs[worker] + (size_t)i * sb, ls->lib.data + (size_t)indices[i] * sb, sb);
     }
-    DLP_CHECK(dlp_infer_engine_run(e, ls->batch_bufs[worker], n, ls->logits[worker]));
+    DLP_CHECK(e->infer(e->ctx, ls->batch_bufs[worker], n, ls->logits[worker]));
     for (int i = 0; i < n; i++) {
         const float *z = ls->logits[worker] + (size_t)i * e->num_classes;
         int best = 0;
@@ -216,22 +218,19 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     if (st == DLP_OK && ls->model.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
                  "answers are not", ls->model.net.arch, (long long)o->seed);
-    for (int b = 1; b < o->max_batch && ls->nrungs < 7; b *= 2) ls->rungs[ls->nrungs++] = b;
-    ls->rungs[ls->nrungs++] = o->max_batch;
+    ls->nrungs = dlp_serve_plan_ladder(o->max_batch, ls->rungs);
     if (st == DLP_OK) {
         ls->engines = calloc((size_t)o->sut_threads * (size_t)ls->nrungs, sizeof *ls->engines);
+        ls->ladders = calloc((size_t)o->sut_threads, sizeof *ls->ladders);
         ls->batch_bufs = calloc((size_t)o->sut_threads, sizeof *ls->batch_bufs);
         ls->logits = calloc((size_t)o->sut_threads, sizeof *ls->logits);
-        if (!ls->engines || !ls->batch_bufs || !ls->logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
+        if (!ls->engines || !ls->ladders || !ls->batch_bufs || !ls->logits)
+            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
         else ls->threads = o->sut_threads;
     }
     // Compute threads (--threads, 0: the CPUs this process may use) divided among the SUT threads, at least 1 each.
     int total = o->threads;
-    if (total <= 0) {
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        total = h.cpus_allowed > 0 ? h.cpus_allowed : 1;
-    }
+    if (total <= 0) total = dlp_host_cpus_allowed();
     int per = total / o->sut_threads > 0 ? total / o->sut_threads : 1;
     for (int t = 0; st == DLP_OK && t < o->sut_threads; t++) {
         for (int r = 0; st == DLP_OK && r < ls->nrungs; r++) {
@@ -240,6 +239,10 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
             st = dlp_infer_engine_create(&ls->model, &ec, &ls->engines[t * ls->nrungs + r]);
             if (st == DLP_OK) ls->nengines = t * ls->nrungs + r + 1;
         }
+        if (st) break;
+        dlp_plan *plans[DLP_SERVE_MAX_PLANS];
+        for (int r = 0; r < ls->nrungs; r++) plans[r] = ls->engines[t * ls->nrungs + r].plan;
+        st = dlp_serve_engine_from_plans(plans, ls->rungs, ls->nrungs, &ls->model.net, &ls->ladders[t]);
         if (st) break;
         ls->batch_bufs[t] = malloc((size_t)o->max_batch * ls->engines[0].sample_bytes);
         ls->logits[t] = malloc((size_t)o->max_batch * (size_t)ls->engines[0].num_classes * sizeof(float));

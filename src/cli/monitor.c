@@ -271,10 +271,7 @@ int dlp_cli_monitor(int argc, char **argv) {
     pid_t pid = fork();
     if (pid < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_IO, "fork: %s", strerror(errno)));
     if (pid == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = SIG_DFL;
-        for (size_t i = 0; i < sizeof k_forwarded / sizeof k_forwarded[0]; i++) sigaction(k_forwarded[i], &sa, NULL);
+        set_forwarding(0);
         close(go[1]);
         close(err[0]);
         char c;

@@ -177,8 +177,14 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     printf("  basis: %s\n", o->step.rate ? o->step.rate->basis : "-");
 }
 
+// --data's statistics, read once for all the systems of a comparison.
+typedef struct data_cache {
+    int have;
+    dlp_dataset_stats stats;
+} data_cache;
+
 static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const dlp_catalog *cat, const dlp_profile *p,
-                                 const dlp_device_profile *d, dlp_workload *w) {
+                                 const dlp_device_profile *d, data_cache *dc, dlp_workload *w) {
     dlp_workload_init(w);
     snprintf(w->model, sizeof w->model, "%s", op->model);
     w->classes = op->classes;
@@ -201,7 +207,9 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     w->read_limit_bytes_per_s = (double)op->read_limit;
     w->epochs = op->epochs;
     w->seed = (uint64_t)op->seed;
-    if (op->data) {
+    if (op->data && dc->have) {
+        w->stats = dc->stats;
+    } else if (op->data) {
         // --data as everywhere: a directory (ImageNet root, ImageFolder), a list file, or synthetic[:...]: the
         // statistics of the files a loader would read.
         int skipped = 0;
@@ -213,6 +221,8 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
         DLP_CHECK(st);
         if (skipped) fprintf(stderr, "predict: %d files in %s could not be read as JPEG and were left out of the statistics\n",
                              skipped, where);
+        dc->stats = w->stats;
+        dc->have = 1;
     } else if (op->dataset) {
         const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
         if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
@@ -306,6 +316,7 @@ int dlp_cli_predict(int argc, char **argv) {
     dlp_prediction *o = malloc(sizeof *o);
     dlp_device_profile *d = malloc(sizeof *d);
     if (!p || !o || !d) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    data_cache dcache = {0};
     int compare = op.system && strchr(op.system, ',') != NULL;
     if (compare && st == DLP_OK)
         printf("%-14s %-10s %7s %10s %9s %-15s %6s %12s %9s %9s %9s %11s\n", "system", "device", "devices", "img/s",
@@ -329,7 +340,7 @@ int dlp_cli_predict(int argc, char **argv) {
         st = pick_device(cat, p, op.device, d, &plain);
         if (st) break;
         dlp_workload w;
-        st = build_workload(&op, table, cat, p, d, &w);
+        st = build_workload(&op, table, cat, p, d, &dcache, &w);
         if (st) break;
         st = dlp_predict(p, d, &w, o);
         if (st) break;

@@ -27,8 +27,8 @@
 #define MAX_ARGS 64
 
 typedef struct run_opts {
-    const char *data, *device, *model, *precision, *infer_batches, *compare, *out, *json;
-    int size, batch, threads, workers, quick, bench_images;
+    const char *data, *device, *model, *infer_batches, *compare, *out, *json;
+    int precision, size, batch, threads, workers, quick, bench_images;
     double train_seconds, infer_seconds, usd_per_hour;
 } run_opts;
 
@@ -112,9 +112,6 @@ static const char *jstr(const json_t *o, const char *path) {
     const json_t *v = jget(o, path);
     return v && json_is_string(v) ? json_string_value(v) : NULL;
 }
-
-// A number for the JSON result; null when it is missing or not finite (jansson refuses NaN and infinities).
-static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 // An integer field; def when it is missing.
 static int jint(const json_t *o, const char *path, int def) {
@@ -263,12 +260,12 @@ static void print_hw(const char *label, const json_t *result, json_t *out) {
     printf("  %-15s CPU %.0f%% busy (this stage %.2f cores), peak RSS %.0f MiB, disk read %.1f MB/s, %s%s\n", label,
            util, proc / 100, rss / (1 << 20), disk / 1e6, pw, gp);
     json_t *o = json_object();
-    json_object_set_new(o, "cpu_util_pct", jreal(util));
-    json_object_set_new(o, "process_cores", jreal(proc / 100));
-    json_object_set_new(o, "peak_rss_bytes", jreal(rss));
-    json_object_set_new(o, "disk_read_bytes_per_s", jreal(disk));
-    json_object_set_new(o, "cpu_package_power_w", npower ? jreal(power) : json_null());
-    json_object_set_new(o, "gpu_util_pct", ngpu ? jreal(gpu / ngpu) : json_null());
+    json_object_set_new(o, "cpu_util_pct", dlp_json_real_or_null(util));
+    json_object_set_new(o, "process_cores", dlp_json_real_or_null(proc / 100));
+    json_object_set_new(o, "peak_rss_bytes", dlp_json_real_or_null(rss));
+    json_object_set_new(o, "disk_read_bytes_per_s", dlp_json_real_or_null(disk));
+    json_object_set_new(o, "cpu_package_power_w", npower ? dlp_json_real_or_null(power) : json_null());
+    json_object_set_new(o, "gpu_util_pct", ngpu ? dlp_json_real_or_null(gpu / ngpu) : json_null());
     json_object_set_new(out, label, o);
 }
 
@@ -287,7 +284,7 @@ int dlp_cli_run(int argc, char **argv) {
         {"model", 'm', DLP_OPT_STR, &o.model, "resnet50", "NAME", "resnet18|34|50|101|152", NULL, 0},
         {"size", 0, DLP_OPT_INT, &o.size, "224", "PX", "image size (crop) for training and inference", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &o.batch, "32", "N", "training batch", NULL, 0},
-        {"precision", 'p', DLP_OPT_STR, &o.precision, "auto", "auto|fp32|bf16|fp16", "compute precision (auto: bf16 on CPUs with avx512_bf16 or AMX and on GPUs, else fp32)", NULL, 0},
+        {"precision", 'p', DLP_OPT_CHOICE, &o.precision, "auto", NULL, "compute precision (auto: bf16 on CPUs with avx512_bf16 or AMX and on GPUs, else fp32)", "auto|fp32|bf16|fp16", 0},
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: the default rule)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "loader threads for training (0: the default rule)", NULL, 0},
         {"train-seconds", 0, DLP_OPT_DOUBLE, &o.train_seconds, "60", "S", "length of the training run (after its setup)", NULL, 0},
@@ -336,14 +333,10 @@ int dlp_cli_run(int argc, char **argv) {
     dlp_host_info h;
     dlp_host_probe(&h);
     const int is_gpu = strncmp(o.device, "cuda", 4) == 0 || strncmp(o.device, "sim", 3) == 0;
-    const char *prec = o.precision;
-    if (strcmp(prec, "auto") == 0) {
-        if (is_gpu) prec = "bf16";
-        else if (strcmp(o.device, "cpu") == 0 && (h.avx512_bf16 || h.amx_bf16)) prec = "bf16";
-        else prec = "fp32";
-    } else if (strcmp(prec, "fp32") != 0 && strcmp(prec, "bf16") != 0 && strcmp(prec, "fp16") != 0) {
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--precision: auto, fp32, bf16 or fp16 (got '%s')", prec));
-    }
+    static const char *const k_prec[] = {"auto", "fp32", "bf16", "fp16"};
+    const char *prec = k_prec[o.precision];
+    if (o.precision == 0)
+        prec = is_gpu || (strcmp(o.device, "cpu") == 0 && (h.avx512_bf16 || h.amx_bf16)) ? "bf16" : "fp32";
 
     // the run directory
     char out[4096];
@@ -474,7 +467,7 @@ int dlp_cli_run(int argc, char **argv) {
         json_t *e = json_object();
         json_object_set_new(e, "exit_status", json_integer(s->rc));
         json_object_set_new(e, "ran", json_boolean(s->rc >= 0));
-        json_object_set_new(e, "seconds", jreal(s->seconds));
+        json_object_set_new(e, "seconds", dlp_json_real_or_null(s->seconds));
         if (s->result) json_object_set_new(e, "result", json_string(s->json_path));
         json_object_set_new(jst, s->name, e);
         if (s->rc > 0) failed++;
@@ -502,9 +495,9 @@ int dlp_cli_run(int argc, char **argv) {
         fmt_rate(b2, sizeof b2, prep1);
         printf("data preparation  %s img/s with %d loader thread%s (%s img/s with one) at %d px\n", b1, prep_w,
                prep_w == 1 ? "" : "s", b2, o.size);
-        json_object_set_new(sum, "prep_img_per_s", jreal(prep));
+        json_object_set_new(sum, "prep_img_per_s", dlp_json_real_or_null(prep));
         json_object_set_new(sum, "prep_workers", json_integer(prep_w));
-        json_object_set_new(sum, "prep_img_per_s_one_thread", jreal(prep1));
+        json_object_set_new(sum, "prep_img_per_s_one_thread", dlp_json_real_or_null(prep1));
     } else {
         printf("data preparation  %s\n", no_figures(&st_data));
     }
@@ -523,44 +516,48 @@ int dlp_cli_run(int argc, char **argv) {
         if (isfinite(frac)) printf(", %.0f%% of the measured peak\n", 100 * frac);
         const char *text = jstr(t, "stall.text");
         if (text) printf("                  %s\n", text);
-        json_object_set_new(sum, "train_img_per_s", jreal(train_rate));
-        json_object_set_new(sum, "train_data_wait_frac", jreal(wait));
-        json_object_set_new(sum, "train_gflop_per_s", jreal(gf));
-        json_object_set_new(sum, "train_fraction_of_peak", jreal(frac));
+        json_object_set_new(sum, "train_img_per_s", dlp_json_real_or_null(train_rate));
+        json_object_set_new(sum, "train_data_wait_frac", dlp_json_real_or_null(wait));
+        json_object_set_new(sum, "train_gflop_per_s", dlp_json_real_or_null(gf));
+        json_object_set_new(sum, "train_fraction_of_peak", dlp_json_real_or_null(frac));
         const char *verdict = jstr(t, "stall.verdict");
         json_object_set_new(sum, "train_verdict", verdict ? json_string(verdict) : json_null());
     } else {
         printf("training          %s\n", no_figures(&st_train));
     }
     // what holds it back
+    const char *bottleneck = NULL;
     if (isfinite(train_rate) && train_rate > 0 && isfinite(prep) && prep > 0) {
         const char *verdict = jstr(st_train.result, "stall.verdict");
         double headroom = prep / train_rate;
         char why[512];
-        if (verdict && strcmp(verdict, "pipeline-bound") == 0)
+        if (verdict && strcmp(verdict, "pipeline-bound") == 0) {
+            bottleneck = "input pipeline";
             snprintf(why, sizeof why,
                      "the input pipeline: training waited for data; more loader threads (or faster cores/storage) "
                      "would raise it (the pipeline alone reached %.0f img/s with %d threads)",
                      prep, prep_w);
-        else if (headroom < 1.25)
+        } else if (headroom < 1.25) {
+            bottleneck = "balanced";
             snprintf(why, sizeof why,
                      "balanced: compute took %.0f img/s and the input pipeline alone reaches %.0f img/s with %d "
                      "threads (%.2fx): a faster device would wait for data; it needs more or faster loader cores",
                      train_rate, prep, prep_w, headroom);
-        else if (!is_gpu)
-            snprintf(why, sizeof why,
-                     "compute: the loader kept up; the input pipeline alone could feed %.1fx this rate, so the same "
-                     "CPU could keep a device ~%.0fx faster busy before decode becomes the limit",
-                     headroom, headroom);
-        else
-            snprintf(why, sizeof why, "the device's compute: the loader kept up (it alone delivers %.1fx this rate)",
-                     headroom);
+        } else {
+            bottleneck = "compute";
+            if (!is_gpu)
+                snprintf(why, sizeof why,
+                         "compute: the loader kept up; the input pipeline alone could feed %.1fx this rate, so the "
+                         "same CPU could keep a device ~%.0fx faster busy before decode becomes the limit",
+                         headroom, headroom);
+            else
+                snprintf(why, sizeof why,
+                         "the device's compute: the loader kept up (it alone delivers %.1fx this rate)", headroom);
+        }
         printf("bottleneck        %s\n", why);
-        json_object_set_new(sum, "bottleneck", json_string(verdict && strcmp(verdict, "pipeline-bound") == 0 ? "input pipeline"
-                                                           : headroom < 1.25                                  ? "balanced"
-                                                                                                              : "compute"));
+        json_object_set_new(sum, "bottleneck", json_string(bottleneck));
         json_object_set_new(sum, "bottleneck_text", json_string(why));
-        json_object_set_new(sum, "prep_over_train", jreal(headroom));
+        json_object_set_new(sum, "prep_over_train", dlp_json_real_or_null(headroom));
     }
     // inference
     double inf_rate = NAN, lat50 = NAN, lat99 = NAN;
@@ -578,11 +575,11 @@ int dlp_cli_run(int argc, char **argv) {
         fmt_rate(b1, sizeof b1, inf_rate);
         printf("inference         %s img/s offline at batch %d; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
                inf_batch, ib[0], lat50, lat99);
-        json_object_set_new(sum, "infer_img_per_s", jreal(inf_rate));
+        json_object_set_new(sum, "infer_img_per_s", dlp_json_real_or_null(inf_rate));
         json_object_set_new(sum, "infer_batch", json_integer(inf_batch));
         json_object_set_new(sum, "latency_batch", json_integer(ib[0]));
-        json_object_set_new(sum, "latency_p50_ms", jreal(lat50));
-        json_object_set_new(sum, "latency_p99_ms", jreal(lat99));
+        json_object_set_new(sum, "latency_p50_ms", dlp_json_real_or_null(lat50));
+        json_object_set_new(sum, "latency_p99_ms", dlp_json_real_or_null(lat99));
     } else {
         printf("inference         %s\n", no_figures(&st_infer));
     }
@@ -595,15 +592,18 @@ int dlp_cli_run(int argc, char **argv) {
         json_object_set_new(sum, "hardware", hw);
     }
     // cost
+    // $ per million images: the hour's price over the images of an hour (NAN when either is unknown)
+    const double tr = o.usd_per_hour > 0 && isfinite(train_rate) && train_rate > 0
+                          ? o.usd_per_hour / (train_rate * 3600) * 1e6
+                          : NAN;
     if (o.usd_per_hour > 0) {
-        double tr = isfinite(train_rate) && train_rate > 0 ? o.usd_per_hour / (train_rate * 3600) * 1e6 : NAN;
         double ir = isfinite(inf_rate) && inf_rate > 0 ? o.usd_per_hour / (inf_rate * 3600) * 1e6 : NAN;
         printf("cost              $%.2f/h: $%.2f per million training images, $%.2f per million inferences; a "
                "90-epoch ImageNet training (115.3M images) $%.0f\n",
                o.usd_per_hour, tr, ir, isfinite(tr) ? tr * 115.3 : NAN);
-        json_object_set_new(sum, "usd_per_hour", jreal(o.usd_per_hour));
-        json_object_set_new(sum, "usd_per_million_train_images", jreal(tr));
-        json_object_set_new(sum, "usd_per_million_inferences", jreal(ir));
+        json_object_set_new(sum, "usd_per_hour", dlp_json_real_or_null(o.usd_per_hour));
+        json_object_set_new(sum, "usd_per_million_train_images", dlp_json_real_or_null(tr));
+        json_object_set_new(sum, "usd_per_million_inferences", dlp_json_real_or_null(ir));
     } else {
         printf("cost              give --usd-per-hour (rent, or amortization + power) to price this machine's images\n");
     }
@@ -616,11 +616,11 @@ int dlp_cli_run(int argc, char **argv) {
         if (isfinite(train_rate)) {
             fmt_rate(b1, sizeof b1, train_rate);
             char c[32] = "-";
-            if (o.usd_per_hour > 0) snprintf(c, sizeof c, "%.2f", o.usd_per_hour / (train_rate * 3600) * 1e6);
+            if (isfinite(tr)) snprintf(c, sizeof c, "%.2f", tr);
             char ep[32];
             fmt_dur(ep, sizeof ep, 1281167 / train_rate);  // an ImageNet-1k training epoch
             printf("%-14s %10s %10s %12s %12s  %s (measured)\n", "this machine", b1, "1.0", c, ep,
-                   jstr(sum, "bottleneck") ? jstr(sum, "bottleneck") : "-");
+                   bottleneck ? bottleneck : "-");
         }
         json_array_foreach(preds, i, p) {
             const char *id = jstr(p, "machine.id");
@@ -635,14 +635,14 @@ int dlp_cli_run(int argc, char **argv) {
             fmt_dur(eps, sizeof eps, ep);
             printf("%-14s %10s %10s %12s %12s  %s (predicted)\n", id ? id : "?", b1, x, cs, eps,
                    bn ? bn : "-");
-            json_t *row = json_pack("{s:s?, s:o, s:o, s:o, s:s?}", "system", id, "img_per_s", jreal(r), "epoch_s",
-                                    jreal(ep), "usd_per_million_images", jreal(c), "bottleneck", bn);
+            json_t *row = json_pack("{s:s?, s:o, s:o, s:o, s:s?}", "system", id, "img_per_s", dlp_json_real_or_null(r), "epoch_s",
+                                    dlp_json_real_or_null(ep), "usd_per_million_images", dlp_json_real_or_null(c), "bottleneck", bn);
             if (row) json_array_append_new(cmp, row);
         }
         json_object_set_new(sum, "compare", cmp);
     }
     double wall = dlp_ns_to_s(dlp_now_ns() - t0);
-    json_object_set_new(sum, "wall_s", jreal(wall));
+    json_object_set_new(sum, "wall_s", dlp_json_real_or_null(wall));
     json_object_set_new(res, "summary", sum);
     st = dlp_json_write(res, json_path, 0);
     json_decref(res);

@@ -62,10 +62,9 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     if (ep->model.random_init)
         DLP_WARN("no --weights: %s serves with torchvision's random initialization (seed %lld): its answers are "
                  "meaningless (give --weights for real predictions)", ep->model.net.arch, (long long)o->seed);
-    int batches[DLP_SERVE_MAX_PLANS], nb = 0;
-    if (!o->single_plan)
-        for (int b = 1; b < o->max_batch && nb < DLP_SERVE_MAX_PLANS - 1; b *= 2) batches[nb++] = b;
-    batches[nb++] = o->max_batch;
+    int batches[DLP_SERVE_MAX_PLANS], nb = 1;
+    if (o->single_plan) batches[0] = o->max_batch;
+    else nb = dlp_serve_plan_ladder(o->max_batch, batches);
     dlp_plan *plans[DLP_SERVE_MAX_PLANS];
     dlp_status st = DLP_OK;
     double create_ms = 0;

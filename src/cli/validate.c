@@ -217,7 +217,7 @@ int dlp_cli_validate(int argc, char **argv) {
         json_t *a = json_array();
         for (int i = 0; i < n; i++) json_array_append_new(a, dlp_validate_row_to_json(&rows[i]));
         json_object_set_new(res, "rows", a);
-        json_object_set_new(res, "mape", isfinite(mape) ? json_real(mape) : json_null());
+        json_object_set_new(res, "mape", dlp_json_real_or_null(mape));
         json_object_set_new(res, "configurations_ok", json_integer(nok));
         json_object_set_new(res, "regime_agree", json_integer(agree));
         json_object_set_new(res, "seconds", json_real(secs));

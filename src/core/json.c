@@ -1,6 +1,8 @@
 // core/json: jansson helpers.
 #include "core/json.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,8 @@ void dlp_json_set_argv(int argc, char **argv) {
     g_argc = argc;
     g_argv = argv;
 }
+
+json_t *dlp_json_real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 json_t *dlp_json_result_new(const char *schema, int argc, char **argv) {
     if (!argv) {

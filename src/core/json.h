@@ -19,6 +19,8 @@ dlp_status dlp_json_get_int(const json_t *obj, const char *key, int64_t *out, co
 dlp_status dlp_json_get_str(const json_t *obj, const char *key, const char **out, const char *where);
 // Optional numeric field: returns def when absent; error only when present with the wrong type.
 dlp_status dlp_json_opt_num(const json_t *obj, const char *key, double def, double *out, const char *where);
+// A number, or null when it is NaN or infinite (jansson's json_real refuses those: set_new would drop the key).
+json_t *dlp_json_real_or_null(double v);
 // A result object {"schema": schema, "dlperf_version", "created", "argv": [...]} to which a command adds its own.
 json_t *dlp_json_result_new(const char *schema, int argc, char **argv);
 // Saved once by the CLI so any result can echo the command line.

@@ -23,6 +23,13 @@ static int has_flag(const char *flags, const char *f) {
     return 0;
 }
 
+int dlp_host_cpus_allowed(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 void dlp_host_probe(dlp_host_info *h) {
     memset(h, 0, sizeof *h);
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -47,9 +54,7 @@ void dlp_host_probe(dlp_host_info *h) {
         fclose(f);
     }
     h->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) h->cpus_allowed = CPU_COUNT(&set);
-    else h->cpus_allowed = h->cpus_online;
+    h->cpus_allowed = dlp_host_cpus_allowed();
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psz > 0) h->mem_total_bytes = (int64_t)pages * psz;
     gethostname(h->hostname, sizeof h->hostname - 1);

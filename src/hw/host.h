@@ -19,6 +19,8 @@ typedef struct dlp_host_info {
 } dlp_host_info;
 
 void dlp_host_probe(dlp_host_info *h);
+// The CPUs this process may run on (its affinity mask), else the CPUs online, at least 1.
+int dlp_host_cpus_allowed(void);
 json_t *dlp_host_to_json(const dlp_host_info *h);
 // Busy seconds of all CPUs since boot (/proc/stat: user, nice, system, irq, softirq, steal); -1 when unreadable.
 // With the process's own CPU time over the same interval it tells how busy other work kept the machine.

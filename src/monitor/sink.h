@@ -1,7 +1,9 @@
 // monitor/sink: the time-series sink interface (one file per format) and the row a sink receives.
-// Defines: dlp_mon_row, dlp_mon_sink_ops, dlp_mon_sink_csv, dlp_mon_sink_jsonl, dlp_mon_sink_null.
+// Defines: dlp_mon_row, dlp_mon_sink_ops, dlp_mon_sink_file (+ open/flush/close), dlp_mon_sink_csv, dlp_mon_sink_jsonl, dlp_mon_sink_null.
 #ifndef DLP_MONITOR_SINK_H
 #define DLP_MONITOR_SINK_H
+#include <stdio.h>
+
 #include "core/status.h"
 #include "monitor/source.h"
 
@@ -22,6 +24,16 @@ typedef struct dlp_mon_sink_ops {
     dlp_status (*write)(void *state, const dlp_mon_row *row);
     dlp_status (*close)(void *state);
 } dlp_mon_sink_ops;
+
+// The file of a sink that writes one (monitor/sink_file.c): open creates path without overwriting it; flush after a
+// sample reports a failed write naming the file; close reports whether everything reached it and frees path.
+typedef struct dlp_mon_sink_file {
+    FILE *f;
+    char *path;
+} dlp_mon_sink_file;
+dlp_status dlp_mon_sink_file_open(dlp_mon_sink_file *sf, const char *path);
+dlp_status dlp_mon_sink_file_flush(const dlp_mon_sink_file *sf);
+dlp_status dlp_mon_sink_file_close(dlp_mon_sink_file *sf);
 
 extern const dlp_mon_sink_ops dlp_mon_sink_csv;    // one row per sample, a column per field
 extern const dlp_mon_sink_ops dlp_mon_sink_jsonl;  // one line per sample per metric set (set + instance)

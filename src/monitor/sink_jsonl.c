@@ -2,18 +2,15 @@
 // {"t_s":1.000,"dt_s":0.500,"unix_s":...,"phase":"epoch 1","set":"disk","instance":"vda","read_bytes_per_s":0,...}
 // ("instance" is left out for singletons such as mem). A value the interval did not have is null. Written with
 // fprintf, not a JSON library, so a sample allocates nothing.
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fs.h"
 #include "monitor/sink.h"
 
 typedef struct {
-    FILE *f;
-    char *path;
+    dlp_mon_sink_file file;
     const dlp_mon_field *fields;  // owned by the monitor, lives as long as the sink
     int n;
 } jsonl_state;
@@ -31,10 +28,8 @@ static void put_json_str(FILE *f, const char *s) {
 static dlp_status jsonl_open(void **state, const char *path, const dlp_mon_field *fields, int nfields) {
     jsonl_state *s = calloc(1, sizeof *s);
     DLP_TRY_ALLOC(s);
-    s->path = strdup(path);
-    dlp_status st = s->path ? dlp_fopen_new(path, &s->f) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_status st = dlp_mon_sink_file_open(&s->file, path);
     if (st != DLP_OK) {
-        free(s->path);
         free(s);
         return st;
     }
@@ -48,38 +43,33 @@ static dlp_status jsonl_write(void *state, const dlp_mon_row *row) {
     jsonl_state *s = state;
     for (int i = 0; i < s->n;) {
         const dlp_mon_field *g = &s->fields[i];
-        fprintf(s->f, "{\"t_s\":%.3f,\"dt_s\":%.3f,\"unix_s\":%.3f,\"phase\":", row->t_s, row->dt_s, row->unix_s);
-        put_json_str(s->f, row->phase);
-        fputs(",\"set\":", s->f);
-        put_json_str(s->f, g->set);
+        fprintf(s->file.f, "{\"t_s\":%.3f,\"dt_s\":%.3f,\"unix_s\":%.3f,\"phase\":", row->t_s, row->dt_s, row->unix_s);
+        put_json_str(s->file.f, row->phase);
+        fputs(",\"set\":", s->file.f);
+        put_json_str(s->file.f, g->set);
         if (g->instance[0]) {
-            fputs(",\"instance\":", s->f);
-            put_json_str(s->f, g->instance);
+            fputs(",\"instance\":", s->file.f);
+            put_json_str(s->file.f, g->instance);
         }
         // The metric set: consecutive fields with the same set and instance.
         int j = i;
         for (; j < s->n && strcmp(s->fields[j].set, g->set) == 0 && strcmp(s->fields[j].instance, g->instance) == 0;
              j++) {
-            fputc(',', s->f);
-            put_json_str(s->f, s->fields[j].metric);
+            fputc(',', s->file.f);
+            put_json_str(s->file.f, s->fields[j].metric);
             double v = row->vals[j];
-            if (isnan(v) || isinf(v)) fputs(":null", s->f);
-            else fprintf(s->f, ":%.10g", v);
+            if (isnan(v) || isinf(v)) fputs(":null", s->file.f);
+            else fprintf(s->file.f, ":%.10g", v);
         }
-        fputs("}\n", s->f);
+        fputs("}\n", s->file.f);
         i = j;
     }
-    if (fflush(s->f) != 0 || ferror(s->f))
-        return DLP_ERR(DLP_ERR_IO, "cannot write the time series to %s: %s", s->path, strerror(errno));
-    return DLP_OK;
+    return dlp_mon_sink_file_flush(&s->file);
 }
 
 static dlp_status jsonl_close(void *state) {
     jsonl_state *s = state;
-    int bad = ferror(s->f);
-    if (fclose(s->f) != 0) bad = 1;
-    dlp_status st = bad ? DLP_ERR(DLP_ERR_IO, "the time series %s is incomplete: %s", s->path, strerror(errno)) : DLP_OK;
-    free(s->path);
+    dlp_status st = dlp_mon_sink_file_close(&s->file);
     free(s);
     return st;
 }

@@ -22,7 +22,6 @@ void dlp_checkpoint_state_path(const char *path, char *out, size_t len) {
     else snprintf(out, len, "%s.state%s", path, ext);
 }
 
-static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static char *pos_to_json(const dlp_train_pos *p) {
     json_t *o = json_object(), *rng = json_array();
@@ -38,8 +37,8 @@ static char *pos_to_json(const dlp_train_pos *p) {
     json_object_set_new(o, "samples_seen", json_integer(p->samples_seen));
     json_object_set_new(o, "seed", json_string(buf));
     json_object_set_new(o, "rng", rng);
-    json_object_set_new(o, "last_loss", real_or_null(p->last_loss));
-    json_object_set_new(o, "best_top1", real_or_null(p->best_top1));
+    json_object_set_new(o, "last_loss", dlp_json_real_or_null(p->last_loss));
+    json_object_set_new(o, "best_top1", dlp_json_real_or_null(p->best_top1));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;

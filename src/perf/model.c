@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/rng.h"
 #include "hw/work.h"
 
@@ -531,7 +532,6 @@ dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, cons
     return DLP_OK;
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 json_t *dlp_prediction_to_json(const dlp_prediction *o) {
     json_t *r = json_object();
@@ -543,38 +543,38 @@ json_t *dlp_prediction_to_json(const dlp_prediction *o) {
     json_object_set_new(r, "loader_threads", json_integer(o->workers_total));
     if (o->threads) json_object_set_new(r, "compute_threads", json_integer(o->threads));
     json_object_set_new(r, "storage", json_string(o->storage_cold ? "cold" : "warm"));
-    json_object_set_new(r, "work_ratio", num(o->work_ratio));
+    json_object_set_new(r, "work_ratio", dlp_json_real_or_null(o->work_ratio));
     json_t *iw = json_object();
-    json_object_set_new(iw, "bytes", num(o->work.bytes));
-    json_object_set_new(iw, "entropy_bytes", num(o->work.entropy_bytes));
-    json_object_set_new(iw, "decoded_pixels", num(o->work.decoded_pixels));
-    json_object_set_new(iw, "resize_pixels", num(o->work.resize_pixels));
-    json_object_set_new(iw, "out_pixels", num(o->work.out_pixels));
-    json_object_set_new(iw, "mean_dct_scale", num(o->work.mean_dct_scale));
-    json_object_set_new(iw, "mean_crop_area", num(o->work.mean_crop_area));
+    json_object_set_new(iw, "bytes", dlp_json_real_or_null(o->work.bytes));
+    json_object_set_new(iw, "entropy_bytes", dlp_json_real_or_null(o->work.entropy_bytes));
+    json_object_set_new(iw, "decoded_pixels", dlp_json_real_or_null(o->work.decoded_pixels));
+    json_object_set_new(iw, "resize_pixels", dlp_json_real_or_null(o->work.resize_pixels));
+    json_object_set_new(iw, "out_pixels", dlp_json_real_or_null(o->work.out_pixels));
+    json_object_set_new(iw, "mean_dct_scale", dlp_json_real_or_null(o->work.mean_dct_scale));
+    json_object_set_new(iw, "mean_crop_area", dlp_json_real_or_null(o->work.mean_crop_area));
     json_object_set_new(r, "image_work", iw);
     json_t *ld = json_object();
-    json_object_set_new(ld, "read_cpu_s", num(o->read_cpu_s));
-    json_object_set_new(ld, "decode_cpu_s", num(o->decode_cpu_s));
-    json_object_set_new(ld, "augment_cpu_s", num(o->augment_cpu_s));
-    json_object_set_new(ld, "cost_scale", num(o->loader_cost_scale));
-    json_object_set_new(ld, "cpu_s_per_image", num(o->loader_cpu_s_per_image));
-    json_object_set_new(ld, "io_wait_s_per_image", num(o->io_wait_s_per_image));
-    json_object_set_new(ld, "cores", num(o->loader_cores));
-    json_object_set_new(ld, "parallelism", num(o->loader_parallelism));
+    json_object_set_new(ld, "read_cpu_s", dlp_json_real_or_null(o->read_cpu_s));
+    json_object_set_new(ld, "decode_cpu_s", dlp_json_real_or_null(o->decode_cpu_s));
+    json_object_set_new(ld, "augment_cpu_s", dlp_json_real_or_null(o->augment_cpu_s));
+    json_object_set_new(ld, "cost_scale", dlp_json_real_or_null(o->loader_cost_scale));
+    json_object_set_new(ld, "cpu_s_per_image", dlp_json_real_or_null(o->loader_cpu_s_per_image));
+    json_object_set_new(ld, "io_wait_s_per_image", dlp_json_real_or_null(o->io_wait_s_per_image));
+    json_object_set_new(ld, "cores", dlp_json_real_or_null(o->loader_cores));
+    json_object_set_new(ld, "parallelism", dlp_json_real_or_null(o->loader_parallelism));
     json_object_set_new(r, "loader", ld);
     json_t *dv = json_object();
-    json_object_set_new(dv, "h2d_s", num(o->step.h2d_s));
-    json_object_set_new(dv, "fwd_s", num(o->step.fwd_s));
-    json_object_set_new(dv, "bwd_s", num(o->step.bwd_s));
-    json_object_set_new(dv, "update_s", num(o->step.update_s));
-    json_object_set_new(dv, "compute_s", num(o->step.compute_s));
-    json_object_set_new(dv, "step_s", num(o->step.step_s));
-    json_object_set_new(dv, "allreduce_s", num(o->allreduce_s));
-    json_object_set_new(dv, "allreduce_exposed_s", num(o->allreduce_exposed_s));
-    json_object_set_new(dv, "device_step_s", num(o->device_step_s));
-    json_object_set_new(dv, "h2d_bytes_per_s", num(o->h2d_bytes_per_s));
-    json_object_set_new(dv, "input_bytes_per_image", num(o->input_bytes_per_image));
+    json_object_set_new(dv, "h2d_s", dlp_json_real_or_null(o->step.h2d_s));
+    json_object_set_new(dv, "fwd_s", dlp_json_real_or_null(o->step.fwd_s));
+    json_object_set_new(dv, "bwd_s", dlp_json_real_or_null(o->step.bwd_s));
+    json_object_set_new(dv, "update_s", dlp_json_real_or_null(o->step.update_s));
+    json_object_set_new(dv, "compute_s", dlp_json_real_or_null(o->step.compute_s));
+    json_object_set_new(dv, "step_s", dlp_json_real_or_null(o->step.step_s));
+    json_object_set_new(dv, "allreduce_s", dlp_json_real_or_null(o->allreduce_s));
+    json_object_set_new(dv, "allreduce_exposed_s", dlp_json_real_or_null(o->allreduce_exposed_s));
+    json_object_set_new(dv, "device_step_s", dlp_json_real_or_null(o->device_step_s));
+    json_object_set_new(dv, "h2d_bytes_per_s", dlp_json_real_or_null(o->h2d_bytes_per_s));
+    json_object_set_new(dv, "input_bytes_per_image", dlp_json_real_or_null(o->input_bytes_per_image));
     if (o->step.rate) json_object_set_new(dv, "basis", json_string(o->step.rate->basis));
     json_object_set_new(r, "device_step", dv);
     json_t *sa = json_array();
@@ -582,29 +582,29 @@ json_t *dlp_prediction_to_json(const dlp_prediction *o) {
         if (!o->stages[i].present) continue;
         json_t *s = json_object();
         json_object_set_new(s, "stage", json_string(dlp_stage_name((dlp_stage)i)));
-        json_object_set_new(s, "img_per_s", num(o->stages[i].img_per_s));
+        json_object_set_new(s, "img_per_s", dlp_json_real_or_null(o->stages[i].img_per_s));
         json_object_set_new(s, "detail", json_string(o->stages[i].detail));
         json_array_append_new(sa, s);
     }
     json_object_set_new(r, "stages", sa);
-    json_object_set_new(r, "img_per_s", num(o->img_per_s));
-    json_object_set_new(r, "per_device_img_per_s", num(o->per_device_img_per_s));
-    json_object_set_new(r, "cluster_img_per_s", num(o->cluster_img_per_s));
-    json_object_set_new(r, "device_img_per_s", num(o->device_img_per_s));
+    json_object_set_new(r, "img_per_s", dlp_json_real_or_null(o->img_per_s));
+    json_object_set_new(r, "per_device_img_per_s", dlp_json_real_or_null(o->per_device_img_per_s));
+    json_object_set_new(r, "cluster_img_per_s", dlp_json_real_or_null(o->cluster_img_per_s));
+    json_object_set_new(r, "device_img_per_s", dlp_json_real_or_null(o->device_img_per_s));
     json_object_set_new(r, "bottleneck", json_string(dlp_stage_name(o->bottleneck)));
-    json_object_set_new(r, "data_stall_fraction", num(o->data_stall_fraction));
-    json_object_set_new(r, "step_s", num(o->step_s));
-    json_object_set_new(r, "epoch_s", num(o->epoch_s));
-    json_object_set_new(r, "first_epoch_s", num(o->first_epoch_s));
-    json_object_set_new(r, "total_s", num(o->total_s));
+    json_object_set_new(r, "data_stall_fraction", dlp_json_real_or_null(o->data_stall_fraction));
+    json_object_set_new(r, "step_s", dlp_json_real_or_null(o->step_s));
+    json_object_set_new(r, "epoch_s", dlp_json_real_or_null(o->epoch_s));
+    json_object_set_new(r, "first_epoch_s", dlp_json_real_or_null(o->first_epoch_s));
+    json_object_set_new(r, "total_s", dlp_json_real_or_null(o->total_s));
     json_t *nd = json_object();
-    json_object_set_new(nd, "loader_cores", num(o->loader_cores_needed));
-    json_object_set_new(nd, "loader_cores_per_device", num(o->loader_cores_needed / o->devices));
+    json_object_set_new(nd, "loader_cores", dlp_json_real_or_null(o->loader_cores_needed));
+    json_object_set_new(nd, "loader_cores_per_device", dlp_json_real_or_null(o->loader_cores_needed / o->devices));
     json_object_set_new(nd, "loader_threads", json_integer(o->loader_threads_needed));
-    json_object_set_new(nd, "storage_bytes_per_s", num(o->storage_bytes_per_s_needed));
-    json_object_set_new(nd, "page_cache_bytes", num(o->page_cache_bytes_needed));
-    json_object_set_new(nd, "h2d_bytes_per_s_per_device", num(o->h2d_bytes_per_s_needed));
-    json_object_set_new(nd, "allreduce_busbw_bytes_per_s", num(o->busbw_needed));
+    json_object_set_new(nd, "storage_bytes_per_s", dlp_json_real_or_null(o->storage_bytes_per_s_needed));
+    json_object_set_new(nd, "page_cache_bytes", dlp_json_real_or_null(o->page_cache_bytes_needed));
+    json_object_set_new(nd, "h2d_bytes_per_s_per_device", dlp_json_real_or_null(o->h2d_bytes_per_s_needed));
+    json_object_set_new(nd, "allreduce_busbw_bytes_per_s", dlp_json_real_or_null(o->busbw_needed));
     json_object_set_new(r, "needs", nd);
     json_t *fx = json_array();
     for (int i = 0; i < o->nfix; i++) json_array_append_new(fx, json_string(o->fix[i]));

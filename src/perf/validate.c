@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/opts.h"
 #include "hw/derive.h"
 #include "hw/fields.h"
@@ -255,7 +256,6 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
     return dlp_predict(vc->profile, &dev, &w, out);
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     const dlp_validate_config *c = &r->cfg;
@@ -274,23 +274,23 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "settings", cf);
     json_object_set_new(o, "ok", json_boolean(r->ok));
     if (!r->ok) json_object_set_new(o, "error", json_string(r->error));
-    json_object_set_new(o, "predicted_img_per_s", num(r->predicted_img_per_s));
+    json_object_set_new(o, "predicted_img_per_s", dlp_json_real_or_null(r->predicted_img_per_s));
     json_object_set_new(o, "predicted_bottleneck", json_string(r->predicted_bottleneck));
     json_object_set_new(o, "predicted_regime", json_string(r->predicted_regime ? r->predicted_regime : ""));
-    json_object_set_new(o, "predicted_stall", num(r->predicted_stall));
-    json_object_set_new(o, "measured_img_per_s", num(r->measured_img_per_s));
-    json_object_set_new(o, "measured_mean_img_per_s", num(r->measured_mean_img_per_s));
-    json_object_set_new(o, "window_spread", num(r->window_spread));
+    json_object_set_new(o, "predicted_stall", dlp_json_real_or_null(r->predicted_stall));
+    json_object_set_new(o, "measured_img_per_s", dlp_json_real_or_null(r->measured_img_per_s));
+    json_object_set_new(o, "measured_mean_img_per_s", dlp_json_real_or_null(r->measured_mean_img_per_s));
+    json_object_set_new(o, "window_spread", dlp_json_real_or_null(r->window_spread));
     json_object_set_new(o, "windows", json_integer(r->windows));
     json_object_set_new(o, "steps_measured", json_integer(r->steps_measured));
     json_object_set_new(o, "warmup_steps", json_integer(r->warmup_steps));
-    json_object_set_new(o, "measured_s", num(r->measured_s));
-    json_object_set_new(o, "run_s", num(r->run_s));
-    json_object_set_new(o, "observed_stall", num(r->observed_stall));
-    json_object_set_new(o, "read_share", num(r->read_share));
+    json_object_set_new(o, "measured_s", dlp_json_real_or_null(r->measured_s));
+    json_object_set_new(o, "run_s", dlp_json_real_or_null(r->run_s));
+    json_object_set_new(o, "observed_stall", dlp_json_real_or_null(r->observed_stall));
+    json_object_set_new(o, "read_share", dlp_json_real_or_null(r->read_share));
     json_object_set_new(o, "observed_regime", json_string(r->observed_regime ? r->observed_regime : ""));
-    json_object_set_new(o, "other_load_cores", num(r->other_load_cores));
+    json_object_set_new(o, "other_load_cores", dlp_json_real_or_null(r->other_load_cores));
     json_object_set_new(o, "runs", json_integer(r->runs));
-    json_object_set_new(o, "ape", num(r->ape));
+    json_object_set_new(o, "ape", dlp_json_real_or_null(r->ape));
     return o;
 }

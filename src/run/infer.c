@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "loadgen/loadgen.h"
 #include "serve/serve.h"
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -542,11 +543,7 @@ void dlp_infer_topk(const float *logits, int n, int k, int *cls, float *prob) {
 
 // ---- latency statistics -----------------------------------------------------------------------------------
 
-int64_t dlp_infer_percentile(const int64_t *sorted, size_t n, double p) {
-    if (n == 0) return 0;
-    size_t i = (size_t)floor((double)n * p);
-    return sorted[i >= n ? n - 1 : i];
-}
+int64_t dlp_infer_percentile(const int64_t *sorted, size_t n, double p) { return dlp_lg_percentile(sorted, n, p); }
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -1,6 +1,5 @@
 // run/train_peak: default thread counts for a device, and the backend's peak GFLOP/s with a small cache, so a run
 // states its achieved GFLOP/s as a fraction of what the backend's best convolution sustains on this machine.
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,16 +14,10 @@
 
 #define PEAK_TRIES 3
 
-static int allowed_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
 
 // The rule and the measurements behind it are in docs/training.md ("Threads").
 void dlp_train_default_threads(const char *device, int *threads, int *workers) {
-    const int cpus = allowed_cpus();
+    const int cpus = dlp_host_cpus_allowed();
     const int host_computes = !device || !device[0] || strcmp(device, "cpu") == 0 || strcmp(device, "ref") == 0;
     *threads = cpus;
     if (host_computes) {
@@ -62,7 +55,7 @@ dlp_status dlp_train_peak(const char *device, dlp_dtype precision, int threads, 
     if (!ops) return dlp_err_status();
     if (!ops->measure_peak) return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s has no peak measurement", ops->name);
     if (mode == DLP_TRAIN_PEAK_OFF) return DLP_OK;
-    if (threads <= 0) threads = allowed_cpus();
+    if (threads <= 0) threads = dlp_host_cpus_allowed();
     char path[4096];
     cache_path(ops->name, precision, threads, path, sizeof path);
     json_t *id = identity(ops->name, precision, threads);

@@ -30,6 +30,13 @@ static dlp_status plan_infer(void *ctx, const void *batch, int n, float *logits)
     return DLP_OK;
 }
 
+int dlp_serve_plan_ladder(int max_batch, int *batches) {
+    int n = 0;
+    for (int b = 1; b < max_batch && n < DLP_SERVE_MAX_PLANS - 1; b *= 2) batches[n++] = b;
+    batches[n++] = max_batch;
+    return n;
+}
+
 dlp_status dlp_serve_engine_from_plans(dlp_plan *const *plans, const int *batches, int nplans, const dlp_net *net,
                                        dlp_serve_engine *out) {
     memset(out, 0, sizeof *out);

@@ -3,7 +3,8 @@
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
 //          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*, dlp_serve_topk,
-//          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_engine_plan_calls.
+//          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_plan_ladder,
+//          dlp_serve_engine_plan_calls.
 #ifndef DLP_SERVE_H
 #define DLP_SERVE_H
 #include <jansson.h>
@@ -38,6 +39,9 @@ dlp_status dlp_serve_engine_from_plan(struct dlp_plan *plan, const struct dlp_ne
 // call runs on the smallest plan that holds its n samples (a plan computes its whole batch whatever n is), so a
 // lone request costs one image, not max_batch. max_batch is the last plan's.
 #define DLP_SERVE_MAX_PLANS 8
+// The ladder's batches for a largest batch: 1, 2, 4, ... below max_batch, then max_batch (at most
+// DLP_SERVE_MAX_PLANS entries, into batches); returns how many.
+int dlp_serve_plan_ladder(int max_batch, int *batches);
 dlp_status dlp_serve_engine_from_plans(struct dlp_plan *const *plans, const int *batches, int nplans,
                                        const struct dlp_net *net, dlp_serve_engine *out);
 // Calls run so far on plan i of an engine made by dlp_serve_engine_from_plan(s) (its batch in *batch); -1 when

@@ -398,6 +398,21 @@ static dlp_status tiny_pre(void *ctx, int worker, const uint8_t *jpeg, size_t le
     return DLP_OK;
 }
 
+// A tiny conv net (3x8x8 -> conv 6 -> ReLU -> global avgpool -> fc 20) and uniform(-1, 1) parameters drawn
+// from rng seeded with seed (rng goes on from there); the caller frees the parameters.
+static float *tiny_net(dlp_net *net, uint64_t seed, dlp_rng *rng) {
+    assert_int_equal(dlp_net_init(net, "tiny", 3, 8, 8), DLP_OK);
+    int l = dlp_net_conv(net, "conv1", 0, 6, 3, 1, 1);
+    l = dlp_net_relu(net, l);
+    l = dlp_net_avgpool(net, l);
+    assert_true(dlp_net_fc(net, "fc", l, 20) > 0);
+    float *params = malloc((size_t)net->param_count * sizeof(float));
+    assert_non_null(params);
+    dlp_rng_init(rng, seed, 0);
+    for (int64_t i = 0; i < net->param_count; i++) params[i] = (float)dlp_rng_range(rng, -1, 1);
+    return params;
+}
+
 static void test_engine_from_ref_plan(void **state) {
     (void)state;
     // The service over a real backend plan (ref, inference, batch 4) of a tiny conv net: every answer equals
@@ -405,18 +420,11 @@ static void test_engine_from_ref_plan(void **state) {
     const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
     assert_non_null(ops);
     dlp_net net;
-    assert_int_equal(dlp_net_init(&net, "tiny", 3, 8, 8), DLP_OK);
-    int l = dlp_net_conv(&net, "conv1", 0, 6, 3, 1, 1);
-    l = dlp_net_relu(&net, l);
-    l = dlp_net_avgpool(&net, l);
-    assert_true(dlp_net_fc(&net, "fc", l, 20) > 0);
+    dlp_rng rng;
+    float *params = tiny_net(&net, 5, &rng);
     dlp_plan_cfg pc = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
     dlp_plan *plan;
     assert_int_equal(ops->plan_create(&net, &pc, &plan), DLP_OK);
-    float *params = malloc((size_t)net.param_count * sizeof(float));
-    dlp_rng rng;
-    dlp_rng_init(&rng, 5, 0);
-    for (int64_t i = 0; i < net.param_count; i++) params[i] = (float)dlp_rng_range(&rng, -1, 1);
     assert_int_equal(ops->set_params(plan, params, NULL), DLP_OK);
     dlp_serve_engine eng;
     assert_int_equal(dlp_serve_engine_from_plan(plan, &net, 4, &eng), DLP_OK);
@@ -473,15 +481,8 @@ static void test_engine_plan_ladder(void **state) {
     const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
     assert_non_null(ops);
     dlp_net net;
-    assert_int_equal(dlp_net_init(&net, "tiny", 3, 8, 8), DLP_OK);
-    int l = dlp_net_conv(&net, "conv1", 0, 6, 3, 1, 1);
-    l = dlp_net_relu(&net, l);
-    l = dlp_net_avgpool(&net, l);
-    assert_true(dlp_net_fc(&net, "fc", l, 20) > 0);
-    float *params = malloc((size_t)net.param_count * sizeof(float));
     dlp_rng rng;
-    dlp_rng_init(&rng, 7, 0);
-    for (int64_t i = 0; i < net.param_count; i++) params[i] = (float)dlp_rng_range(&rng, -1, 1);
+    float *params = tiny_net(&net, 7, &rng);
     int batches[3] = {1, 2, 4};
     dlp_plan *plans[3], *big;
     for (int i = 0; i < 3; i++) {
