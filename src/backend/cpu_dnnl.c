@@ -145,13 +145,13 @@ static dlp_status plain_twin(const dnnl_memory_desc_t *md, dnnl_memory_desc_t *o
 
 // A plain fp32 view of tensor t: t's own memory when it already is one, else a buffer + reorder (t -> plain
 // when to_plain, plain -> t otherwise).
-static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **plain, dnnl_primitive_t *prim,
+static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **plain, cpu_reorder *r,
                              dnnl_memory_t *src, dnnl_memory_t *dst) {
     dnnl_memory_desc_t pm;
     DLP_CHECK(plain_twin(&t->md, &pm));
     if (dnnl_memory_desc_equal(&pm, &t->md)) {
         *plain = t->data;
-        *prim = NULL;
+        memset(r, 0, sizeof *r);
         return DLP_OK;
     }
     *plain = cpu_alloc(p, dnnl_memory_desc_get_size(&pm));
@@ -161,19 +161,11 @@ static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **p
     if (to_plain) {
         *src = t->mem;
         *dst = m;
-        return cpu_reorder_prim(p, &t->md, &pm, prim);
+        return cpu_reorder_new(p, &t->md, &pm, r);
     }
     *src = m;
     *dst = t->mem;
-    return cpu_reorder_prim(p, &pm, &t->md, prim);
-}
-
-static dlp_status run_reorder(cpu_plan *p, dnnl_primitive_t prim, dnnl_memory_t src, dnnl_memory_t dst) {
-    if (!prim) return DLP_OK;
-    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
-    CPU_DNNL(dnnl_primitive_execute(prim, p->stream, 2, a), "reorder");
-    CPU_DNNL(dnnl_stream_wait(p->stream), "reorder");
-    return DLP_OK;
+    return cpu_reorder_new(p, &pm, &t->md, r);
 }
 
 static void cpu_plan_free(dlp_plan *base);
@@ -198,6 +190,14 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->small_now = p->small_fixed ? p->small_busy : p->threads;
     const char *wino = getenv("DLPERF_CPU_WINOGRAD");
     p->winograd = !(wino && wino[0] == '0');
+    const char *prop = getenv("DLPERF_CPU_INFER_PROP");
+    p->infer_prop = -1;
+    if (prop && prop[0]) {
+        if (!strcmp(prop, "inference")) p->infer_prop = 1;
+        else if (!strcmp(prop, "training")) p->infer_prop = 0;
+        else if (strcmp(prop, "auto"))
+            return DLP_ERR(DLP_ERR_INVALID, "DLPERF_CPU_INFER_PROP=%s: expected inference, training or auto", prop);
+    }
     const char *prof = getenv("DLPERF_CPU_PROFILE");
     p->profile = prof && prof[0] == '1';
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
@@ -250,7 +250,7 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     if (!p->wcopy_of) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
     for (int i = 0; i < p->nwcopies; i++)
         if (p->wcopies[i].snapshot) p->nsnapshots++;
-        else if (p->wcopies[i].reorder) p->wcopy_of[p->wcopies[i].param] = 1;
+        else if (p->wcopies[i].reorder.prim) p->wcopy_of[p->wcopies[i].param] = 1;
     DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_ALL));
     return DLP_OK;
 }
@@ -424,7 +424,7 @@ static dlp_status do_forward(dlp_plan *base, dlp_pass pass) {
 
 static dlp_status output_ready(cpu_plan *p) {
     if (p->fwd_pass < 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: the output is asked for before forward");
-    if (!p->out_ready) DLP_CHECK(run_reorder(p, p->out_reorder, p->out_reorder_src, p->out_reorder_dst));
+    if (!p->out_ready) DLP_CHECK(cpu_reorder_run(p, &p->out_reorder, p->out_reorder_src, p->out_reorder_dst, 1, "the output"));
     p->out_ready = 1;
     return DLP_OK;
 }
@@ -452,7 +452,7 @@ static dlp_status do_backward(dlp_plan *base, const float *dy) {
         return DLP_ERR(DLP_ERR_INVALID, "cpu: backward needs a training forward pass first");
     if (!dy && !p->have_dlogits) return DLP_ERR(DLP_ERR_INVALID, "cpu: backward from the loss, but loss() was not called");
     if (dy) memcpy(p->dout_plain, dy, (size_t)((int64_t)p->batch * p->out_elems) * sizeof(float));
-    DLP_CHECK(run_reorder(p, p->dout_reorder, p->dout_reorder_src, p->dout_reorder_dst));
+    DLP_CHECK(cpu_reorder_run(p, &p->dout_reorder, p->dout_reorder_src, p->dout_reorder_dst, 1, "the output gradient"));
     p->in_grad_done = 0;
     if (p->nsnapshots) DLP_CHECK(cpu_wcopy_refresh(p, -1, CPU_WCOPY_SNAPSHOT));
     DLP_CHECK(cpu_steps_run(p, &p->bwd, CPU_MASK_TRAIN));
@@ -472,7 +472,7 @@ static dlp_status do_get_input_grad(dlp_plan *base, float *dx) {
     }
     if (!p->in_grad_done) {
         DLP_CHECK(cpu_steps_run(p, &p->in_grad, CPU_MASK_TRAIN));
-        DLP_CHECK(run_reorder(p, p->din_reorder, p->din_reorder_src, p->din_reorder_dst));
+        DLP_CHECK(cpu_reorder_run(p, &p->din_reorder, p->din_reorder_src, p->din_reorder_dst, 1, "the input gradient"));
         p->in_grad_done = 1;
     }
     memcpy(dx, p->din_plain, bytes);
@@ -514,6 +514,9 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
         json_object_set_new(obj, "conv_prop_kind",
                             json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
     json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
+    json_t *k = json_object();
+    for (int i = 0; i < p->nkernels; i++) json_object_set_new(k, p->kernels[i].name, json_integer(p->kernels[i].n));
+    json_object_set_new(obj, "kernels", k);
     json_object_set_new(obj, "fused_bn_relu", json_integer(p->nfused_bn_relu));
     json_object_set_new(obj, "fused_add_relu", json_integer(p->nfused_add_relu));
     json_object_set_new(obj, "folded_bn", json_integer(p->nfolded_bn));

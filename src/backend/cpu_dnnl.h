@@ -70,6 +70,14 @@ typedef struct cpu_steps {
     int n, cap;
 } cpu_steps;
 
+// A reorder run outside the step lists (weight copies, the output and gradient conversions): its primitive and
+// its scratchpad memory (NULL when it needs none; else bound to the plan's shared scratchpad like any step's).
+// Some reorders want one: the Winograd weight transform (oneDNN's wino_reorder) does.
+typedef struct cpu_reorder {
+    dnnl_primitive_t prim;  // NULL: nothing to do
+    dnnl_memory_t scratch;
+} cpu_reorder;
+
 // A compute copy of a weight: the fp32 master (flat array, OIHW) reordered into the layout/type a primitive
 // wants; in an inference plan optionally with a BN folded in. Refreshed by set_params and after each update.
 typedef struct cpu_wcopy {
@@ -79,7 +87,7 @@ typedef struct cpu_wcopy {
     float *folded;             // with fold_bn: fp32 OIHW folded weights (the reorder's source)
     int64_t numel;
     int snapshot;              // taken at backward (the input gradient, computed on demand, uses these weights)
-    dnnl_primitive_t reorder;  // NULL: the copy is the master itself
+    cpu_reorder reorder;       // prim NULL: the copy is the master itself
     dnnl_memory_t src, dst;
 } cpu_wcopy;
 
@@ -90,6 +98,13 @@ typedef struct cpu_buffer {
     int refs;   // builder: tensors alive in it
     int pinned; // never reused
 } cpu_buffer;
+
+// One oneDNN implementation in use: "convolution jit_wino_4x3:avx512_core" and how many primitives use it.
+#define CPU_MAX_KERNELS 48
+typedef struct cpu_kernel {
+    char name[72];
+    int n;
+} cpu_kernel;
 
 struct cpu_plan {
     dlp_plan base;
@@ -138,13 +153,13 @@ struct cpu_plan {
     int in_value, out_value;      // value indices
     int64_t in_elems, out_elems;  // per sample
     float *out_plain;             // (batch, out...) fp32 NCHW: the output as the interface gives it
-    dnnl_primitive_t out_reorder; // value layout -> out_plain (NULL: out_plain is the value itself)
+    cpu_reorder out_reorder;      // value layout -> out_plain (prim NULL: out_plain is the value itself)
     dnnl_memory_t out_reorder_src, out_reorder_dst;
     float *dout_plain;            // d loss / d output, fp32 NCHW
-    dnnl_primitive_t dout_reorder;
+    cpu_reorder dout_reorder;
     dnnl_memory_t dout_reorder_src, dout_reorder_dst;
     float *din_plain;             // d loss / d input, fp32 NCHW (NULL: nothing flows into the input)
-    dnnl_primitive_t din_reorder;
+    cpu_reorder din_reorder;
     dnnl_memory_t din_reorder_src, din_reorder_dst;
 
     dlp_bucket *buckets;
@@ -157,6 +172,8 @@ struct cpu_plan {
 
     // what the plan chose (plan_info)
     dnnl_cpu_isa_t isa;
+    cpu_kernel kernels[CPU_MAX_KERNELS];  // every oneDNN implementation the plan's primitives use, with counts
+    int nkernels;
     char conv_impl[64];           // implementation of the first 3x3 convolution (e.g. "jit:avx512_core")
     int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
     int nconverts;     // activations converted to another layout/type between layers (forward)
@@ -164,6 +181,7 @@ struct cpu_plan {
     int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
     int nwinograd;                 // convolution primitives that use it
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
+    int infer_prop;                // DLPERF_CPU_INFER_PROP: -1 auto (inference with AMX), 0 training, 1 inference
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
     int mem_limit_hit;
@@ -203,6 +221,8 @@ dlp_status cpu_pool_finish(cpu_plan *p, int64_t *total_bytes);
 int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer);  // index, or -1 (error recorded)
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx);
 const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd);
+// Counts pd's implementation in p->kernels ("<primitive kind> <implementation>").
+void cpu_kernel_note(cpu_plan *p, const_dnnl_primitive_desc_t pd);
 dlp_status cpu_attr_new(dnnl_primitive_attr_t *attr);  // a user scratchpad
 // A primitive descriptor (attr NULL: default attributes with a user scratchpad; attr is not consumed).
 dlp_status cpu_pd_create(cpu_plan *p, const void *desc, const_dnnl_primitive_attr_t attr,
@@ -213,8 +233,12 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
 dlp_status cpu_step_fn_add(cpu_plan *p, cpu_steps *list, cpu_step_fn fn, const cpu_step *proto);
 dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, const dnnl_memory_desc_t *smd,
                             dnnl_memory_t dst, const dnnl_memory_desc_t *dmd, const char *what);
-dlp_status cpu_reorder_prim(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
-                            dnnl_primitive_t *out);
+// A standalone reorder smd -> dmd; its scratchpad (if it wants one) is the shared one, so it must be created
+// before cpu_scratch_finish. cpu_reorder_run executes it (nothing when r->prim is NULL) and waits.
+dlp_status cpu_reorder_new(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+                           cpu_reorder *out);
+dlp_status cpu_reorder_run(cpu_plan *p, const cpu_reorder *r, dnnl_memory_t src, dnnl_memory_t dst, int wait,
+                           const char *what);
 // acc += src (binary add in place; same descriptor).
 dlp_status cpu_step_accumulate(cpu_plan *p, cpu_steps *list, cpu_tensor *acc, cpu_tensor *src, const char *what);
 dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask);

@@ -122,9 +122,13 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     // avx512_core_bf16 CPU (measured on Zen 4: bf16 13.8 vs 43 img/s, fp32 19 vs 25 img/s for ResNet-50 at batch
     // 32) than the direct jit kernels it picks for forward_training — with the same post-ops. With AMX the brgemm
     // kernels are the fast path, so forward_inference there.
+    // DLPERF_CPU_INFER_PROP=inference|training forces one (the tests reach both paths on any CPU this way: the
+    // forward_inference kernels, and the Winograd weight format only forward_inference uses, whose weight reorder
+    // wants a scratchpad, are otherwise reached only on an AMX machine).
     const int amx = (p->isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
-    const dnnl_prop_kind_t prop = amx ? dnnl_forward_inference : dnnl_forward_training;
-    p->infer_conv_training_prop = !amx;
+    const int inference_prop = p->infer_prop >= 0 ? p->infer_prop : amx;
+    const dnnl_prop_kind_t prop = inference_prop ? dnnl_forward_inference : dnnl_forward_training;
+    p->infer_conv_training_prop = !inference_prop;
     dnnl_primitive_attr_t attr;
     DLP_CHECK(cpu_attr_new(&attr));
     dlp_status s = post_ops(attr, g->add >= 0, g->relu >= 0);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <oneapi/dnnl/dnnl_debug.h>
+
 #include "backend/cpu_dnnl.h"
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -248,6 +250,21 @@ const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd) {
     return s;
 }
 
+void cpu_kernel_note(cpu_plan *p, const_dnnl_primitive_desc_t pd) {
+    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+    dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+    char name[sizeof p->kernels[0].name];
+    snprintf(name, sizeof name, "%s %s", dnnl_prim_kind2str(kind), cpu_pd_impl(pd));
+    for (int i = 0; i < p->nkernels; i++)
+        if (!strcmp(p->kernels[i].name, name)) {
+            p->kernels[i].n++;
+            return;
+        }
+    if (p->nkernels == CPU_MAX_KERNELS) return;  // more kinds than any ResNet plan uses: the rest go uncounted
+    snprintf(p->kernels[p->nkernels].name, sizeof name, "%s", name);
+    p->kernels[p->nkernels++].n = 1;
+}
+
 dlp_status cpu_attr_new(dnnl_primitive_attr_t *attr) {
     CPU_DNNL(dnnl_primitive_attr_create(attr), "attributes");
     dnnl_status_t s = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
@@ -312,6 +329,7 @@ dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd,
     if (cs != dnnl_success)
         return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN cannot create the primitive for %s: %s", what, cpu_dnnl_status_str(cs));
     DLP_CHECK(prim_keep(p, prim));
+    cpu_kernel_note(p, pd);
     dnnl_memory_t sm;
     DLP_CHECK(scratch_mem(p, pd, &sm));
     cpu_step *s;
@@ -357,21 +375,36 @@ dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, con
 }
 
 // A standalone reorder (run outside step lists: output, input gradient, weight copies). Its scratchpad, if any,
-// is the shared one, bound like the others.
-dlp_status cpu_reorder_prim(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
-                            dnnl_primitive_t *out) {
+// is the shared one, bound like the others (a Winograd weight transform wants one).
+dlp_status cpu_reorder_new(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+                           cpu_reorder *out) {
+    memset(out, 0, sizeof *out);
     dnnl_primitive_desc_t pd;
     DLP_CHECK(reorder_pd(p, smd, dmd, &pd));
-    dnnl_memory_t sm;
-    dlp_status st = scratch_mem(p, pd, &sm);
-    if (st == DLP_OK && sm) st = DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: a plain reorder wants a scratchpad");
+    dlp_status st = scratch_mem(p, pd, &out->scratch);
     if (st == DLP_OK) {
-        dnnl_status_t s = dnnl_primitive_create(out, pd);
-        if (s != dnnl_success) st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reorder: %s", cpu_dnnl_status_str(s));
-        else st = prim_keep(p, *out);
+        dnnl_status_t s = dnnl_primitive_create(&out->prim, pd);
+        if (s != dnnl_success) {
+            out->prim = NULL;
+            st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reorder: %s", cpu_dnnl_status_str(s));
+        } else {
+            st = prim_keep(p, out->prim);
+            if (st) out->prim = NULL;  // prim_keep destroyed it
+        }
     }
+    if (st == DLP_OK) cpu_kernel_note(p, pd);
     dnnl_primitive_desc_destroy(pd);
     return st;
+}
+
+dlp_status cpu_reorder_run(cpu_plan *p, const cpu_reorder *r, dnnl_memory_t src, dnnl_memory_t dst, int wait,
+                           const char *what) {
+    if (!r->prim) return DLP_OK;
+    dnnl_exec_arg_t a[3] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}, {DNNL_ARG_SCRATCHPAD, r->scratch}};
+    dnnl_status_t s = dnnl_primitive_execute(r->prim, p->stream, r->scratch ? 3 : 2, a);
+    if (s != dnnl_success) return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reordering %s: %s", what, cpu_dnnl_status_str(s));
+    if (wait) CPU_DNNL(dnnl_stream_wait(p->stream), "waiting for the stream");
+    return DLP_OK;
 }
 
 dlp_status cpu_step_accumulate(cpu_plan *p, cpu_steps *list, cpu_tensor *acc, cpu_tensor *src, const char *what) {
@@ -484,7 +517,7 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
         if (!d) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
         p->weight_bytes += (int64_t)bytes;
         DLP_CHECK(cpu_mem_new(p, md, d, &c->dst));
-        DLP_CHECK(cpu_reorder_prim(p, &plain, md, &c->reorder));
+        DLP_CHECK(cpu_reorder_new(p, &plain, md, &c->reorder));
     }
     p->nwcopies++;
     *out = c->dst;
@@ -515,12 +548,7 @@ dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
         if (param >= 0 && c->param != param) continue;
         if ((which == CPU_WCOPY_LIVE && c->snapshot) || (which == CPU_WCOPY_SNAPSHOT && !c->snapshot)) continue;
         if (c->fold_bn >= 0) fold(p, c);
-        if (!c->reorder) continue;
-        dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, c->src}, {DNNL_ARG_TO, c->dst}};
-        dnnl_status_t s = dnnl_primitive_execute(c->reorder, p->stream, 2, a);
-        if (s != dnnl_success)
-            st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reordering weight %s: %s", p->net.params[c->param].name,
-                         cpu_dnnl_status_str(s));
+        st = cpu_reorder_run(p, &c->reorder, c->src, c->dst, 0, p->net.params[c->param].name);
     }
     if (p->small_now != p->threads) omp_set_num_threads(p->threads);
     if (st) return st;

@@ -1,7 +1,8 @@
 // hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
 // dlperf was built with, for the record in every result.
 // Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_load_meter,
-//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json.
+//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json, dlp_dnnl_isa_name, dlp_dnnl_isa_cap,
+//          dlp_dnnl_conv_kernels.
 #ifndef DLP_HW_HOST_H
 #define DLP_HW_HOST_H
 #include <jansson.h>
@@ -37,7 +38,14 @@ double dlp_load_meter_cores(const dlp_load_meter *m);
 // Waits (in half-second looks, at most max_s) until other processes keep at most threshold cores busy; returns the
 // last look's figure (NAN when /proc/stat is unreadable: no wait).
 double dlp_wait_quiet(double max_s, double threshold_cores);
-// {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", ...} for what is compiled in.
+// {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", "oneDNN ISA": "avx512_core_amx",
+//  "oneDNN kernels": "3x3 conv fp32 jit:avx512_core (...)", ...} for what is compiled in.
 json_t *dlp_versions_to_json(void);
+
+// With oneDNN (hw/dnnl_isa_dnnl.c): the ISA oneDNN runs on (honouring ONEDNN_MAX_CPU_ISA), the cap when one is
+// set (NULL otherwise), and the convolution kernels it picks for a representative ResNet layer (one line).
+const char *dlp_dnnl_isa_name(void);
+const char *dlp_dnnl_isa_cap(void);
+const char *dlp_dnnl_conv_kernels(void);
 
 #endif
