@@ -115,10 +115,10 @@ def make_model(train_files, train_labels):
     return m
 
 
-def dlperf_top5(weights, files, device, precision):
-    out = os.path.join(TMP, f"top5-{device}-{precision}.json")
+def dlperf_top5(weights, files, device, precision, env=None, tag=""):
+    out = os.path.join(TMP, f"top5-{device}-{precision}{tag}.json")
     r = subprocess.run([DLPERF, "infer", "--top5", "--weights", weights, "--device", device, "--precision", precision,
-                        "--threads", THREADS, "--json", out, *files], capture_output=True, text=True, env=ENV)
+                        "--threads", THREADS, "--json", out, *files], capture_output=True, text=True, env=env or ENV)
     if r.returncode != 0:
         print(r.stdout[-2000:], r.stderr[-2000:])
         raise SystemExit(f"dlperf infer --top5 on {device} {precision} failed with {r.returncode}")
@@ -184,10 +184,10 @@ def backends():
     return found
 
 
-def has_bf16(dev):
+def has_bf16(dev, env=None):
     r = subprocess.run([DLPERF, "nn", "bench", "--device", dev, "--model", "resnet-mini", "--size", "32", "--batch",
                         "1", "--steps", "1", "--warmup", "0", "--infer", "--precision", "bf16", "--threads", THREADS],
-                       capture_output=True, text=True, env=ENV)
+                       capture_output=True, text=True, env=env or ENV)
     return r.returncode == 0
 
 
@@ -210,12 +210,12 @@ def post_all(url, files, conns=3):
     return answers
 
 
-def check_http(weights, files, labels_path, device, ref_top, ref_prob, label_names):
-    port_file = os.path.join(TMP, "port")
+def check_http(weights, files, labels_path, device, ref_top, ref_prob, label_names, env=None, tag=""):
+    port_file = os.path.join(TMP, "port" + tag)
     err = open(os.path.join(TMP, "serve.err"), "w")
     p = subprocess.Popen([DLPERF, "serve", "--weights", weights, "--device", device, "--threads", THREADS, "--port", "0",
                           "--port-file", port_file, "--labels", labels_path, "--max-batch", "4", "--workers", "1",
-                          "--monitor-interval", "0"], stdout=subprocess.DEVNULL, stderr=err, env=ENV)
+                          "--monitor-interval", "0"], stdout=subprocess.DEVNULL, stderr=err, env=env or ENV)
     try:
         for _ in range(600):
             if os.path.exists(port_file) or p.poll() is not None:
@@ -232,7 +232,7 @@ def check_http(weights, files, labels_path, device, ref_top, ref_prob, label_nam
             for t in top:
                 if t.get("label") != label_names[t["class"]]:
                     fail(f"HTTP: class {t['class']} labelled {t.get('label')!r}, expected {label_names[t['class']]!r}")
-        compare_fp32(f"HTTP POST ({device} fp32)", got, ref_top, ref_prob, files, 1e-4)
+        compare_fp32(f"HTTP POST ({device}{tag} fp32)", got, ref_top, ref_prob, files, 1e-4)
         batches = max(a["batch"] for a in answers)
         print(f"       (largest dynamic batch seen: {batches})")
     finally:
@@ -290,6 +290,31 @@ def main():
         label_names = [" ".join(line.split()[1:]) for line in f.read().splitlines()[1:]]
     check_http(weights, val_files, os.path.join(data, "labels.txt"), "cpu" if "cpu" in devs else "ref", ref_top,
                ref_prob, label_names)
+    # the cpu backend over the ISA/algorithm matrix (tests/py/isa_matrix.py): the "winograd" rows are the AMX
+    # machine's inference path (forward_inference convolutions, Winograd weights reordered with a scratchpad) on
+    # any AVX-512 CPU; the HTTP service runs once on the first of them
+    if "cpu" in devs:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import isa_matrix
+        http_done = False
+        for label, over, note in isa_matrix.configs(DLPERF, ENV):
+            if over is None:
+                print(f"  SKIP cpu[{label}]: {note}")
+                continue
+            env = {**ENV, **over}
+            tag = f"[{label}]"
+            print(f"  cpu{tag}: oneDNN ISA {note}, {' '.join(f'{k}={v}' for k, v in over.items())}")
+            got, _ = dlperf_top5(weights, val_files, "cpu", "fp32", env, tag)
+            compare_fp32(f"cpu{tag} fp32", got, ref_top, ref_prob, val_files, 1e-4)
+            if has_bf16("cpu", env):
+                got, zb = dlperf_top5(weights, val_files, "cpu", "bf16", env, tag)
+                compare_bf16(f"cpu{tag} bf16", got, zb, z, val_files)
+            else:
+                print(f"  (no bf16 on cpu{tag})")
+            if not http_done and over.get("DLPERF_CPU_INFER_PROP") == "inference" and note.startswith("avx512"):
+                check_http(weights, val_files, os.path.join(data, "labels.txt"), "cpu", ref_top, ref_prob, label_names,
+                           env, tag)
+                http_done = True
     if FAILS:
         print(f"FAIL: {len(FAILS)} check(s): {FAILS[:5]}")
         return 1

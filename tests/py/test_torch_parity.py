@@ -53,8 +53,20 @@ def check(what, err, tol):
         FAILS.append(what)
 
 
+# The cpu backend also runs over the ISA/algorithm matrix (tests/py/isa_matrix.py): "cpu[avx2]" is --device cpu
+# with that configuration's environment (ONEDNN_MAX_CPU_ISA, DLPERF_CPU_WINOGRAD, DLPERF_CPU_INFER_PROP).
+VARIANT_ENV = {}
+
+
 def dlperf(*args):
-    r = subprocess.run([DLPERF, *args], capture_output=True, text=True, env=ENV)
+    args = list(args)
+    env = ENV
+    if "--device" in args:
+        i = args.index("--device") + 1
+        if args[i] in VARIANT_ENV:
+            env = {**ENV, **VARIANT_ENV[args[i]]}
+            args[i] = args[i].split("[")[0]
+    r = subprocess.run([DLPERF, *args], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         print(r.stdout, r.stderr)
         raise SystemExit(f"dlperf {' '.join(args)} failed with {r.returncode}")
@@ -113,6 +125,16 @@ def sgd_step(m, x, y, smoothing, lr, momentum, wd, nesterov, no_decay_bn_bias):
 def main():
     devs = backends()
     print(f"backends: {', '.join(devs)}")
+    if "cpu" in devs:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import isa_matrix
+        for label, over, note in isa_matrix.configs(DLPERF, ENV):
+            if over is None:
+                print(f"  SKIP cpu[{label}]: {note}")
+                continue
+            VARIANT_ENV[f"cpu[{label}]"] = over
+            devs.append(f"cpu[{label}]")
+            print(f"  cpu[{label}]: oneDNN ISA {note}, {' '.join(f'{k}={v}' for k, v in over.items())}")
     g = torch.Generator().manual_seed(1)
 
     # ---- 1. resnet18 training step ----------------------------------------------------------------------

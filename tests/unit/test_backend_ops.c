@@ -127,6 +127,7 @@ typedef struct step_out {
     int64_t conversions_train, conversions_infer;  // plan_info's activation_conversions (-1: not reported)
     int64_t winograd_train, winograd_infer;        // plan_info's winograd_convs
     int avx512;                                    // cpu backend on an AVX-512 ISA
+    int infer_prop_inference;                      // the inference plan's convolutions are forward_inference
 } step_out;
 
 // An integer field of plan_info (-1: not reported).
@@ -138,6 +139,59 @@ static int64_t info_int(const dlp_backend_ops *o, const dlp_plan *p, const char 
         n = json_integer_value(json_object_get(info, field));
     json_decref(info);
     return n;
+}
+
+// The oneDNN implementations the plans of one test used (plan_info's "kernels": name -> primitives, summed over
+// plans) and the ISA they ran on, printed at the end of the test so a run under an ISA cap or a forced algorithm
+// (tests/cli/isa_matrix.sh) shows what it exercised.
+static json_t *g_kernels;
+static char g_isa[32];
+
+static void note_kernels(const dlp_backend_ops *o, const dlp_plan *p) {
+    if (!o->plan_info || strcmp(o->name, "cpu") != 0) return;
+    json_t *info = json_object();
+    if (o->plan_info(p, info) == DLP_OK) {
+        const char *isa = json_string_value(json_object_get(info, "isa"));
+        if (isa) snprintf(g_isa, sizeof g_isa, "%s", isa);
+        if (!g_kernels) g_kernels = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(info, "kernels"), k, v) {
+            json_t *have = json_object_get(g_kernels, k);
+            json_object_set_new(g_kernels, k, json_integer(json_integer_value(have) + json_integer_value(v)));
+        }
+    }
+    json_decref(info);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static void print_kernels(const char *test) {
+    if (!g_kernels) {
+        printf("  kernels [%s]: no cpu plan was built\n", test);
+        return;
+    }
+    const char *names[128];
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(g_kernels, k, v) if (n < 128) names[n++] = k;
+    qsort(names, n, sizeof names[0], by_name);
+    const char *w = getenv("DLPERF_CPU_WINOGRAD"), *pr = getenv("DLPERF_CPU_INFER_PROP"),
+               *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    printf("  kernels [%s] oneDNN ISA %s (ONEDNN_MAX_CPU_ISA=%s, DLPERF_CPU_WINOGRAD=%s, DLPERF_CPU_INFER_PROP=%s):\n",
+           test, g_isa, cap && cap[0] ? cap : "-", w && w[0] ? w : "-", pr && pr[0] ? pr : "-");
+    for (size_t i = 0; i < n; i++)
+        printf("  kernels [%s]   %-48s %5lld primitives\n", test, names[i],
+               (long long)json_integer_value(json_object_get(g_kernels, names[i])));
+    json_decref(g_kernels);
+    g_kernels = NULL;
+}
+
+// Whether DLPERF_CPU_WINOGRAD=0 forces the direct algorithm.
+static int winograd_off(void) {
+    const char *w = getenv("DLPERF_CPU_WINOGRAD");
+    return w && w[0] == '0';
 }
 
 // Whether the cpu backend runs here on an AVX-512 ISA (where oneDNN 2.6 has its Winograd kernels).
@@ -192,6 +246,7 @@ static void run_step(const dlp_backend_ops *o, const step_in *in, step_out *r) {
     dlp_status st = o->plan_create(net, &cfg, &p);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
+    note_kernels(o, p);
     r->conversions_train = info_int(o, p, "activation_conversions");
     r->winograd_train = info_int(o, p, "winograd_convs");
     r->avx512 = cpu_avx512(o, p);
@@ -222,8 +277,17 @@ static void run_step(const dlp_backend_ops *o, const step_in *in, step_out *r) {
     // an inference plan (BN folded, fusions) with the same weights and the updated running statistics
     cfg.train = 0;
     assert_int_equal(o->plan_create(net, &cfg, &p), DLP_OK);
+    note_kernels(o, p);
     r->conversions_infer = info_int(o, p, "activation_conversions");
     r->winograd_infer = info_int(o, p, "winograd_convs");
+    if (o->plan_info) {
+        json_t *info = json_object();
+        if (o->plan_info(p, info) == DLP_OK) {
+            const char *pk = json_string_value(json_object_get(info, "conv_prop_kind"));
+            r->infer_prop_inference = pk && strcmp(pk, "forward_inference") == 0;
+        }
+        json_decref(info);
+    }
     assert_int_equal(o->set_params(p, in->params, r->bufs), DLP_OK);
     assert_int_equal(o->set_input(p, in->x, in->batch), DLP_OK);
     assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
@@ -437,10 +501,12 @@ static int op_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, con
     double tol = prec == DLP_DTYPE_BF16 ? TOL_BF16_OP : TOL_F32;
     int fails = compare(label, &net, &a, &b, 1, loss, tol, tol);
     if (strstr(c->name, "Winograd") && prec == DLP_DTYPE_F32 && a.avx512) {
-        // backward data + backward weights in training, forward in inference
-        printf("  %-44s Winograd primitives: training plan %lld, inference plan %lld\n", "",
-               (long long)a.winograd_train, (long long)a.winograd_infer);
-        fails += a.winograd_train < 2 || a.winograd_infer < 1;
+        // backward data + backward weights in training, forward in inference; none when direct is forced
+        printf("  %-44s Winograd primitives: training plan %lld, inference plan %lld%s\n", "",
+               (long long)a.winograd_train, (long long)a.winograd_infer,
+               winograd_off() ? " (DLPERF_CPU_WINOGRAD=0: direct forced)" : "");
+        if (winograd_off()) fails += a.winograd_train != 0 || a.winograd_infer != 0;
+        else fails += a.winograd_train < 2 || a.winograd_infer < 1;
     }
     step_out_free(&a);
     step_out_free(&b);
@@ -486,6 +552,7 @@ static void test_ops(void **state) {
             else printf("  %s bf16: %s: not planned here (skipped)\n", o->name, k_ops[i].name);
         }
     }
+    print_kernels("ops");
     assert_int_equal(fails, 0);
 }
 
@@ -537,6 +604,51 @@ static int compare_bf16_net(const char *label, const dlp_net *net, const step_ou
     check(&c, "infer", rel_err(a->infer_out, b->infer_out, a->n_out), si);
     printf("  %-44s%s\n  %-44s tolerances (3x ref's sensitivity): out %.1e grads %.1e infer %.1e\n", label, c.buf, "",
            so, sg, si);
+    fflush(stdout);
+    return c.fails;
+}
+
+// An fp32 whole step that missed TOL_F32 in its gradients: is that the backend, or the step's conditioning? Other
+// kernels (another ISA's, another algorithm's) round differently, and a whole ResNet step at test sizes has
+// pre-activations and maxpool candidates within rounding of a ReLU's or a maxpool's decision: one decision taken
+// the other way moves a gradient far more than rounding (a layer4 BN at batch 2 averages over 8 values). Seen with
+// ONEDNN_MAX_CPU_ISA=AVX2 on resnet50: forward 3e-6 of ref, gradients 8e-2 apart. So, only then, ref's own
+// sensitivity: S = its largest change over 3 runs with the input perturbed by EPS_F32_NET (relative, random signs;
+// the order of the fp32 kernels' forward deviation on whole networks, 2e-6..7e-6). The step passes if the forward
+// quantities (outputs, loss, running statistics, the inference plan) still meet TOL_F32 — decisions do not move
+// them — and the gradients, the updated parameters and the eval pass after the update are within 3 S (L2 over the
+// whole array, as the bf16 check). Any other error still fails.
+#define EPS_F32_NET 1e-5
+static int fp32_conditioning(const dlp_backend_ops *ref, const step_in *ri, const dlp_net *net, const step_out *a,
+                             const step_out *b, int64_t nin, uint64_t seed) {
+    double sg = 0, sx = 0, su = 0, se = 0;
+    for (int k = 0; k < 3; k++) {
+        float *px = randn(nin, seed, 20 + (uint64_t)k, EPS_F32_NET);
+        for (int64_t i = 0; i < nin; i++) px[i] = ri->x[i] * (1.0f + px[i]);
+        step_in pi = *ri;
+        pi.x = px;
+        step_out sv;
+        run_step(ref, &pi, &sv);
+        sg = fmax(sg, l2_err(sv.grads, b->grads, net->param_count));
+        sx = fmax(sx, l2_err(sv.gx, b->gx, b->n_in));
+        su = fmax(su, l2_err(sv.updated, b->updated, net->param_count));
+        se = fmax(se, rel_err(sv.eval_out, b->eval_out, b->n_out));
+        step_out_free(&sv);
+        free(px);
+    }
+    cmp_line c = {0};
+    const char *wn;
+    check(&c, "out", rel_err(a->out, b->out, a->n_out), TOL_F32);
+    check(&c, "loss", fabs(a->lo.loss - b->lo.loss) / fmax(fabs(b->lo.loss), 1e-12), TOL_F32);
+    check(&c, "running", worst_buf(net, a->bufs, b->bufs, &wn), TOL_F32);
+    check(&c, "infer", rel_err(a->infer_out, b->infer_out, a->n_out), TOL_F32);
+    check(&c, "dx(L2)", l2_err(a->gx, b->gx, a->n_in), fmax(3 * sx, TOL_F32));
+    check(&c, "grads(L2)", l2_err(a->grads, b->grads, net->param_count), fmax(3 * sg, TOL_F32));
+    check(&c, "updated(L2)", l2_err(a->updated, b->updated, net->param_count), fmax(3 * su, TOL_F32));
+    check(&c, "eval", rel_err(a->eval_out, b->eval_out, a->n_out), fmax(3 * se, TOL_F32));
+    printf("  %-44s conditioning: ref's own change under an input perturbation of %.0e: dx %.1e grads %.1e "
+           "updated %.1e eval %.1e\n  %-44s against 3x that:%s\n",
+           "", EPS_F32_NET, sx, sg, su, se, "", c.buf);
     fflush(stdout);
     return c.fails;
 }
@@ -594,14 +706,19 @@ static int net_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, co
         free(px);
     } else {
         fails = compare(label, &net, &a, &b, 1, 1, TOL_F32, TOL_F32);
+        if (fails) fails = fp32_conditioning(ref, &ri, &net, &a, &b, nin, seed);
     }
     // activations stay in the primitives' layouts: ResNet-50 converts only the input batch (and, in bf16, the
-    // pooled features for the fc)
+    // pooled features for the fc). An inference plan of forward_inference convolutions (the AMX default, or
+    // DLPERF_CPU_INFER_PROP=inference) runs oneDNN's brgemm kernels in NHWC, while its Winograd kernel keeps the
+    // blocked layout: each Winograd convolution may then convert its input and its output (at most 2 more each).
     if (strcmp(c->model, "resnet50") == 0 && a.conversions_train >= 0) {
-        printf("  %-44s activation conversions: training plan %lld, inference plan %lld\n", "",
-               (long long)a.conversions_train, (long long)a.conversions_infer);
         const int64_t most = prec == DLP_DTYPE_BF16 ? 2 : 1;
-        fails += a.conversions_train > most || a.conversions_infer > most;
+        const int64_t most_infer = most + (a.infer_prop_inference ? 2 * a.winograd_infer : 0);
+        printf("  %-44s activation conversions: training plan %lld, inference plan %lld (at most %lld, %lld)\n", "",
+               (long long)a.conversions_train, (long long)a.conversions_infer, (long long)most,
+               (long long)most_infer);
+        fails += a.conversions_train > most || a.conversions_infer > most_infer;
     }
     step_out_free(&a);
     step_out_free(&b);
@@ -636,6 +753,7 @@ static void test_resnet_steps(void **state) {
             if (bf) fails += net_case_run(ref, o, c, DLP_DTYPE_BF16, 70 + i);
         }
     }
+    print_kernels("resnet steps");
     assert_int_equal(fails, 0);
 }
 
