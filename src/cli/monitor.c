@@ -356,6 +356,7 @@ int dlp_cli_monitor(int argc, char **argv) {
     if (json_path) {
         json_t *res = dlp_json_result_new("dlperf.monitor/1", 0, NULL);
         json_object_set_new(res, "options", dlp_opts_to_json(opts));
+        json_object_set_new(res, "versions", dlp_versions_to_json());
         json_t *c = json_array();
         for (int i = 0; i < ncmd; i++) json_array_append_new(c, json_string(cmd[i]));
         json_object_set_new(res, "command", c);

@@ -99,6 +99,7 @@ static int cmd_info(int argc, char **argv) {
     if (json_path) {
         json_t *o = dlp_json_result_new("dlperf.nn-info/1", 0, NULL);
         json_object_set_new(o, "config", dlp_opts_to_json(opts));
+        json_object_set_new(o, "versions", dlp_versions_to_json());
         json_object_set_new(o, "arch", json_string(net.arch));
         json_object_set_new(o, "num_classes", json_integer(net.num_classes));
         json_object_set_new(o, "input", json_pack("[iii]", in->c, in->h, in->w));

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "core/json.h"
+#include "hw/host.h"
 #include "core/opts.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
@@ -304,6 +305,7 @@ int dlp_cli_predict(int argc, char **argv) {
 
     json_t *res = dlp_json_result_new("dlperf.predict/1", 0, NULL);
     json_object_set_new(res, "options", dlp_opts_to_json(table));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
     json_t *preds = json_array();
     json_object_set_new(res, "predictions", preds);
 

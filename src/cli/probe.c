@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/opts.h"
+#include "hw/host.h"
 #include "perf/probe.h"
 
 static void progress(void *ctx, const char *line) {
@@ -91,6 +92,7 @@ int dlp_cli_probe(int argc, char **argv) {
         snprintf(loader, sizeof loader, "loader %.2f ms per image at 224 px (1 thread)", 1e3 / json_number_value(mr));
     json_t *o = dlp_profile_to_json(&p);
     json_object_set_new(details, "options", dlp_opts_to_json(opts));
+    json_object_set_new(details, "versions", dlp_versions_to_json());  // oneDNN's ISA and kernels behind the figures
     json_object_set_new(o, "probe", details);
     st = dlp_json_write(o, out, DLP_WRITE_NOCLOBBER);
     json_decref(o);

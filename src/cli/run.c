@@ -458,6 +458,7 @@ int dlp_cli_run(int argc, char **argv) {
     json_t *res = dlp_json_result_new("dlperf.run/1", argc, argv);
     json_object_set_new(res, "options", dlp_opts_to_json(opts));
     json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
     json_object_set_new(res, "precision", json_string(prec));
     json_object_set_new(res, "out", json_string(out));
     json_t *jst = json_object();

@@ -93,6 +93,18 @@ assert r['data']['input_layout']=='NHWC' and r['run']['steps']==6 and r['config'
 assert r['threads']['loader'] >= 1 and r['threads']['omp_wait_policy_set_by'] != 'dlperf train (re-exec with OMP_WAIT_POLICY=passive)'
 " "$T/sim.json" || fail "sim JSON"
 
+# 5b. the cpu backend (where built with oneDNN): the result names oneDNN's ISA and the kernels of the plan
+if $D version | grep -q "^oneDNN ISA"; then
+  $D train --data "$T/ds" --model resnet-mini --size 32 --batch 4 --device cpu --threads 2 --workers 1 --peak off \
+    --steps 2 --json "$T/cpu.json" >/dev/null 2>"$T/err5b" || { cat "$T/err5b"; fail "cpu run"; }
+  $PY -c "
+import json,sys; r=json.load(open(sys.argv[1]))
+p=r['backend']['plan']; isa=r['versions']['oneDNN ISA'].split()[0]
+assert p['library']=='oneDNN' and p['isa']==isa, (p.get('isa'), isa)
+assert any(k.startswith('convolution ') for k in p['kernels']) and r['versions']['oneDNN kernels'].startswith('3x3 conv fp32 '), p['kernels']
+" "$T/cpu.json" || fail "cpu run's JSON: ISA and kernels"
+fi
+
 # 6. list files ("path label" lines) for both sets
 $D train --data "$T/ds/train.txt" --val-data "$T/ds/val.txt" "${TINY[@]}" --steps 3 --json "$T/list.json" >/dev/null \
   2>"$T/err7" || { cat "$T/err7"; fail "list-file data"; }
