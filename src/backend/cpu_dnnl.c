@@ -14,23 +14,6 @@
 #include "core/clock.h"
 #include "core/log.h"
 
-static const char *isa_name(dnnl_cpu_isa_t isa) {
-    switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    default: return "other";
-    }
-}
-
-
 // Every entry point runs inside enter()/leave():
 // - oneDNN (OpenMP runtime) parallelizes over omp_get_max_threads() of the calling thread, so the plan's count is
 //   set on each entry (a step may run on another thread than plan_create's);
@@ -501,7 +484,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     snprintf(ver, sizeof ver, "%d.%d.%d", v->major, v->minor, v->patch);
     json_object_set_new(obj, "library", json_string("oneDNN"));
     json_object_set_new(obj, "library_version", json_string(ver));
-    json_object_set_new(obj, "isa", json_string(isa_name(p->isa)));
+    json_object_set_new(obj, "isa", json_string(dlp_dnnl_isa_name_of((int)p->isa)));
     json_object_set_new(obj, "threads", json_integer(p->threads));
     json_object_set_new(obj, "threading", json_string("OpenMP"));
     json_object_set_new(obj, "short_op_threads_busy", json_integer(p->small_busy));

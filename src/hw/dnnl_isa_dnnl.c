@@ -10,8 +10,8 @@
 
 #include "hw/host.h"
 
-const char *dlp_dnnl_isa_name(void) {
-    switch (dnnl_get_effective_cpu_isa()) {
+const char *dlp_dnnl_isa_name_of(int isa) {
+    switch ((dnnl_cpu_isa_t)isa) {
     case dnnl_cpu_isa_sse41: return "sse41";
     case dnnl_cpu_isa_avx: return "avx";
     case dnnl_cpu_isa_avx2: return "avx2";
@@ -25,6 +25,8 @@ const char *dlp_dnnl_isa_name(void) {
     default: return "other";
     }
 }
+
+const char *dlp_dnnl_isa_name(void) { return dlp_dnnl_isa_name_of((int)dnnl_get_effective_cpu_isa()); }
 
 const char *dlp_dnnl_isa_cap(void) {
     const char *c = getenv("ONEDNN_MAX_CPU_ISA");

@@ -1,7 +1,7 @@
 // hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
 // dlperf was built with, for the record in every result.
 // Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_load_meter,
-//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json, dlp_dnnl_isa_name, dlp_dnnl_isa_cap,
+//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json, dlp_dnnl_isa_name, dlp_dnnl_isa_name_of, dlp_dnnl_isa_cap,
 //          dlp_dnnl_conv_kernels.
 #ifndef DLP_HW_HOST_H
 #define DLP_HW_HOST_H
@@ -45,6 +45,7 @@ json_t *dlp_versions_to_json(void);
 // With oneDNN (hw/dnnl_isa_dnnl.c): the ISA oneDNN runs on (honouring ONEDNN_MAX_CPU_ISA), the cap when one is
 // set (NULL otherwise), and the convolution kernels it picks for a representative ResNet layer (one line).
 const char *dlp_dnnl_isa_name(void);
+const char *dlp_dnnl_isa_name_of(int isa);  // a dnnl_cpu_isa_t's name ("avx512_core_amx")
 const char *dlp_dnnl_isa_cap(void);
 const char *dlp_dnnl_conv_kernels(void);
 
