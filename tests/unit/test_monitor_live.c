@@ -71,13 +71,19 @@ static void test_one_busy_core(void **state) {
     double bg0 = metric(s, 0, "cpu.all.util_pct", "mean"), busy = metric(s, 1, "cpu.all.util_pct", "mean");
     double bg1 = metric(s, 2, "cpu.all.util_pct", "mean"), online = metric(s, 1, "cpu.all.online", "max");
     double proc = metric(s, 1, "proc.cpu_pct", "mean");
+    // steal (a virtual CPU that wanted to run while the hypervisor ran someone else) counts as busy in util_pct, and
+    // it is what takes the spinning thread's share below 1 on an oversubscribed host: seen in CI as a thread that
+    // got 63% of a core and a total of 64.5% on 2 CPUs with 1.4% background. So the upper bound adds it.
+    double steal = metric(s, 1, "cpu.all.steal_pct", "mean");
+    if (!(steal >= 0)) steal = 0;
     double share = r.cpu_s / r.wall_s;
-    double lo = fmin(100, 100.0 / online * share + fmin(bg0, bg1)), hi = fmin(100, 100.0 / online * share + fmax(bg0, bg1));
+    double lo = fmin(100, 100.0 / online * share + fmin(bg0, bg1)),
+           hi = fmin(100, 100.0 / online * share + fmax(bg0, bg1) + steal);
     const double tol = 12;
     print_message("one core busy for %.2f s (the thread got %.0f%% of a core) on %.0f CPUs: %.1f%% total CPU in that "
                   "phase; expected %.1f..%.1f +- %.0f (100/%.0f = %.1f%% plus %.1f%% / %.1f%% background before / "
-                  "after); this process: %.1f%% of one core\n",
-                  r.wall_s, 100 * share, online, busy, lo, hi, tol, online, 100.0 / online, bg0, bg1, proc);
+                  "after, %.1f%% steal); this process: %.1f%% of one core\n",
+                  r.wall_s, 100 * share, online, busy, lo, hi, tol, online, 100.0 / online, bg0, bg1, steal, proc);
     assert_int_equal((long)online, n);
     if (busy < lo - tol || busy > hi + tol) fail_msg("total CPU %.1f%% is outside %.1f..%.1f +- %.0f", busy, lo, hi, tol);
     // The process tree (this process) used about one core: the spinning thread's share, plus a little.
