@@ -1,6 +1,7 @@
 // nn/checkpoint: model + state sidecar, saved atomically and checked on load.
 #include "nn/checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -105,6 +106,12 @@ dlp_status dlp_checkpoint_save(const char *path, const dlp_net *net, const float
         zeros = calloc((size_t)(net->param_count ? net->param_count : 1), sizeof(float));
         if (!zeros) return DLP_ERR(DLP_ERR_NOMEM, "out of memory saving %s", path);
         momentum = zeros;
+    }
+    // 0. an earlier pair at this path goes first, the model first (as retention does): the new state must never
+    //    stand next to the old model (a pair from two saves; the load would refuse it, and resume with it)
+    if ((unlink(path) != 0 && errno != ENOENT) || (unlink(state_path) != 0 && errno != ENOENT)) {
+        st = DLP_ERR(DLP_ERR_IO, "cannot replace the earlier checkpoint %s: %s", path, strerror(errno));
+        goto out;
     }
     // 1. the state sidecar
     json_t *sj = dlp_lr_schedule_to_json(&ck->sched);

@@ -4,7 +4,9 @@
 //                          included), loadable by torchvision with load_state_dict(strict=True);
 //   <stem>.state.safetensors  the optimizer's momentum buffers ("momentum.<param name>", F32) and, in its
 //                          __metadata__, the position (JSON), the LR schedule (JSON) and the run's config (JSON).
-// Both carry the same "dlperf.checkpoint_id"; a load refuses a pair from different saves.
+// Both carry the same "dlperf.checkpoint_id"; a load refuses a pair from different saves. Published as one unit:
+// an earlier pair at the path is removed first (model, then state), the state is renamed into place, and the
+// model's rename completes the pair — a state without its model is an unpublished leftover (nn/ckdir.h removes it).
 // Defines: dlp_train_pos, dlp_checkpoint, dlp_checkpoint_save, dlp_checkpoint_load, dlp_checkpoint_free,
 //          dlp_checkpoint_state_path.
 #ifndef DLP_NN_CHECKPOINT_H

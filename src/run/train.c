@@ -2,7 +2,6 @@
 // checkpoints. The figures and the JSON result are built in train_result.c.
 #include "run/train.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "data/source.h"
+#include "nn/ckdir.h"
 #include "nn/resnet.h"
 #include "run/train_impl.h"
 
@@ -81,22 +81,11 @@ static dlp_status sync_dev(dlp_trainer *t) { return t->ops->sync ? t->ops->sync(
 
 // Newest complete checkpoint (model + state sidecar) "step-<N>.safetensors" in dir; *step = -1 if none.
 static void newest_checkpoint(const char *dir, char *path, size_t len, int64_t *step) {
-    *step = -1;
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long long n;
-        char tail[32];
-        if (sscanf(e->d_name, "step-%lld.%31s", &n, tail) != 2 || strcmp(tail, "safetensors") != 0) continue;
-        char p[4096], sp[4200];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        dlp_checkpoint_state_path(p, sp, sizeof sp);
-        if (!dlp_path_exists(sp) || n <= *step) continue;
-        *step = n;
-        snprintf(path, len, "%s", p);
-    }
-    closedir(d);
+    int64_t *steps;
+    const int n = dlp_ckdir_list(dir, &steps);
+    *step = n > 0 ? steps[n - 1] : -1;
+    if (n > 0) dlp_ckdir_path(dir, *step, path, len);
+    free(steps);
 }
 
 static json_t *ck_config_json(const dlp_trainer *t) {
@@ -141,21 +130,10 @@ static dlp_status save_checkpoint(dlp_trainer *t) {
     json_array_append_new(t->ck_written, json_string(path));
     snprintf(t->last_ck, sizeof t->last_ck, "%s", path);
     t->last_ck_step = t->pos.step;
-    // Keep the newest keep_checkpoints: forget (and delete) the oldest written by this run.
-    int keep = t->c.keep_checkpoints;
-    if (t->ck_count == DLP_TRAIN_MAX_KEEP || (keep > 0 && t->ck_count == keep)) {
-        if (keep > 0) {
-            char sp[1100];
-            dlp_checkpoint_state_path(t->ck_ring[0], sp, sizeof sp);
-            if (strcmp(t->ck_ring[0], path) != 0) {
-                unlink(t->ck_ring[0]);  // the model first: a model without its sidecar is never taken for complete
-                unlink(sp);
-            }
-        }
-        memmove(t->ck_ring[0], t->ck_ring[1], sizeof t->ck_ring[0] * (size_t)(t->ck_count - 1));
-        t->ck_count--;
-    }
-    snprintf(t->ck_ring[t->ck_count++], sizeof t->ck_ring[0], "%s", path);
+    // Keep the newest keep_checkpoints of the directory, whoever wrote them (earlier processes of this run, killed
+    // and resumed), and remove what dead writers left (nn/ckdir.h).
+    DLP_CHECK(dlp_ckdir_retain(t->c.checkpoint_dir, t->c.keep_checkpoints, NULL));
+    DLP_CHECK(dlp_ckdir_clean(t->c.checkpoint_dir, NULL));
     dlp_train_event ev = {.kind = DLP_TRAIN_EV_CHECKPOINT, .epoch = t->pos.epoch, .path = path, .loss = t->last_loss,
                           .lr = t->last_lr};
     if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
@@ -628,14 +606,23 @@ static dlp_status setup(dlp_trainer *t) {
     if (c->workers == 0) c->workers = dworkers;
     if (c->prefetch == 0) c->prefetch = 2 * c->workers < 2 ? 2 : 2 * c->workers;
     if (c->steps == 0 && c->epochs == 0) c->epochs = 1;
-    if (c->keep_checkpoints > DLP_TRAIN_MAX_KEEP) c->keep_checkpoints = DLP_TRAIN_MAX_KEEP;
-    if (c->checkpoint_dir && !resumes_from(c->resume, c->checkpoint_dir)) {  // never write over another run's
-        char p[1024];
-        int64_t s;
-        newest_checkpoint(c->checkpoint_dir, p, sizeof p, &s);
-        if (s >= 0)
-            return DLP_ERR(DLP_ERR_EXISTS, "--checkpoint %s already holds checkpoints of another run (%s); resume it "
-                           "with --resume %s, or give another directory", c->checkpoint_dir, p, c->checkpoint_dir);
+    if (c->checkpoint_dir) {
+        // one writer at a time; the lock goes with the process, so a killed run never blocks its resumption
+        DLP_CHECK(dlp_ckdir_lock(c->checkpoint_dir, &t->ck_lock_fd));
+        if (!resumes_from(c->resume, c->checkpoint_dir)) {  // never write over another run's
+            char p[1024];
+            int64_t s;
+            newest_checkpoint(c->checkpoint_dir, p, sizeof p, &s);
+            if (s >= 0)
+                return DLP_ERR(DLP_ERR_EXISTS, "--checkpoint %s already holds checkpoints of another run (%s); resume "
+                               "it with --resume %s, or give another directory", c->checkpoint_dir, p,
+                               c->checkpoint_dir);
+        }
+        int removed = 0;
+        DLP_CHECK(dlp_ckdir_clean(c->checkpoint_dir, &removed));
+        if (removed)
+            DLP_INFO("checkpoints: removed %d file(s) that killed writers left in %s (temporaries, unpublished state)",
+                     removed, c->checkpoint_dir);
     }
 
     DLP_CHECK(open_data(t));
@@ -704,7 +691,19 @@ static dlp_status setup(dlp_trainer *t) {
     t->best_top1 = -1;
     t->last_top1 = t->last_top5 = -1;
     t->last_eval_step = t->last_ck_step = -1;
-    if (c->resume) {
+    // --resume DIR naming the run's own --checkpoint DIR with no complete checkpoint in it yet: a preempted run's
+    // first start (or a restart killed before its first checkpoint) — one command serves every (re)start
+    int fresh = 0;
+    if (c->resume && c->checkpoint_dir && dlp_is_dir(c->resume) && resumes_from(c->resume, c->checkpoint_dir)) {
+        char p[1024];
+        int64_t have;
+        newest_checkpoint(c->resume, p, sizeof p, &have);
+        if (have < 0) {
+            DLP_INFO("--resume %s: no complete checkpoint there yet; the run starts from the beginning", c->resume);
+            fresh = 1;
+        }
+    }
+    if (c->resume && !fresh) {
         DLP_CHECK(load_resume(t));
         DLP_CHECK(t->ops->set_params(t->plan, t->params, t->bufs));
         DLP_CHECK(t->ops->set_momentum(t->plan, t->mom));
@@ -740,6 +739,8 @@ static void teardown(dlp_trainer *t) {
     dlp_loader_free(t->tl);
     dlp_loader_free(t->vl);
     if (t->plan) t->ops->plan_free(t->plan);
+    dlp_ckdir_unlock(t->ck_lock_fd);
+    t->ck_lock_fd = -1;
     if (t->have_net) dlp_net_free(&t->net);
     if (t->own_train_ds) dlp_dataset_free(t->train_ds);
     if (t->own_val_ds) dlp_dataset_free(t->val_ds);
@@ -755,12 +756,18 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     memset(r, 0, sizeof *r);
     dlp_trainer *t = calloc(1, sizeof *t);
     DLP_TRY_ALLOC(t);
+    t->ck_lock_fd = -1;
     t->c = *cfg;
     t->t_run0 = dlp_now_ns();
     dlp_status st = setup(t);
     t->t_setup_end = dlp_now_ns();
     if (st == DLP_OK) st = train_loop(t);
     // After the loop (also after a failure in it): a final evaluation and checkpoint when the run ended well.
+    // Stopped by its caller (dlperf train: SIGTERM from a scheduler, Ctrl-C), the checkpoint comes first: a grace
+    // period (Slurm --signal, Kubernetes terminationGracePeriodSeconds) may end before an evaluation would.
+    if (st == DLP_OK && strcmp(t->stopped_by, "callback") == 0 && t->c.checkpoint_dir && t->last_ck_step != t->pos.step &&
+        t->steps_run > 0)
+        st = save_checkpoint(t);
     if (st == DLP_OK && t->c.eval && t->vl && t->last_eval_step != t->pos.step && t->steps_run > 0) st = run_eval(t, -1);
     if (st == DLP_OK && t->c.checkpoint_dir && t->last_ck_step != t->pos.step && t->steps_run > 0)
         st = save_checkpoint(t);

@@ -14,7 +14,6 @@
 #include "nn/schedule.h"
 #include "run/train.h"
 
-#define DLP_TRAIN_MAX_KEEP 64  // checkpoints remembered for deletion (keep_checkpoints is capped to this)
 
 // Per-epoch accounting (one entry per epoch of the run, allocated before the loop).
 typedef struct dlp_train_epoch_stats {
@@ -62,8 +61,7 @@ typedef struct dlp_trainer {
     double best_top1, last_top1, last_top5;
     int64_t last_eval_step, last_ck_step;
     json_t *ck_written;             // array of paths
-    char ck_ring[DLP_TRAIN_MAX_KEEP][1024];
-    int ck_count;
+    int ck_lock_fd;                 // the checkpoint directory's writer lock (-1: none)
     char last_ck[1024];
     // LOG interval
     int64_t log_loop_ns, log_step0, log_wait_ns;  // loop time, first step and data wait of the interval
