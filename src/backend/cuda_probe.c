@@ -8,25 +8,14 @@
 #include "backend/cuda.h"
 #include "backend/cuda_host.h"
 #include "backend/cuda_util.h"
+#include "core/stats.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/clock.h"
 #include "core/rng.h"
 #include "hw/derive.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(double *v, int n, double q) {  // sorts v
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    double pos = q * (n - 1);
-    int i = (int)pos;
-    double f = pos - i;
-    return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-}
+static double quantile(double *v, int n, double q) { return n > 0 ? dlp_stats_quantile_f64(v, (size_t)n, q) : 0; }
 
 dlp_status dlp_cuda_probe_h2d(int device, const int64_t *bytes, int n, int repeats, dlp_cuda_h2d_point *out) {
     int ndev = 0;
@@ -275,7 +264,7 @@ dlp_status dlp_cuda_device_profile(const char *name, const dlp_cuda_device_info 
         fit_line(x, y, n, &r->t0_s, &r->per_image_s);
         r->per_image_s /= work_ratio;
         if (a->train) {
-            qsort(upd, (size_t)n, sizeof *upd, cmp_double);
+            dlp_stats_sort_f64(upd, (size_t)n);
             r->update_s = upd[n / 2] / param_ratio;
         }
         snprintf(r->basis, sizeof r->basis, "measured: dlperf gpu probe, cuda backend, %s %s, %d batch sizes up to %d%s",

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/log.h"
 
@@ -24,11 +25,6 @@ static void warm_files(const dlp_dataset *ds, int64_t n_used) {
         close(fd);
     }
     free(buf);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static dlp_status measure(const dlp_data_bench_cfg *cfg, int workers, double *secs, double *cpu, dlp_loader_stats *st,
@@ -73,7 +69,7 @@ dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *run
             DLP_CHECK(measure(cfg, cfg->workers[k], &secs[r], &cpus[r], &stats[r], &imgs[r]));
         double sorted[64];
         memcpy(sorted, secs, sizeof(double) * (size_t)repeat);
-        qsort(sorted, (size_t)repeat, sizeof(double), cmp_double);
+        dlp_stats_sort_f64(sorted, (size_t)repeat);
         double med = sorted[repeat / 2];
         int mi = 0;
         for (int r = 0; r < repeat; r++)

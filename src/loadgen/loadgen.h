@@ -3,7 +3,7 @@
 // summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
 // Defines: dlp_lg_scenario, dlp_lg_settings, dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done,
 //          dlp_lg_sut, dlp_lg_latency, dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_summary_text,
-//          dlp_lg_result_to_json, and the statistics helpers (percentile, Poisson schedule, early stopping).
+//          dlp_lg_result_to_json, and the statistics helpers (latency summary, Poisson schedule, early stopping).
 #ifndef DLP_LOADGEN_H
 #define DLP_LOADGEN_H
 #include <jansson.h>
@@ -119,10 +119,7 @@ typedef struct dlp_lg_http_cfg {
 } dlp_lg_http_cfg;
 dlp_status dlp_lg_sut_http_create(const dlp_lg_http_cfg *cfg, dlp_lg_sut *out);
 
-// --- statistics ------------------------------------------------------------------------------------
-// MLPerf's percentile: sorted[floor(n * p)] (clamped to n-1); sorted ascending, n >= 1.
-int64_t dlp_lg_percentile(const int64_t *sorted, size_t n, double p);
-
+// --- statistics (percentiles by MLPerf's rule: core/stats' dlp_stats_rank_i64) ---------------------------------
 typedef struct dlp_lg_latency {
     int64_t count;
     int64_t min_ns, max_ns, mean_ns;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
 #include "loadgen/loadgen.h"
@@ -254,10 +255,10 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, int64_t t0, dlp_l
     int ms = s->scenario == DLP_LG_MULTI_STREAM;
     if (ms) {
         dlp_lg_latency_summarize(q_all, (size_t)nqall, &tmp);
-        o->target_percentile_ns = dlp_lg_percentile(q_all, (size_t)nqall, p);
+        o->target_percentile_ns = dlp_stats_rank_i64(q_all, (size_t)nqall, p);
     } else {
         dlp_lg_latency_summarize(all_lat, (size_t)nall, &tmp);  // sorts all_lat
-        o->target_percentile_ns = dlp_lg_percentile(all_lat, (size_t)nall, p);
+        o->target_percentile_ns = dlp_stats_rank_i64(all_lat, (size_t)nall, p);
     }
     o->duration_ns = last_done - t0;
     if (nq > 0) {
@@ -367,11 +368,11 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, int64_t t0, dlp_l
     switch (s->scenario) {
     case DLP_LG_SINGLE_STREAM:
         o->metric_name = "90th percentile latency (ns)";
-        o->metric_value = (double)dlp_lg_percentile(ok_lat, (size_t)nok, p);
+        o->metric_value = (double)dlp_stats_rank_i64(ok_lat, (size_t)nok, p);
         break;
     case DLP_LG_MULTI_STREAM:
         o->metric_name = "99th percentile latency (ns)";
-        o->metric_value = (double)dlp_lg_percentile(q_lat, (size_t)nqok, p);
+        o->metric_value = (double)dlp_stats_rank_i64(q_lat, (size_t)nqok, p);
         break;
     case DLP_LG_SERVER:
         o->metric_name = "Scheduled samples per second";

@@ -4,38 +4,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/rng.h"
 #include "loadgen/loadgen.h"
-
-int64_t dlp_lg_percentile(const int64_t *sorted, size_t n, double p) {
-    if (n == 0) return 0;
-    double x = (double)n * p;
-    size_t i = x <= 0 ? 0 : (size_t)x;
-    if (i >= n) i = n - 1;
-    return sorted[i];
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 void dlp_lg_latency_summarize(int64_t *lat, size_t n, dlp_lg_latency *out) {
     memset(out, 0, sizeof *out);
     if (n == 0) return;
-    qsort(lat, n, sizeof *lat, cmp_i64);
+    dlp_stats_sort_i64(lat, n);
     long double sum = 0;
     for (size_t i = 0; i < n; i++) sum += lat[i];
     out->count = (int64_t)n;
     out->min_ns = lat[0];
     out->max_ns = lat[n - 1];
     out->mean_ns = (int64_t)(sum / n);
-    out->p50_ns = dlp_lg_percentile(lat, n, 0.50);
-    out->p90_ns = dlp_lg_percentile(lat, n, 0.90);
-    out->p95_ns = dlp_lg_percentile(lat, n, 0.95);
-    out->p97_ns = dlp_lg_percentile(lat, n, 0.97);
-    out->p99_ns = dlp_lg_percentile(lat, n, 0.99);
-    out->p999_ns = dlp_lg_percentile(lat, n, 0.999);
+    out->p50_ns = dlp_stats_rank_i64(lat, n, 0.50);
+    out->p90_ns = dlp_stats_rank_i64(lat, n, 0.90);
+    out->p95_ns = dlp_stats_rank_i64(lat, n, 0.95);
+    out->p97_ns = dlp_stats_rank_i64(lat, n, 0.97);
+    out->p99_ns = dlp_stats_rank_i64(lat, n, 0.99);
+    out->p999_ns = dlp_stats_rank_i64(lat, n, 0.999);
 }
 
 void dlp_lg_poisson_schedule(double rate_per_s, uint64_t seed, int64_t n, int64_t *t_ns) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/log.h"
 
 static void stats_free(dlp_mon_stats *st) {
@@ -145,21 +146,6 @@ void dlp_mon_store_add(dlp_mon_store *s, double t_s, double dt_s, const double *
     stats_add(&s->total, s->nsum, s->idx, t_s, dt_s, full, vals);
 }
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-double dlp_mon_percentile(float *v, int n, double q) {
-    if (n <= 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_float);
-    double pos = q * (double)(n - 1);
-    int lo = (int)floor(pos);
-    int hi = lo + 1 < n ? lo + 1 : lo;
-    double frac = pos - lo;
-    return (double)v[lo] + ((double)v[hi] - (double)v[lo]) * frac;
-}
-
 // Ten significant digits keep the JSON readable (no 40.000000000000007) and byte counts exact to 10 GB;
 // percentiles come from the float subsample and get the seven digits a float has.
 static json_t *num(double v, int digits) {
@@ -187,8 +173,8 @@ static json_t *stats_json(const dlp_mon_stats *st, const dlp_mon_store *s, const
             float v = st->res[(size_t)r * s->nsum + k];
             if (isfinite(v)) scratch[n++] = v;
         }
-        json_object_set_new(e, "p50", num(dlp_mon_percentile(scratch, n, 0.50), 7));
-        json_object_set_new(e, "p95", num(dlp_mon_percentile(scratch, n, 0.95), 7));
+        json_object_set_new(e, "p50", num(dlp_stats_quantile_f32(scratch, (size_t)n, 0.50), 7));
+        json_object_set_new(e, "p95", num(dlp_stats_quantile_f32(scratch, (size_t)n, 0.95), 7));
         json_object_set_new(e, "max", num(st->max[k], 10));
         double scale;
         const char *tk = dlp_mon_field_total_key(f, &scale);

@@ -3,7 +3,7 @@
 // describe the same intervals: the full-length ones (at least half the sampling interval); a short interval cut
 // by a phase boundary or by the stop reads only a few clock ticks, so it counts only in a phase that has no
 // full-length one. Totals (time integrals: bytes, joules, CPU seconds) count every interval.
-// Defines: dlp_mon_stats, dlp_mon_store, dlp_mon_store_init/free/phase/add/json, dlp_mon_percentile.
+// Defines: dlp_mon_stats, dlp_mon_store, dlp_mon_store_init/free/phase/add/json.
 #ifndef DLP_MONITOR_STORE_H
 #define DLP_MONITOR_STORE_H
 #include <jansson.h>
@@ -50,6 +50,5 @@ void dlp_mon_store_add(dlp_mon_store *s, double t_s, double dt_s, const double *
 // {"phases": [...], "total": {...}} as described in monitor.h; end_s closes the last phase.
 json_t *dlp_mon_store_json(const dlp_mon_store *s, const dlp_mon_field *fields, double end_s);
 // q-quantile (0..1) of n values with linear interpolation between order statistics; sorts v. NaN if n == 0.
-double dlp_mon_percentile(float *v, int n, double q);
 
 #endif

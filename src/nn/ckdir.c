@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/stats.h"
 #include "nn/checkpoint.h"
 
 #define LOCK_NAME ".dlperf-train.lock"
@@ -66,11 +67,6 @@ static int64_t name_step(const char *name, const char **rest) {
     return s;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int dlp_ckdir_list(const char *dir, int64_t **steps) {
     *steps = NULL;
     DIR *d = opendir(dir);
@@ -95,7 +91,7 @@ int dlp_ckdir_list(const char *dir, int64_t **steps) {
         (*steps)[n++] = s;
     }
     closedir(d);
-    if (n > 1) qsort(*steps, (size_t)n, sizeof(int64_t), cmp_i64);
+    dlp_stats_sort_i64(*steps, (size_t)n);
     return n;
 }
 

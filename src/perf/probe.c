@@ -32,28 +32,12 @@ void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) {
     c->cfg->progress(c->cfg->progress_ctx, line);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void dlp_probe_retry_wait(dlp_probe_ctx *c) {
     double w = c->quiet_budget_s < 15 ? c->quiet_budget_s : 15;
     if (!(w > 0)) return;
     int64_t t0 = dlp_now_ns();
     dlp_wait_quiet(w, DLP_PROBE_DISTURBED_CORES);
     c->quiet_budget_s -= dlp_ns_to_s(dlp_now_ns() - t0);
-}
-
-double dlp_probe_median(const double *v, int n) {
-    if (n <= 0) return 0;
-    double *s = malloc(sizeof(double) * (size_t)n);
-    if (!s) return v[0];
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_d);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
 }
 
 json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
 #include "data/bench.h"
@@ -134,9 +135,9 @@ static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double 
         n++;
     }
     double wall = dlp_ns_to_s(dlp_now_ns() - w0), cpu = dlp_ns_to_s(dlp_cpu_ns() - c0);
-    m->fb_s = dlp_probe_median(fb, n);
-    m->fwd_s = dlp_probe_median(fwd, n);
-    m->upd_s = dlp_probe_median(upd, n);
+    m->fb_s = dlp_stats_median_f64(fb, n);
+    m->fwd_s = dlp_stats_median_f64(fwd, n);
+    m->upd_s = dlp_stats_median_f64(upd, n);
     m->cores_busy = wall > 0 ? cpu / wall : 0;
     m->steps = n;
     m->other_cores = dlp_load_meter_cores(&lm);
@@ -228,8 +229,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
     row->size = size;
     row->t0_s = t0;
     row->per_image_s = per_image;
-    row->update_s = dlp_probe_median(upd, nb) / q;
-    row->cores_busy = dlp_probe_median(busy, nb);
+    row->update_s = dlp_stats_median_f64(upd, nb) / q;
+    row->cores_busy = dlp_stats_median_f64(busy, nb);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
              "%.3f ms/img", ops->name, model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
     json_t *o = json_object();

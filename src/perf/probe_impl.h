@@ -1,7 +1,7 @@
 // perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
 // probe_loop.c, probe_cuda.c).
-// Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_median, dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
+// Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
 //          dlp_probe_fit_json.
 #ifndef DLP_PERF_PROBE_IMPL_H
@@ -45,7 +45,6 @@ dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int co
 #define DLP_PROBE_TRIES 3
 
 // Median of n values (sorts a copy; 0 for n = 0).
-double dlp_probe_median(const double *v, int n);
 // {"coef": {name: value...}, "n", "rms", "mape", "max_ape", "r2"}
 json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names);
 

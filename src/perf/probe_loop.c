@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/stats.h"
 #include "core/clock.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
@@ -116,7 +117,7 @@ dlp_status dlp_probe_loop(dlp_probe_ctx *c) {
     if (st == DLP_OK) {
         // The device step: t0 plus 8 images at a millionth of a second of reference work each (resnet50 at 64 px is
         // 8% of that): the update is 0 for sim:custom.
-        double med = dlp_probe_median(m.step_s, m.n), wait = dlp_probe_median(m.wait_s, m.n);
+        double med = dlp_stats_median_f64(m.step_s, m.n), wait = dlp_stats_median_f64(m.wait_s, m.n);
         double dev_s = t0_s + 8 * 1e-6 * 0.0818;
         double ovh = med - dev_s;
         c->p->host.loop_overhead_s = ovh > 0 ? ovh : 0;
@@ -142,7 +143,7 @@ dlp_status dlp_probe_loop(dlp_probe_ctx *c) {
         dlp_status st2 = dlp_probe_bg_stop(bg);
         if (st == DLP_OK) st = st2;
         if (st == DLP_OK) {
-            double med = dlp_probe_median(mb.step_s, mb.n);
+            double med = dlp_stats_median_f64(mb.step_s, mb.n);
             double lat = (med - t0_s - c->p->host.loop_overhead_s) / 3;
             c->p->host.wake_latency_busy_s = lat > 0 ? lat : 0;
             json_object_set_new(json_object_get(c->details, "loop"), "busy_median_step_s", json_real(med));

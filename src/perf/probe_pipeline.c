@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/rng.h"
@@ -347,7 +348,7 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         json_object_set_new(o, "cpu_ms_per_image", json_real(r.cpu_seconds * 1e3 / n));
         json_array_append_new(la, o);
     }
-    double o_med = dlp_probe_median(ratio, nosz);
+    double o_med = dlp_stats_median_f64(ratio, nosz);
     pp->loader_cost_scale = o_med < 0.25 ? 0.25 : o_med > 4 ? 4 : o_med;
     dlp_probe_say(c, "pipeline: the loader's CPU time per image is %.3f x the fitted stages' (1 thread, median over %d "
                   "output sizes)", pp->loader_cost_scale, nosz);

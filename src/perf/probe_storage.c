@@ -23,6 +23,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
 #include "data/transform.h"
@@ -367,7 +368,7 @@ dlp_status dlp_probe_storage(dlp_probe_ctx *c) {
         }
         X[2 * i] = 1;
         X[2 * i + 1] = (double)wf[i].bytes;
-        y[i] = dlp_probe_median(tmp, 3);
+        y[i] = dlp_stats_median_f64(tmp, 3);
     }
     dlp_lsq_fit fw;
     st = dlp_lsq_solve(X, y, NULL, nw, 2, 1, &fw);

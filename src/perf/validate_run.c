@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "hw/host.h"
@@ -102,7 +103,7 @@ static void windows(const meas *m, dlp_validate_row *row) {
         rate[w] = s > 0 ? (double)(hi - lo) * m->batch / s : 0;
     }
     row->windows = k;
-    row->measured_img_per_s = dlp_probe_median(rate, k);
+    row->measured_img_per_s = dlp_stats_median_f64(rate, k);
     double lo = rate[0], hi = rate[0];
     for (int w = 1; w < k; w++) {
         if (rate[w] < lo) lo = rate[w];

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "loadgen/loadgen.h"
-#include "serve/serve.h"
+#include "core/stats.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -538,32 +537,25 @@ void dlp_infer_labels_free(char **labels, int n) {
 }
 
 void dlp_infer_topk(const float *logits, int n, int k, int *cls, float *prob) {
-    dlp_serve_topk(logits, n, k, cls, prob);  // the service's: the same answer over HTTP and here
+    dlp_stats_topk(logits, n, k, cls, prob);  // the service's too: the same answer over HTTP and here
 }
 
 // ---- latency statistics -----------------------------------------------------------------------------------
 
-int64_t dlp_infer_percentile(const int64_t *sorted, size_t n, double p) { return dlp_lg_percentile(sorted, n, p); }
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 void dlp_infer_lat_from(int64_t *ns, size_t n, dlp_infer_lat *out) {
     memset(out, 0, sizeof *out);
     if (n == 0) return;
-    qsort(ns, n, sizeof *ns, cmp_i64);
+    dlp_stats_sort_i64(ns, n);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += (double)ns[i];
     out->count = (int64_t)n;
     out->min_ms = dlp_ns_to_ms(ns[0]);
     out->max_ms = dlp_ns_to_ms(ns[n - 1]);
     out->mean_ms = sum / (double)n * 1e-6;
-    out->p50_ms = dlp_ns_to_ms(dlp_infer_percentile(ns, n, 0.50));
-    out->p90_ms = dlp_ns_to_ms(dlp_infer_percentile(ns, n, 0.90));
-    out->p95_ms = dlp_ns_to_ms(dlp_infer_percentile(ns, n, 0.95));
-    out->p99_ms = dlp_ns_to_ms(dlp_infer_percentile(ns, n, 0.99));
+    out->p50_ms = dlp_ns_to_ms(dlp_stats_rank_i64(ns, n, 0.50));
+    out->p90_ms = dlp_ns_to_ms(dlp_stats_rank_i64(ns, n, 0.90));
+    out->p95_ms = dlp_ns_to_ms(dlp_stats_rank_i64(ns, n, 0.95));
+    out->p99_ms = dlp_ns_to_ms(dlp_stats_rank_i64(ns, n, 0.99));
 }
 
 json_t *dlp_infer_lat_to_json(const dlp_infer_lat *l) {

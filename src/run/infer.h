@@ -16,7 +16,7 @@
 //          dlp_infer_engine, dlp_infer_engine_create/run/free, dlp_infer_prep_cfg, dlp_infer_prep,
 //          dlp_infer_prep_create/run/free, dlp_infer_files, dlp_infer_files_add/from_dataset/free,
 //          dlp_infer_library, dlp_infer_library_load/free, dlp_infer_labels_load/free, dlp_infer_topk,
-//          dlp_infer_percentile, dlp_infer_lat, dlp_infer_lat_from, dlp_infer_from, dlp_infer_bench_cfg,
+//          dlp_infer_lat, dlp_infer_lat_from, dlp_infer_from, dlp_infer_bench_cfg,
 //          dlp_infer_point, dlp_infer_bench, dlp_infer_point_to_json, dlp_infer_lat_to_json.
 #ifndef DLP_RUN_INFER_H
 #define DLP_RUN_INFER_H
@@ -150,7 +150,6 @@ void dlp_infer_topk(const float *logits, int n, int k, int *cls, float *prob);
 
 // ---- latency statistics ------------------------------------------------------------------------------------
 // MLPerf's percentile: sorted[floor(n * p)], clamped to n - 1 (sorted ascending, n >= 1).
-int64_t dlp_infer_percentile(const int64_t *sorted, size_t n, double p);
 typedef struct dlp_infer_lat {
     int64_t count;
     double min_ms, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, max_ms;

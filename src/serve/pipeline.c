@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -187,7 +188,7 @@ static void run_batch(dlp_serve_pipeline *p, dlp_serve_req **rs, int n) {
         for (int i = 0; i < n; i++) {
             dlp_serve_req *r = rs[i];
             r->ntop = p->cfg.topk < nc ? p->cfg.topk : nc;
-            dlp_serve_topk(p->logits + (size_t)i * nc, nc, r->ntop, r->top_class, r->top_prob);
+            dlp_stats_topk(p->logits + (size_t)i * nc, nc, r->ntop, r->top_class, r->top_prob);
             r->status = 200;
         }
     }

@@ -2,7 +2,7 @@
 // bounded admission queue -> preprocess workers (JPEG decode/resize) -> dynamic batcher -> inference engine ->
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
-//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*, dlp_serve_topk,
+//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*,
 //          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_plan_ladder,
 //          dlp_serve_engine_plan_calls.
 #ifndef DLP_SERVE_H
@@ -128,7 +128,6 @@ dlp_status dlp_serve_labels_load(const char *path, char ***labels, int *n);
 void dlp_serve_labels_free(char **labels, int n);
 
 // Softmax over n logits, then the k most probable classes (ties: lower index first).
-void dlp_serve_topk(const float *logits, int n, int k, int *cls, float *prob);
 
 // 1 when the body starts with a JPEG SOI marker (FF D8 FF).
 int dlp_serve_is_jpeg(const uint8_t *b, size_t len);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
 
@@ -162,7 +163,7 @@ int fake_classify(const uint8_t *jpeg, size_t len, int k, int *cls, float *prob)
     float x[FAKE_SAMPLE_FLOATS], logits[FAKE_CLASSES];
     if (fake_pre_run(NULL, 0, jpeg, len, x) != DLP_OK) return -1;
     classify1(x, logits);
-    dlp_serve_topk(logits, FAKE_CLASSES, k, cls, prob);
+    dlp_stats_topk(logits, FAKE_CLASSES, k, cls, prob);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "core/json.h"
 #include "core/opts.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "core/status.h"
 #include "testutil.h"
 
@@ -183,9 +185,42 @@ static void test_rng(void **state) {
     assert_true(sq / 1e5 > 0.98 && sq / 1e5 < 1.02);
 }
 
+// core/stats: the order statistics every module uses (the loadgen, infer, monitor and probe tests check their
+// callers' tables too).
+static void test_stats(void **state) {
+    (void)state;
+    double v[] = {5, 1, 4, 2, 3};
+    assert_true(fabs(dlp_stats_quantile_f64(v, 5, 0.95) - 4.8) < 1e-12);  // sorts v: 4 + 0.8 (5 - 4)
+    assert_true(v[0] == 1 && v[4] == 5);
+    assert_true(dlp_stats_quantile_f64(v, 5, 0) == 1 && dlp_stats_quantile_f64(v, 5, 1) == 5);
+    assert_true(isnan(dlp_stats_quantile_f64(v, 0, 0.5)));
+    float f[] = {3, 1, 2, 4};
+    assert_true(fabs(dlp_stats_quantile_f32(f, 4, 0.5) - 2.5) < 1e-12);
+    const double m[] = {9, 1, 5, 3};
+    assert_true(dlp_stats_median_f64(m, 4) == 4 && dlp_stats_median_f64(m, 3) == 5 && dlp_stats_median_f64(m, 0) == 0);
+    assert_true(m[0] == 9);  // left unchanged
+    int64_t r[10];
+    for (int i = 0; i < 10; i++) r[i] = 10 - i;
+    dlp_stats_sort_i64(r, 10);
+    assert_true(r[0] == 1 && r[9] == 10);
+    // MLPerf: sorted[floor(n p)], clamped
+    assert_true(dlp_stats_rank_i64(r, 10, 0.5) == 6 && dlp_stats_rank_i64(r, 10, 0.99) == 10 &&
+                dlp_stats_rank_i64(r, 10, 1.5) == 10 && dlp_stats_rank_i64(r, 10, -1) == 1 && dlp_stats_rank_i64(r, 0, 0.5) == 0);
+    // top-k: best first, ties to the lower index, non-finite logits never chosen, probabilities over the finite ones
+    const float lg[] = {1, 3, NAN, 3, INFINITY, 0};
+    int c[6];
+    float p[6];
+    dlp_stats_topk(lg, 6, 6, c, p);
+    assert_true(c[0] == 1 && c[1] == 3 && c[2] == 0 && c[3] == 5 && c[4] == -1 && c[5] == -1);
+    assert_true(fabs(p[0] + p[1] + p[2] + p[3] - 1) < 1e-6 && p[4] == 0 && p[0] == p[1]);
+    c[0] = 7;
+    dlp_stats_topk(lg, 6, 0, c, p);  // k = 0: nothing written
+    assert_int_equal(c[0], 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_chain), cmocka_unit_test(test_parse_size), cmocka_unit_test(test_opts),
+        cmocka_unit_test(test_status_chain), cmocka_unit_test(test_stats), cmocka_unit_test(test_parse_size), cmocka_unit_test(test_opts),
         cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_json_errors), cmocka_unit_test(test_rng),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/fs.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -165,7 +166,7 @@ static void test_topk_percentile(void **state) {
         {10, 0.5, 6}, {10, 0.9, 10}, {10, 0.99, 10}, {10, 0.0, 1}, {1, 0.99, 1}, {4, 0.5, 3}, {4, 0.74, 3},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        assert_int_equal(dlp_infer_percentile(v, rows[i].n, rows[i].p), rows[i].want);
+        assert_int_equal(dlp_stats_rank_i64(v, rows[i].n, rows[i].p), rows[i].want);
     int64_t ns[5] = {5000000, 1000000, 3000000, 2000000, 4000000};
     dlp_infer_lat lat;
     dlp_infer_lat_from(ns, 5, &lat);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "core/clock.h"
 #include "loadgen/http_client.h"
 #include "loadgen/loadgen.h"
@@ -183,8 +184,8 @@ static void test_percentile(void **state) {
         {10, 0.90, 10},  {10, 0.5, 6},    {1, 0.99, 1},     {2, 0.5, 2},       {64, 0.90, 58},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        assert_int_equal(dlp_lg_percentile(v, rows[i].n, rows[i].p), rows[i].want);
-    assert_int_equal(dlp_lg_percentile(v, 0, 0.5), 0);
+        assert_int_equal(dlp_stats_rank_i64(v, rows[i].n, rows[i].p), rows[i].want);
+    assert_int_equal(dlp_stats_rank_i64(v, 0, 0.5), 0);
     int64_t lat[7] = {70, 10, 30, 20, 60, 50, 40};
     dlp_lg_latency l;
     dlp_lg_latency_summarize(lat, 7, &l);
@@ -294,7 +295,7 @@ static void test_early_stopping_math(void **state) {
     assert_int_equal(disc, 0);
     assert_int_equal(est, 64);  // with 64 queries only the maximum can be trusted
     assert_int_equal(dlp_lg_es_estimate(lat, 2000, 0.90, 0.99, &est, &disc, &need), 1);
-    assert_true(est >= dlp_lg_percentile(lat, 2000, 0.90));
+    assert_true(est >= dlp_stats_rank_i64(lat, 2000, 0.90));
     assert_true(est < 2000);
     // The t found is the largest with h(t) + t <= n.
     int64_t t = disc + 1;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/stats.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "monitor/monitor.h"
@@ -159,13 +160,13 @@ static void test_counter_delta(void **state) {
 static void test_percentile(void **state) {
     (void)state;
     float v[5] = {5, 1, 4, 2, 3};
-    assert_near(dlp_mon_percentile(v, 5, 0.5), 3, 0);
-    assert_near(dlp_mon_percentile(v, 5, 0.95), 4.8, 1e-6);  // between 4 and 5, linear
-    assert_near(dlp_mon_percentile(v, 5, 0), 1, 0);
-    assert_near(dlp_mon_percentile(v, 5, 1), 5, 0);
+    assert_near(dlp_stats_quantile_f32(v, 5, 0.5), 3, 0);
+    assert_near(dlp_stats_quantile_f32(v, 5, 0.95), 4.8, 1e-6);  // between 4 and 5, linear
+    assert_near(dlp_stats_quantile_f32(v, 5, 0), 1, 0);
+    assert_near(dlp_stats_quantile_f32(v, 5, 1), 5, 0);
     float one = 7;
-    assert_near(dlp_mon_percentile(&one, 1, 0.95), 7, 0);
-    assert_true(isnan(dlp_mon_percentile(v, 0, 0.5)));
+    assert_near(dlp_stats_quantile_f32(&one, 1, 0.95), 7, 0);
+    assert_true(isnan(dlp_stats_quantile_f32(v, 0, 0.5)));
 }
 
 // The basic fixture: every source, two intervals of 1 s.

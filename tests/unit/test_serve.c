@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 
 #include "backend/backend.h"
+#include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
 #include "serve/pipeline.h"
@@ -30,7 +31,7 @@ static void test_topk(void **state) {
     float l[6] = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f, 0.5f};
     int c[5];
     float p[5];
-    dlp_serve_topk(l, 6, 5, c, p);
+    dlp_stats_topk(l, 6, 5, c, p);
     int want[5] = {1, 3, 2, 0, 5};  // the tie 3.0 keeps the lower index first
     assert_memory_equal(c, want, sizeof want);
     double z = 0;
@@ -41,7 +42,7 @@ static void test_topk(void **state) {
     float big[3] = {1000.0f, 999.0f, -1000.0f};
     int c2[4];
     float p2[4];
-    dlp_serve_topk(big, 3, 4, c2, p2);
+    dlp_stats_topk(big, 3, 4, c2, p2);
     assert_int_equal(c2[0], 0);
     assert_int_equal(c2[2], 2);
     assert_true(fabs(p2[0] - 1 / (1 + exp(-1.0))) < 1e-6);
@@ -461,7 +462,7 @@ static void test_engine_from_ref_plan(void **state) {
         assert_int_equal(ops->set_input(plan, x, 1), DLP_OK);
         assert_int_equal(ops->forward(plan, DLP_PASS_EVAL), DLP_OK);
         assert_int_equal(ops->get_output(plan, logits), DLP_OK);
-        dlp_serve_topk(logits, 20, 5, c, pr);
+        dlp_stats_topk(logits, 20, 5, c, pr);
         assert_memory_equal(t[i].r.top_class, c, sizeof c);
         for (int k = 0; k < 5; k++) assert_true(fabs(t[i].r.top_prob[k] - pr[k]) < 1e-5);
         treq_destroy(&t[i]);
