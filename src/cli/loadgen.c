@@ -1,12 +1,11 @@
 // cli/loadgen: `dlperf loadgen` — MLPerf's four LoadGen scenarios against an HTTP URL or the in-process engine
 // (--sut local), with the mlperf_log_summary-style text on stdout and a JSON result.
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
+#include "data/walk.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/json.h"
@@ -38,57 +37,17 @@ static void images_free(image_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-static int has_jpeg_ext(const char *name) {
-    const char *dot = strrchr(name, '.');
-    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-// Collects JPEG paths under dir (recursively, like an ImageNet val/<wnid>/ tree), up to max.
-static dlp_status collect(const char *dir, char ***paths, int *n, int *cap, int max, int depth) {
-    DIR *d = opendir(dir);
-    if (!d) return DLP_ERR(DLP_ERR_IO, "cannot read the directory %s", dir);
-    struct dirent *e;
-    dlp_status st = DLP_OK;
-    while (st == DLP_OK && *n < max && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (dlp_is_dir(p)) {
-            if (depth < 4) st = collect(p, paths, n, cap, max, depth + 1);
-            continue;
-        }
-        if (!has_jpeg_ext(e->d_name)) continue;
-        if (*n == *cap) {
-            int nc = *cap ? *cap * 2 : 256;
-            char **np = realloc(*paths, (size_t)nc * sizeof *np);
-            if (!np) {
-                st = DLP_ERR(DLP_ERR_NOMEM, "out of memory listing %s", dir);
-                break;
-            }
-            *paths = np;
-            *cap = nc;
-        }
-        (*paths)[(*n)++] = strdup(p);
-    }
-    closedir(d);
-    return st;
-}
-
 // --images PATH: one JPEG file, or a directory searched for *.jpg / *.jpeg (sorted); the first `max` are
 // loaded into memory (the query sample library, as MLPerf loads its performance samples).
 static dlp_status images_load(const char *path, int max, image_set *s) {
     memset(s, 0, sizeof *s);
-    int cap = 0;
     if (dlp_is_dir(path)) {
-        DLP_CHECK(collect(path, &s->paths, &s->n, &cap, LG_MAX_IMAGES, 0));
+        dlp_path_list l = {0};
+        dlp_status st = dlp_jpeg_walk(path, 4, (size_t)(max < LG_MAX_IMAGES ? max : LG_MAX_IMAGES), &l);
+        s->paths = l.paths;  // the set owns them now
+        s->n = (int)l.n;
+        DLP_CHECK(st);
         if (s->n == 0) return DLP_ERR(DLP_ERR_NOTFOUND, "no *.jpg or *.jpeg files under %s", path);
-        qsort(s->paths, (size_t)s->n, sizeof *s->paths, cmp_str);
-        if (s->n > max) {
-            for (int i = max; i < s->n; i++) free(s->paths[i]);
-            s->n = max;
-        }
     } else {
         s->paths = malloc(sizeof *s->paths);
         DLP_TRY_ALLOC(s->paths);

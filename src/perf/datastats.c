@@ -1,69 +1,16 @@
 // perf/datastats: dataset statistics from JPEG headers.
 #include "perf/datastats.h"
 
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include <jpeglib.h>
 
 #include "core/fs.h"
-
-typedef struct {
-    char **paths;
-    size_t n, cap;
-} path_list;
-
-static int is_jpeg_name(const char *name) {
-    const char *dot = strrchr(name, '.');
-    return dot && (strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".jpg") == 0);
-}
-
-static dlp_status walk(const char *dir, int depth, path_list *out) {
-    struct dirent **ents = NULL;
-    int n = scandir(dir, &ents, NULL, alphasort);
-    if (n < 0) return DLP_ERR(DLP_ERR_IO, "cannot list %s", dir);
-    dlp_status st = DLP_OK;
-    for (int i = 0; i < n; i++) {
-        const char *name = ents[i]->d_name;
-        if (st == DLP_OK && name[0] != '.') {
-            size_t len = strlen(dir) + strlen(name) + 2;
-            char *path = malloc(len);
-            if (!path) {
-                st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
-            } else {
-                snprintf(path, len, "%s/%s", dir, name);
-                struct stat sb;
-                if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-                    if (depth < 3) st = walk(path, depth + 1, out);
-                    free(path);
-                } else if (is_jpeg_name(name)) {
-                    if (out->n == out->cap) {
-                        size_t nc = out->cap ? out->cap * 2 : 1024;
-                        char **p = realloc(out->paths, nc * sizeof *p);
-                        if (!p) {
-                            free(path);
-                            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
-                        } else {
-                            out->paths = p;
-                            out->cap = nc;
-                        }
-                    }
-                    if (st == DLP_OK) out->paths[out->n++] = path;
-                } else {
-                    free(path);
-                }
-            }
-        }
-        free(ents[i]);
-    }
-    free(ents);
-    return st;
-}
+#include "data/walk.h"
 
 typedef struct {
     struct jpeg_error_mgr pub;
@@ -216,8 +163,8 @@ dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats 
     char root[1024];
     snprintf(root, sizeof root, "%s/train", dir);
     if (!dlp_is_dir(root)) snprintf(root, sizeof root, "%s", dir);
-    path_list pl = {0};
-    dlp_status st = walk(root, 0, &pl);
+    dlp_path_list pl = {0};
+    dlp_status st = dlp_jpeg_walk(root, 3, 0, &pl);
     if (st == DLP_OK && pl.n == 0) st = DLP_ERR(DLP_ERR_NOTFOUND, "dataset %s: no .JPEG/.jpg files found", root);
     dlp_file_stat *f = NULL;
     int nf = 0;
@@ -243,8 +190,7 @@ dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats 
         if (st == DLP_OK && nf == 0) st = DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %zu sampled files is a readable JPEG", root, want);
         if (st == DLP_OK) st = dlp_dataset_stats_from_files(f, nf, (int64_t)pl.n, root, out);
     }
-    for (size_t i = 0; i < pl.n; i++) free(pl.paths[i]);
-    free(pl.paths);
+    dlp_path_list_free(&pl);
     free(f);
     return st;
 }

@@ -3,18 +3,17 @@
 // loops are in infer_bench.c.
 #include "run/infer.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/stats.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "data/walk.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
@@ -300,11 +299,6 @@ dlp_status dlp_infer_prep_run(dlp_infer_prep *p, int worker, const uint8_t *jpg,
 
 // ---- files ------------------------------------------------------------------------------------------------
 
-static int has_jpeg_ext(const char *name) {
-    const char *dot = strrchr(name, '.');
-    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
-}
-
 static dlp_status files_push(dlp_infer_files *f, const char *path, int32_t label) {
     if (f->n == f->cap) {
         int nc = f->cap ? f->cap * 2 : 64;
@@ -324,45 +318,12 @@ static dlp_status files_push(dlp_infer_files *f, const char *path, int32_t label
     return DLP_OK;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static dlp_status collect_dir(dlp_infer_files *f, const char *dir, int depth) {
-    if (depth > 8) return DLP_OK;
-    DIR *d = opendir(dir);
-    if (!d) return DLP_ERR(DLP_ERR_IO, "cannot read the directory %s", dir);
-    // Names first, sorted, so the order does not depend on the file system.
-    char **names = NULL;
-    int n = 0, cap = 0;
-    dlp_status st = DLP_OK;
-    struct dirent *ent;
-    while ((ent = readdir(d))) {
-        if (ent->d_name[0] == '.') continue;
-        if (n == cap) {
-            int nc = cap ? cap * 2 : 64;
-            char **nn = realloc(names, (size_t)nc * sizeof *nn);
-            if (!nn) {
-                st = DLP_ERR(DLP_ERR_NOMEM, "out of memory listing %s", dir);
-                break;
-            }
-            names = nn;
-            cap = nc;
-        }
-        if (!(names[n] = strdup(ent->d_name))) {
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory listing %s", dir);
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    if (st == DLP_OK && n > 1) qsort(names, (size_t)n, sizeof *names, cmp_str);
-    for (int i = 0; st == DLP_OK && i < n; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        if (dlp_is_dir(p)) st = collect_dir(f, p, depth + 1);
-        else if (has_jpeg_ext(names[i])) st = files_push(f, p, -1);
-    }
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+// The JPEG files under dir (data/walk: depth-first, sorted by name), unlabelled.
+static dlp_status collect_dir(dlp_infer_files *f, const char *dir) {
+    dlp_path_list l = {0};
+    dlp_status st = dlp_jpeg_walk(dir, 8, 0, &l);
+    for (size_t i = 0; st == DLP_OK && i < l.n; i++) st = files_push(f, l.paths[i], -1);
+    dlp_path_list_free(&l);
     return st;
 }
 
@@ -370,7 +331,7 @@ dlp_status dlp_infer_files_add(dlp_infer_files *f, const char *path) {
     if (!dlp_path_exists(path)) return DLP_ERR(DLP_ERR_NOTFOUND, "%s: no such file or directory", path);
     if (!dlp_is_dir(path)) return files_push(f, path, -1);
     int before = f->n;
-    DLP_CHECK(collect_dir(f, path, 0));
+    DLP_CHECK(collect_dir(f, path));
     if (f->n == before) return DLP_ERR(DLP_ERR_NOTFOUND, "no *.jpg or *.jpeg files under %s", path);
     return DLP_OK;
 }
