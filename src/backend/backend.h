@@ -3,7 +3,8 @@
 // runs steps on it; nothing is allocated or chosen in the step loop. `ref` (plain C) is the yardstick every
 // other backend is checked against; `cpu` is oneDNN, `cuda` is cuDNN/cuBLAS, `sim` is a GPU emulated from
 // its hw/ profile (it sleeps for the time the step would take and computes nothing).
-// Defines: dlp_backend_ops, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_find, dlp_backends.
+// Defines: dlp_backend_ops, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_find, dlp_backends,
+//          dlp_plan_sync.
 #ifndef DLP_BACKEND_H
 #define DLP_BACKEND_H
 #include <stddef.h>
@@ -110,5 +111,8 @@ struct dlp_plan {
 const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg);
 // NULL-terminated table of the backends compiled in.
 const dlp_backend_ops *const *dlp_backends(void);
+// Waits for a plan's queued device work: ops->sync where the backend has one (asynchronous devices), else nothing.
+// Phase timing calls it between phases; the one place that handles the optional entry.
+dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p);
 
 #endif

@@ -64,3 +64,5 @@ const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg) {
     DLP_ERR(DLP_ERR_NOTFOUND, "unknown device '%.*s' (this build has: %s)", (int)len, device, list);
     return NULL;
 }
+
+dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p) { return ops->sync ? ops->sync(p) : DLP_OK; }

@@ -136,7 +136,6 @@ static void fill_random(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
     }
 }
 
-static dlp_status sync_plan(const dlp_backend_ops *ops, dlp_plan *p) { return ops->sync ? ops->sync(p) : DLP_OK; }
 
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
@@ -214,22 +213,22 @@ static int cmd_bench(int argc, char **argv) {
         int64_t t[PH_COUNT + 1];
         t[0] = dlp_now_ns();
         DLP_CHECK_GOTO(st, ops->set_input(plan, input, batch), out);
-        DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+        DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
         t[1] = dlp_now_ns();
         DLP_CHECK_GOTO(st, ops->forward(plan, infer ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
-        DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+        DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
         t[2] = dlp_now_ns();
         t[3] = t[4] = t[5] = t[2];
         if (!infer) {
             dlp_loss_out lo;
             DLP_CHECK_GOTO(st, ops->loss(plan, labels, 0.0f, &lo), out);
-            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
             t[3] = dlp_now_ns();
             DLP_CHECK_GOTO(st, ops->backward(plan, NULL), out);
-            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
             t[4] = dlp_now_ns();
             DLP_CHECK_GOTO(st, ops->update(plan, &sgd), out);
-            DLP_CHECK_GOTO(st, sync_plan(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
             t[5] = dlp_now_ns();
             if (!isfinite(lo.loss)) {
                 st = DLP_ERR(DLP_ERR_NUMERIC, "loss is %g at step %d", lo.loss, s);

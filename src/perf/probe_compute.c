@@ -97,7 +97,6 @@ out:
     return st;
 }
 
-static dlp_status sync_plan(const probe_plan *p) { return p->ops->sync ? p->ops->sync(p->plan) : DLP_OK; }
 
 // One training step; phase times in seconds (fwd: forward; fb: forward + loss + backward; upd: update).
 static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd) {
@@ -105,15 +104,15 @@ static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd)
     int64_t t0 = dlp_now_ns();
     DLP_CHECK(p->ops->set_input(p->plan, p->input, p->batch));
     DLP_CHECK(p->ops->forward(p->plan, DLP_PASS_TRAIN));
-    DLP_CHECK(sync_plan(p));
+    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
     int64_t t1 = dlp_now_ns();
     dlp_loss_out lo;
     DLP_CHECK(p->ops->loss(p->plan, p->labels, 0.0f, &lo));
     DLP_CHECK(p->ops->backward(p->plan, NULL));
-    DLP_CHECK(sync_plan(p));
+    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
     int64_t t2 = dlp_now_ns();
     DLP_CHECK(p->ops->update(p->plan, &sgd));
-    DLP_CHECK(sync_plan(p));
+    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
     int64_t t3 = dlp_now_ns();
     if (fwd) *fwd = dlp_ns_to_s(t1 - t0);
     if (fb) *fb = dlp_ns_to_s(t2 - t0);

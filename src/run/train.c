@@ -75,7 +75,6 @@ static int fire(dlp_trainer *t, dlp_train_event *ev) {
     return t->c.callback(t->c.callback_ctx, ev);
 }
 
-static dlp_status sync_dev(dlp_trainer *t) { return t->ops->sync ? t->ops->sync(t->plan) : DLP_OK; }
 
 // ---- checkpoints --------------------------------------------------------------------------------------------------
 
@@ -348,19 +347,19 @@ static dlp_status train_loop(dlp_trainer *t) {
             const float lr = (float)dlp_lr_at(&t->sched, t->pos.step);
             sgd.lr = lr;
             st = ops->set_input(t->plan, b->data, b->n);
-            if (!st && c->sync_phases) st = sync_dev(t);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
             ts[2] = dlp_now_ns();
             if (!st) st = ops->forward(t->plan, DLP_PASS_TRAIN);
-            if (!st && c->sync_phases) st = sync_dev(t);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
             ts[3] = dlp_now_ns();
             if (!st) st = ops->loss(t->plan, b->labels, (float)c->label_smoothing, &lo);
-            if (!st && c->sync_phases) st = sync_dev(t);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
             ts[4] = dlp_now_ns();
             if (!st) st = ops->backward(t->plan, NULL);
-            if (!st && c->sync_phases) st = sync_dev(t);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
             ts[5] = dlp_now_ns();
             if (!st) st = ops->update(t->plan, &sgd);
-            if (!st && c->sync_phases) st = sync_dev(t);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
             ts[6] = dlp_now_ns();
             const int n = b->n;
             const int64_t in_bytes = b->bytes_read;
@@ -431,7 +430,7 @@ static dlp_status train_loop(dlp_trainer *t) {
             // mid-epoch evaluation and checkpoints (the end of an epoch has its own below)
             int did = 0;
             if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
-                DLP_CHECK(sync_dev(t));
+                DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
                 DLP_CHECK(run_eval(t, -1));
                 did = 1;
             }
@@ -458,7 +457,7 @@ static dlp_status train_loop(dlp_trainer *t) {
         }
         int did = 0;
         if (c->eval && t->vl) {
-            DLP_CHECK(sync_dev(t));
+            DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
             DLP_CHECK(run_eval(t, epoch));
             did = 1;
         }
@@ -471,7 +470,7 @@ static dlp_status train_loop(dlp_trainer *t) {
     }
     // Queued device work belongs to the loop's time.
     int64_t t0 = dlp_now_ns();
-    DLP_CHECK(sync_dev(t));
+    DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
     int64_t d = dlp_now_ns() - t0;
     t->ph_ns[DLP_TRAIN_PH_OTHER] += d;
     if (t->steady_steps) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += d;
