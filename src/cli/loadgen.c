@@ -15,6 +15,7 @@
 #include "data/source.h"
 #include "loadgen/loadgen.h"
 #include "run/infer.h"
+#include "serve/ladder.h"
 #include "serve/serve.h"
 
 #define LG_MAX_IMAGES 100000
@@ -96,12 +97,10 @@ typedef struct local_opts {
 typedef struct local_sut {
     dlp_infer_model model;
     int have_model;
-    dlp_infer_engine *engines;  // (threads x nrungs): thread t's plan of batch rungs[r] at t * nrungs + r
-    dlp_serve_engine *ladders;  // (threads): thread t's plans, each call on the smallest that holds it
+    dlp_serve_ladder *ladders;  // (threads): thread t's plans of batch 1, 2, 4, .. --max-batch (serve/ladder)
     uint8_t **batch_bufs;       // (threads) max_batch samples each
     float **logits;             // (threads)
-    int rungs[DLP_SERVE_MAX_PLANS], nrungs;  // the ladder's batches, ascending; the last is --max-batch
-    int nengines, threads;
+    int threads;
     dlp_infer_files files;
     dlp_infer_library lib;
     // top-1 against the dataset's labels (when the samples come from --data)
@@ -111,13 +110,11 @@ typedef struct local_sut {
 static const dlp_dtype k_lg_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
 static void local_free(local_sut *ls) {
-    for (int i = 0; i < ls->nengines; i++) dlp_infer_engine_free(&ls->engines[i]);
     for (int t = 0; t < ls->threads; t++) {
-        if (ls->ladders) dlp_serve_engine_from_plan_free(&ls->ladders[t]);
+        if (ls->ladders) dlp_serve_ladder_close(&ls->ladders[t]);
         if (ls->batch_bufs) free(ls->batch_bufs[t]);
         if (ls->logits) free(ls->logits[t]);
     }
-    free(ls->engines);
     free(ls->ladders);
     free(ls->batch_bufs);
     free(ls->logits);
@@ -130,7 +127,7 @@ static void local_free(local_sut *ls) {
 // dlp_lg_infer_fn: samples by library index -> the worker's plan -> top-1 of each.
 static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1) {
     local_sut *ls = ctx;
-    const dlp_serve_engine *e = &ls->ladders[worker];
+    const dlp_serve_engine *e = &ls->ladders[worker].engine;
     const size_t sb = ls->lib.sample_bytes;
     for (int i = 0; i < n; i++) {
         if (indices[i] >= (uint32_t)ls->lib.n)
@@ -177,13 +174,11 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     if (st == DLP_OK && ls->model.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
                  "answers are not", ls->model.net.arch, (long long)o->seed);
-    ls->nrungs = dlp_serve_plan_ladder(o->max_batch, ls->rungs);
     if (st == DLP_OK) {
-        ls->engines = calloc((size_t)o->sut_threads * (size_t)ls->nrungs, sizeof *ls->engines);
         ls->ladders = calloc((size_t)o->sut_threads, sizeof *ls->ladders);
         ls->batch_bufs = calloc((size_t)o->sut_threads, sizeof *ls->batch_bufs);
         ls->logits = calloc((size_t)o->sut_threads, sizeof *ls->logits);
-        if (!ls->engines || !ls->ladders || !ls->batch_bufs || !ls->logits)
+        if (!ls->ladders || !ls->batch_bufs || !ls->logits)
             st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
         else ls->threads = o->sut_threads;
     }
@@ -192,24 +187,18 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     if (total <= 0) total = dlp_host_cpus_allowed();
     int per = total / o->sut_threads > 0 ? total / o->sut_threads : 1;
     for (int t = 0; st == DLP_OK && t < o->sut_threads; t++) {
-        for (int r = 0; st == DLP_OK && r < ls->nrungs; r++) {
-            dlp_infer_engine_cfg ec = {.device = o->device, .batch = ls->rungs[r], .precision = k_lg_prec[o->precision],
-                                       .threads = per};
-            st = dlp_infer_engine_create(&ls->model, &ec, &ls->engines[t * ls->nrungs + r]);
-            if (st == DLP_OK) ls->nengines = t * ls->nrungs + r + 1;
-        }
+        dlp_serve_ladder_cfg lc = {.model = &ls->model, .device = o->device, .precision = k_lg_prec[o->precision],
+                                   .threads = per, .max_batch = o->max_batch};
+        st = dlp_serve_ladder_open(&lc, &ls->ladders[t]);
         if (st) break;
-        dlp_plan *plans[DLP_SERVE_MAX_PLANS];
-        for (int r = 0; r < ls->nrungs; r++) plans[r] = ls->engines[t * ls->nrungs + r].plan;
-        st = dlp_serve_engine_from_plans(plans, ls->rungs, ls->nrungs, &ls->model.net, &ls->ladders[t]);
-        if (st) break;
-        ls->batch_bufs[t] = malloc((size_t)o->max_batch * ls->engines[0].sample_bytes);
-        ls->logits[t] = malloc((size_t)o->max_batch * (size_t)ls->engines[0].num_classes * sizeof(float));
+        const dlp_serve_engine *e = &ls->ladders[t].engine;
+        ls->batch_bufs[t] = malloc((size_t)o->max_batch * e->sample_bytes);
+        ls->logits[t] = malloc((size_t)o->max_batch * (size_t)e->num_classes * sizeof(float));
         if (!ls->batch_bufs[t] || !ls->logits[t]) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT's batches");
     }
     dlp_infer_prep *prep = NULL;
     if (st == DLP_OK) {
-        const dlp_infer_engine *e = &ls->engines[0];
+        const dlp_infer_engine *e = &ls->ladders[0].plans[0];
         dlp_infer_prep_cfg pc = {.size = ls->model.size, .layout = e->layout, .dtype = e->in_dtype,
                                  .dct_scaling = o->dct, .workers = 1};
         st = dlp_infer_prep_create(&pc, &prep);
@@ -218,10 +207,9 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
     if (st == DLP_OK) st = dlp_infer_library_load(prep, &ls->files, o->samples, &ls->lib);
     dlp_infer_prep_free(prep);
     if (st == DLP_OK) {
-        const dlp_infer_engine *e = &ls->engines[0];
-        char ladder[64] = "";
-        for (int r = 0; r < ls->nrungs; r++)
-            snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder), "%s%d", r ? "," : "", ls->rungs[r]);
+        const dlp_infer_engine *e = &ls->ladders[0].plans[0];
+        char ladder[64];
+        dlp_serve_ladder_describe(&ls->ladders[0], ladder, sizeof ladder);
         DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d thread%s with plans of batch %s; %d samples "
                  "of %s preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, e->ops->name,
                  dlp_dtype_name(e->precision), ls->threads, ls->threads > 1 ? "s" : "", ladder, ls->lib.n,
@@ -401,8 +389,9 @@ int dlp_cli_loadgen(int argc, char **argv) {
         if (local) {
             json_t *lj = json_object();
             json_object_set_new(lj, "model", dlp_infer_model_to_json(&local->model));
-            json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&local->engines[local->nrungs - 1]));
-            json_object_set_new(lj, "plans", json_integer(local->nengines));
+            const dlp_serve_ladder *l0 = &local->ladders[0];
+            json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&l0->plans[l0->n - 1]));
+            json_object_set_new(lj, "plans", json_integer((json_int_t)l0->n * local->threads));
             json_object_set_new(lj, "preprocessed", json_true());
             if (local->answered > 0) {
                 json_object_set_new(lj, "top1_answered", json_integer(local->answered));

@@ -13,6 +13,7 @@
 #include "hw/host.h"
 #include "monitor/monitor.h"
 #include "run/infer.h"
+#include "serve/ladder.h"
 #include "serve/serve.h"
 
 typedef struct engine_opts {
@@ -21,12 +22,11 @@ typedef struct engine_opts {
     int64_t seed;
 } engine_opts;
 
-// What the engine and the preprocessing are made of: the model and its weights, the backend inference plan,
+// What the engine and the preprocessing are made of: the model and its weights, the plan ladder (serve/ladder),
 // the per-worker JPEG transformers.
 typedef struct engine_parts {
     dlp_infer_model model;
-    dlp_infer_engine engines[DLP_SERVE_MAX_PLANS];  // the plan ladder, ascending batches; the last is --max-batch
-    int nengines;
+    dlp_serve_ladder ladder;
     dlp_infer_prep *prep;
     int have_model;
 } engine_parts;
@@ -40,19 +40,19 @@ static dlp_status preprocess_run(void *ctx, int worker, const uint8_t *jpeg, siz
 }
 
 static void close_engine(engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
-    if (eng->ctx) dlp_serve_engine_from_plan_free(eng);
     dlp_infer_prep_free(ep->prep);
-    for (int i = 0; i < ep->nengines; i++) dlp_infer_engine_free(&ep->engines[i]);
+    dlp_serve_ladder_close(&ep->ladder);  // owns the engine eng copies
     if (ep->have_model) dlp_infer_model_free(&ep->model);
     memset(ep, 0, sizeof *ep);
+    memset(eng, 0, sizeof *eng);
     memset(pre, 0, sizeof *pre);
 }
 
 // The inference engine behind the service: the model with its weights on a ladder of backend inference plans
 // (cfg.train = 0: BN folded and ReLU/add fused where the backend does it) of batches 1, 2, 4, ... up to --max-batch
-// (--single-plan: --max-batch only), wrapped by dlp_serve_engine_from_plans: each batch the batcher forms runs on
-// the smallest plan that holds it, so a lone request costs one image, not --max-batch. The preprocessing writes the
-// plans' input format. One warm-up call per plan at start so the first requests do not pay for first-touch costs.
+// (--single-plan: --max-batch only), each batch the batcher forms running on the smallest plan that holds it
+// (serve/ladder), so a lone request costs one image, not --max-batch. The preprocessing writes the plans' input
+// format. One warm-up call per plan at start so the first requests do not pay for first-touch costs.
 static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_engine *eng, dlp_serve_preprocess *pre) {
     memset(ep, 0, sizeof *ep);
     dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
@@ -62,26 +62,11 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     if (ep->model.random_init)
         DLP_WARN("no --weights: %s serves with torchvision's random initialization (seed %lld): its answers are "
                  "meaningless (give --weights for real predictions)", ep->model.net.arch, (long long)o->seed);
-    int batches[DLP_SERVE_MAX_PLANS], nb = 1;
-    if (o->single_plan) batches[0] = o->max_batch;
-    else nb = dlp_serve_plan_ladder(o->max_batch, batches);
-    dlp_plan *plans[DLP_SERVE_MAX_PLANS];
-    dlp_status st = DLP_OK;
-    double create_ms = 0;
-    for (int i = 0; i < nb && st == DLP_OK; i++) {
-        dlp_infer_engine_cfg ec = {.device = o->device, .batch = batches[i], .precision = k_serve_prec[o->precision],
-                                   .threads = o->threads};
-        st = dlp_infer_engine_create(&ep->model, &ec, &ep->engines[i]);
-        if (st == DLP_OK) {
-            plans[i] = ep->engines[i].plan;
-            create_ms += ep->engines[i].create_ms;
-            ep->nengines++;
-        } else {
-            dlp_err_context("the batch-%d plan of the service's ladder", batches[i]);
-        }
-    }
-    if (st == DLP_OK) st = dlp_serve_engine_from_plans(plans, batches, nb, &ep->model.net, eng);
-    const dlp_infer_engine *e0 = &ep->engines[0];
+    dlp_serve_ladder_cfg lc = {.model = &ep->model, .device = o->device, .precision = k_serve_prec[o->precision],
+                               .threads = o->threads, .max_batch = o->max_batch, .single_plan = o->single_plan};
+    dlp_status st = dlp_serve_ladder_open(&lc, &ep->ladder);
+    if (st == DLP_OK) *eng = ep->ladder.engine;
+    const dlp_infer_engine *e0 = &ep->ladder.plans[0];
     if (st == DLP_OK) {
         dlp_infer_prep_cfg pc = {.size = ep->model.size, .layout = e0->layout, .dtype = e0->in_dtype,
                                  .dct_scaling = o->dct, .workers = o->workers > 0 ? o->workers : 1};
@@ -90,14 +75,7 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     if (st == DLP_OK && dlp_infer_prep_sample_bytes(ep->prep) != eng->sample_bytes)
         st = DLP_ERR(DLP_ERR_INTERNAL, "preprocess writes %zu bytes per sample, the engine takes %zu",
                      dlp_infer_prep_sample_bytes(ep->prep), eng->sample_bytes);
-    if (st == DLP_OK) {  // warm-up: a full batch of zeros on each plan
-        void *zeros = calloc((size_t)o->max_batch, eng->sample_bytes);
-        float *logits = malloc((size_t)o->max_batch * (size_t)eng->num_classes * sizeof *logits);
-        if (!zeros || !logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the warm-up batch");
-        for (int i = 0; i < nb && st == DLP_OK; i++) st = eng->infer(eng->ctx, zeros, batches[i], logits);
-        free(zeros);
-        free(logits);
-    }
+    if (st == DLP_OK) st = dlp_serve_ladder_warm(&ep->ladder);
     if (st) {
         close_engine(ep, eng, pre);
         return st;
@@ -106,11 +84,11 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     pre->ctx = ep->prep;
     pre->run = preprocess_run;
     const dlp_layer *in = &ep->model.net.layers[0];
-    char ladder[96] = "";
-    for (int i = 0; i < nb; i++) snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder), "%s%d", i ? "," : "", batches[i]);
+    char ladder[96];
+    dlp_serve_ladder_describe(&ep->ladder, ladder, sizeof ladder);
     DLP_INFO("serve: %s (%d classes, %dx%d) on %s %s, plans of batch %s ready in %.0f ms; input %s %s; weights %s",
              ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, e0->ops->name, dlp_dtype_name(e0->precision),
-             ladder, create_ms, dlp_layout_name(e0->layout), dlp_dtype_name(e0->in_dtype),
+             ladder, ep->ladder.create_ms, dlp_layout_name(e0->layout), dlp_dtype_name(e0->in_dtype),
              ep->model.random_init ? "random (seeded init)" : ep->model.weights);
     return DLP_OK;
 }
@@ -244,7 +222,8 @@ int dlp_cli_serve(int argc, char **argv) {
             json_object_set_new(j, "options", dlp_opts_to_json(opts));
             json_object_set_new(j, "engine", json_string(eng.name ? eng.name : ""));
             if (parts.have_model) json_object_set_new(j, "model", dlp_infer_model_to_json(&parts.model));
-            if (parts.nengines) json_object_set_new(j, "plan", dlp_infer_engine_plan_json(&parts.engines[parts.nengines - 1]));
+            if (parts.ladder.n)
+                json_object_set_new(j, "plan", dlp_infer_engine_plan_json(&parts.ladder.plans[parts.ladder.n - 1]));
             json_object_set_new(j, "plan_calls", plan_calls_json(&eng));
             json_object_set_new(j, "stats", dlp_serve_stats_to_json(&stats));
             if (mon) json_object_set_new(j, "monitor", dlp_monitor_summary_json(mon));
