@@ -43,6 +43,17 @@ for k in '"schema": "dlperf.nn-bench/1"' '"img_per_s"' '"backward"' '"achieved_g
 done
 $D nn bench --device ref --model resnet-mini --size 32 --batch 3 --steps 1 --warmup 0 --infer | grep -q "img/s" \
   || fail "nn bench --infer"
+# on the cpu backend the result names oneDNN's ISA and every kernel of the plan
+if $D version | grep -q "^oneDNN ISA"; then
+  $D nn bench --device cpu --model resnet-mini --size 32 --batch 2 --steps 1 --warmup 0 --threads 2 \
+    --json "$T/bench-cpu.json" >"$T/bench-cpu.txt" 2>&1 || { cat "$T/bench-cpu.txt"; fail "nn bench on cpu"; }
+  "$PY" -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = r['backend_plan']
+assert b['isa'] == r['versions']['oneDNN ISA'].split()[0] and any(k.startswith('convolution ') for k in b['kernels']), b
+" "$T/bench-cpu.json" || fail "nn bench JSON: ISA and kernels"
+fi
 
 # init -> step (train, then eval on the checkpoint) on a tiny batch
 $D nn init --model resnet-mini --classes 4 --size 32 --seed 2 --out "$T/w.safetensors" >/dev/null || fail "nn init"
