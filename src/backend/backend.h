@@ -4,7 +4,7 @@
 // other backend is checked against; `cpu` is oneDNN, `cuda` is cuDNN/cuBLAS, `sim` is a GPU emulated from
 // its hw/ profile (it sleeps for the time the step would take and computes nothing).
 // Defines: dlp_backend_ops, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_find, dlp_backends,
-//          dlp_plan_sync.
+//          dlp_plan_sync, dlp_plan_info_json.
 #ifndef DLP_BACKEND_H
 #define DLP_BACKEND_H
 #include <stddef.h>
@@ -114,5 +114,8 @@ const dlp_backend_ops *const *dlp_backends(void);
 // Waits for a plan's queued device work: ops->sync where the backend has one (asynchronous devices), else nothing.
 // Phase timing calls it between phases; the one place that handles the optional entry.
 dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p);
+// What the backend chose for a plan (ops->plan_info: ISA, kernels, fusions, memory) as a new JSON object; NULL when
+// the backend does not say.
+struct json_t *dlp_plan_info_json(const dlp_backend_ops *ops, const dlp_plan *p);
 
 #endif

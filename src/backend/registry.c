@@ -1,5 +1,6 @@
 // backend/registry: the static table of backends compiled in, and lookup by --device name.
 // A new backend is one new file plus one line in k_backends (guarded by its build switch).
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,3 +67,12 @@ const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg) {
 }
 
 dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p) { return ops->sync ? ops->sync(p) : DLP_OK; }
+
+json_t *dlp_plan_info_json(const dlp_backend_ops *ops, const dlp_plan *p) {
+    if (!ops->plan_info) return NULL;
+    json_t *info = json_object();
+    if (ops->plan_info(p, info) == DLP_OK) return info;
+    dlp_err_clear();
+    json_decref(info);
+    return NULL;
+}

@@ -267,14 +267,8 @@ static int cmd_bench(int argc, char **argv) {
         json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
         json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
         json_object_set_new(res, "plan_ms", json_real(plan_ms));
-        if (ops->plan_info) {  // what the backend chose: ISA, every kernel, fusions, memory
-            json_t *info = json_object();
-            if (ops->plan_info(plan, info) == DLP_OK) json_object_set_new(res, "backend_plan", info);
-            else {
-                dlp_err_clear();
-                json_decref(info);
-            }
-        }
+        json_t *info = dlp_plan_info_json(ops, plan);  // what the backend chose: ISA, every kernel, fusions, memory
+        if (info) json_object_set_new(res, "backend_plan", info);
         json_object_set_new(res, "img_per_s", json_real(img_per_s));
         json_object_set_new(res, "step_ms", json_real(total_s * 1e3 / steps));
         json_object_set_new(res, "gflop_per_image", json_real(flop_img * 1e-9));

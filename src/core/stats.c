@@ -40,27 +40,32 @@ int64_t dlp_stats_rank_i64(const int64_t *sorted, size_t n, double p) {
     return sorted[i];
 }
 
-// Linear interpolation at position q (n - 1) of ascending values read through get.
-#define QUANTILE_BODY(v, n, q)                                  \
-    do {                                                        \
-        if ((n) == 0) return NAN;                               \
-        double pos_ = (q) * (double)((n) - 1);                  \
-        if (!(pos_ > 0)) pos_ = 0;                              \
-        if (pos_ > (double)((n) - 1)) pos_ = (double)((n) - 1); \
-        size_t lo_ = (size_t)floor(pos_);                       \
-        size_t hi_ = lo_ + 1 < (n) ? lo_ + 1 : lo_;             \
-        double f_ = pos_ - (double)lo_;                         \
-        return (double)(v)[lo_] + ((double)(v)[hi_] - (double)(v)[lo_]) * f_; \
-    } while (0)
+// Position q (n - 1) (clamped to [0, n - 1]) as the order statistics around it and the upper one's weight.
+static void interp_at(size_t n, double q, size_t *lo, size_t *hi, double *f) {
+    double pos = q * (double)(n - 1);
+    if (!(pos > 0)) pos = 0;
+    if (pos > (double)(n - 1)) pos = (double)(n - 1);
+    *lo = (size_t)floor(pos);
+    *hi = *lo + 1 < n ? *lo + 1 : *lo;
+    *f = pos - (double)*lo;
+}
 
 double dlp_stats_quantile_f64(double *v, size_t n, double q) {
+    if (n == 0) return NAN;
     dlp_stats_sort_f64(v, n);
-    QUANTILE_BODY(v, n, q);
+    size_t lo, hi;
+    double f;
+    interp_at(n, q, &lo, &hi, &f);
+    return v[lo] + (v[hi] - v[lo]) * f;
 }
 
 double dlp_stats_quantile_f32(float *v, size_t n, double q) {
+    if (n == 0) return NAN;
     dlp_stats_sort_f32(v, n);
-    QUANTILE_BODY(v, n, q);
+    size_t lo, hi;
+    double f;
+    interp_at(n, q, &lo, &hi, &f);
+    return (double)v[lo] + ((double)v[hi] - (double)v[lo]) * f;
 }
 
 double dlp_stats_median_f64(const double *v, size_t n) {

@@ -3,6 +3,7 @@
 // so a figure can be traced to the kernels behind it. ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) caps the ISA
 // below the machine's best; the cap is named when set. Built only with oneDNN (*_dnnl.c).
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +11,11 @@
 
 #include "hw/host.h"
 
+// oneDNN's own name ("cpu_isa_avx512_core_amx") without its prefix.
 const char *dlp_dnnl_isa_name_of(int isa) {
-    switch ((dnnl_cpu_isa_t)isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
-    }
+    const char *s = dnnl_cpu_isa2str((dnnl_cpu_isa_t)isa);
+    if (!s) return "other";
+    return strncmp(s, "cpu_isa_", 8) == 0 ? s + 8 : s;
 }
 
 const char *dlp_dnnl_isa_name(void) { return dlp_dnnl_isa_name_of((int)dnnl_get_effective_cpu_isa()); }

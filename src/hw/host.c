@@ -98,7 +98,7 @@ json_t *dlp_versions_to_json(void) {
     snprintf(buf, sizeof buf, "%d.%d.%d", v->major, v->minor, v->patch);
     json_object_set_new(o, "oneDNN", json_string(buf));
     const char *cap = dlp_dnnl_isa_cap();
-    if (cap) snprintf(buf, sizeof buf, "%s (capped by ONEDNN_MAX_CPU_ISA=%.20s)", dlp_dnnl_isa_name(), cap);
+    if (cap) snprintf(buf, sizeof buf, "%s (capped at %.20s)", dlp_dnnl_isa_name(), cap);
     else snprintf(buf, sizeof buf, "%s", dlp_dnnl_isa_name());
     json_object_set_new(o, "oneDNN ISA", json_string(buf));
     json_object_set_new(o, "oneDNN kernels", json_string(dlp_dnnl_conv_kernels()));

@@ -38,7 +38,7 @@ double dlp_load_meter_cores(const dlp_load_meter *m);
 // Waits (in half-second looks, at most max_s) until other processes keep at most threshold cores busy; returns the
 // last look's figure (NAN when /proc/stat is unreadable: no wait).
 double dlp_wait_quiet(double max_s, double threshold_cores);
-// {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", "oneDNN ISA": "avx512_core_amx",
+// {"jansson": "2.14", "libjpeg-turbo": "2.1.5", "oneDNN": "2.6.3", "oneDNN ISA": "avx512_core_amx" (or "avx2 (capped at AVX2)"),
 //  "oneDNN kernels": "3x3 conv fp32 jit:avx512_core (...)", ...} for what is compiled in.
 json_t *dlp_versions_to_json(void);
 

@@ -95,11 +95,7 @@ int dlp_ckdir_list(const char *dir, int64_t **steps) {
     return n;
 }
 
-static int pid_alive(long pid) {
-    if (pid <= 0) return 0;
-    if (pid == (long)getpid()) return 1;
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
+static int pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
 
 dlp_status dlp_ckdir_clean(const char *dir, int *removed) {
     if (removed) *removed = 0;
@@ -118,11 +114,13 @@ dlp_status dlp_ckdir_clean(const char *dir, int *removed) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         int gone = 0;
-        const char *tmp = strstr(rest, ".tmp.");
-        if (tmp && (strncmp(rest, ".safetensors.tmp.", 17) == 0 || strncmp(rest, ".state.safetensors.tmp.", 23) == 0)) {
+        const size_t tmp = strncmp(rest, ".safetensors.tmp.", 17) == 0         ? 17
+                           : strncmp(rest, ".state.safetensors.tmp.", 23) == 0 ? 23
+                                                                               : 0;
+        if (tmp) {
             char *end;
-            long pid = strtol(tmp + 5, &end, 10);
-            if (*end != '\0' || end == tmp + 5) continue;  // not core/fs's name
+            long pid = strtol(rest + tmp, &end, 10);
+            if (*end != '\0' || end == rest + tmp) continue;  // not core/fs's name
             gone = pid != (long)getpid() && (!pid_alive(pid) || s <= newest);
         } else if (strcmp(rest, ".state.safetensors") == 0) {
             char mp[4200];

@@ -221,12 +221,8 @@ json_t *dlp_infer_engine_plan_json(const dlp_infer_engine *e) {
     json_object_set_new(o, "input_layout", json_string(dlp_layout_name(e->layout)));
     json_object_set_new(o, "input_dtype", json_string(dlp_dtype_name(e->in_dtype)));
     json_object_set_new(o, "create_ms", json_real(e->create_ms));
-    json_t *info = json_object();  // what the backend chose: fusions, folded BN, kernels, ISA (when it says)
-    if (e->ops->plan_info && e->ops->plan_info(e->plan, info) == DLP_OK) json_object_set_new(o, "backend_plan", info);
-    else {
-        dlp_err_clear();
-        json_decref(info);
-    }
+    json_t *info = dlp_plan_info_json(e->ops, e->plan);  // what the backend chose: fusions, kernels, ISA
+    if (info) json_object_set_new(o, "backend_plan", info);
     return o;
 }
 

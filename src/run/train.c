@@ -764,11 +764,11 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     // After the loop (also after a failure in it): a final evaluation and checkpoint when the run ended well.
     // Stopped by its caller (dlperf train: SIGTERM from a scheduler, Ctrl-C), the checkpoint comes first: a grace
     // period (Slurm --signal, Kubernetes terminationGracePeriodSeconds) may end before an evaluation would.
-    if (st == DLP_OK && strcmp(t->stopped_by, "callback") == 0 && t->c.checkpoint_dir && t->last_ck_step != t->pos.step &&
-        t->steps_run > 0)
+    const int ck_due = t->c.checkpoint_dir && t->steps_run > 0;  // and last_ck_step != pos.step, checked each time
+    if (st == DLP_OK && strcmp(t->stopped_by, "callback") == 0 && ck_due && t->last_ck_step != t->pos.step)
         st = save_checkpoint(t);
     if (st == DLP_OK && t->c.eval && t->vl && t->last_eval_step != t->pos.step && t->steps_run > 0) st = run_eval(t, -1);
-    if (st == DLP_OK && t->c.checkpoint_dir && t->last_ck_step != t->pos.step && t->steps_run > 0)
+    if (st == DLP_OK && ck_due && t->last_ck_step != t->pos.step)
         st = save_checkpoint(t);
     if (t->plan && t->ops->input_stats) {
         double cm = 0, sm = 0;

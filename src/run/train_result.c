@@ -202,14 +202,8 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(be, "name", json_string(t->ops ? t->ops->name : ""));
     json_object_set_new(be, "device", json_string(c->device ? c->device : ""));
     json_object_set_new(be, "plan_ms", json_real(t->plan_ms));
-    if (t->plan && t->ops->plan_info) {  // what the backend chose: ISA, kernels, fusions, memory
-        json_t *info = json_object();
-        if (t->ops->plan_info(t->plan, info) == DLP_OK) json_object_set_new(be, "plan", info);
-        else {
-            dlp_err_clear();
-            json_decref(info);
-        }
-    }
+    json_t *info = t->plan ? dlp_plan_info_json(t->ops, t->plan) : NULL;  // ISA, kernels, fusions, memory
+    if (info) json_object_set_new(be, "plan", info);
     json_object_set_new(o, "backend", be);
 
     dlp_host_info h;

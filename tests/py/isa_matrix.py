@@ -35,7 +35,7 @@ CONFIGS = [
 
 
 def effective_isa(dlperf, env):
-    """The ISA oneDNN runs on under env, from `dlperf version` ("oneDNN ISA  avx2 (capped by ...)")."""
+    """The ISA oneDNN runs on under env, from `dlperf version` ("oneDNN ISA  avx2 (capped at AVX2)")."""
     r = subprocess.run([dlperf, "version"], capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("oneDNN ISA"):
