@@ -3,8 +3,10 @@
 // runs steps on it; nothing is allocated or chosen in the step loop. `ref` (plain C) is the yardstick every
 // other backend is checked against; `cpu` is oneDNN, `cuda` is cuDNN/cuBLAS, `sim` is a GPU emulated from
 // its hw/ profile (it sleeps for the time the step would take and computes nothing).
-// Defines: dlp_backend_ops, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_find, dlp_backends,
-//          dlp_plan_sync, dlp_plan_info_json.
+// This is the public header: callers hold opaque handles and call dlp_backend_* / dlp_plan_*, which handle the
+// optional entries once; backend/backend_impl.h is the interface a backend implements (ggml-backend.h vs
+// ggml-backend-impl.h).
+// Defines: dlp_backend, dlp_plan, dlp_plan_cfg, dlp_pass, dlp_sgd, dlp_loss_out, dlp_backend_*, dlp_plan_*.
 #ifndef DLP_BACKEND_H
 #define DLP_BACKEND_H
 #include <stddef.h>
@@ -14,7 +16,8 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-typedef struct dlp_plan dlp_plan;  // each backend defines its own; the first member is `const dlp_backend_ops *ops`
+typedef struct dlp_backend_ops dlp_backend;  // a backend: opaque (backend/backend_impl.h is its interface)
+typedef struct dlp_plan dlp_plan;            // a plan a backend made: opaque
 struct json_t;                     // jansson's (plan_info)
 
 typedef enum {
@@ -51,71 +54,77 @@ typedef struct dlp_loss_out {
     int correct_top1, correct_top5;
 } dlp_loss_out;
 
-typedef struct dlp_backend_ops {
-    const char *name;      // "ref", "cpu", "cuda", "sim"
-    const char *summary;   // one line for --help
-    // DLP_OK if the backend can run here; otherwise a status and why (e.g. "no CUDA device found").
-    dlp_status (*available)(char *why, size_t why_len);
-    dlp_status (*plan_create)(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out);
-    void (*plan_free)(dlp_plan *p);
-    // The layout and type the plan wants the input batch in (the loader writes it that way).
-    void (*input_format)(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype);
+// ---- backends ------------------------------------------------------------------------------------------------------
 
-    // Host-side state, fp32 flat arrays in net->params / net->bufs order (NULL bufs: leave them).
-    dlp_status (*set_params)(dlp_plan *p, const float *params, const float *bufs);
-    dlp_status (*get_params)(dlp_plan *p, float *params, float *bufs);
-    dlp_status (*get_grads)(dlp_plan *p, float *grads);
-    dlp_status (*set_momentum)(dlp_plan *p, const float *v);  // optimizer state (for checkpoints)
-    dlp_status (*get_momentum)(dlp_plan *p, float *v);
-    // The flat fp32 gradient array where the plan keeps it (device memory for cuda), for in-place allreduce.
-    float *(*grad_buffer)(dlp_plan *p);
+// "cpu", "ref", "cuda", "sim:a100" -> the backend (arg gets what follows ':', or NULL). NULL + error if unknown.
+const dlp_backend *dlp_backend_find(const char *device, const char **arg);
+// NULL-terminated table of the backends compiled in (the first is the default device).
+const dlp_backend *const *dlp_backends(void);
+const char *dlp_backend_name(const dlp_backend *b);     // "ref", "cpu", "cuda", "sim"
+const char *dlp_backend_summary(const dlp_backend *b);  // one line for --help
+// DLP_OK if the backend can run here; otherwise a status, and why in `why` (e.g. "no CUDA device found").
+dlp_status dlp_backend_available(const dlp_backend *b, char *why, size_t why_len);
+// What a backend offers beyond the required entries, for callers that report or skip accordingly.
+typedef enum {
+    DLP_BACKEND_PEAK,         // dlp_backend_measure_peak measures (otherwise it gives 0)
+    DLP_BACKEND_INPUT_GRAD,   // dlp_plan_get_input_grad works
+    DLP_BACKEND_INPUT_STATS,  // dlp_plan_input_stats counts device copies (otherwise zeros)
+    DLP_BACKEND_ASYNC,        // steps are queued on a device: dlp_plan_sync waits for them
+    DLP_BACKEND_PLAN_INFO,    // dlp_plan_info describes the plan
+} dlp_backend_feature;
+int dlp_backend_has(const dlp_backend *b, dlp_backend_feature f);
+// Sustained GFLOP/s of the backend's best convolution at this precision and thread count, measured on the spot (the
+// "peak" a run's achieved GFLOP/s is compared with); *gflops = 0 and DLP_OK where the backend does not measure one.
+dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, int threads, double *gflops);
 
-    // One step. set_input takes n <= batch samples in input_format (n < batch only for DLP_PASS_EVAL; the
-    // rest is padding whose outputs are ignored); a GPU backend may start an asynchronous copy here.
-    dlp_status (*set_input)(dlp_plan *p, const void *batch, int n);
-    // DLP_PASS_TRAIN needs a training plan and a full batch (n == batch).
-    dlp_status (*forward)(dlp_plan *p, dlp_pass pass);
-    // The last layer's output for the n samples of the last set_input, fp32 NCHW (logits: (n, classes)).
-    dlp_status (*get_output)(dlp_plan *p, float *out);
-    // Softmax cross-entropy of the output against labels (n of them); keeps d(loss)/d(logits) for backward.
-    // Label smoothing as PyTorch's cross_entropy(label_smoothing=); a label outside [0, classes) is an error.
-    // On an inference plan it gives the loss and top-1/top-5 counts only (docs/nn.md has the conventions).
-    dlp_status (*loss)(dlp_plan *p, const int32_t *labels, float label_smoothing, dlp_loss_out *out);
-    // Backward from the loss (dy NULL) or from a given fp32 NCHW gradient of the output (tests), after a
-    // DLP_PASS_TRAIN forward. It overwrites the gradient array (no accumulation across steps) and calls
-    // cfg.on_bucket for each bucket of dlp_net_buckets() in order, as soon as its gradients are final.
-    dlp_status (*backward)(dlp_plan *p, const float *dy);
-    dlp_status (*get_input_grad)(dlp_plan *p, float *dx);  // optional (NULL): fp32 NCHW dL/d(input)
-    dlp_status (*update)(dlp_plan *p, const dlp_sgd *hp);  // torch.optim.SGD on the current gradients
-    dlp_status (*sync)(dlp_plan *p);  // optional: wait for queued device work
+// ---- plans ---------------------------------------------------------------------------------------------------------
+// A backend turns a net into a plan once (primitives, algorithms, workspace, layouts), then runs steps on it.
 
-    // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
-    // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).
-    dlp_status (*measure_peak)(dlp_dtype precision, int threads, double *gflops);
+dlp_status dlp_plan_create(const dlp_backend *b, const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out);
+void dlp_plan_free(dlp_plan *p);  // NULL: nothing
+const dlp_backend *dlp_plan_backend(const dlp_plan *p);
+// The layout and type the plan wants the input batch in (the loader writes it that way).
+void dlp_plan_input_format(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype);
 
-    // Optional: totals since the plan was made, for the step line and result — time spent copying input batches
-    // to the device, time the step's compute waited for such a copy (the device-side data stall), and how many
-    // copies those totals cover (a GPU backend measures with events; only copies already completed count).
-    dlp_status (*input_stats)(dlp_plan *p, double *copy_ms, double *stall_ms, int64_t *copies);
+// Host-side state, fp32 flat arrays in net->params / net->bufs order (NULL bufs: leave them).
+dlp_status dlp_plan_set_params(dlp_plan *p, const float *params, const float *bufs);
+dlp_status dlp_plan_get_params(dlp_plan *p, float *params, float *bufs);
+dlp_status dlp_plan_get_grads(dlp_plan *p, float *grads);
+dlp_status dlp_plan_set_momentum(dlp_plan *p, const float *v);  // optimizer state (for checkpoints)
+dlp_status dlp_plan_get_momentum(dlp_plan *p, float *v);
+// The flat fp32 gradient array where the plan keeps it (device memory for cuda), for in-place allreduce.
+float *dlp_plan_grad_buffer(dlp_plan *p);
 
-    // Optional: what the plan chose, added to obj as JSON fields for the result (cpu: the ISA oneDNN dispatched,
-    // threads, implementation of the 3x3 convolutions, fusions, memory).
-    dlp_status (*plan_info)(const dlp_plan *p, struct json_t *obj);
-} dlp_backend_ops;
-
-struct dlp_plan {
-    const dlp_backend_ops *ops;
-};
-
-// "cpu", "ref", "cuda", "sim:a100" -> the ops (arg gets what follows ':', or NULL). NULL + error if unknown.
-const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg);
-// NULL-terminated table of the backends compiled in.
-const dlp_backend_ops *const *dlp_backends(void);
-// Waits for a plan's queued device work: ops->sync where the backend has one (asynchronous devices), else nothing.
-// Phase timing calls it between phases; the one place that handles the optional entry.
-dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p);
-// What the backend chose for a plan (ops->plan_info: ISA, kernels, fusions, memory) as a new JSON object; NULL when
-// the backend does not say.
-struct json_t *dlp_plan_info_json(const dlp_backend_ops *ops, const dlp_plan *p);
+// One step. set_input takes n <= batch samples in input_format (n < batch only for DLP_PASS_EVAL; the rest is
+// padding whose outputs are ignored); a GPU backend may start an asynchronous copy here.
+dlp_status dlp_plan_set_input(dlp_plan *p, const void *batch, int n);
+// DLP_PASS_TRAIN needs a training plan and a full batch (n == batch).
+dlp_status dlp_plan_forward(dlp_plan *p, dlp_pass pass);
+// The last layer's output for the n samples of the last set_input, fp32 NCHW (logits: (n, classes)).
+dlp_status dlp_plan_get_output(dlp_plan *p, float *out);
+// Softmax cross-entropy of the output against labels (n of them); keeps d(loss)/d(logits) for backward. Label
+// smoothing as PyTorch's cross_entropy(label_smoothing=); a label outside [0, classes) is an error. On an inference
+// plan it gives the loss and top-1/top-5 counts only (docs/nn.md has the conventions).
+dlp_status dlp_plan_loss(dlp_plan *p, const int32_t *labels, float label_smoothing, dlp_loss_out *out);
+// Backward from the loss (dy NULL) or from a given fp32 NCHW gradient of the output (tests), after a DLP_PASS_TRAIN
+// forward. It overwrites the gradient array (no accumulation across steps) and calls cfg.on_bucket for each bucket
+// of dlp_net_buckets() in order, as soon as its gradients are final.
+dlp_status dlp_plan_backward(dlp_plan *p, const float *dy);
+// fp32 NCHW dL/d(input) of the last backward; DLP_ERR_UNSUPPORTED where the backend does not keep it
+// (dlp_backend_has(.., DLP_BACKEND_INPUT_GRAD) says beforehand).
+dlp_status dlp_plan_get_input_grad(dlp_plan *p, float *dx);
+dlp_status dlp_plan_update(dlp_plan *p, const dlp_sgd *hp);  // torch.optim.SGD on the current gradients
+// Waits for the plan's queued device work (asynchronous devices); nothing on synchronous ones. Phase timing calls it
+// between phases.
+dlp_status dlp_plan_sync(dlp_plan *p);
+// Totals since the plan was made: time spent copying input batches to the device, time the step's compute waited
+// for such a copy (the device-side data stall), and how many copies those totals cover (a GPU backend measures with
+// events; only completed copies count). Zeros where the backend copies nothing.
+dlp_status dlp_plan_input_stats(dlp_plan *p, double *copy_ms, double *stall_ms, int64_t *copies);
+// What the backend chose for the plan (the ISA oneDNN dispatched, threads, every kernel, fusions, memory) added to
+// obj as JSON fields; DLP_ERR_UNSUPPORTED where the backend does not say.
+dlp_status dlp_plan_info(const dlp_plan *p, struct json_t *obj);
+// The same as a new JSON object; NULL when the backend does not say.
+struct json_t *dlp_plan_info_json(const dlp_plan *p);
 
 #endif

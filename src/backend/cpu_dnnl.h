@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 
 extern const dlp_backend_ops dlp_backend_cpu;
 

@@ -30,7 +30,7 @@ void dlp_cuda_host_stats(int64_t *pinned, int64_t *pageable);
 #include "hw/catalog.h"
 #include "hw/profile.h"
 
-extern const dlp_backend_ops dlp_backend_cuda;
+extern const dlp_backend dlp_backend_cuda;
 
 typedef struct dlp_cuda_device_info {
     int index;

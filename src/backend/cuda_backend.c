@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 #include "backend/cuda.h"
 #include "backend/cuda_host.h"
 #include "backend/cuda_kernels.h"

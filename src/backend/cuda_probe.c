@@ -97,7 +97,7 @@ static dlp_status probe_one(const dlp_net *net, const float *params, const float
     pt->batch = batch;
     pt->train = train;
     pt->precision = prec;
-    const dlp_backend_ops *ops = &dlp_backend_cuda;
+    const dlp_backend *ops = &dlp_backend_cuda;
     dlp_plan_cfg cfg = {.batch = batch, .train = train, .precision = prec, .tf32 = tf32};
     dlp_plan *pl = NULL;
     int64_t in_n = (int64_t)batch * dlp_net_layer_numel(net, 0);
@@ -121,29 +121,29 @@ static dlp_status probe_one(const dlp_net *net, const float *params, const float
         const dlp_layer *in = &net->layers[0];
         dlp_cuda_nchw_to_nhwc(x32, batch, in->c, (int64_t)in->h * in->w, prec, x);
     }
-    DLP_CHECK_GOTO(st, ops->plan_create(net, &cfg, &pl), out);
-    DLP_CHECK_GOTO(st, ops->set_params(pl, params, bufs), out);
-    DLP_CHECK_GOTO(st, ops->set_input(pl, x, batch), out);
+    DLP_CHECK_GOTO(st, dlp_plan_create(ops, net, &cfg, &pl), out);
+    DLP_CHECK_GOTO(st, dlp_plan_set_params(pl, params, bufs), out);
+    DLP_CHECK_GOTO(st, dlp_plan_set_input(pl, x, batch), out);
     cudaStream_t s = (cudaStream_t)dlp_cuda_plan_stream(pl);
     dlp_sgd hp = {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-5f, .nesterov = 0, .decay_no_decay_params = 0};
     dlp_loss_out lo;
     for (int i = 0; i < 3 * steps + 1; i++) DLP_CU_GOTO(st, cudaEventCreate(&ev[i]), out);
     for (int i = -warmup; i < steps; i++) {
         if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(ev[i], s), out);
-        if (h2d) DLP_CHECK_GOTO(st, ops->set_input(pl, x, batch), out);
+        if (h2d) DLP_CHECK_GOTO(st, dlp_plan_set_input(pl, x, batch), out);
         if (train) {
-            DLP_CHECK_GOTO(st, ops->forward(pl, DLP_PASS_TRAIN), out);
+            DLP_CHECK_GOTO(st, dlp_plan_forward(pl, DLP_PASS_TRAIN), out);
             if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evf[i], s), out);
-            DLP_CHECK_GOTO(st, ops->loss(pl, labels, 0.0f, &lo), out);
-            DLP_CHECK_GOTO(st, ops->backward(pl, NULL), out);
+            DLP_CHECK_GOTO(st, dlp_plan_loss(pl, labels, 0.0f, &lo), out);
+            DLP_CHECK_GOTO(st, dlp_plan_backward(pl, NULL), out);
             if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evb[i], s), out);
-            DLP_CHECK_GOTO(st, ops->update(pl, &hp), out);
+            DLP_CHECK_GOTO(st, dlp_plan_update(pl, &hp), out);
         } else {
-            DLP_CHECK_GOTO(st, ops->forward(pl, DLP_PASS_EVAL), out);
+            DLP_CHECK_GOTO(st, dlp_plan_forward(pl, DLP_PASS_EVAL), out);
         }
     }
     if (steps > 0) DLP_CU_GOTO(st, cudaEventRecord(ev[steps], s), out);
-    DLP_CHECK_GOTO(st, ops->sync(pl), out);
+    DLP_CHECK_GOTO(st, dlp_plan_sync(pl), out);
     for (int i = 0; i < steps; i++) {
         float m = 0;
         DLP_CU_GOTO(st, cudaEventElapsedTime(&m, ev[i], ev[i + 1]), out);
@@ -171,10 +171,10 @@ static dlp_status probe_one(const dlp_net *net, const float *params, const float
     pt->plan_ms = json_number_value(json_object_get(d, "plan_ms"));
     pt->graphs_captured = (int)json_integer_value(json_object_get(d, "graphs_captured"));
     json_decref(d);
-    if (h2d && ops->input_stats) {
+    if (h2d) {
         double c = 0, w = 0;
         int64_t k = 0;
-        DLP_CHECK_GOTO(st, ops->input_stats(pl, &c, &w, &k), out);
+        DLP_CHECK_GOTO(st, dlp_plan_input_stats(pl, &c, &w, &k), out);
         pt->copy_ms = k ? c / k : 0;
         pt->stall_ms = k ? w / k : 0;
     }
@@ -182,7 +182,7 @@ out:
     if (ev)
         for (int i = 0; i < 3 * steps + 1; i++)
             if (ev[i]) cudaEventDestroy(ev[i]);
-    if (pl) ops->plan_free(pl);
+    if (pl) dlp_plan_free(pl);
     free(x32);
     if (x) ha->free(ha->ctx, x);
     free(labels);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 

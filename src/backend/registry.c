@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 
 // Each backend's ops table, defined in its own file (ref.c, cpu_dnnl.c, ...).
 extern const dlp_backend_ops dlp_backend_ref;
@@ -33,9 +33,9 @@ static const dlp_backend_ops *const k_backends[] = {
     NULL,
 };
 
-const dlp_backend_ops *const *dlp_backends(void) { return k_backends; }
+const dlp_backend *const *dlp_backends(void) { return k_backends; }
 
-const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg) {
+const dlp_backend *dlp_backend_find(const char *device, const char **arg) {
     if (arg) *arg = NULL;
     if (!device || !*device) {
         DLP_ERR(DLP_ERR_INVALID, "no device given (use --device ref|cpu|cuda|sim:<gpu>)");
@@ -66,13 +66,3 @@ const dlp_backend_ops *dlp_backend_find(const char *device, const char **arg) {
     return NULL;
 }
 
-dlp_status dlp_plan_sync(const dlp_backend_ops *ops, dlp_plan *p) { return ops->sync ? ops->sync(p) : DLP_OK; }
-
-json_t *dlp_plan_info_json(const dlp_backend_ops *ops, const dlp_plan *p) {
-    if (!ops->plan_info) return NULL;
-    json_t *info = json_object();
-    if (ops->plan_info(p, info) == DLP_OK) return info;
-    dlp_err_clear();
-    json_decref(info);
-    return NULL;
-}

@@ -9,7 +9,7 @@
 #include "hw/profile.h"
 #include "hw/steptime.h"
 
-extern const dlp_backend_ops dlp_backend_sim;
+extern const dlp_backend dlp_backend_sim;
 
 // The step times a sim plan waits for a full batch (for tests and for comparing with predict).
 dlp_status dlp_sim_plan_times(const dlp_plan *p, dlp_step_times *out);

@@ -268,7 +268,7 @@ static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_
             json_t *pj = dlp_infer_engine_plan_json(&e);
             char what[256] = "";
             plan_summary(pj, what, sizeof what);
-            printf("plan: %s %s inference plan%s, %d compute threads, input %s %s\n\n", e.ops->name,
+            printf("plan: %s %s inference plan%s, %d compute threads, input %s %s\n\n", dlp_backend_name(e.ops),
                    dlp_dtype_name(e.precision), what, threads_used, dlp_layout_name(e.layout), dlp_dtype_name(e.in_dtype));
             json_object_set_new(result, "plan", pj);
             print_header_row(o);

@@ -211,7 +211,7 @@ static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut
         char ladder[64];
         dlp_serve_ladder_describe(&ls->ladders[0], ladder, sizeof ladder);
         DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d thread%s with plans of batch %s; %d samples "
-                 "of %s preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, e->ops->name,
+                 "of %s preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, dlp_backend_name(e->ops),
                  dlp_dtype_name(e->precision), ls->threads, ls->threads > 1 ? "s" : "", ladder, ls->lib.n,
                  o->images ? o->images : where, dlp_ns_to_s(dlp_now_ns() - t0), dlp_layout_name(e->layout),
                  dlp_dtype_name(e->in_dtype), ls->lib.skipped ? " (some images skipped)" : "");

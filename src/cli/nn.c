@@ -26,7 +26,7 @@
 #define PRECISIONS "fp32|bf16|fp16"
 static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
-static const char *default_device(void) { return dlp_backends()[0]->name; }
+static const char *default_device(void) { return dlp_backend_name(dlp_backends()[0]); }
 
 static void shape_text(char *buf, size_t len, const dlp_layer *l) {
     if (l->h == 1 && l->w == 1) snprintf(buf, len, "%d", l->c);
@@ -168,10 +168,10 @@ static int cmd_bench(int argc, char **argv) {
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     const char *arg;
-    const dlp_backend_ops *ops = dlp_backend_find(device, &arg);
+    const dlp_backend *ops = dlp_backend_find(device, &arg);
     if (!ops) return dlp_cli_fail(dlp_err_status());
     char why[256] = "";
-    if (ops->available(why, sizeof why) != DLP_OK)
+    if (dlp_backend_available(ops, why, sizeof why) != DLP_OK)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", device, why));
     dlp_net net;
     if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
@@ -187,12 +187,12 @@ static int cmd_bench(int argc, char **argv) {
     dlp_resnet_init_params(&net, (uint64_t)seed, 0, params, bufs);
     dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = k_precisions[prec], .threads = threads, .arg = arg};
     int64_t t0 = dlp_now_ns();
-    DLP_CHECK_GOTO(st, ops->plan_create(&net, &cfg, &plan), out);
+    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
     const double plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
-    DLP_CHECK_GOTO(st, ops->set_params(plan, params, bufs), out);
+    DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
     dlp_layout layout;
     dlp_dtype in_type;
-    ops->input_format(plan, &layout, &in_type);
+    dlp_plan_input_format(plan, &layout, &in_type);
     const int64_t in_elems = (int64_t)batch * dlp_net_layer_numel(&net, 0);
     input = malloc((size_t)in_elems * dlp_dtype_size(in_type));
     if (!input) {
@@ -208,27 +208,27 @@ static int cmd_bench(int argc, char **argv) {
     double loss_first = 0, loss_last = 0;
     int64_t total_ns = 0;
     fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", net.arch, batch, size,
-            size, ops->name, dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
+            size, dlp_backend_name(ops), dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
     for (int s = 0; s < warmup + steps; s++) {
         int64_t t[PH_COUNT + 1];
         t[0] = dlp_now_ns();
-        DLP_CHECK_GOTO(st, ops->set_input(plan, input, batch), out);
-        DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
+        DLP_CHECK_GOTO(st, dlp_plan_set_input(plan, input, batch), out);
+        DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
         t[1] = dlp_now_ns();
-        DLP_CHECK_GOTO(st, ops->forward(plan, infer ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
-        DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
+        DLP_CHECK_GOTO(st, dlp_plan_forward(plan, infer ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
+        DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
         t[2] = dlp_now_ns();
         t[3] = t[4] = t[5] = t[2];
         if (!infer) {
             dlp_loss_out lo;
-            DLP_CHECK_GOTO(st, ops->loss(plan, labels, 0.0f, &lo), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_loss(plan, labels, 0.0f, &lo), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
             t[3] = dlp_now_ns();
-            DLP_CHECK_GOTO(st, ops->backward(plan, NULL), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_backward(plan, NULL), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
             t[4] = dlp_now_ns();
-            DLP_CHECK_GOTO(st, ops->update(plan, &sgd), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(ops, plan), out);
+            DLP_CHECK_GOTO(st, dlp_plan_update(plan, &sgd), out);
+            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
             t[5] = dlp_now_ns();
             if (!isfinite(lo.loss)) {
                 st = DLP_ERR(DLP_ERR_NUMERIC, "loss is %g at step %d", lo.loss, s);
@@ -246,8 +246,8 @@ static int cmd_bench(int argc, char **argv) {
     const double flop_img = dlp_net_forward_flops(&net) * (infer ? 1 : 3);
     const double gflops = flop_img * batch * steps / total_s * 1e-9;
     double peak_gflops = 0;
-    if (peak && ops->measure_peak) DLP_CHECK_GOTO(st, ops->measure_peak(cfg.precision, threads, &peak_gflops), out);
-    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, ops->name,
+    if (peak) DLP_CHECK_GOTO(st, dlp_backend_measure_peak(ops, cfg.precision, threads, &peak_gflops), out);
+    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, dlp_backend_name(ops),
            dlp_dtype_name(cfg.precision), infer ? "inference" : "training");
     printf("%-10s %.2f img/s, %.1f ms per step, %.1f GFLOP/s achieved (%.2f GFLOP per image)\n", "throughput",
            img_per_s, total_s * 1e3 / steps, gflops, flop_img * 1e-9);
@@ -263,11 +263,11 @@ static int cmd_bench(int argc, char **argv) {
         dlp_host_probe(&h);
         res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
         json_object_set_new(res, "config", dlp_opts_to_json(opts));
-        json_object_set_new(res, "backend", json_string(ops->name));
+        json_object_set_new(res, "backend", json_string(dlp_backend_name(ops)));
         json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
         json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
         json_object_set_new(res, "plan_ms", json_real(plan_ms));
-        json_t *info = dlp_plan_info_json(ops, plan);  // what the backend chose: ISA, every kernel, fusions, memory
+        json_t *info = dlp_plan_info_json(plan);  // what the backend chose: ISA, every kernel, fusions, memory
         if (info) json_object_set_new(res, "backend_plan", info);
         json_object_set_new(res, "img_per_s", json_real(img_per_s));
         json_object_set_new(res, "step_ms", json_real(total_s * 1e3 / steps));
@@ -291,7 +291,7 @@ static int cmd_bench(int argc, char **argv) {
     }
 out:
     json_decref(res);
-    if (plan) ops->plan_free(plan);
+    if (plan) dlp_plan_free(plan);
     free(input);
     free(params);
     free(bufs);
@@ -392,7 +392,7 @@ static int cmd_step(int argc, char **argv) {
             return dlp_cli_fail(st);
     }
     const char *arg;
-    const dlp_backend_ops *ops = dlp_backend_find(device, &arg);
+    const dlp_backend *ops = dlp_backend_find(device, &arg);
     if (!ops) return dlp_cli_fail(dlp_err_status());
     step_io io;
     dlp_net net;
@@ -430,18 +430,18 @@ static int cmd_step(int argc, char **argv) {
     if (weights) DLP_CHECK_GOTO(st, dlp_state_load(&net, weights, DLP_STATE_STRICT, params, bufs, &nbt), out);
     else dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, params, bufs);
     dlp_plan_cfg cfg = {.batch = plan_batch, .train = !eval, .precision = k_precisions[prec], .threads = threads, .arg = arg};
-    DLP_CHECK_GOTO(st, ops->plan_create(&net, &cfg, &plan), out);
-    DLP_CHECK_GOTO(st, ops->set_params(plan, params, bufs), out);
+    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
+    DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
     dlp_layout layout;
     dlp_dtype in_type;
-    ops->input_format(plan, &layout, &in_type);
+    dlp_plan_input_format(plan, &layout, &in_type);
     if (layout != DLP_LAYOUT_NCHW || in_type != DLP_DTYPE_F32) {
         // Convert the NCHW fp32 batch to what the plan wants.
         const int64_t hw = (int64_t)io.h * io.w, per = hw * io.c;
         void *conv = malloc((size_t)(n * per) * dlp_dtype_size(in_type));
         if (!conv || in_type == DLP_DTYPE_U8) {
             free(conv);
-            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "nn step: cannot feed device %s its input format", ops->name);
+            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "nn step: cannot feed device %s its input format", dlp_backend_name(ops));
             goto out;
         }
         for (int i = 0; i < n; i++)
@@ -452,16 +452,16 @@ static int cmd_step(int argc, char **argv) {
                     if (in_type == DLP_DTYPE_F32) ((float *)conv)[at] = v;
                     else ((uint16_t *)conv)[at] = in_type == DLP_DTYPE_BF16 ? dlp_f32_to_bf16(v) : dlp_f32_to_f16(v);
                 }
-        st = ops->set_input(plan, conv, n);
+        st = dlp_plan_set_input(plan, conv, n);
         free(conv);
         if (st) goto out;
     } else {
-        DLP_CHECK_GOTO(st, ops->set_input(plan, io.x, n), out);
+        DLP_CHECK_GOTO(st, dlp_plan_set_input(plan, io.x, n), out);
     }
-    DLP_CHECK_GOTO(st, ops->forward(plan, eval ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
-    DLP_CHECK_GOTO(st, ops->get_output(plan, logits), out);
+    DLP_CHECK_GOTO(st, dlp_plan_forward(plan, eval ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
+    DLP_CHECK_GOTO(st, dlp_plan_get_output(plan, logits), out);
     dlp_loss_out lo;
-    DLP_CHECK_GOTO(st, ops->loss(plan, io.labels, (float)smoothing, &lo), out);
+    DLP_CHECK_GOTO(st, dlp_plan_loss(plan, io.labels, (float)smoothing, &lo), out);
     int64_t c1 = lo.correct_top1, c5 = lo.correct_top5;
     int64_t lshape[2] = {n, net.num_classes};
     DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "logits", DLP_ST_F32, 2, lshape, logits), out);
@@ -470,15 +470,15 @@ static int cmd_step(int argc, char **argv) {
     DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top5", DLP_ST_I64, 0, NULL, &c5), out);
     int64_t nbt_after = nbt + 1;
     if (!eval) {
-        DLP_CHECK_GOTO(st, ops->backward(plan, NULL), out);
-        DLP_CHECK_GOTO(st, ops->get_grads(plan, grads), out);
+        DLP_CHECK_GOTO(st, dlp_plan_backward(plan, NULL), out);
+        DLP_CHECK_GOTO(st, dlp_plan_get_grads(plan, grads), out);
         dlp_sgd sgd = {.lr = (float)lr, .momentum = (float)momentum, .weight_decay = (float)wd, .nesterov = nesterov,
                        .decay_no_decay_params = !no_decay_bn};
-        DLP_CHECK_GOTO(st, ops->update(plan, &sgd), out);
-        DLP_CHECK_GOTO(st, ops->get_params(plan, newp, newb), out);
+        DLP_CHECK_GOTO(st, dlp_plan_update(plan, &sgd), out);
+        DLP_CHECK_GOTO(st, dlp_plan_get_params(plan, newp, newb), out);
         int64_t xshape[4] = {n, io.c, io.h, io.w};
-        if (ops->get_input_grad) {
-            DLP_CHECK_GOTO(st, ops->get_input_grad(plan, gx), out);
+        if (dlp_backend_has(ops, DLP_BACKEND_INPUT_GRAD)) {
+            DLP_CHECK_GOTO(st, dlp_plan_get_input_grad(plan, gx), out);
             DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "input_grad", DLP_ST_F32, 4, xshape, gx), out);
         }
         names = calloc((size_t)(2 * net.nparams + 2 * net.nbufs), sizeof *names);
@@ -527,7 +527,7 @@ static int cmd_step(int argc, char **argv) {
         float *mom = NULL;
         if (!eval) {
             mom = malloc((size_t)net.param_count * sizeof(float));
-            if (!mom || (st = ops->get_momentum(plan, mom))) {
+            if (!mom || (st = dlp_plan_get_momentum(plan, mom))) {
                 free(mom);
                 if (!st) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
                 goto out;
@@ -537,10 +537,10 @@ static int cmd_step(int argc, char **argv) {
         free(mom);
         if (st) goto out;
     }
-    printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", ops->name,
+    printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", dlp_backend_name(ops),
            n, lo.loss, (long long)c1, (long long)c5, out_path);
 out:
-    if (plan) ops->plan_free(plan);
+    if (plan) dlp_plan_free(plan);
     dlp_st_writer_free(&w);
     for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);

@@ -87,7 +87,7 @@ static dlp_status open_engine(const engine_opts *o, engine_parts *ep, dlp_serve_
     char ladder[96];
     dlp_serve_ladder_describe(&ep->ladder, ladder, sizeof ladder);
     DLP_INFO("serve: %s (%d classes, %dx%d) on %s %s, plans of batch %s ready in %.0f ms; input %s %s; weights %s",
-             ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, e0->ops->name, dlp_dtype_name(e0->precision),
+             ep->model.net.arch, ep->model.net.num_classes, in->h, in->w, dlp_backend_name(e0->ops), dlp_dtype_name(e0->precision),
              ladder, ep->ladder.create_ms, dlp_layout_name(e0->layout), dlp_dtype_name(e0->in_dtype),
              ep->model.random_init ? "random (seeded init)" : ep->model.weights);
     return DLP_OK;

@@ -98,9 +98,9 @@ int dlp_cli_validate(int argc, char **argv) {
         // The built-in sweep on what this build has: a configuration on a backend not built here is left out, said.
         int nb = dlp_validate_builtin(quick, cfgs, DLP_VALIDATE_MAX_CONFIGS);
         for (int i = 0; i < nb; i++) {
-            const dlp_backend_ops *ops = dlp_backend_find(cfgs[i].device, NULL);
+            const dlp_backend *ops = dlp_backend_find(cfgs[i].device, NULL);
             char why[256] = "";
-            if (!ops || ops->available(why, sizeof why) != DLP_OK) {
+            if (!ops || dlp_backend_available(ops, why, sizeof why) != DLP_OK) {
                 char label[160];
                 dlp_validate_config_label(&cfgs[i], label, sizeof label);
                 fprintf(stderr, "validate: left out %s: the %.*s backend is not available here%s%s\n", label,

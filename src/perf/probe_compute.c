@@ -44,7 +44,7 @@ static void fill_input(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
 
 // A ready training plan with its input, for the compute and contention parts.
 typedef struct probe_plan {
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     dlp_plan *plan;
     dlp_net net;
     void *input;
@@ -53,14 +53,14 @@ typedef struct probe_plan {
 } probe_plan;
 
 static void plan_close(probe_plan *p) {
-    if (p->plan) p->ops->plan_free(p->plan);
+    if (p->plan) dlp_plan_free(p->plan);
     dlp_net_free(&p->net);
     free(p->input);
     free(p->labels);
     memset(p, 0, sizeof *p);
 }
 
-static dlp_status plan_open(const dlp_backend_ops *ops, const char *arg, const char *model, int size, int batch,
+static dlp_status plan_open(const dlp_backend *ops, const char *arg, const char *model, int size, int batch,
                             dlp_dtype prec, int threads, uint64_t seed, probe_plan *p) {
     memset(p, 0, sizeof *p);
     p->ops = ops;
@@ -75,11 +75,11 @@ static dlp_status plan_open(const dlp_backend_ops *ops, const char *arg, const c
     }
     dlp_resnet_init_params(&p->net, seed, 0, params, bufs);
     dlp_plan_cfg pc = {.batch = batch, .train = 1, .precision = prec, .threads = threads, .arg = arg};
-    DLP_CHECK_GOTO(st, ops->plan_create(&p->net, &pc, &p->plan), out);
-    DLP_CHECK_GOTO(st, ops->set_params(p->plan, params, bufs), out);
+    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &p->net, &pc, &p->plan), out);
+    DLP_CHECK_GOTO(st, dlp_plan_set_params(p->plan, params, bufs), out);
     dlp_layout layout;
     dlp_dtype in_type;
-    ops->input_format(p->plan, &layout, &in_type);
+    dlp_plan_input_format(p->plan, &layout, &in_type);
     int64_t n = (int64_t)batch * dlp_net_layer_numel(&p->net, 0);
     p->input = malloc((size_t)n * dlp_dtype_size(in_type));
     if (!p->input) {
@@ -102,17 +102,17 @@ out:
 static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd) {
     static const dlp_sgd sgd = {.lr = 0.001f, .momentum = 0.9f, .weight_decay = 1e-4f};
     int64_t t0 = dlp_now_ns();
-    DLP_CHECK(p->ops->set_input(p->plan, p->input, p->batch));
-    DLP_CHECK(p->ops->forward(p->plan, DLP_PASS_TRAIN));
-    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
+    DLP_CHECK(dlp_plan_set_input(p->plan, p->input, p->batch));
+    DLP_CHECK(dlp_plan_forward(p->plan, DLP_PASS_TRAIN));
+    DLP_CHECK(dlp_plan_sync(p->plan));
     int64_t t1 = dlp_now_ns();
     dlp_loss_out lo;
-    DLP_CHECK(p->ops->loss(p->plan, p->labels, 0.0f, &lo));
-    DLP_CHECK(p->ops->backward(p->plan, NULL));
-    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
+    DLP_CHECK(dlp_plan_loss(p->plan, p->labels, 0.0f, &lo));
+    DLP_CHECK(dlp_plan_backward(p->plan, NULL));
+    DLP_CHECK(dlp_plan_sync(p->plan));
     int64_t t2 = dlp_now_ns();
-    DLP_CHECK(p->ops->update(p->plan, &sgd));
-    DLP_CHECK(dlp_plan_sync(p->ops, p->plan));
+    DLP_CHECK(dlp_plan_update(p->plan, &sgd));
+    DLP_CHECK(dlp_plan_sync(p->plan));
     int64_t t3 = dlp_now_ns();
     if (fwd) *fwd = dlp_ns_to_s(t1 - t0);
     if (fb) *fb = dlp_ns_to_s(t2 - t0);
@@ -178,7 +178,7 @@ static int split_list(const char *s, char items[][32], int max) {
 static const char *const k_line_names[] = {"t0_s", "s_per_image"};
 
 // Rows for one (model, size, precision, threads): the line over batches, appended to dev.
-static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const char *model, int size, dlp_dtype dt,
+static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
                           int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
                           double *fwd_frac_sum, int *fwd_frac_n) {
     const int quick = c->cfg->quick;
@@ -195,7 +195,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
             return st;
         }
         step_meas m;
-        st = measure(c, &pp, strcmp(ops->name, "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
+        st = measure(c, &pp, strcmp(dlp_backend_name(ops), "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
         plan_close(&pp);
         if (st) {
             json_decref(pts);
@@ -211,7 +211,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
                                              "steps", m.steps, "other_cores", isfinite(m.other_cores) ? m.other_cores : -1,
                                              "tries", m.tries));
         dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy",
-                      ops->name, model, size, dlp_dtype_name(dt), threads, batches[i], (m.fb_s + m.upd_s) * 1e3,
+                      dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, batches[i], (m.fb_s + m.upd_s) * 1e3,
                       batches[i] / (m.fb_s + m.upd_s), m.cores_busy);
     }
     dlp_lsq_fit f;
@@ -231,7 +231,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
     row->update_s = dlp_stats_median_f64(upd, nb) / q;
     row->cores_busy = dlp_stats_median_f64(busy, nb);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
-             "%.3f ms/img", ops->name, model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
+             "%.3f ms/img", dlp_backend_name(ops), model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -245,9 +245,9 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend_ops *ops, const ch
 }
 
 dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
-    const dlp_backend_ops *ops = dlp_backend_find(backend, NULL);
+    const dlp_backend *ops = dlp_backend_find(backend, NULL);
     char why[256] = "";
-    if (!ops || ops->available(why, sizeof why) != DLP_OK) {
+    if (!ops || dlp_backend_available(ops, why, sizeof why) != DLP_OK) {
         dlp_probe_say(c, "compute: %s is not available here (%s): skipped", backend, why[0] ? why : "not built");
         return DLP_OK;
     }
@@ -320,7 +320,7 @@ static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *
 // their rates alone.
 static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int batch, int threads, int workers,
                           dlp_contention_point *pt, json_t *arr) {
-    const dlp_backend_ops *ops = dlp_backend_find("cpu", NULL);
+    const dlp_backend *ops = dlp_backend_find("cpu", NULL);
     const int quick = c->cfg->quick;
     double xl = 0;
     DLP_CHECK(loader_alone(c, size, workers, &xl));

@@ -159,13 +159,11 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
     memset(e, 0, sizeof *e);
     if (cfg->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "batch must be >= 1 (got %d)", cfg->batch);
     const char *arg = NULL;
-    const dlp_backend_ops *ops = dlp_backend_find(cfg->device ? cfg->device : "cpu", &arg);
+    const dlp_backend *ops = dlp_backend_find(cfg->device ? cfg->device : "cpu", &arg);
     if (!ops) return dlp_err_status() ? dlp_err_status() : DLP_ERR(DLP_ERR_NOTFOUND, "unknown device %s", cfg->device);
     char why[256] = "";
-    if (ops->available && ops->available(why, sizeof why) != DLP_OK)
+    if (dlp_backend_available(ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", cfg->device, why);
-    if (!ops->set_input || !ops->forward || !ops->get_output || !ops->input_format || !ops->set_params)
-        return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s cannot run inference plans", ops->name);
     dlp_plan_cfg pc;
     memset(&pc, 0, sizeof pc);
     pc.batch = cfg->batch;
@@ -174,15 +172,15 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
     pc.threads = cfg->threads;
     pc.arg = arg;
     int64_t t0 = dlp_now_ns();
-    dlp_status st = ops->plan_create(&m->net, &pc, &e->plan);
+    dlp_status st = dlp_plan_create(ops, &m->net, &pc, &e->plan);
     if (st) {
-        dlp_err_context("creating the %s %s inference plan of %s, batch %d", ops->name, dlp_dtype_name(cfg->precision),
+        dlp_err_context("creating the %s %s inference plan of %s, batch %d", dlp_backend_name(ops), dlp_dtype_name(cfg->precision),
                         m->net.arch, cfg->batch);
         return st;
     }
-    st = ops->set_params(e->plan, m->params, m->bufs);
+    st = dlp_plan_set_params(e->plan, m->params, m->bufs);
     if (st) {
-        ops->plan_free(e->plan);
+        dlp_plan_free(e->plan);
         e->plan = NULL;
         return st;
     }
@@ -193,35 +191,35 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
     e->precision = cfg->precision;
     e->threads = cfg->threads;
     e->num_classes = m->net.num_classes;
-    ops->input_format(e->plan, &e->layout, &e->in_dtype);
+    dlp_plan_input_format(e->plan, &e->layout, &e->in_dtype);
     e->sample_bytes = (size_t)dlp_net_layer_numel(&m->net, 0) * dlp_dtype_size(e->in_dtype);
     return DLP_OK;
 }
 
 dlp_status dlp_infer_engine_run(dlp_infer_engine *e, const void *batch, int n, float *logits) {
     if (n < 1 || n > e->batch) return DLP_ERR(DLP_ERR_INVALID, "%d samples for a plan of batch %d", n, e->batch);
-    DLP_CHECK(e->ops->set_input(e->plan, batch, n));
-    DLP_CHECK(e->ops->forward(e->plan, DLP_PASS_EVAL));
-    DLP_CHECK(e->ops->get_output(e->plan, logits));
-    if (e->ops->sync) DLP_CHECK(e->ops->sync(e->plan));
+    DLP_CHECK(dlp_plan_set_input(e->plan, batch, n));
+    DLP_CHECK(dlp_plan_forward(e->plan, DLP_PASS_EVAL));
+    DLP_CHECK(dlp_plan_get_output(e->plan, logits));
+    DLP_CHECK(dlp_plan_sync(e->plan));
     return DLP_OK;
 }
 
 void dlp_infer_engine_free(dlp_infer_engine *e) {
     if (!e) return;
-    if (e->plan) e->ops->plan_free(e->plan);
+    if (e->plan) dlp_plan_free(e->plan);
     memset(e, 0, sizeof *e);
 }
 
 json_t *dlp_infer_engine_plan_json(const dlp_infer_engine *e) {
     json_t *o = json_object();
-    json_object_set_new(o, "backend", json_string(e->ops->name));
+    json_object_set_new(o, "backend", json_string(dlp_backend_name(e->ops)));
     json_object_set_new(o, "batch", json_integer(e->batch));
     json_object_set_new(o, "precision", json_string(dlp_dtype_name(e->precision)));
     json_object_set_new(o, "input_layout", json_string(dlp_layout_name(e->layout)));
     json_object_set_new(o, "input_dtype", json_string(dlp_dtype_name(e->in_dtype)));
     json_object_set_new(o, "create_ms", json_real(e->create_ms));
-    json_t *info = dlp_plan_info_json(e->ops, e->plan);  // what the backend chose: fusions, kernels, ISA
+    json_t *info = dlp_plan_info_json(e->plan);  // what the backend chose: fusions, kernels, ISA
     if (info) json_object_set_new(o, "backend_plan", info);
     return o;
 }

@@ -70,7 +70,7 @@ typedef struct dlp_infer_engine_cfg {
 } dlp_infer_engine_cfg;
 
 typedef struct dlp_infer_engine {
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     dlp_plan *plan;
     const dlp_net *net;    // the model's (borrowed: the model must outlive the engine)
     int batch, num_classes;

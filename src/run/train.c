@@ -115,8 +115,8 @@ static dlp_status save_checkpoint(dlp_trainer *t) {
     DLP_CHECK(dlp_mkdirs(t->c.checkpoint_dir));
     char path[1024];
     snprintf(path, sizeof path, "%s/step-%08lld.safetensors", t->c.checkpoint_dir, (long long)t->pos.step);
-    DLP_CHECK(t->ops->get_params(t->plan, t->params, t->bufs));
-    DLP_CHECK(t->ops->get_momentum(t->plan, t->mom));
+    DLP_CHECK(dlp_plan_get_params(t->plan, t->params, t->bufs));
+    DLP_CHECK(dlp_plan_get_momentum(t->plan, t->mom));
     dlp_checkpoint ck;
     memset(&ck, 0, sizeof ck);
     ck.pos = t->pos;
@@ -238,9 +238,9 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
         DLP_CHECK(dlp_loader_next(t->vl, &b));
         if (!b) break;
         dlp_loss_out lo;
-        if ((st = t->ops->set_input(t->plan, b->data, b->n)) == DLP_OK &&
-            (st = t->ops->forward(t->plan, DLP_PASS_EVAL)) == DLP_OK)
-            st = t->ops->loss(t->plan, b->labels, 0.0f, &lo);
+        if ((st = dlp_plan_set_input(t->plan, b->data, b->n)) == DLP_OK &&
+            (st = dlp_plan_forward(t->plan, DLP_PASS_EVAL)) == DLP_OK)
+            st = dlp_plan_loss(t->plan, b->labels, 0.0f, &lo);
         if (st == DLP_OK) {
             n += b->n;
             c1 += lo.correct_top1;
@@ -313,7 +313,7 @@ static void log_event(dlp_trainer *t, int64_t now) {
 }
 
 static dlp_status train_loop(dlp_trainer *t) {
-    const dlp_backend_ops *ops = t->ops;
+    const dlp_backend *ops = t->ops;
     const dlp_train_cfg *c = &t->c;
     dlp_sgd sgd = {.momentum = (float)c->momentum, .weight_decay = (float)c->weight_decay, .nesterov = c->nesterov,
                    .decay_no_decay_params = !c->no_bn_decay};
@@ -346,20 +346,20 @@ static dlp_status train_loop(dlp_trainer *t) {
             dlp_loss_out lo;
             const float lr = (float)dlp_lr_at(&t->sched, t->pos.step);
             sgd.lr = lr;
-            st = ops->set_input(t->plan, b->data, b->n);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
+            st = dlp_plan_set_input(t->plan, b->data, b->n);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
             ts[2] = dlp_now_ns();
-            if (!st) st = ops->forward(t->plan, DLP_PASS_TRAIN);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
+            if (!st) st = dlp_plan_forward(t->plan, DLP_PASS_TRAIN);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
             ts[3] = dlp_now_ns();
-            if (!st) st = ops->loss(t->plan, b->labels, (float)c->label_smoothing, &lo);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
+            if (!st) st = dlp_plan_loss(t->plan, b->labels, (float)c->label_smoothing, &lo);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
             ts[4] = dlp_now_ns();
-            if (!st) st = ops->backward(t->plan, NULL);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
+            if (!st) st = dlp_plan_backward(t->plan, NULL);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
             ts[5] = dlp_now_ns();
-            if (!st) st = ops->update(t->plan, &sgd);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->ops, t->plan);
+            if (!st) st = dlp_plan_update(t->plan, &sgd);
+            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
             ts[6] = dlp_now_ns();
             const int n = b->n;
             const int64_t in_bytes = b->bytes_read;
@@ -430,7 +430,7 @@ static dlp_status train_loop(dlp_trainer *t) {
             // mid-epoch evaluation and checkpoints (the end of an epoch has its own below)
             int did = 0;
             if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
-                DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
+                DLP_CHECK(dlp_plan_sync(t->plan));
                 DLP_CHECK(run_eval(t, -1));
                 did = 1;
             }
@@ -457,7 +457,7 @@ static dlp_status train_loop(dlp_trainer *t) {
         }
         int did = 0;
         if (c->eval && t->vl) {
-            DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
+            DLP_CHECK(dlp_plan_sync(t->plan));
             DLP_CHECK(run_eval(t, epoch));
             did = 1;
         }
@@ -470,7 +470,7 @@ static dlp_status train_loop(dlp_trainer *t) {
     }
     // Queued device work belongs to the loop's time.
     int64_t t0 = dlp_now_ns();
-    DLP_CHECK(dlp_plan_sync(t->ops, t->plan));
+    DLP_CHECK(dlp_plan_sync(t->plan));
     int64_t d = dlp_now_ns() - t0;
     t->ph_ns[DLP_TRAIN_PH_OTHER] += d;
     if (t->steady_steps) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += d;
@@ -554,7 +554,7 @@ static void loader_cfg(const dlp_trainer *t, dlp_dataset *ds, dlp_xform_kind kin
     lc->transform.layout = t->in_layout;
     lc->transform.dtype = t->in_dtype;
     lc->seed = c->seed;
-    lc->alloc = strcmp(t->ops->name, "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
+    lc->alloc = strcmp(dlp_backend_name(t->ops), "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
     lc->read_limit_bytes_per_s = c->read_limit_bytes_per_s;
     lc->drop_cache = c->drop_cache;
     lc->limit_samples = limit;
@@ -596,9 +596,9 @@ static dlp_status setup(dlp_trainer *t) {
     t->ops = dlp_backend_find(c->device, &t->dev_arg);
     if (!t->ops) return dlp_err_status();
     char why[256] = "";
-    if (t->ops->available(why, sizeof why) != DLP_OK)
+    if (dlp_backend_available(t->ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
-    t->async = t->ops->sync != NULL && strcmp(t->ops->name, "cuda") == 0;
+    t->async = strcmp(dlp_backend_name(t->ops), "cuda") == 0;
     int dthreads, dworkers;
     dlp_train_default_threads(c->device, &dthreads, &dworkers);
     if (c->threads == 0) c->threads = dthreads;
@@ -654,11 +654,11 @@ static dlp_status setup(dlp_trainer *t) {
     dlp_plan_cfg pc = {.batch = c->batch, .train = 1, .precision = c->precision, .threads = c->threads,
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
     int64_t t0 = dlp_now_ns();
-    DLP_CHECK(t->ops->plan_create(&t->net, &pc, &t->plan));
+    DLP_CHECK(dlp_plan_create(t->ops, &t->net, &pc, &t->plan));
     t->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
-    t->ops->input_format(t->plan, &t->in_layout, &t->in_dtype);
+    dlp_plan_input_format(t->plan, &t->in_layout, &t->in_dtype);
 
-    if (c->peak != DLP_TRAIN_PEAK_OFF && t->ops->measure_peak) {
+    if (c->peak != DLP_TRAIN_PEAK_OFF && dlp_backend_has(t->ops, DLP_BACKEND_PEAK)) {
         dlp_status pst = dlp_train_peak(c->device, c->precision, c->threads, c->peak, &t->peak_gflops, &t->peak_source);
         if (pst) {
             snprintf(t->peak_note, sizeof t->peak_note, "%s", dlp_err_msg());
@@ -704,10 +704,10 @@ static dlp_status setup(dlp_trainer *t) {
     }
     if (c->resume && !fresh) {
         DLP_CHECK(load_resume(t));
-        DLP_CHECK(t->ops->set_params(t->plan, t->params, t->bufs));
-        DLP_CHECK(t->ops->set_momentum(t->plan, t->mom));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
     } else {
-        DLP_CHECK(t->ops->set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
     }
     t->stop_at = t->total_steps;
     if (c->stop_at_step > 0 && c->stop_at_step < t->stop_at) t->stop_at = c->stop_at_step;
@@ -737,7 +737,7 @@ static void teardown(dlp_trainer *t) {
     }
     dlp_loader_free(t->tl);
     dlp_loader_free(t->vl);
-    if (t->plan) t->ops->plan_free(t->plan);
+    if (t->plan) dlp_plan_free(t->plan);
     dlp_ckdir_unlock(t->ck_lock_fd);
     t->ck_lock_fd = -1;
     if (t->have_net) dlp_net_free(&t->net);
@@ -770,10 +770,10 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     if (st == DLP_OK && t->c.eval && t->vl && t->last_eval_step != t->pos.step && t->steps_run > 0) st = run_eval(t, -1);
     if (st == DLP_OK && ck_due && t->last_ck_step != t->pos.step)
         st = save_checkpoint(t);
-    if (t->plan && t->ops->input_stats) {
+    if (t->plan && dlp_backend_has(t->ops, DLP_BACKEND_INPUT_STATS)) {
         double cm = 0, sm = 0;
         int64_t n = 0;
-        if (t->ops->input_stats(t->plan, &cm, &sm, &n) == DLP_OK) {
+        if (dlp_plan_input_stats(t->plan, &cm, &sm, &n) == DLP_OK) {
             t->in_copy_ms = cm;
             t->in_stall_ms = sm;
             t->in_copies = n;

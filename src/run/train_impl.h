@@ -27,7 +27,7 @@ typedef struct dlp_train_epoch_stats {
 
 typedef struct dlp_trainer {
     dlp_train_cfg c;               // the configuration with defaults resolved
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     const char *dev_arg;
     dlp_dataset *train_ds, *val_ds;
     int own_train_ds, own_val_ds;

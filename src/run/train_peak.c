@@ -51,14 +51,14 @@ dlp_status dlp_train_peak(const char *device, dlp_dtype precision, int threads, 
                           double *gflops, const char **source) {
     *gflops = 0;
     *source = "none";
-    const dlp_backend_ops *ops = dlp_backend_find(device, NULL);
+    const dlp_backend *ops = dlp_backend_find(device, NULL);
     if (!ops) return dlp_err_status();
-    if (!ops->measure_peak) return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s has no peak measurement", ops->name);
+    if (!dlp_backend_has(ops, DLP_BACKEND_PEAK)) return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s has no peak measurement", dlp_backend_name(ops));
     if (mode == DLP_TRAIN_PEAK_OFF) return DLP_OK;
     if (threads <= 0) threads = dlp_host_cpus_allowed();
     char path[4096];
-    cache_path(ops->name, precision, threads, path, sizeof path);
-    json_t *id = identity(ops->name, precision, threads);
+    cache_path(dlp_backend_name(ops), precision, threads, path, sizeof path);
+    json_t *id = identity(dlp_backend_name(ops), precision, threads);
     if (mode == DLP_TRAIN_PEAK_CACHED && dlp_path_exists(path)) {
         json_t *j = NULL;
         if (dlp_json_load(path, &j) == DLP_OK) {
@@ -78,7 +78,7 @@ dlp_status dlp_train_peak(const char *device, dlp_dtype precision, int threads, 
     double g = 0, samples[PEAK_TRIES];
     int64_t t0 = dlp_now_ns();
     for (int i = 0; i < PEAK_TRIES; i++) {
-        dlp_status st = ops->measure_peak(precision, threads, &samples[i]);
+        dlp_status st = dlp_backend_measure_peak(ops, precision, threads, &samples[i]);
         if (st) {
             json_decref(id);
             return st;

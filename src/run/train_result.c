@@ -53,7 +53,7 @@ static json_t *resolved_json(const dlp_trainer *t) {
     json_object_set_new(o, "stop_at_step", json_integer(c->stop_at_step));
     json_object_set_new(o, "time_limit_s", json_real(c->time_limit_s));
     json_object_set_new(o, "device", json_string(c->device ? c->device : ""));
-    json_object_set_new(o, "backend", json_string(t->ops ? t->ops->name : ""));
+    json_object_set_new(o, "backend", json_string(t->ops ? dlp_backend_name(t->ops) : ""));
     json_object_set_new(o, "precision", json_string(dlp_dtype_name(c->precision)));
     json_object_set_new(o, "threads", json_integer(c->threads));
     json_object_set_new(o, "workers", json_integer(c->workers));
@@ -199,10 +199,10 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(o, "model", model);
 
     json_t *be = json_object();
-    json_object_set_new(be, "name", json_string(t->ops ? t->ops->name : ""));
+    json_object_set_new(be, "name", json_string(t->ops ? dlp_backend_name(t->ops) : ""));
     json_object_set_new(be, "device", json_string(c->device ? c->device : ""));
     json_object_set_new(be, "plan_ms", json_real(t->plan_ms));
-    json_t *info = t->plan ? dlp_plan_info_json(t->ops, t->plan) : NULL;  // ISA, kernels, fusions, memory
+    json_t *info = t->plan ? dlp_plan_info_json(t->plan) : NULL;  // ISA, kernels, fusions, memory
     if (info) json_object_set_new(be, "plan", info);
     json_object_set_new(o, "backend", be);
 

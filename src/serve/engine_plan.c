@@ -21,12 +21,11 @@ static dlp_status plan_infer(void *ctx, const void *batch, int n, float *logits)
     int i = 0;
     while (i < pe->n - 1 && pe->batches[i] < n) i++;
     dlp_plan *plan = pe->plans[i];
-    const dlp_backend_ops *ops = plan->ops;
     pe->calls[i]++;
-    DLP_CHECK(ops->set_input(plan, batch, n));
-    DLP_CHECK(ops->forward(plan, DLP_PASS_EVAL));
-    DLP_CHECK(ops->get_output(plan, logits));
-    if (ops->sync) DLP_CHECK(ops->sync(plan));
+    DLP_CHECK(dlp_plan_set_input(plan, batch, n));
+    DLP_CHECK(dlp_plan_forward(plan, DLP_PASS_EVAL));
+    DLP_CHECK(dlp_plan_get_output(plan, logits));
+    DLP_CHECK(dlp_plan_sync(plan));
     return DLP_OK;
 }
 
@@ -45,15 +44,12 @@ dlp_status dlp_serve_engine_from_plans(dlp_plan *const *plans, const int *batche
     dlp_layout layout = DLP_LAYOUT_NCHW;
     dlp_dtype dtype = DLP_DTYPE_F32;
     for (int i = 0; i < nplans; i++) {
-        if (!plans[i] || !plans[i]->ops || batches[i] < 1 || (i > 0 && batches[i] <= batches[i - 1]))
+        if (!plans[i] || batches[i] < 1 || (i > 0 && batches[i] <= batches[i - 1]))
             return DLP_ERR(DLP_ERR_INVALID, "engine from plans: plan %d is missing or its batch %d is not above the "
                                             "previous one's", i, batches[i]);
-        const dlp_backend_ops *ops = plans[i]->ops;
-        if (!ops->set_input || !ops->forward || !ops->get_output || !ops->input_format)
-            return DLP_ERR(DLP_ERR_UNSUPPORTED, "backend %s cannot run inference plans", ops->name);
         dlp_layout l;
         dlp_dtype t;
-        ops->input_format(plans[i], &l, &t);
+        dlp_plan_input_format(plans[i], &l, &t);
         if (i == 0) {
             layout = l;
             dtype = t;
@@ -73,7 +69,7 @@ dlp_status dlp_serve_engine_from_plans(dlp_plan *const *plans, const int *batche
         pe->plans[i] = plans[i];
         pe->batches[i] = batches[i];
     }
-    out->name = plans[0]->ops->name;
+    out->name = dlp_backend_name(dlp_plan_backend(plans[0]));
     out->ctx = pe;
     out->max_batch = batches[nplans - 1];
     out->sample_bytes = (size_t)dlp_net_layer_numel(net, 0) * dlp_dtype_size(dtype);
@@ -84,7 +80,7 @@ dlp_status dlp_serve_engine_from_plans(dlp_plan *const *plans, const int *batche
 
 dlp_status dlp_serve_engine_from_plan(dlp_plan *plan, const dlp_net *net, int batch, dlp_serve_engine *out) {
     memset(out, 0, sizeof *out);
-    if (!plan || !plan->ops || !net || batch < 1) return DLP_ERR(DLP_ERR_INVALID, "engine from plan: no plan, net or batch");
+    if (!plan || !net || batch < 1) return DLP_ERR(DLP_ERR_INVALID, "engine from plan: no plan, net or batch");
     return dlp_serve_engine_from_plans(&plan, &batch, 1, net, out);
 }
 

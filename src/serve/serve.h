@@ -27,7 +27,7 @@ typedef struct dlp_serve_engine {
     dlp_status (*infer)(void *ctx, const void *batch, int n, float *logits);
 } dlp_serve_engine;
 
-// The engine over a backend inference plan made by the caller (ops->plan_create(net, {batch, train = 0,
+// The engine over a backend inference plan made by the caller (dlp_plan_create(ops, net, {batch, train = 0,
 // precision, threads}), weights set): infer = set_input(n) + forward(DLP_PASS_EVAL) + get_output. The input
 // sample is net layer 0 in the plan's input_format (layout, dtype); the classes are the last layer's outputs.
 // The plan stays the caller's; free the adapter with dlp_serve_engine_from_plan_free.

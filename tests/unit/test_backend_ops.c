@@ -131,11 +131,11 @@ typedef struct step_out {
 } step_out;
 
 // An integer field of plan_info (-1: not reported).
-static int64_t info_int(const dlp_backend_ops *o, const dlp_plan *p, const char *field) {
-    if (!o->plan_info) return -1;
+static int64_t info_int(const dlp_backend *o, const dlp_plan *p, const char *field) {
+    if (!dlp_backend_has(o, DLP_BACKEND_PLAN_INFO)) return -1;
     json_t *info = json_object();
     int64_t n = -1;
-    if (o->plan_info(p, info) == DLP_OK && json_object_get(info, field))
+    if (dlp_plan_info(p, info) == DLP_OK && json_object_get(info, field))
         n = json_integer_value(json_object_get(info, field));
     json_decref(info);
     return n;
@@ -147,10 +147,10 @@ static int64_t info_int(const dlp_backend_ops *o, const dlp_plan *p, const char 
 static json_t *g_kernels;
 static char g_isa[32];
 
-static void note_kernels(const dlp_backend_ops *o, const dlp_plan *p) {
-    if (!o->plan_info || strcmp(o->name, "cpu") != 0) return;
+static void note_kernels(const dlp_backend *o, const dlp_plan *p) {
+    if (!dlp_backend_has(o, DLP_BACKEND_PLAN_INFO) || strcmp(dlp_backend_name(o), "cpu") != 0) return;
     json_t *info = json_object();
-    if (o->plan_info(p, info) == DLP_OK) {
+    if (dlp_plan_info(p, info) == DLP_OK) {
         const char *isa = json_string_value(json_object_get(info, "isa"));
         if (isa) snprintf(g_isa, sizeof g_isa, "%s", isa);
         if (!g_kernels) g_kernels = json_object();
@@ -195,11 +195,11 @@ static int winograd_off(void) {
 }
 
 // Whether the cpu backend runs here on an AVX-512 ISA (where oneDNN 2.6 has its Winograd kernels).
-static int cpu_avx512(const dlp_backend_ops *o, const dlp_plan *p) {
-    if (!o->plan_info || strcmp(o->name, "cpu") != 0) return 0;
+static int cpu_avx512(const dlp_backend *o, const dlp_plan *p) {
+    if (!dlp_backend_has(o, DLP_BACKEND_PLAN_INFO) || strcmp(dlp_backend_name(o), "cpu") != 0) return 0;
     json_t *info = json_object();
     int yes = 0;
-    if (o->plan_info(p, info) == DLP_OK) {
+    if (dlp_plan_info(p, info) == DLP_OK) {
         const char *isa = json_string_value(json_object_get(info, "isa"));
         yes = isa && strncmp(isa, "avx512_core", 11) == 0;
     }
@@ -229,7 +229,7 @@ typedef struct step_in {
     const dlp_sgd *hp;        // NULL: no update
 } step_in;
 
-static void run_step(const dlp_backend_ops *o, const step_in *in, step_out *r) {
+static void run_step(const dlp_backend *o, const step_in *in, step_out *r) {
     const dlp_net *net = in->net;
     memset(r, 0, sizeof *r);
     r->n_out = (int64_t)in->batch * dlp_net_layer_numel(net, dlp_net_output(net));
@@ -243,56 +243,56 @@ static void run_step(const dlp_backend_ops *o, const step_in *in, step_out *r) {
     r->updated = malloc((size_t)net->param_count * sizeof(float) + 4);
     dlp_plan_cfg cfg = {.batch = in->batch, .train = 1, .precision = in->prec, .threads = 2};
     dlp_plan *p = NULL;
-    dlp_status st = o->plan_create(net, &cfg, &p);
+    dlp_status st = dlp_plan_create(o, net, &cfg, &p);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
     note_kernels(o, p);
     r->conversions_train = info_int(o, p, "activation_conversions");
     r->winograd_train = info_int(o, p, "winograd_convs");
     r->avx512 = cpu_avx512(o, p);
-    assert_int_equal(o->set_params(p, in->params, in->bufs), DLP_OK);
-    assert_int_equal(o->set_input(p, in->x, in->batch), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(o->get_output(p, r->out), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, in->params, in->bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, r->out), DLP_OK);
     if (in->labels) {
-        assert_int_equal(o->loss(p, in->labels, in->smoothing, &r->lo), DLP_OK);
-        assert_int_equal(o->backward(p, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_loss(p, in->labels, in->smoothing, &r->lo), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
     } else {
-        assert_int_equal(o->backward(p, in->dy), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, in->dy), DLP_OK);
     }
-    assert_int_equal(o->get_grads(p, r->grads), DLP_OK);
-    assert_int_equal(o->get_params(p, NULL, r->bufs), DLP_OK);
+    assert_int_equal(dlp_plan_get_grads(p, r->grads), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(p, NULL, r->bufs), DLP_OK);
     if (in->hp) {
-        assert_int_equal(o->update(p, in->hp), DLP_OK);
-        assert_int_equal(o->get_params(p, r->updated, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_update(p, in->hp), DLP_OK);
+        assert_int_equal(dlp_plan_get_params(p, r->updated, NULL), DLP_OK);
     }
     // the input gradient is the step's, even when read after the update (dlperf nn step does that)
-    assert_non_null(o->get_input_grad);
-    assert_int_equal(o->get_input_grad(p, r->gx), DLP_OK);
+    assert_true(dlp_backend_has(o, DLP_BACKEND_INPUT_GRAD));
+    assert_int_equal(dlp_plan_get_input_grad(p, r->gx), DLP_OK);
     // the training plan's eval pass (running statistics as updated by the training pass)
-    assert_int_equal(o->set_input(p, in->x, in->batch), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(p, r->eval_out), DLP_OK);
-    o->plan_free(p);
+    assert_int_equal(dlp_plan_set_input(p, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, r->eval_out), DLP_OK);
+    dlp_plan_free(p);
     // an inference plan (BN folded, fusions) with the same weights and the updated running statistics
     cfg.train = 0;
-    assert_int_equal(o->plan_create(net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, net, &cfg, &p), DLP_OK);
     note_kernels(o, p);
     r->conversions_infer = info_int(o, p, "activation_conversions");
     r->winograd_infer = info_int(o, p, "winograd_convs");
-    if (o->plan_info) {
+    if (dlp_backend_has(o, DLP_BACKEND_PLAN_INFO)) {
         json_t *info = json_object();
-        if (o->plan_info(p, info) == DLP_OK) {
+        if (dlp_plan_info(p, info) == DLP_OK) {
             const char *pk = json_string_value(json_object_get(info, "conv_prop_kind"));
             r->infer_prop_inference = pk && strcmp(pk, "forward_inference") == 0;
         }
         json_decref(info);
     }
-    assert_int_equal(o->set_params(p, in->params, r->bufs), DLP_OK);
-    assert_int_equal(o->set_input(p, in->x, in->batch), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(p, r->infer_out), DLP_OK);
-    o->plan_free(p);
+    assert_int_equal(dlp_plan_set_params(p, in->params, r->bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, r->infer_out), DLP_OK);
+    dlp_plan_free(p);
 }
 
 // Worst per-parameter-tensor error; *which gets its name.
@@ -451,15 +451,15 @@ static void exact_helpers(const dlp_net *net, float *params) {
 }
 
 // The precisions a backend plans for this net (fp32 always; bf16 if plan_create accepts it).
-static int has_bf16(const dlp_backend_ops *o, const dlp_net *net, int batch) {
+static int has_bf16(const dlp_backend *o, const dlp_net *net, int batch) {
     dlp_plan_cfg cfg = {.batch = batch, .train = 1, .precision = DLP_DTYPE_BF16, .threads = 2};
     dlp_plan *p = NULL;
-    if (o->plan_create(net, &cfg, &p) != DLP_OK) return 0;
-    o->plan_free(p);
+    if (dlp_plan_create(o, net, &cfg, &p) != DLP_OK) return 0;
+    dlp_plan_free(p);
     return 1;
 }
 
-static int op_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, const op_case *c, dlp_dtype prec,
+static int op_case_run(const dlp_backend *ref, const dlp_backend *o, const op_case *c, dlp_dtype prec,
                        uint64_t seed) {
     dlp_net net;
     build_op(c, &net);
@@ -497,7 +497,7 @@ static int op_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, con
     run_step(o, &si, &a);
     run_step(ref, &ri, &b);
     char label[96];
-    snprintf(label, sizeof label, "%s %s: %s", o->name, dlp_dtype_name(prec), c->name);
+    snprintf(label, sizeof label, "%s %s: %s", dlp_backend_name(o), dlp_dtype_name(prec), c->name);
     double tol = prec == DLP_DTYPE_BF16 ? TOL_BF16_OP : TOL_F32;
     int fails = compare(label, &net, &a, &b, 1, loss, tol, tol);
     if (strstr(c->name, "Winograd") && prec == DLP_DTYPE_F32 && a.avx512) {
@@ -521,27 +521,27 @@ static int op_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, con
     return fails;
 }
 
-static const dlp_backend_ops *get_ref(void) {
-    const dlp_backend_ops *r = dlp_backend_find("ref", NULL);
+static const dlp_backend *get_ref(void) {
+    const dlp_backend *r = dlp_backend_find("ref", NULL);
     assert_non_null(r);
     return r;
 }
 
 static int n_others(void) {
     int n = 0;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++)
-        if (strcmp((*b)->name, "ref") != 0 && strncmp((*b)->name, "sim", 3) != 0 && (*b)->available(NULL, 0) == DLP_OK) n++;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++)
+        if (strcmp(dlp_backend_name(*b), "ref") != 0 && strncmp(dlp_backend_name(*b), "sim", 3) != 0 && dlp_backend_available(*b, NULL, 0) == DLP_OK) n++;
     return n;
 }
 
 static void test_ops(void **state) {
     (void)state;
-    const dlp_backend_ops *ref = get_ref();
+    const dlp_backend *ref = get_ref();
     if (!n_others()) skip();
     int fails = 0;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
-        const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend *o = *b;
+        if (strcmp(dlp_backend_name(o), "ref") == 0 || strncmp(dlp_backend_name(o), "sim", 3) == 0 || dlp_backend_available(o, NULL, 0) != DLP_OK) continue;
         for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++) {
             fails += op_case_run(ref, o, &k_ops[i], DLP_DTYPE_F32, 11 + i);
             dlp_net net;
@@ -549,7 +549,7 @@ static void test_ops(void **state) {
             int bf = has_bf16(o, &net, k_ops[i].n);
             dlp_net_free(&net);
             if (bf) fails += op_case_run(ref, o, &k_ops[i], DLP_DTYPE_BF16, 101 + i);
-            else printf("  %s bf16: %s: not planned here (skipped)\n", o->name, k_ops[i].name);
+            else printf("  %s bf16: %s: not planned here (skipped)\n", dlp_backend_name(o), k_ops[i].name);
         }
     }
     print_kernels("ops");
@@ -619,7 +619,7 @@ static int compare_bf16_net(const char *label, const dlp_net *net, const step_ou
 // them — and the gradients, the updated parameters and the eval pass after the update are within 3 S (L2 over the
 // whole array, as the bf16 check). Any other error still fails.
 #define EPS_F32_NET 1e-5
-static int fp32_conditioning(const dlp_backend_ops *ref, const step_in *ri, const dlp_net *net, const step_out *a,
+static int fp32_conditioning(const dlp_backend *ref, const step_in *ri, const dlp_net *net, const step_out *a,
                              const step_out *b, int64_t nin, uint64_t seed) {
     double sg = 0, sx = 0, su = 0, se = 0;
     for (int k = 0; k < 3; k++) {
@@ -653,7 +653,7 @@ static int fp32_conditioning(const dlp_backend_ops *ref, const step_in *ri, cons
     return c.fails;
 }
 
-static int net_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, const net_case *c, dlp_dtype prec,
+static int net_case_run(const dlp_backend *ref, const dlp_backend *o, const net_case *c, dlp_dtype prec,
                         uint64_t seed) {
     dlp_net net;
     assert_int_equal(dlp_model_build(c->model, c->classes, c->size, &net), DLP_OK);
@@ -690,7 +690,7 @@ static int net_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, co
     run_step(o, &si, &a);
     run_step(ref, &ri, &b);
     char label[96];
-    snprintf(label, sizeof label, "%s %s: %s %dx%d batch %d step", o->name, dlp_dtype_name(prec), c->model, c->size,
+    snprintf(label, sizeof label, "%s %s: %s %dx%d batch %d step", dlp_backend_name(o), dlp_dtype_name(prec), c->model, c->size,
              c->size, c->batch);
     int fails;
     if (prec == DLP_DTYPE_BF16) {
@@ -733,16 +733,16 @@ static int net_case_run(const dlp_backend_ops *ref, const dlp_backend_ops *o, co
 
 static void test_resnet_steps(void **state) {
     (void)state;
-    const dlp_backend_ops *ref = get_ref();
+    const dlp_backend *ref = get_ref();
     if (!n_others()) skip();
     int fails = 0;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
-        const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend *o = *b;
+        if (strcmp(dlp_backend_name(o), "ref") == 0 || strncmp(dlp_backend_name(o), "sim", 3) == 0 || dlp_backend_available(o, NULL, 0) != DLP_OK) continue;
         for (size_t i = 0; i < sizeof k_nets / sizeof k_nets[0]; i++) {
             const net_case *c = &k_nets[i];
             if (g_sanitizer && !c->sanitizer_ok) {
-                printf("  %s: %s skipped under the sanitizers (time)\n", o->name, c->model);
+                printf("  %s: %s skipped under the sanitizers (time)\n", dlp_backend_name(o), c->model);
                 continue;
             }
             fails += net_case_run(ref, o, c, DLP_DTYPE_F32, 7 + i);
@@ -761,33 +761,33 @@ static void test_resnet_steps(void **state) {
 
 static void test_contract(void **state) {
     (void)state;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
-        const dlp_backend_ops *o = *b;
-        if (o->available(NULL, 0) != DLP_OK || strncmp(o->name, "sim", 3) == 0) continue;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend *o = *b;
+        if (dlp_backend_available(o, NULL, 0) != DLP_OK || strncmp(dlp_backend_name(o), "sim", 3) == 0) continue;
         dlp_net net;
         assert_int_equal(dlp_model_build("resnet-mini", 5, 32, &net), DLP_OK);
         dlp_plan *p = NULL;
         dlp_plan_cfg cfg = {.batch = 0, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2};
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_INVALID);
         cfg.batch = 2;
         cfg.precision = DLP_DTYPE_F16;
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_UNSUPPORTED);
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_UNSUPPORTED);
         cfg.precision = DLP_DTYPE_F32;
         cfg.batch = 1;  // layer4 is 1x1 at 32 px: training BN over a single value
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_INVALID);
         assert_non_null(strstr(dlp_err_msg(), "more than one value per channel"));
-        if (strcmp(o->name, "cpu") == 0) {  // more memory than the machine has: a clear error, not the OOM killer
+        if (strcmp(dlp_backend_name(o), "cpu") == 0) {  // more memory than the machine has: a clear error, not the OOM killer
             cfg.batch = 1 << 22;
-            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_NOMEM);
+            assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_NOMEM);
             assert_non_null(strstr(dlp_err_msg(), "smaller --batch"));
             cfg.batch = 1;
         }
         cfg.train = 0;
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
-        if (o->plan_info) {  // what the plan chose, for results
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
+        if (dlp_backend_has(o, DLP_BACKEND_PLAN_INFO)) {  // what the plan chose, for results
             json_t *info = json_object();
-            assert_int_equal(o->plan_info(p, info), DLP_OK);
-            if (strcmp(o->name, "cpu") == 0) {
+            assert_int_equal(dlp_plan_info(p, info), DLP_OK);
+            if (strcmp(dlp_backend_name(o), "cpu") == 0) {
                 assert_non_null(json_string_value(json_object_get(info, "isa")));
                 assert_int_equal(json_integer_value(json_object_get(info, "threads")), 2);
                 int nbn = 0;
@@ -800,33 +800,33 @@ static void test_contract(void **state) {
         float out[10], *x = randn(2 * 3 * 32 * 32, 3, 1, 1.0), *g = malloc((size_t)net.param_count * 4);
         int32_t labels[2] = {0, 4}, bad[2] = {0, 5};
         dlp_loss_out lo;
-        assert_int_equal(o->get_grads(p, g), DLP_ERR_INVALID);  // inference plan
-        assert_int_equal(o->get_output(p, out), DLP_ERR_INVALID);  // before forward
-        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
-        assert_int_equal(o->set_input(p, x, 2), DLP_ERR_INVALID);  // more than the batch
-        assert_int_equal(o->set_input(p, x, 1), DLP_OK);
-        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
-        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(o->loss(p, labels, 0.0f, &lo), DLP_OK);  // loss and top-k on an inference plan
-        assert_int_equal(o->update(p, &(dlp_sgd){.lr = 0.1f}), DLP_ERR_INVALID);
-        o->plan_free(p);
+        assert_int_equal(dlp_plan_get_grads(p, g), DLP_ERR_INVALID);  // inference plan
+        assert_int_equal(dlp_plan_get_output(p, out), DLP_ERR_INVALID);  // before forward
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
+        assert_int_equal(dlp_plan_set_input(p, x, 2), DLP_ERR_INVALID);  // more than the batch
+        assert_int_equal(dlp_plan_set_input(p, x, 1), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_loss(p, labels, 0.0f, &lo), DLP_OK);  // loss and top-k on an inference plan
+        assert_int_equal(dlp_plan_update(p, &(dlp_sgd){.lr = 0.1f}), DLP_ERR_INVALID);
+        dlp_plan_free(p);
         cfg.train = 1;
         cfg.batch = 2;
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
-        assert_int_equal(o->set_input(p, x, 1), DLP_OK);
-        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, x, 1), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
         assert_non_null(strstr(dlp_err_msg(), "full batch"));
-        assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(o->backward(p, NULL), DLP_ERR_INVALID);  // after an eval pass
-        assert_int_equal(o->set_input(p, x, 2), DLP_OK);
-        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
-        assert_int_equal(o->backward(p, NULL), DLP_ERR_INVALID);  // loss() not called
-        assert_int_equal(o->loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);  // label out of range
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);  // after an eval pass
+        assert_int_equal(dlp_plan_set_input(p, x, 2), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);  // loss() not called
+        assert_int_equal(dlp_plan_loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);  // label out of range
         assert_non_null(strstr(dlp_err_msg(), "sample 1"));
-        assert_int_equal(o->loss(p, labels, 1.5f, &lo), DLP_ERR_INVALID);  // smoothing outside [0, 1]
-        assert_int_equal(o->loss(p, labels, 0.1f, &lo), DLP_OK);
-        assert_int_equal(o->backward(p, NULL), DLP_OK);
-        o->plan_free(p);
+        assert_int_equal(dlp_plan_loss(p, labels, 1.5f, &lo), DLP_ERR_INVALID);  // smoothing outside [0, 1]
+        assert_int_equal(dlp_plan_loss(p, labels, 0.1f, &lo), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
+        dlp_plan_free(p);
         free(x);
         free(g);
         dlp_net_free(&net);
@@ -837,9 +837,9 @@ static void test_contract(void **state) {
 // and inference plans, fp32 and bf16.
 static void test_partial_batch(void **state) {
     (void)state;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
-        const dlp_backend_ops *o = *b;
-        if (o->available(NULL, 0) != DLP_OK || strncmp(o->name, "sim", 3) == 0) continue;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend *o = *b;
+        if (dlp_backend_available(o, NULL, 0) != DLP_OK || strncmp(dlp_backend_name(o), "sim", 3) == 0) continue;
         dlp_net net;
         assert_int_equal(dlp_model_build("resnet-mini-bottleneck", 7, 40, &net), DLP_OK);
         float *w = malloc((size_t)net.param_count * 4), *bufs = malloc((size_t)net.buf_count * 4);
@@ -852,24 +852,24 @@ static void test_partial_batch(void **state) {
                 dlp_plan_cfg cb = ca;
                 cb.batch = 3;
                 dlp_plan *pa, *pb;
-                if (o->plan_create(&net, &ca, &pa) != DLP_OK) continue;  // bf16 not planned here
-                assert_int_equal(o->plan_create(&net, &cb, &pb), DLP_OK);
-                assert_int_equal(o->set_params(pa, w, bufs), DLP_OK);
-                assert_int_equal(o->set_params(pb, w, bufs), DLP_OK);
-                assert_int_equal(o->set_input(pa, x, 5), DLP_OK);  // fill the padding with real data first
-                assert_int_equal(o->forward(pa, DLP_PASS_EVAL), DLP_OK);
-                assert_int_equal(o->set_input(pa, x + 3 * 40 * 40, 3), DLP_OK);
-                assert_int_equal(o->set_input(pb, x + 3 * 40 * 40, 3), DLP_OK);
-                assert_int_equal(o->forward(pa, DLP_PASS_EVAL), DLP_OK);
-                assert_int_equal(o->forward(pb, DLP_PASS_EVAL), DLP_OK);
-                assert_int_equal(o->get_output(pa, ya), DLP_OK);
-                assert_int_equal(o->get_output(pb, yb), DLP_OK);
+                if (dlp_plan_create(o, &net, &ca, &pa) != DLP_OK) continue;  // bf16 not planned here
+                assert_int_equal(dlp_plan_create(o, &net, &cb, &pb), DLP_OK);
+                assert_int_equal(dlp_plan_set_params(pa, w, bufs), DLP_OK);
+                assert_int_equal(dlp_plan_set_params(pb, w, bufs), DLP_OK);
+                assert_int_equal(dlp_plan_set_input(pa, x, 5), DLP_OK);  // fill the padding with real data first
+                assert_int_equal(dlp_plan_forward(pa, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(dlp_plan_set_input(pa, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(dlp_plan_set_input(pb, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(dlp_plan_forward(pa, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(dlp_plan_forward(pb, DLP_PASS_EVAL), DLP_OK);
+                assert_int_equal(dlp_plan_get_output(pa, ya), DLP_OK);
+                assert_int_equal(dlp_plan_get_output(pb, yb), DLP_OK);
                 double e = rel_err(ya, yb, 3 * 7);
-                printf("  %s %s %s: 3 of 5 samples vs a plan of 3: %.1e\n", o->name, prec ? "bf16" : "fp32",
+                printf("  %s %s %s: 3 of 5 samples vs a plan of 3: %.1e\n", dlp_backend_name(o), prec ? "bf16" : "fp32",
                        train ? "training plan" : "inference plan", e);
                 assert_true(e <= (prec ? TOL_BF16_OP : TOL_F32));
-                o->plan_free(pa);
-                o->plan_free(pb);
+                dlp_plan_free(pa);
+                dlp_plan_free(pb);
             }
         free(w);
         free(bufs);
@@ -882,7 +882,7 @@ static void test_partial_batch(void **state) {
 
 typedef struct bucket_rec {
     dlp_plan *plan;
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     int n;
     int64_t offset[256], count[256];
     float *snap;  // the gradient array as it was when each bucket was announced (its part)
@@ -894,7 +894,7 @@ static void on_bucket(void *ctx, int64_t offset, int64_t count) {
     r->offset[r->n] = offset;
     r->count[r->n] = count;
     r->n++;
-    memcpy(r->snap + offset, r->ops->grad_buffer(r->plan) + offset, (size_t)count * sizeof(float));
+    memcpy(r->snap + offset, dlp_plan_grad_buffer(r->plan) + offset, (size_t)count * sizeof(float));
 }
 
 // Buckets are announced in dlp_net_buckets order with their final values; update is torch.optim.SGD on the
@@ -904,9 +904,9 @@ static void on_bucket(void *ctx, int64_t offset, int64_t count) {
 static void test_sgd_and_buckets(void **state) {
     (void)state;
     if (!n_others()) skip();
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) {
-        const dlp_backend_ops *o = *b;
-        if (strcmp(o->name, "ref") == 0 || strncmp(o->name, "sim", 3) == 0 || o->available(NULL, 0) != DLP_OK) continue;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) {
+        const dlp_backend *o = *b;
+        if (strcmp(dlp_backend_name(o), "ref") == 0 || strncmp(dlp_backend_name(o), "sim", 3) == 0 || dlp_backend_available(o, NULL, 0) != DLP_OK) continue;
         for (int prec = 0; prec < 2; prec++) {
             dlp_net net;
             assert_int_equal(dlp_model_build("resnet-mini", 10, 32, &net), DLP_OK);
@@ -925,16 +925,16 @@ static void test_sgd_and_buckets(void **state) {
             dlp_plan_cfg cfg = {.batch = 4, .train = 1, .precision = pt, .threads = 2, .bucket_elems = 2000,
                                 .on_bucket = on_bucket, .bucket_ctx = &rec};
             dlp_plan *p;
-            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+            assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
             rec.plan = p;
-            assert_int_equal(o->set_params(p, w, bufs), DLP_OK);
-            assert_int_equal(o->set_momentum(p, v), DLP_OK);
-            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
-            assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
+            assert_int_equal(dlp_plan_set_params(p, w, bufs), DLP_OK);
+            assert_int_equal(dlp_plan_set_momentum(p, v), DLP_OK);
+            assert_int_equal(dlp_plan_set_input(p, x, 4), DLP_OK);
+            assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
             dlp_loss_out lo;
-            assert_int_equal(o->loss(p, labels, 0.0f, &lo), DLP_OK);
-            assert_int_equal(o->backward(p, NULL), DLP_OK);
-            assert_int_equal(o->get_grads(p, g), DLP_OK);
+            assert_int_equal(dlp_plan_loss(p, labels, 0.0f, &lo), DLP_OK);
+            assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
+            assert_int_equal(dlp_plan_get_grads(p, g), DLP_OK);
             dlp_bucket *bk;
             int nb;
             assert_int_equal(dlp_net_buckets(&net, 2000, &bk, &nb), DLP_OK);
@@ -948,9 +948,9 @@ static void test_sgd_and_buckets(void **state) {
             free(bk);
             const dlp_sgd hp = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = prec,
                                 .decay_no_decay_params = 0};
-            assert_int_equal(o->update(p, &hp), DLP_OK);
-            assert_int_equal(o->get_params(p, w2, NULL), DLP_OK);
-            assert_int_equal(o->get_momentum(p, v2), DLP_OK);
+            assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
+            assert_int_equal(dlp_plan_get_params(p, w2, NULL), DLP_OK);
+            assert_int_equal(dlp_plan_get_momentum(p, v2), DLP_OK);
             double ew = 0, ev = 0;
             for (int i = 0; i < net.nparams; i++) {
                 const dlp_param *q = &net.params[i];
@@ -968,24 +968,24 @@ static void test_sgd_and_buckets(void **state) {
                 }
             }
             printf("  %s %s: %d buckets announced final and in order; update vs formula: weights %.1f, momentum %.1f "
-                   "fp32 roundings of the terms (tolerance 8)\n", o->name, dlp_dtype_name(pt), nb, ew, ev);
+                   "fp32 roundings of the terms (tolerance 8)\n", dlp_backend_name(o), dlp_dtype_name(pt), nb, ew, ev);
             assert_true(ew <= 8 && ev <= 8);
             // the compute copies follow the update: same outputs as a fresh plan with the new weights
             float y1[40], y2[40];
-            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
-            assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-            assert_int_equal(o->get_output(p, y1), DLP_OK);
+            assert_int_equal(dlp_plan_set_input(p, x, 4), DLP_OK);
+            assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+            assert_int_equal(dlp_plan_get_output(p, y1), DLP_OK);
             float *b2 = malloc((size_t)net.buf_count * 4);
-            assert_int_equal(o->get_params(p, NULL, b2), DLP_OK);
-            o->plan_free(p);
+            assert_int_equal(dlp_plan_get_params(p, NULL, b2), DLP_OK);
+            dlp_plan_free(p);
             cfg.on_bucket = NULL;
-            assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
-            assert_int_equal(o->set_params(p, w2, b2), DLP_OK);
-            assert_int_equal(o->set_input(p, x, 4), DLP_OK);
-            assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-            assert_int_equal(o->get_output(p, y2), DLP_OK);
+            assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
+            assert_int_equal(dlp_plan_set_params(p, w2, b2), DLP_OK);
+            assert_int_equal(dlp_plan_set_input(p, x, 4), DLP_OK);
+            assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+            assert_int_equal(dlp_plan_get_output(p, y2), DLP_OK);
             assert_memory_equal(y1, y2, sizeof y1);
-            o->plan_free(p);
+            dlp_plan_free(p);
             free(b2);
             free(w);
             free(bufs);

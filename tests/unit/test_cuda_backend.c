@@ -165,9 +165,9 @@ static double rel_l2(const float *a, const double *r, int64_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static const dlp_backend_ops *B = &dlp_backend_cuda;
+static const dlp_backend *B = &dlp_backend_cuda;
 
-static int have_gpu(char *why, size_t len) { return B->available(why, len) == DLP_OK; }
+static int have_gpu(char *why, size_t len) { return dlp_backend_available(B, why, len) == DLP_OK; }
 
 #define SKIP_WITHOUT_GPU()                                                          \
     do {                                                                            \
@@ -182,7 +182,7 @@ static int have_gpu(char *why, size_t len) { return B->available(why, len) == DL
 static void test_no_device_message(void **state) {
     (void)state;
     char why[512] = "";
-    dlp_status st = B->available(why, sizeof why);
+    dlp_status st = dlp_backend_available(B, why, sizeof why);
     if (st == DLP_OK) {
         printf("CUDA device present: %s\n", why);
         return;
@@ -195,7 +195,7 @@ static void test_no_device_message(void **state) {
     assert_true(dlp_net_relu(&net, 0) > 0);
     dlp_plan_cfg cfg = {.batch = 2, .train = 1, .precision = DLP_DTYPE_F16};
     dlp_plan *p = (dlp_plan *)0x1;
-    assert_int_equal(B->plan_create(&net, &cfg, &p), DLP_ERR_UNSUPPORTED);
+    assert_int_equal(dlp_plan_create(B, &net, &cfg, &p), DLP_ERR_UNSUPPORTED);
     assert_null(p);
     assert_non_null(strstr(dlp_err_msg(), "no CUDA device found"));
     dlp_err_clear();
@@ -312,55 +312,55 @@ static void run_net(const dlp_net *net, int N, dlp_dtype dt, errs *e) {
 
     dlp_plan_cfg cfg = {.batch = N, .train = 1, .precision = dt};
     dlp_plan *p = NULL;
-    dlp_status st = B->plan_create(net, &cfg, &p);
+    dlp_status st = dlp_plan_create(B, net, &cfg, &p);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
     dlp_layout lay;
     dlp_dtype idt;
-    B->input_format(p, &lay, &idt);
+    dlp_plan_input_format(p, &lay, &idt);
     assert_int_equal(lay, DLP_LAYOUT_NHWC);
     assert_int_equal(idt, dt);
-    assert_int_equal(B->set_params(p, params, bufs), DLP_OK);
-    assert_int_equal(B->set_input(p, xh, N), DLP_OK);
-    assert_int_equal(B->forward(p, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(B->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, xh, N), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     e->out = rel_l2(y, ref_y, ny);
-    st = B->backward(p, dy);
+    st = dlp_plan_backward(p, dy);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
-    assert_int_equal(B->get_input_grad(p, dx), DLP_OK);
+    assert_int_equal(dlp_plan_get_input_grad(p, dx), DLP_OK);
     e->dx = rel_l2(dx, r.dy[0], nx);
     if (P > 0) {
-        assert_int_equal(B->get_grads(p, g), DLP_OK);
+        assert_int_equal(dlp_plan_get_grads(p, g), DLP_OK);
         e->grads = rel_l2(g, r.gw, P);
     }
     if (NB > 0) {
-        assert_int_equal(B->get_params(p, NULL, bufs2), DLP_OK);
+        assert_int_equal(dlp_plan_get_params(p, NULL, bufs2), DLP_OK);
         e->bufs = rel_l2(bufs2, r.bufs, NB);
     }
     // eval on the training plan, with the running statistics just updated (same on both sides)
-    assert_int_equal(B->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(B->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     r64_forward(&r, xd, 0);
     e->eval = rel_l2(y, r.y[last], ny);
-    B->plan_free(p);
+    dlp_plan_free(p);
     r64_free(&r);
 
     // inference plan (BN folded into convolutions) with the original running statistics
     assert_int_equal(r64_init(&r, net, N, params, bufs), 0);
     r64_forward(&r, xd, 0);
     cfg.train = 0;
-    st = B->plan_create(net, &cfg, &p);
+    st = dlp_plan_create(B, net, &cfg, &p);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
-    assert_int_equal(B->set_params(p, params, bufs), DLP_OK);
-    assert_int_equal(B->set_input(p, xh, N), DLP_OK);
-    assert_int_equal(B->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plans refuse training passes
+    assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, xh, N), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plans refuse training passes
     dlp_err_clear();
-    assert_int_equal(B->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(B->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     e->infer = rel_l2(y, r.y[last], ny);
-    B->plan_free(p);
+    dlp_plan_free(p);
     r64_free(&r);
     free(params), free(bufs), free(x), free(dy), free(y), free(g), free(dx), free(bufs2), free(xd), free(xh),
         free(ref_y);
@@ -477,20 +477,20 @@ static void test_resnet_step_vs_reference(void **state) {
 
         dlp_plan_cfg cfg = {.batch = N, .train = 1, .precision = dt};
         dlp_plan *p = NULL;
-        dlp_status st = B->plan_create(&net, &cfg, &p);
+        dlp_status st = dlp_plan_create(B, &net, &cfg, &p);
         if (st) dlp_err_print(stderr);
         assert_int_equal(st, DLP_OK);
-        assert_int_equal(B->set_params(p, params, bufs), DLP_OK);
-        assert_int_equal(B->set_input(p, xh, N), DLP_OK);
-        assert_int_equal(B->forward(p, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, xh, N), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
         dlp_loss_out lo;
-        assert_int_equal(B->loss(p, labels, 0.1f, &lo), DLP_OK);
-        assert_int_equal(B->get_output(p, logits), DLP_OK);
-        assert_int_equal(B->backward(p, NULL), DLP_OK);
-        assert_int_equal(B->get_grads(p, g), DLP_OK);
-        assert_int_equal(B->get_params(p, NULL, b2), DLP_OK);
-        assert_int_equal(B->update(p, &hp), DLP_OK);
-        assert_int_equal(B->get_params(p, w2, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_loss(p, labels, 0.1f, &lo), DLP_OK);
+        assert_int_equal(dlp_plan_get_output(p, logits), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_get_grads(p, g), DLP_OK);
+        assert_int_equal(dlp_plan_get_params(p, NULL, b2), DLP_OK);
+        assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
+        assert_int_equal(dlp_plan_get_params(p, w2, NULL), DLP_OK);
         double e_logit = rel_l2(logits, ref_logits, (int64_t)N * K);
         double e_loss = fabs(lo.loss - ref_loss) / fabs(ref_loss);
         double e_grad = rel_l2(g, r.gw, P), worst = 0;
@@ -503,19 +503,19 @@ static void test_resnet_step_vs_reference(void **state) {
         double e_bufs = rel_l2(b2, r.bufs, NB);
         for (int64_t i = 0; i < P; i++) dref[i] = r.w[i] - w0[i], dgot[i] = (float)((double)w2[i] - w0[i]);
         double e_sgd = rel_l2(dgot, dref, P);
-        B->plan_free(p);
+        dlp_plan_free(p);
 
         // inference plan on the same weights and the running statistics the step produced
         cfg.train = 0;
-        st = B->plan_create(&net, &cfg, &p);
+        st = dlp_plan_create(B, &net, &cfg, &p);
         if (st) dlp_err_print(stderr);
         assert_int_equal(st, DLP_OK);
         for (int64_t i = 0; i < NB; i++) b2[i] = (float)r.bufs[i];
-        assert_int_equal(B->set_params(p, params, b2), DLP_OK);
-        assert_int_equal(B->set_input(p, xh, N), DLP_OK);
-        assert_int_equal(B->forward(p, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(B->get_output(p, logits), DLP_OK);
-        B->plan_free(p);
+        assert_int_equal(dlp_plan_set_params(p, params, b2), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, xh, N), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_get_output(p, logits), DLP_OK);
+        dlp_plan_free(p);
         for (int64_t i = 0; i < P; i++) r.w[i] = params[i];
         r64_forward(&r, xd, 0);
         double e_inf = rel_l2(logits, r.y[last], (int64_t)N * K);
@@ -557,21 +557,21 @@ static void test_graph_replay_matches_eager(void **state) {
         dlp_cuda_nchw_to_nhwc(x, N, 3, 64 * 64, dts[d], xh);
         dlp_plan_cfg cfg = {.batch = N, .train = 1, .precision = dts[d]};
         dlp_plan *p = NULL;
-        assert_int_equal(B->plan_create(&net, &cfg, &p), DLP_OK);
+        assert_int_equal(dlp_plan_create(B, &net, &cfg, &p), DLP_OK);
         double worst = 0;
         double loss0 = 0;
         // Per phase: 2 eager warm-up runs, a capture, then replays. Forward, loss and backward are captured per
         // input buffer (they alternate), the update once: 8 steps replay everything at least once.
         for (int it = 0; it < 8; it++) {
-            assert_int_equal(B->set_params(p, params, bufs), DLP_OK);
-            assert_int_equal(B->set_momentum(p, zero), DLP_OK);
-            assert_int_equal(B->set_input(p, xh, N), DLP_OK);
-            assert_int_equal(B->forward(p, DLP_PASS_TRAIN), DLP_OK);
+            assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
+            assert_int_equal(dlp_plan_set_momentum(p, zero), DLP_OK);
+            assert_int_equal(dlp_plan_set_input(p, xh, N), DLP_OK);
+            assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
             dlp_loss_out lo;
-            assert_int_equal(B->loss(p, labels, 0.0f, &lo), DLP_OK);
-            assert_int_equal(B->backward(p, NULL), DLP_OK);
-            assert_int_equal(B->update(p, &hp), DLP_OK);
-            assert_int_equal(B->get_grads(p, it == 0 ? g0 : g), DLP_OK);
+            assert_int_equal(dlp_plan_loss(p, labels, 0.0f, &lo), DLP_OK);
+            assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
+            assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
+            assert_int_equal(dlp_plan_get_grads(p, it == 0 ? g0 : g), DLP_OK);
             if (it == 0) {
                 loss0 = lo.loss;
                 continue;
@@ -589,7 +589,7 @@ static void test_graph_replay_matches_eager(void **state) {
         json_decref(desc);
         printf("graph replay %s: worst gradient difference from the first (eager) step %.2e (tol %.0e); %d graphs "
                "captured, %d failed\n", dlp_dtype_name(dts[d]), worst, tol[d], captured, failed);
-        B->plan_free(p);
+        dlp_plan_free(p);
         assert_true(worst <= tol[d]);
         assert_int_equal(captured, 7);  // forward, loss, backward for each input buffer; the update
         assert_int_equal(failed, 0);
@@ -619,29 +619,29 @@ static void test_input_pipeline(void **state) {
     dlp_cuda_nchw_to_nhwc(x, N, 3, 32 * 32, DLP_DTYPE_F16, Bt);
     dlp_plan_cfg cfg = {.batch = N, .train = 0, .precision = DLP_DTYPE_F16};
     dlp_plan *p = NULL;
-    assert_int_equal(B->plan_create(&net, &cfg, &p), DLP_OK);
-    assert_int_equal(B->set_params(p, params, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_create(B, &net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
     for (int it = 0; it < 8; it++) {
-        assert_int_equal(B->set_input(p, it % 2 ? Bt : A, N), DLP_OK);
-        assert_int_equal(B->forward(p, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(B->get_output(p, it == 0 ? ya : it == 1 ? yb : y), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, it % 2 ? Bt : A, N), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_get_output(p, it == 0 ? ya : it == 1 ? yb : y), DLP_OK);
         if (it >= 2) assert_memory_equal(y, it % 2 ? yb : ya, sizeof y);
     }
     assert_true(memcmp(ya, yb, sizeof ya) != 0);
     // n < batch: the padding's outputs are not returned, the valid ones are unchanged
-    assert_int_equal(B->set_input(p, A, 2), DLP_OK);
-    assert_int_equal(B->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(B->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, A, 2), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     assert_memory_equal(y, ya, 2 * 10 * sizeof(float));
-    assert_int_equal(B->sync(p), DLP_OK);
+    assert_int_equal(dlp_plan_sync(p), DLP_OK);
     double copy_ms = 0, stall_ms = 0;
     int64_t copies = 0;
-    assert_int_equal(B->input_stats(p, &copy_ms, &stall_ms, &copies), DLP_OK);
+    assert_int_equal(dlp_plan_input_stats(p, &copy_ms, &stall_ms, &copies), DLP_OK);
     printf("input pipeline: %lld copies, %.3f ms copying, %.3f ms stalled\n", (long long)copies, copy_ms, stall_ms);
     assert_int_equal(copies, 9);
     assert_true(copy_ms > 0);
     assert_true(stall_ms >= 0);
-    B->plan_free(p);
+    dlp_plan_free(p);
     a->free(a->ctx, A);
     a->free(a->ctx, Bt);
     free(params), free(bufs), free(x);

@@ -21,7 +21,7 @@
 enum { BATCH = 2, SIZE = 32, CLASSES = 3, STEPS = 6, CUT = 3 };
 
 typedef struct run {
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     dlp_net net;
     dlp_plan *plan;
     dlp_lr_schedule sched;
@@ -31,7 +31,7 @@ typedef struct run {
 
 static void new_plan(run *r) {
     dlp_plan_cfg cfg = {.batch = BATCH, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2};
-    assert_int_equal(r->ops->plan_create(&r->net, &cfg, &r->plan), DLP_OK);
+    assert_int_equal(dlp_plan_create(r->ops, &r->net, &cfg, &r->plan), DLP_OK);
 }
 
 static void train_steps(run *r, int until) {
@@ -43,12 +43,12 @@ static void train_steps(run *r, int until) {
         for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)dlp_rng_normal(&g);
         for (int i = 0; i < BATCH; i++) y[i] = (int32_t)dlp_rng_below(&g, CLASSES);
         dlp_loss_out lo;
-        assert_int_equal(r->ops->set_input(r->plan, x, BATCH), DLP_OK);
-        assert_int_equal(r->ops->forward(r->plan, DLP_PASS_TRAIN), DLP_OK);
-        assert_int_equal(r->ops->loss(r->plan, y, 0.1f, &lo), DLP_OK);
-        assert_int_equal(r->ops->backward(r->plan, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(r->plan, x, BATCH), DLP_OK);
+        assert_int_equal(dlp_plan_forward(r->plan, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_loss(r->plan, y, 0.1f, &lo), DLP_OK);
+        assert_int_equal(dlp_plan_backward(r->plan, NULL), DLP_OK);
         dlp_sgd hp = {.lr = (float)dlp_lr_at(&r->sched, r->pos.step), .momentum = 0.9f, .weight_decay = 5e-4f};
-        assert_int_equal(r->ops->update(r->plan, &hp), DLP_OK);
+        assert_int_equal(dlp_plan_update(r->plan, &hp), DLP_OK);
         r->loss[r->pos.step] = lo.loss;
         r->pos.last_loss = lo.loss;
         r->pos.step++;
@@ -85,19 +85,19 @@ static void test_resume_same_curve(void **state) {
 
     // uninterrupted
     new_plan(&a);
-    assert_int_equal(a.ops->set_params(a.plan, p, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(a.plan, p, bufs), DLP_OK);
     train_steps(&a, STEPS);
-    assert_int_equal(a.ops->get_params(a.plan, pa, ba), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(a.plan, pa, ba), DLP_OK);
 
     // interrupted at CUT: checkpoint, throw the plan away, resume in a new one
     new_plan(&b);
-    assert_int_equal(b.ops->set_params(b.plan, p, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(b.plan, p, bufs), DLP_OK);
     train_steps(&b, CUT);
     dlp_checkpoint ck = {.pos = b.pos, .sched = b.sched, .config = NULL};
-    assert_int_equal(b.ops->get_params(b.plan, p, bufs), DLP_OK);
-    assert_int_equal(b.ops->get_momentum(b.plan, v), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(b.plan, p, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_get_momentum(b.plan, v), DLP_OK);
     assert_int_equal(dlp_checkpoint_save(ck_path, &b.net, p, bufs, v, &ck), DLP_OK);
-    b.ops->plan_free(b.plan);
+    dlp_plan_free(b.plan);
     memset(p, 0, pb);
     memset(v, 0, pb);
     memset(&b.pos, 0, sizeof b.pos);
@@ -108,10 +108,10 @@ static void test_resume_same_curve(void **state) {
     assert_int_equal(b.pos.step, CUT);
     assert_true(b.pos.last_loss == a.loss[CUT - 1]);
     new_plan(&b);
-    assert_int_equal(b.ops->set_params(b.plan, p, bufs), DLP_OK);
-    assert_int_equal(b.ops->set_momentum(b.plan, v), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(b.plan, p, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_momentum(b.plan, v), DLP_OK);
     train_steps(&b, STEPS);
-    assert_int_equal(b.ops->get_params(b.plan, pb2, bb2), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(b.plan, pb2, bb2), DLP_OK);
 
     for (int s = 0; s < STEPS; s++) {
         printf("step %d: loss %.9f / %.9f (lr %.4f)\n", s, a.loss[s], b.loss[s], dlp_lr_at(&a.sched, s));
@@ -120,8 +120,8 @@ static void test_resume_same_curve(void **state) {
     assert_true(a.loss[STEPS - 1] != a.loss[CUT]);  // it did train on
     assert_memory_equal(pa, pb2, pb);
     assert_memory_equal(ba, bb2, bb);
-    a.ops->plan_free(a.plan);
-    b.ops->plan_free(b.plan);
+    dlp_plan_free(a.plan);
+    dlp_plan_free(b.plan);
     dlp_checkpoint_free(&back);
     dlp_net_free(&a.net);
     dlp_net_free(&b.net);

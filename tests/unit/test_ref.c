@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"  // the table entries themselves are checked here
 #include "core/rng.h"
 #include "nn/resnet.h"
 
-static const dlp_backend_ops *ref(void) {
-    const dlp_backend_ops *o = dlp_backend_find("ref", NULL);
+static const dlp_backend *ref(void) {
+    const dlp_backend *o = dlp_backend_find("ref", NULL);
     assert_non_null(o);
     return o;
 }
@@ -31,9 +31,9 @@ static float *randf(int64_t n, uint64_t seed, double scale) {
 static void test_registry(void **state) {
     (void)state;
     const char *arg = "x";
-    const dlp_backend_ops *o = dlp_backend_find("ref", &arg);
+    const dlp_backend *o = dlp_backend_find("ref", &arg);
     assert_non_null(o);
-    assert_string_equal(o->name, "ref");
+    assert_string_equal(dlp_backend_name(o), "ref");
     assert_null(arg);
     assert_non_null(dlp_backend_find("ref:whatever", &arg));
     assert_string_equal(arg, "whatever");
@@ -43,12 +43,12 @@ static void test_registry(void **state) {
     assert_non_null(strstr(dlp_err_msg(), "ref"));
     assert_null(dlp_backend_find("", &arg));
     int n = 0, has_ref = 0;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++, n++) {
-        has_ref |= strcmp((*b)->name, "ref") == 0;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++, n++) {
+        has_ref |= strcmp(dlp_backend_name(*b), "ref") == 0;
         assert_non_null((*b)->plan_create);
-        assert_non_null((*b)->summary);
+        assert_non_null(dlp_backend_summary(*b));
         // every name in the table is found by dlp_backend_find
-        assert_ptr_equal(dlp_backend_find((*b)->name, NULL), *b);
+        assert_ptr_equal(dlp_backend_find(dlp_backend_name(*b), NULL), *b);
     }
     assert_true(n >= 1 && has_ref);
     if (!dlp_backend_find("cuda", NULL)) assert_non_null(strstr(dlp_err_msg(), "not compiled"));
@@ -56,40 +56,40 @@ static void test_registry(void **state) {
 
 static void test_plan_errors(void **state) {
     (void)state;
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_model_build("resnet-mini", 3, 32, &net), DLP_OK);
     dlp_plan *p = NULL;
     dlp_plan_cfg cfg = {.batch = 0, .train = 1, .precision = DLP_DTYPE_F32};
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_INVALID);
     cfg.batch = 2;
     cfg.precision = DLP_DTYPE_BF16;
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_UNSUPPORTED);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_UNSUPPORTED);
     cfg.precision = DLP_DTYPE_F32;
     cfg.batch = 1;  // layer4 is 1x1 at 32 px: BN would normalize a single value
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "more than one value per channel"));
     cfg.train = 0;  // fine for inference
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
     float *g = malloc((size_t)net.param_count * sizeof(float));
-    assert_int_equal(o->get_grads(p, g), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_get_grads(p, g), DLP_ERR_INVALID);
     float out[3];
-    assert_int_equal(o->get_output(p, out), DLP_ERR_INVALID);  // before forward
-    assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
+    assert_int_equal(dlp_plan_get_output(p, out), DLP_ERR_INVALID);  // before forward
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
     float *x = randf(3 * 32 * 32, 1, 1);
-    assert_int_equal(o->set_input(p, x, 2), DLP_ERR_INVALID);  // more than the batch
-    assert_int_equal(o->set_input(p, x, 1), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
-    o->plan_free(p);
+    assert_int_equal(dlp_plan_set_input(p, x, 2), DLP_ERR_INVALID);  // more than the batch
+    assert_int_equal(dlp_plan_set_input(p, x, 1), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
+    dlp_plan_free(p);
     cfg.train = 1;
     cfg.batch = 2;
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
-    assert_int_equal(o->set_input(p, x, 1), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, x, 1), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
     assert_non_null(strstr(dlp_err_msg(), "full batch"));
-    assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->backward(p, NULL), DLP_ERR_INVALID);  // after an eval forward
-    o->plan_free(p);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);  // after an eval forward
+    dlp_plan_free(p);
     free(g);
     free(x);
     dlp_net_free(&net);
@@ -99,7 +99,7 @@ static void test_plan_errors(void **state) {
 // inference plan's.
 static void test_partial_eval_batch(void **state) {
     (void)state;
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_model_build("resnet-mini", 5, 40, &net), DLP_OK);
     float *params = malloc((size_t)net.param_count * sizeof(float)), *bufs = randf(net.buf_count, 2, 0.1);
@@ -114,29 +114,29 @@ static void test_partial_eval_batch(void **state) {
     dlp_plan_cfg ca = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 2};
     dlp_plan_cfg cb = {.batch = 3, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
     dlp_plan_cfg cc = {.batch = 4, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2};
-    assert_int_equal(o->plan_create(&net, &ca, &pa), DLP_OK);
-    assert_int_equal(o->plan_create(&net, &cb, &pb), DLP_OK);
-    assert_int_equal(o->plan_create(&net, &cc, &pc), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &ca, &pa), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cb, &pb), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cc, &pc), DLP_OK);
     for (dlp_plan **pp = (dlp_plan *[]){pa, pb, pc}, **e = pp + 3; pp < e; pp++)
-        assert_int_equal(o->set_params(*pp, params, bufs), DLP_OK);
-    assert_int_equal(o->set_input(pa, x, 3), DLP_OK);
-    assert_int_equal(o->forward(pa, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(pa, ya), DLP_OK);
-    assert_int_equal(o->set_input(pb, x, 3), DLP_OK);
-    assert_int_equal(o->forward(pb, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(pb, yb), DLP_OK);
+        assert_int_equal(dlp_plan_set_params(*pp, params, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(pa, x, 3), DLP_OK);
+    assert_int_equal(dlp_plan_forward(pa, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(pa, ya), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(pb, x, 3), DLP_OK);
+    assert_int_equal(dlp_plan_forward(pb, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(pb, yb), DLP_OK);
     assert_memory_equal(ya, yb, sizeof yb);  // same arithmetic, any thread count: bitwise equal
-    assert_int_equal(o->set_input(pc, x, 4), DLP_OK);
-    assert_int_equal(o->forward(pc, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(pc, yc), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(pc, x, 4), DLP_OK);
+    assert_int_equal(dlp_plan_forward(pc, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(pc, yc), DLP_OK);
     assert_memory_equal(yc, yb, sizeof yb);
     // an eval pass leaves the running statistics alone
     float *b2 = malloc((size_t)net.buf_count * sizeof(float));
-    assert_int_equal(o->get_params(pc, NULL, b2), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(pc, NULL, b2), DLP_OK);
     assert_memory_equal(b2, bufs, (size_t)net.buf_count * sizeof(float));
-    o->plan_free(pa);
-    o->plan_free(pb);
-    o->plan_free(pc);
+    dlp_plan_free(pa);
+    dlp_plan_free(pb);
+    dlp_plan_free(pc);
     free(params);
     free(bufs);
     free(b2);
@@ -147,20 +147,20 @@ static void test_partial_eval_batch(void **state) {
 // running = 0.9 running + 0.1 batch statistic, with the unbiased variance; normalization uses the biased one.
 static void test_bn_running_stats(void **state) {
     (void)state;
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_net_init(&net, "bn", 2, 1, 2), DLP_OK);
     assert_true(dlp_net_bn(&net, "bn", 0) > 0);
     dlp_plan *p;
     dlp_plan_cfg cfg = {.batch = 2, .train = 1, .precision = DLP_DTYPE_F32, .threads = 1};
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
     // channel 0 sees {1, 3, 5, 7}: mean 4, biased var 5, unbiased 20/3; channel 1 sees {2, 2, 2, 2}
     float x[8] = {1, 3, 2, 2, 5, 7, 2, 2}, params[4] = {2, 0.5f, 1, 0}, bufs[4] = {1, 0, 2, 1}, y[8], b[4];
-    assert_int_equal(o->set_params(p, params, bufs), DLP_OK);
-    assert_int_equal(o->set_input(p, x, 2), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(o->get_output(p, y), DLP_OK);
-    assert_int_equal(o->get_params(p, NULL, b), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, params, bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, x, 2), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(p, NULL, b), DLP_OK);
     assert_true(fabsf(b[0] - (0.9f * 1 + 0.1f * 4)) < 1e-6f);           // running_mean[0]
     assert_true(fabsf(b[1] - (0.9f * 0 + 0.1f * 2)) < 1e-6f);           // running_mean[1]
     assert_true(fabsf(b[2] - (0.9f * 2 + 0.1f * 20.0f / 3)) < 1e-6f);   // running_var[0]
@@ -169,39 +169,39 @@ static void test_bn_running_stats(void **state) {
     assert_true(fabsf(y[0] - (float)(2 * (1 - 4) / sqrt(5 + 1e-5) + 1)) < 1e-5f);
     assert_true(fabsf(y[2] - 0.0f) < 1e-6f);  // constant channel -> beta
     // eval uses the running statistics
-    assert_int_equal(o->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(o->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     assert_true(fabsf(y[0] - (float)(2 * (1 - b[0]) / sqrt(b[2] + 1e-5) + 1)) < 1e-5f);
-    o->plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&net);
 }
 
 // torch.optim.SGD, worked by hand for one weight w = 1 with gradient g: a plan with a single FC(1 -> 1) and
 // backward(dy) so that g is known: dw = dy * x, db = dy.
 static void sgd_case(const dlp_sgd *hp, int steps, float x, float dy, float *w_out, float *b_out, float *v_out) {
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_net_init(&net, "fc", 1, 1, 1), DLP_OK);
     assert_true(dlp_net_fc(&net, "fc", 0, 1) > 0);
     dlp_plan *p;
     dlp_plan_cfg cfg = {.batch = 1, .train = 1, .precision = DLP_DTYPE_F32, .threads = 1};
-    assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
     float params[2] = {1.0f, 0.5f}, zero[2] = {0, 0};
-    assert_int_equal(o->set_params(p, params, NULL), DLP_OK);
-    assert_int_equal(o->set_momentum(p, zero), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, params, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_set_momentum(p, zero), DLP_OK);
     for (int s = 0; s < steps; s++) {
-        assert_int_equal(o->set_input(p, &x, 1), DLP_OK);
-        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
-        assert_int_equal(o->backward(p, &dy), DLP_OK);
-        assert_int_equal(o->update(p, hp), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, &x, 1), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, &dy), DLP_OK);
+        assert_int_equal(dlp_plan_update(p, hp), DLP_OK);
     }
-    assert_int_equal(o->get_params(p, params, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(p, params, NULL), DLP_OK);
     float v[2];
-    assert_int_equal(o->get_momentum(p, v), DLP_OK);
+    assert_int_equal(dlp_plan_get_momentum(p, v), DLP_OK);
     *w_out = params[0];
     *b_out = params[1];
     *v_out = v[0];
-    o->plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&net);
 }
 
@@ -239,7 +239,7 @@ typedef struct bucket_log {
     int n;
     int64_t off[64], cnt[64];
     int final_ok[64];
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     dlp_plan *plan;
     float *want;  // the final gradients, from a first run
 } bucket_log;
@@ -250,14 +250,14 @@ static void on_bucket(void *ctx, int64_t offset, int64_t count) {
     l->off[l->n] = offset;
     l->cnt[l->n] = count;
     // the bucket's gradients must be final when it is announced
-    const float *g = l->ops->grad_buffer(l->plan);
+    const float *g = dlp_plan_grad_buffer(l->plan);
     l->final_ok[l->n] = !l->want || memcmp(g + offset, l->want + offset, (size_t)count * sizeof(float)) == 0;
     l->n++;
 }
 
 static void test_buckets_and_momentum(void **state) {
     (void)state;
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_model_build("resnet-mini", 3, 32, &net), DLP_OK);
     bucket_log log;
@@ -265,22 +265,22 @@ static void test_buckets_and_momentum(void **state) {
     log.ops = o;
     dlp_plan_cfg cfg = {.batch = 2, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2, .bucket_elems = 5000,
                         .on_bucket = on_bucket, .bucket_ctx = &log};
-    assert_int_equal(o->plan_create(&net, &cfg, &log.plan), DLP_OK);
+    assert_int_equal(dlp_plan_create(o, &net, &cfg, &log.plan), DLP_OK);
     float *params = malloc((size_t)net.param_count * sizeof(float)), *x = randf(2 * 3 * 32 * 32, 7, 1);
     dlp_resnet_init_params(&net, 1, 0, params, NULL);
-    assert_int_equal(o->set_params(log.plan, params, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(log.plan, params, NULL), DLP_OK);
     int32_t labels[2] = {0, 2};
     dlp_loss_out lo;
     for (int run = 0; run < 2; run++) {  // run 0 records the final gradients; run 1 checks the buckets
         log.n = 0;
-        assert_int_equal(o->set_input(log.plan, x, 2), DLP_OK);
-        assert_int_equal(o->forward(log.plan, DLP_PASS_TRAIN), DLP_OK);
-        assert_int_equal(o->loss(log.plan, labels, 0.0f, &lo), DLP_OK);
-        if (run == 1) memset(o->grad_buffer(log.plan), 0xff, (size_t)net.param_count * sizeof(float));  // NaN
-        assert_int_equal(o->backward(log.plan, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(log.plan, x, 2), DLP_OK);
+        assert_int_equal(dlp_plan_forward(log.plan, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_loss(log.plan, labels, 0.0f, &lo), DLP_OK);
+        if (run == 1) memset(dlp_plan_grad_buffer(log.plan), 0xff, (size_t)net.param_count * sizeof(float));  // NaN
+        assert_int_equal(dlp_plan_backward(log.plan, NULL), DLP_OK);
         if (run == 0) {
             log.want = malloc((size_t)net.param_count * sizeof(float));
-            assert_int_equal(o->get_grads(log.plan, log.want), DLP_OK);
+            assert_int_equal(dlp_plan_get_grads(log.plan, log.want), DLP_OK);
         }
     }
     assert_true(log.n > 3);
@@ -293,14 +293,14 @@ static void test_buckets_and_momentum(void **state) {
     assert_int_equal(end, 0);
     // momentum round trip, and update uses it
     float *v = randf(net.param_count, 8, 0.01), *v2 = malloc((size_t)net.param_count * sizeof(float));
-    assert_int_equal(o->set_momentum(log.plan, v), DLP_OK);
-    assert_int_equal(o->get_momentum(log.plan, v2), DLP_OK);
+    assert_int_equal(dlp_plan_set_momentum(log.plan, v), DLP_OK);
+    assert_int_equal(dlp_plan_get_momentum(log.plan, v2), DLP_OK);
     assert_memory_equal(v, v2, (size_t)net.param_count * sizeof(float));
     dlp_sgd hp = {.lr = 0.1f, .momentum = 0.9f};
-    assert_int_equal(o->update(log.plan, &hp), DLP_OK);
-    assert_int_equal(o->get_momentum(log.plan, v2), DLP_OK);
+    assert_int_equal(dlp_plan_update(log.plan, &hp), DLP_OK);
+    assert_int_equal(dlp_plan_get_momentum(log.plan, v2), DLP_OK);
     assert_true(fabsf(v2[0] - (0.9f * v[0] + log.want[0])) < 1e-6f);
-    o->plan_free(log.plan);
+    dlp_plan_free(log.plan);
     free(params);
     free(x);
     free(v);
@@ -312,7 +312,7 @@ static void test_buckets_and_momentum(void **state) {
 // A training step gives bitwise the same loss, gradients and parameters with 1 or 2 threads.
 static void test_thread_determinism(void **state) {
     (void)state;
-    const dlp_backend_ops *o = ref();
+    const dlp_backend *o = ref();
     dlp_net net;
     assert_int_equal(dlp_model_build("resnet-mini-bottleneck", 4, 48, &net), DLP_OK);
     float *params = malloc((size_t)net.param_count * sizeof(float)), *x = randf(3 * 3 * 48 * 48, 9, 1);
@@ -323,21 +323,21 @@ static void test_thread_determinism(void **state) {
     for (int t = 0; t < 2; t++) {
         dlp_plan *p;
         dlp_plan_cfg cfg = {.batch = 3, .train = 1, .precision = DLP_DTYPE_F32, .threads = t + 1};
-        assert_int_equal(o->plan_create(&net, &cfg, &p), DLP_OK);
-        assert_int_equal(o->set_params(p, params, NULL), DLP_OK);
-        assert_int_equal(o->set_input(p, x, 3), DLP_OK);
-        assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
+        assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
+        assert_int_equal(dlp_plan_set_params(p, params, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, x, 3), DLP_OK);
+        assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
         dlp_loss_out lo;
-        assert_int_equal(o->loss(p, labels, 0.1f, &lo), DLP_OK);
+        assert_int_equal(dlp_plan_loss(p, labels, 0.1f, &lo), DLP_OK);
         loss[t] = lo.loss;
-        assert_int_equal(o->backward(p, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
         g[t] = malloc((size_t)net.param_count * sizeof(float));
         w[t] = malloc((size_t)net.param_count * sizeof(float));
-        assert_int_equal(o->get_grads(p, g[t]), DLP_OK);
+        assert_int_equal(dlp_plan_get_grads(p, g[t]), DLP_OK);
         dlp_sgd hp = {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = 1};
-        assert_int_equal(o->update(p, &hp), DLP_OK);
-        assert_int_equal(o->get_params(p, w[t], NULL), DLP_OK);
-        o->plan_free(p);
+        assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
+        assert_int_equal(dlp_plan_get_params(p, w[t], NULL), DLP_OK);
+        dlp_plan_free(p);
     }
     assert_true(loss[0] == loss[1]);
     assert_memory_equal(g[0], g[1], (size_t)net.param_count * sizeof(float));

@@ -29,7 +29,7 @@
 #define RTOL 1e-2
 
 typedef struct gcheck {
-    const dlp_backend_ops *ops;
+    const dlp_backend *ops;
     dlp_net *net;
     dlp_plan *plan;
     int n;
@@ -43,17 +43,17 @@ typedef struct gcheck {
 } gcheck;
 
 static double objective(gcheck *c) {
-    assert_int_equal(c->ops->set_params(c->plan, c->params, c->bufs), DLP_OK);
-    assert_int_equal(c->ops->set_input(c->plan, c->x, c->n), DLP_OK);
-    assert_int_equal(c->ops->forward(c->plan, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(c->plan, c->params, c->bufs), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(c->plan, c->x, c->n), DLP_OK);
+    assert_int_equal(dlp_plan_forward(c->plan, DLP_PASS_TRAIN), DLP_OK);
     if (!c->r) {
         dlp_loss_out lo;
-        assert_int_equal(c->ops->loss(c->plan, c->labels, c->smoothing, &lo), DLP_OK);
+        assert_int_equal(dlp_plan_loss(c->plan, c->labels, c->smoothing, &lo), DLP_OK);
         return lo.loss;
     }
     int64_t m = (int64_t)c->n * dlp_net_layer_numel(c->net, dlp_net_output(c->net));
     float *y = malloc((size_t)m * sizeof *y);
-    assert_int_equal(c->ops->get_output(c->plan, y), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(c->plan, y), DLP_OK);
     double f = 0;
     for (int64_t i = 0; i < m; i++) f += (double)c->r[i] * y[i];
     free(y);
@@ -67,7 +67,7 @@ static void gcheck_init(gcheck *c, dlp_net *net, int n, uint64_t seed, int with_
     c->net = net;
     c->n = n;
     dlp_plan_cfg cfg = {.batch = n, .train = 1, .precision = DLP_DTYPE_F32, .threads = 2};
-    assert_int_equal(c->ops->plan_create(net, &cfg, &c->plan), DLP_OK);
+    assert_int_equal(dlp_plan_create(c->ops, net, &cfg, &c->plan), DLP_OK);
     const int64_t nin = (int64_t)n * dlp_net_layer_numel(net, 0);
     const int64_t nout = (int64_t)n * dlp_net_layer_numel(net, dlp_net_output(net));
     c->x = malloc((size_t)nin * sizeof(float));
@@ -96,13 +96,13 @@ static void gcheck_init(gcheck *c, dlp_net *net, int n, uint64_t seed, int with_
 
 static void gcheck_analytic(gcheck *c) {
     objective(c);
-    assert_int_equal(c->ops->backward(c->plan, c->r), DLP_OK);
-    assert_int_equal(c->ops->get_grads(c->plan, c->g), DLP_OK);
-    assert_int_equal(c->ops->get_input_grad(c->plan, c->gx), DLP_OK);
+    assert_int_equal(dlp_plan_backward(c->plan, c->r), DLP_OK);
+    assert_int_equal(dlp_plan_get_grads(c->plan, c->g), DLP_OK);
+    assert_int_equal(dlp_plan_get_input_grad(c->plan, c->gx), DLP_OK);
 }
 
 static void gcheck_free(gcheck *c) {
-    c->ops->plan_free(c->plan);
+    dlp_plan_free(c->plan);
     free(c->x);
     free(c->params);
     free(c->bufs);
@@ -253,18 +253,18 @@ static void test_maxpool_padding_is_neg_inf(void **state) {
     dlp_net net;
     assert_int_equal(dlp_net_init(&net, "maxpool", 1, 4, 4), DLP_OK);
     assert_true(dlp_net_maxpool(&net, 0, 3, 2, 1) > 0);
-    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    const dlp_backend *ops = dlp_backend_find("ref", NULL);
     dlp_plan_cfg cfg = {.batch = 1, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
     dlp_plan *p;
-    assert_int_equal(ops->plan_create(&net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(ops, &net, &cfg, &p), DLP_OK);
     float x[16], y[4];
     for (int i = 0; i < 16; i++) x[i] = -1.0f - (float)i;
-    assert_int_equal(ops->set_input(p, x, 1), DLP_OK);
-    assert_int_equal(ops->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(ops->get_output(p, y), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, x, 1), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, y), DLP_OK);
     // windows: rows {-1..1}x cols {-1..1} -> x[0]; cols {1..3} -> max(x[1],x[2],x[3],x[5],...) = x[1]
     assert_true(y[0] == -1.0f && y[1] == -2.0f && y[2] == -5.0f && y[3] == -6.0f);
-    ops->plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&net);
 }
 
@@ -304,27 +304,27 @@ static void test_loss_values(void **state) {
     dlp_net net;
     assert_int_equal(dlp_net_init(&net, "loss", 2, 1, 1), DLP_OK);
     assert_true(dlp_net_avgpool(&net, 0) > 0);
-    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    const dlp_backend *ops = dlp_backend_find("ref", NULL);
     dlp_plan_cfg cfg = {.batch = 2, .train = 1, .precision = DLP_DTYPE_F32, .threads = 1};
     dlp_plan *p;
-    assert_int_equal(ops->plan_create(&net, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(ops, &net, &cfg, &p), DLP_OK);
     float x[4] = {0.0f, logf(3.0f), 5.0f, 1.0f};
     int32_t y[2] = {0, 0};
     dlp_loss_out lo;
-    assert_int_equal(ops->set_input(p, x, 2), DLP_OK);
-    assert_int_equal(ops->forward(p, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(ops->loss(p, y, 0.0f, &lo), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, x, 2), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_loss(p, y, 0.0f, &lo), DLP_OK);
     double l2 = log(1 + exp(-4.0));  // sample 2: logits (5, 1), label 0
     assert_true(fabs(lo.loss - (log(4.0) + l2) / 2) < 1e-6);
     assert_int_equal(lo.correct_top1, 1);
     assert_int_equal(lo.correct_top5, 2);  // 2 classes: top-5 is everything
-    assert_int_equal(ops->loss(p, y, 0.2f, &lo), DLP_OK);
+    assert_int_equal(dlp_plan_loss(p, y, 0.2f, &lo), DLP_OK);
     double l2s = 0.9 * l2 + 0.1 * (l2 + 4.0);
     assert_true(fabs(lo.loss - (log(4.0) - 0.1 * log(3.0) + l2s) / 2) < 1e-6);
     int32_t bad[2] = {0, 2};
-    assert_int_equal(ops->loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "label 2 of sample 1"));
-    ops->plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&net);
 }
 

@@ -418,15 +418,15 @@ static void test_engine_from_ref_plan(void **state) {
     (void)state;
     // The service over a real backend plan (ref, inference, batch 4) of a tiny conv net: every answer equals
     // a direct one-sample forward of the same plan, also for batches the batcher leaves partly empty.
-    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    const dlp_backend *ops = dlp_backend_find("ref", NULL);
     assert_non_null(ops);
     dlp_net net;
     dlp_rng rng;
     float *params = tiny_net(&net, 5, &rng);
     dlp_plan_cfg pc = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
     dlp_plan *plan;
-    assert_int_equal(ops->plan_create(&net, &pc, &plan), DLP_OK);
-    assert_int_equal(ops->set_params(plan, params, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_create(ops, &net, &pc, &plan), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(plan, params, NULL), DLP_OK);
     dlp_serve_engine eng;
     assert_int_equal(dlp_serve_engine_from_plan(plan, &net, 4, &eng), DLP_OK);
     assert_int_equal(eng.num_classes, 20);
@@ -459,9 +459,9 @@ static void test_engine_from_ref_plan(void **state) {
         int c[5];
         float pr[5];
         assert_int_equal(tiny_pre(NULL, 0, jp[i], jl[i], x), DLP_OK);
-        assert_int_equal(ops->set_input(plan, x, 1), DLP_OK);
-        assert_int_equal(ops->forward(plan, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(ops->get_output(plan, logits), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(plan, x, 1), DLP_OK);
+        assert_int_equal(dlp_plan_forward(plan, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_get_output(plan, logits), DLP_OK);
         dlp_stats_topk(logits, 20, 5, c, pr);
         assert_memory_equal(t[i].r.top_class, c, sizeof c);
         for (int k = 0; k < 5; k++) assert_true(fabs(t[i].r.top_prob[k] - pr[k]) < 1e-5);
@@ -470,7 +470,7 @@ static void test_engine_from_ref_plan(void **state) {
     }
     assert_true(partial > 0);  // 10 requests in batches of at most 4: at least one partial batch
     dlp_serve_engine_from_plan_free(&eng);
-    ops->plan_free(plan);
+    dlp_plan_free(plan);
     free(params);
     dlp_net_free(&net);
 }
@@ -479,7 +479,7 @@ static void test_engine_plan_ladder(void **state) {
     (void)state;
     // A ladder of plans (batches 1, 2, 4) of one net and weights: each call runs on the smallest plan that holds
     // its n samples, and its logits equal a batch-4 plan's for the same samples; malformed ladders are refused.
-    const dlp_backend_ops *ops = dlp_backend_find("ref", NULL);
+    const dlp_backend *ops = dlp_backend_find("ref", NULL);
     assert_non_null(ops);
     dlp_net net;
     dlp_rng rng;
@@ -488,12 +488,12 @@ static void test_engine_plan_ladder(void **state) {
     dlp_plan *plans[3], *big;
     for (int i = 0; i < 3; i++) {
         dlp_plan_cfg pc = {.batch = batches[i], .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
-        assert_int_equal(ops->plan_create(&net, &pc, &plans[i]), DLP_OK);
-        assert_int_equal(ops->set_params(plans[i], params, NULL), DLP_OK);
+        assert_int_equal(dlp_plan_create(ops, &net, &pc, &plans[i]), DLP_OK);
+        assert_int_equal(dlp_plan_set_params(plans[i], params, NULL), DLP_OK);
     }
     dlp_plan_cfg pc4 = {.batch = 4, .train = 0, .precision = DLP_DTYPE_F32, .threads = 1};
-    assert_int_equal(ops->plan_create(&net, &pc4, &big), DLP_OK);
-    assert_int_equal(ops->set_params(big, params, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_create(ops, &net, &pc4, &big), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(big, params, NULL), DLP_OK);
     dlp_serve_engine eng;
     assert_int_equal(dlp_serve_engine_from_plans(plans, batches, 3, &net, &eng), DLP_OK);
     assert_int_equal(eng.max_batch, 4);
@@ -502,9 +502,9 @@ static void test_engine_plan_ladder(void **state) {
     const int ns[5] = {1, 2, 3, 4, 1};
     for (int k = 0; k < 5; k++) {
         assert_int_equal(eng.infer(eng.ctx, x, ns[k], got), DLP_OK);
-        assert_int_equal(ops->set_input(big, x, ns[k]), DLP_OK);
-        assert_int_equal(ops->forward(big, DLP_PASS_EVAL), DLP_OK);
-        assert_int_equal(ops->get_output(big, want), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(big, x, ns[k]), DLP_OK);
+        assert_int_equal(dlp_plan_forward(big, DLP_PASS_EVAL), DLP_OK);
+        assert_int_equal(dlp_plan_get_output(big, want), DLP_OK);
         for (int i = 0; i < ns[k] * 20; i++) assert_true(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])));
     }
     int b = 0;
@@ -524,8 +524,8 @@ static void test_engine_plan_ladder(void **state) {
     dlp_plan *holes[2] = {plans[0], NULL};
     assert_int_equal(dlp_serve_engine_from_plans(holes, batches, 2, &net, &eng), DLP_ERR_INVALID);
     dlp_err_clear();
-    for (int i = 0; i < 3; i++) ops->plan_free(plans[i]);
-    ops->plan_free(big);
+    for (int i = 0; i < 3; i++) dlp_plan_free(plans[i]);
+    dlp_plan_free(big);
     free(params);
     dlp_net_free(&net);
 }

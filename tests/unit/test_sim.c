@@ -29,24 +29,23 @@ static void tiny_net(dlp_net *n) {
 static dlp_plan *make_plan(const dlp_net *n, const char *arg, int batch, int train, dlp_dtype prec) {
     dlp_plan_cfg cfg = {.batch = batch, .train = train, .precision = prec, .arg = arg};
     dlp_plan *p = NULL;
-    dlp_status st = dlp_backend_sim.plan_create(n, &cfg, &p);
+    dlp_status st = dlp_plan_create(&dlp_backend_sim, n, &cfg, &p);
     if (st) dlp_err_print(stderr);
     assert_int_equal(st, DLP_OK);
-    assert_true(p->ops == &dlp_backend_sim);
+    assert_true(dlp_plan_backend(p) == &dlp_backend_sim);
     return p;
 }
 
 // One training step; returns its wall time, adds the process CPU time to *cpu.
 static double one_step(dlp_plan *p, const void *batch, int n, const int32_t *labels, int64_t *cpu) {
-    const dlp_backend_ops *o = p->ops;
     dlp_loss_out lo;
     dlp_sgd hp = {.lr = 0.1f, .momentum = 0.9f};
     int64_t c0 = dlp_cpu_ns(), t0 = dlp_now_ns();
-    assert_int_equal(o->set_input(p, batch, n), DLP_OK);
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(o->loss(p, labels, 0, &lo), DLP_OK);
-    assert_int_equal(o->backward(p, NULL), DLP_OK);
-    assert_int_equal(o->update(p, &hp), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, batch, n), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_loss(p, labels, 0, &lo), DLP_OK);
+    assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
     int64_t t1 = dlp_now_ns(), c1 = dlp_cpu_ns();
     *cpu += c1 - c0;
     return (double)(t1 - t0) * 1e-9;
@@ -100,7 +99,7 @@ static void test_step_20ms(void **state) {
     assert_true(med > 0.017 && med < 0.023);
     assert_true(cpu < 1000000);  // < 1 ms of CPU per step: it sleeps
     free(batch);
-    dlp_backend_sim.plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&n);
 }
 
@@ -121,10 +120,9 @@ static void test_matches_steptime(void **state) {
     assert_true(fabs(got.compute_s - want.compute_s) < 1e-12 && fabs(got.h2d_s - want.h2d_s) < 1e-15);
     // a100 at 1/100 speed: t0 = 6 ms x 100 = 600 ms would be slow for a test; check the scale, then time a faster one.
     assert_true(fabs(got.fwd_s - 0.6 / 3) < 0.01);
-    dlp_backend_sim.plan_free(p);
+    dlp_plan_free(p);
     p = make_plan(&n, "a100,scale=0.5", 8, 1, DLP_DTYPE_F16);  // t0 12 ms: fwd 4, bwd 8 ms
     assert_int_equal(dlp_sim_plan_times(p, &got), DLP_OK);
-    const dlp_backend_ops *o = p->ops;
     uint16_t *batch = calloc(8 * 3 * 32 * 32, 2);
     int32_t labels[8] = {0};
     dlp_loss_out lo;
@@ -133,25 +131,25 @@ static void test_matches_steptime(void **state) {
     assert_true(fabs(med - got.step_s) < 0.003);
     // Forward alone.
     int64_t t0 = dlp_now_ns();
-    assert_int_equal(o->set_input(p, batch, 8), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, batch, 8), DLP_OK);
     int64_t t1 = dlp_now_ns();
-    assert_int_equal(o->forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
     int64_t t2 = dlp_now_ns();
     assert_true((t2 - t1) * 1e-9 > got.fwd_s - 0.0005 && (t2 - t1) * 1e-9 < got.fwd_s + 0.010);
     (void)t0;
     // Outputs are zeros; the loss is that of zero logits.
-    assert_int_equal(o->loss(p, labels, 0.1f, &lo), DLP_OK);
+    assert_int_equal(dlp_plan_loss(p, labels, 0.1f, &lo), DLP_OK);
     assert_true(fabs(lo.loss - log(10.0)) < 1e-12 && lo.correct_top1 == 0);
     float out[8 * 10];
     memset(out, 0xff, sizeof out);
-    assert_int_equal(o->get_output(p, out), DLP_OK);
+    assert_int_equal(dlp_plan_get_output(p, out), DLP_OK);
     for (int i = 0; i < 80; i++) assert_true(out[i] == 0.0f);
     dlp_layout lay;
     dlp_dtype dt;
-    o->input_format(p, &lay, &dt);
+    dlp_plan_input_format(p, &lay, &dt);
     assert_true(lay == DLP_LAYOUT_NHWC && dt == DLP_DTYPE_F16);
     free(batch);
-    dlp_backend_sim.plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&n);
 }
 
@@ -179,10 +177,10 @@ static void test_copy_overlap(void **state) {
         // A caller that waited (for data) before set_input gets no overlap credit: the whole copy is waited.
         dlp_sleep_ns(5000000);
         int64_t t0 = dlp_now_ns();
-        assert_int_equal(p->ops->set_input(p, batch, 16), DLP_OK);
+        assert_int_equal(dlp_plan_set_input(p, batch, 16), DLP_OK);
         double copy = (dlp_now_ns() - t0) * 1e-9;
         assert_true(copy > 0.0095 && copy < 0.030);  // the whole 10 ms (a busy machine may wake it late)
-        dlp_backend_sim.plan_free(p);
+        dlp_plan_free(p);
     }
     free(batch);
     dlp_net_free(&n);
@@ -210,12 +208,12 @@ static void test_buckets(void **state) {
     dlp_plan_cfg cfg = {.batch = 4, .train = 1, .precision = DLP_DTYPE_F32, .arg = "custom,img_per_s=1000000,t0_ms=30",
                         .bucket_elems = 100, .on_bucket = on_bucket, .bucket_ctx = &log};
     dlp_plan *p = NULL;
-    assert_int_equal(dlp_backend_sim.plan_create(&n, &cfg, &p), DLP_OK);
+    assert_int_equal(dlp_plan_create(&dlp_backend_sim, &n, &cfg, &p), DLP_OK);
     float *batch = calloc(4 * 3 * 32 * 32, sizeof(float));
-    assert_int_equal(p->ops->set_input(p, batch, 4), DLP_OK);
-    assert_int_equal(p->ops->forward(p, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, batch, 4), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
     int64_t t0 = dlp_now_ns();
-    assert_int_equal(p->ops->backward(p, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);
     int64_t t1 = dlp_now_ns();
     // Every element once, in dlp_net_buckets' buckets from the end; the fc's at once (backward reaches it
     // first and it has almost none of the FLOPs), the conv's at the end of backward (20 ms).
@@ -232,21 +230,21 @@ static void test_buckets(void **state) {
     // Host state: parameters as set (nothing computed), gradients zero.
     float *w = malloc((size_t)n.param_count * sizeof(float)), *g = malloc((size_t)n.param_count * sizeof(float));
     for (int64_t i = 0; i < n.param_count; i++) w[i] = (float)i;
-    assert_int_equal(p->ops->set_params(p, w, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_set_params(p, w, NULL), DLP_OK);
     dlp_sgd hp = {.lr = 1};
-    assert_int_equal(p->ops->update(p, &hp), DLP_OK);
+    assert_int_equal(dlp_plan_update(p, &hp), DLP_OK);
     memset(g, 0xff, (size_t)n.param_count * sizeof(float));
-    assert_int_equal(p->ops->get_params(p, g, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_get_params(p, g, NULL), DLP_OK);
     assert_memory_equal(g, w, (size_t)n.param_count * sizeof(float));
-    assert_int_equal(p->ops->get_grads(p, g), DLP_OK);
+    assert_int_equal(dlp_plan_get_grads(p, g), DLP_OK);
     for (int64_t i = 0; i < n.param_count; i++) assert_true(g[i] == 0.0f);
-    float *gb = p->ops->grad_buffer(p);
+    float *gb = dlp_plan_grad_buffer(p);
     assert_non_null(gb);
     assert_true(gb[0] == 0.0f && gb[n.param_count - 1] == 0.0f);
     free(w);
     free(g);
     free(batch);
-    dlp_backend_sim.plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&n);
 }
 
@@ -264,7 +262,7 @@ static void test_errors(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dlp_plan_cfg cfg = {.batch = 2, .train = 1, .precision = bad[i].prec, .arg = bad[i].arg};
         dlp_plan *p = (dlp_plan *)1;
-        assert_int_not_equal(dlp_backend_sim.plan_create(&n, &cfg, &p), DLP_OK);
+        assert_int_not_equal(dlp_plan_create(&dlp_backend_sim, &n, &cfg, &p), DLP_OK);
         assert_null(p);
         if (!strstr(dlp_err_msg(), bad[i].want)) fail_msg("'%s': '%s' not in: %s", bad[i].arg, bad[i].want, dlp_err_msg());
     }
@@ -273,41 +271,41 @@ static void test_errors(void **state) {
     float tb[2 * 3 * 32 * 32] = {0};
     int32_t lab[2] = {1, 10};
     dlp_loss_out lo;
-    assert_int_equal(t->ops->set_input(t, tb, 1), DLP_OK);
-    assert_int_equal(t->ops->forward(t, DLP_PASS_TRAIN), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_set_input(t, tb, 1), DLP_OK);
+    assert_int_equal(dlp_plan_forward(t, DLP_PASS_TRAIN), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "full batch"));
-    assert_int_equal(t->ops->forward(t, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(t->ops->backward(t, NULL), DLP_ERR_INVALID);
-    assert_int_equal(t->ops->set_input(t, tb, 2), DLP_OK);
-    assert_int_equal(t->ops->forward(t, DLP_PASS_TRAIN), DLP_OK);
-    assert_int_equal(t->ops->loss(t, lab, 0, &lo), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_forward(t, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_backward(t, NULL), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_set_input(t, tb, 2), DLP_OK);
+    assert_int_equal(dlp_plan_forward(t, DLP_PASS_TRAIN), DLP_OK);
+    assert_int_equal(dlp_plan_loss(t, lab, 0, &lo), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "label 10 of sample 1 is outside [0, 10)"));
     lab[1] = 9;
-    assert_int_equal(t->ops->loss(t, lab, 0, &lo), DLP_OK);
-    assert_int_equal(t->ops->backward(t, NULL), DLP_OK);
-    assert_int_equal(t->ops->backward(t, NULL), DLP_ERR_INVALID);  // one backward per training forward
-    dlp_backend_sim.plan_free(t);
+    assert_int_equal(dlp_plan_loss(t, lab, 0, &lo), DLP_OK);
+    assert_int_equal(dlp_plan_backward(t, NULL), DLP_OK);
+    assert_int_equal(dlp_plan_backward(t, NULL), DLP_ERR_INVALID);  // one backward per training forward
+    dlp_plan_free(t);
     // An inference plan refuses training ops; set_input checks the count.
     dlp_plan *p = make_plan(&n, "custom,img_per_s=1000", 2, 0, DLP_DTYPE_F32);
     float batch[2 * 3 * 32 * 32] = {0};
-    assert_int_equal(p->ops->set_input(p, batch, 3), DLP_ERR_INVALID);
-    assert_int_equal(p->ops->set_input(p, batch, 1), DLP_OK);  // a short eval batch
-    assert_int_equal(p->ops->forward(p, DLP_PASS_EVAL), DLP_OK);
-    assert_int_equal(p->ops->forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);
-    assert_int_equal(p->ops->backward(p, NULL), DLP_ERR_INVALID);
-    assert_int_equal(p->ops->sync(p), DLP_OK);
+    assert_int_equal(dlp_plan_set_input(p, batch, 3), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_set_input(p, batch, 1), DLP_OK);  // a short eval batch
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
+    assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);
+    assert_int_equal(dlp_plan_sync(p), DLP_OK);
     char why[64];
-    assert_int_equal(dlp_backend_sim.available(why, sizeof why), DLP_OK);
-    assert_string_equal(dlp_backend_sim.name, "sim");
+    assert_int_equal(dlp_backend_available(&dlp_backend_sim, why, sizeof why), DLP_OK);
+    assert_string_equal(dlp_backend_name(&dlp_backend_sim), "sim");
     // The registry finds it by --device string and hands over what follows the colon.
     const char *arg = NULL;
     assert_ptr_equal(dlp_backend_find("sim:custom,img_per_s=5", &arg), &dlp_backend_sim);
     assert_string_equal(arg, "custom,img_per_s=5");
     int listed = 0;
-    for (const dlp_backend_ops *const *b = dlp_backends(); *b; b++) listed += *b == &dlp_backend_sim;
+    for (const dlp_backend *const *b = dlp_backends(); *b; b++) listed += *b == &dlp_backend_sim;
     assert_int_equal(listed, 1);
     assert_ptr_not_equal(dlp_backends()[0], &dlp_backend_sim);  // never the default device
-    dlp_backend_sim.plan_free(p);
+    dlp_plan_free(p);
     dlp_net_free(&n);
 }
 
