@@ -35,14 +35,15 @@ CFLAGS   := -std=c11 -D_GNU_SOURCE -g $(OPT) $(ARCH) -pthread -fopenmp -Wall -We
 LDFLAGS  := -Wl,--as-needed -pthread -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 LDLIBS   := -ljpeg -ljansson -lm -ldl
 
-# Optional parts: a source file named *_<part>.c is compiled only when that part is enabled.
-SRC_ALL  := $(wildcard src/*/*.c)
+# Optional parts: a source file named *_<part>.c, or any file in a backend's folder src/backend/<part>/, is compiled
+# only when that part is enabled (backend/cpu/ needs oneDNN; backend/cuda/ the toolkit and cuDNN).
+SRC_ALL  := $(wildcard src/*/*.c src/*/*/*.c)
 SRC_OFF  :=
 ifeq ($(USE_DNNL),1)
   CFLAGS += -DDLP_HAVE_DNNL
   LDLIBS += -ldnnl
 else
-  SRC_OFF += $(filter %_dnnl.c,$(SRC_ALL))
+  SRC_OFF += $(filter %_dnnl.c src/backend/cpu/%,$(SRC_ALL))
 endif
 ifeq ($(USE_MHD),1)
   CFLAGS += -DDLP_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd)
@@ -57,14 +58,13 @@ ifeq ($(USE_MPI),1)
 else
   SRC_OFF += $(filter %_mpi.c,$(SRC_ALL))
 endif
-# The cuda backend (src/backend/cuda_*.c, src/*/*.cu) needs the toolkit and cuDNN. cuBLAS is not linked: the
-# backend loads it with dlopen when a plan is made (libcublasLt alone costs every process ~0.1 s and 200 MB to
-# map). Files named cuda_host*.c / cuda_alloc*.c are built in every build (host-side logic, and the pinned
-# allocator with its pageable fallback); other cuda_*.c only with CUDA. cuda_*.c get the CUDA include path.
+# The cuda backend (src/backend/cuda/, its *.cu) needs the toolkit and cuDNN. cuBLAS is not linked: the backend
+# loads it with dlopen when a plan is made (libcublasLt alone costs every process ~0.1 s and 200 MB to map).
+# backend/cuda/cuda_host*.c and cuda_alloc*.c are built in every build (host-side logic, and the pinned allocator with its
+# pageable fallback); the folder's other files only with CUDA. The folder's files get the CUDA include path.
 CU_SRC :=
-CUDA_C_SRC := $(wildcard src/*/cuda_*.c)
-CUDA_C_ALWAYS := $(filter src/%/cuda_host.c src/%/cuda_alloc.c,$(CUDA_C_SRC)) \
-                 $(filter src/%/cuda_host_%.c src/%/cuda_alloc_%.c,$(CUDA_C_SRC))
+CUDA_C_SRC := $(wildcard src/backend/cuda/*.c)
+CUDA_C_ALWAYS := $(filter src/backend/cuda/cuda_host%.c src/backend/cuda/cuda_alloc%.c,$(CUDA_C_SRC))
 ifeq ($(USE_CUDA)$(USE_CUDNN),11)
   CFLAGS += -DDLP_HAVE_CUDA -DDLP_HAVE_CUDNN
   CUDA_CFLAGS := -I$(CUDA_HOME)/include $(if $(filter-out $(CUDA_HOME)/include,$(CUDNN_INC)),-I$(CUDNN_INC)) \
@@ -75,7 +75,7 @@ ifeq ($(USE_CUDA)$(USE_CUDNN),11)
   endif
   # pip's cuDNN ships only libcudnn.so.9 (no dev symlink)
   LDLIBS += $(if $(wildcard $(CUDNN_LIB)/libcudnn.so),-lcudnn,-l:libcudnn.so.9)
-  CU_SRC := $(wildcard src/*/*.cu)
+  CU_SRC := $(wildcard src/*/*.cu src/*/*/*.cu)
   ifeq ($(USE_NCCL),1)
     CFLAGS += -DDLP_HAVE_NCCL
     CUDA_CFLAGS += $(if $(filter-out $(CUDA_HOME)/include,$(NCCL_INC)),-I$(NCCL_INC))

@@ -1,20 +1,21 @@
 // backend/registry: the static table of backends compiled in, and lookup by --device name.
-// A new backend is one new file plus one line in k_backends (guarded by its build switch).
+// A new backend is one folder backend/<name>/ defining its ops table (backend/backend_impl.h) plus one line in
+// k_backends (guarded by its build switch).
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/backend_impl.h"
 
-// Each backend's ops table, defined in its own file (ref.c, cpu_dnnl.c, ...).
-extern const dlp_backend_ops dlp_backend_ref;
+// Each backend's ops table, defined in its own file (ref/ref.c, cpu/cpu.c, cuda/cuda.c, sim/sim.c).
+extern const dlp_backend dlp_backend_ref;
 #ifdef DLP_HAVE_DNNL
-extern const dlp_backend_ops dlp_backend_cpu;
+extern const dlp_backend dlp_backend_cpu;
 #endif
 #ifdef DLP_HAVE_CUDA
-extern const dlp_backend_ops dlp_backend_cuda;  // backend/cuda_backend.c: cuDNN/cuBLAS, with USE_CUDA
+extern const dlp_backend dlp_backend_cuda;  // backend/cuda/: cuDNN/cuBLAS, with USE_CUDA
 #endif
-extern const dlp_backend_ops dlp_backend_sim;  // backend/sim.c: an emulated GPU, always built
+extern const dlp_backend dlp_backend_sim;  // backend/sim/: an emulated GPU, always built
 
 // Backends this build may have, for the message when one is asked for that is not compiled in.
 static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};

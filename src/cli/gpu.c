@@ -14,7 +14,7 @@
 #include "hw/host.h"
 
 #ifdef DLP_HAVE_CUDA
-#include "backend/cuda.h"
+#include "backend/cuda/cuda.h"
 #include "hw/catalog.h"
 #include "nn/resnet.h"
 

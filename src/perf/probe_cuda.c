@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda.h"
+#include "backend/cuda/cuda.h"
 #include "hw/catalog.h"
 #include "nn/resnet.h"
 #include "perf/probe_impl.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/cuda.h"
+#include "backend/cuda/cuda.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"

@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cuda.h"
-#include "backend/cuda_host.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_host.h"
 #include "hw/derive.h"
 #include "nn/resnet.h"
 #include "core/rng.h"

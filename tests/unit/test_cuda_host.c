@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda.h"
-#include "backend/cuda_host.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_host.h"
 #include "nn/resnet.h"
 #include "core/rng.h"
 #include "testutil.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/sim.h"
+#include "backend/sim/sim.h"
 #include "core/clock.h"
 #include "hw/work.h"
 #include "testutil.h"

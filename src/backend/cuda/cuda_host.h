@@ -1,4 +1,4 @@
-// backend/cuda_host: the host-side half of the cuda backend — everything that needs no GPU, built in every build
+// backend/cuda/cuda_host: the host-side half of the cuda backend — everything that needs no GPU, built in every build
 // and unit-tested on CPU-only machines: the op list a net becomes (BN + add + ReLU fused, BN folded into the
 // convolutions of inference plans, which backward writes accumulate), parameter layouts (torchvision's
 // (K,C,R,S) <-> cuDNN's NHWC filters (K,R,S,C)), BN folding, NCHW fp32 <-> NHWC fp16/bf16 conversion, gradient

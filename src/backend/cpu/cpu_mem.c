@@ -1,4 +1,4 @@
-// backend/cpu_dnnl_mem: the oneDNN backend's bookkeeping — owned allocations, tensors and pooled buffers,
+// backend/cpu/cpu_mem: the oneDNN backend's bookkeeping — owned allocations, tensors and pooled buffers,
 // values, primitive descriptors with a shared user scratchpad, step lists, reorders, weight copies.
 #include <math.h>
 #include <omp.h>
@@ -8,7 +8,7 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"

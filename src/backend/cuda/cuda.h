@@ -1,4 +1,4 @@
-// backend/cuda: what the cuda backend offers beyond backend.h — the pinned host allocator for batch buffers (in
+// backend/cuda/cuda.h: what the cuda backend offers beyond backend.h — the pinned host allocator for batch buffers (in
 // every build; pageable memory where there is no CUDA or no device), device facts and library versions, the plan's
 // compute stream for a communicator, and the probe measurements behind a GPU profile.
 // Defines: dlp_cuda_host_allocator, dlp_cuda_host_is_pinned, dlp_cuda_host_stats, dlp_backend_cuda,

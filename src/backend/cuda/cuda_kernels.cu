@@ -1,4 +1,4 @@
-// backend/cuda_kernels: the cuda backend's own kernels — batch-norm statistics and the fused
+// backend/cuda/cuda_kernels: the cuda backend's own kernels — batch-norm statistics and the fused
 // scale/shift + residual + ReLU pass (forward and backward), pooling, FC bias, softmax cross-entropy with top-k,
 // gradient finalization with loss-scale unscaling and overflow check, the SGD update that refreshes the fp16/bf16
 // weight copy in the same pass, and casts. Memory-bound passes move 16 bytes per thread where C % 8 == 0.
@@ -8,7 +8,7 @@
 
 #include <type_traits>
 
-#include "backend/cuda_kernels.h"
+#include "backend/cuda/cuda_kernels.h"
 
 namespace {
 

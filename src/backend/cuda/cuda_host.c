@@ -1,6 +1,6 @@
-// backend/cuda_host: the cuda backend's host-side logic (op list, layouts, folding, conversions, buckets, the
+// backend/cuda/cuda_host: the cuda backend's host-side logic (op list, layouts, folding, conversions, buckets, the
 // algorithm cache and the graph state machine). No CUDA here: built and tested in every build.
-#include "backend/cuda_host.h"
+#include "backend/cuda/cuda_host.h"
 
 #include "core/fs.h"
 

@@ -1,4 +1,4 @@
-// backend/cuda_util: internal to the cuda backend — check macros that record file:line and the library's error
+// backend/cuda/cuda_util: internal to the cuda backend — check macros that record file:line and the library's error
 // string into the dlp_status chain for every CUDA runtime, cuDNN and cuBLAS call, the cuBLAS entry points loaded
 // at run time (dlopen), and the dtype mappings.
 // Defines: DLP_CU, DLP_CU_GOTO, DLP_CUDNN, DLP_CUDNN_GOTO, DLP_CUBLAS, dlp_cuda_fail, dlp_cudnn_fail,

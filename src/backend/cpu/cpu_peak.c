@@ -1,4 +1,4 @@
-// backend/cpu_dnnl_peak: the `cpu` backend's measured peak — sustained GFLOP/s of a large, well-shaped
+// backend/cpu/cpu_peak: the `cpu` backend's measured peak — sustained GFLOP/s of a large, well-shaped
 // convolution (ResNet-50's layer2 3x3: 128 -> 128 channels, 28x28, batch 32, 3.7 GFLOP) in the layouts oneDNN
 // prefers, at the precision and thread count asked. A training run states its achieved GFLOP/s as a fraction
 // of this.
@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 #include "core/clock.h"
 
 #define PEAK_N 32

@@ -1,4 +1,4 @@
-// backend/cpu_dnnl_infer: the inference plan. Layers are grouped — conv [+ BN folded into weights and bias]
+// backend/cpu/cpu_infer: the inference plan. Layers are grouped — conv [+ BN folded into weights and bias]
 // [+ residual add as a sum post-op] [+ ReLU post-op]; BN [+ ReLU] with running statistics; add [+ ReLU] —
 // and each group runs as one primitive at the position of its last layer. Activations live in pooled
 // buffers reused as soon as their last consumer has run; the residual sum writes into the shortcut's buffer.
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 
 typedef struct group {
     int root;        // first layer (conv, bn, add, relu, pool, fc)

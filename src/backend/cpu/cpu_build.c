@@ -1,4 +1,4 @@
-// backend/cpu_dnnl_build: the training plan. Forward: one node per layer, with BN+ReLU fused
+// backend/cpu/cpu_build: the training plan. Forward: one node per layer, with BN+ReLU fused
 // (dnnl_fuse_norm_relu, the ReLU mask kept as workspace) and add+ReLU fused (binary add with a ReLU post-op);
 // activations stay in the layouts the primitives chose (format "any"), converted only where a consumer wants
 // another layout or type. Backward: the nodes in reverse, each writing the gradient of its inputs either
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 
 typedef enum { NODE_CONV, NODE_BN, NODE_RELU, NODE_ADD, NODE_MAXPOOL, NODE_AVGPOOL, NODE_FC, NODE_CONVERT } node_kind;
 

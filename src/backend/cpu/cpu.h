@@ -1,9 +1,9 @@
-// backend/cpu_dnnl: internals shared by the files of the oneDNN backend (`cpu`); not a public header.
+// backend/cpu/cpu: internals shared by the files of the oneDNN backend (`cpu`); not a public header.
 // A plan is built once: values (activations and their gradients, in the layouts the primitives chose), oneDNN
 // primitives with their arguments bound, and step lists (forward train/eval, backward, input gradient) that the
-// step functions only walk. Files: cpu_dnnl.c (the ops table and the step functions), cpu_dnnl_build.c (the
-// training plan), cpu_dnnl_infer.c (the inference plan), cpu_dnnl_mem.c (tensors, buffers, steps, reorders),
-// cpu_dnnl_kernels.c (loss, SGD update, running statistics), cpu_dnnl_peak.c (measure_peak).
+// step functions only walk. Files: cpu.c (the ops table and the step functions), cpu_build.c (the
+// training plan), cpu_infer.c (the inference plan), cpu_mem.c (tensors, buffers, steps, reorders),
+// cpu_kernels.c (loss, SGD update, running statistics), cpu_peak.c (measure_peak).
 // Defines: cpu_plan, cpu_tensor, cpu_value, cpu_step, cpu_steps, cpu_wcopy, cpu_buffer and the cpu_* helpers.
 #ifndef DLP_BACKEND_CPU_DNNL_H
 #define DLP_BACKEND_CPU_DNNL_H
@@ -141,7 +141,7 @@ struct cpu_plan {
     cpu_steps fwd, bwd, in_grad;  // forward (train and eval by mask), backward, input gradient
     int build_mask;               // mask given to steps being added
     int build_small;              // steps being added are short memory-bound ops
-    int small_busy;               // threads for short ops when the machine is busy (cpu_dnnl.c)
+    int small_busy;               // threads for short ops when the machine is busy (cpu.c)
     int small_fixed;              // DLPERF_CPU_SMALL_THREADS given: small_now never changes
     int small_now;                // threads for short ops now
     int64_t load_checked_ns;      // when the machine's load was last read
@@ -180,7 +180,7 @@ struct cpu_plan {
     int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
     int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
     int nwinograd;                 // convolution primitives that use it
-    int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_dnnl_infer.c)
+    int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_infer.c)
     int infer_prop;                // DLPERF_CPU_INFER_PROP: -1 auto (inference with AMX), 0 training, 1 inference
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
@@ -200,7 +200,7 @@ const char *cpu_dnnl_status_str(dnnl_status_t s);
         }                                                                                                \
     } while (0)
 
-// ---- memory and bookkeeping (cpu_dnnl_mem.c) ----
+// ---- memory and bookkeeping (cpu_mem.c) ----
 void *cpu_alloc(cpu_plan *p, size_t bytes);  // zeroed, 64-aligned, owned by the plan; NULL on failure
 int64_t cpu_mem_available_bytes(void);         // MemAvailable from /proc/meminfo (0: unknown)
 dlp_status cpu_md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
@@ -256,8 +256,8 @@ dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which);  // copies of p
 void cpu_plan_destroy(cpu_plan *p);
 
 // ---- builders ----
-dlp_status cpu_build_train(cpu_plan *p);  // cpu_dnnl_build.c
-dlp_status cpu_build_infer(cpu_plan *p);  // cpu_dnnl_infer.c
+dlp_status cpu_build_train(cpu_plan *p);  // cpu_build.c
+dlp_status cpu_build_infer(cpu_plan *p);  // cpu_infer.c
 // The convolution algorithms to try for layer l in a pass, best first (returns how many): Winograd F(4x4, 3x3)
 // for 3x3 stride-1 fp32 convolutions (oneDNN's jit_wino_4x3: ~2x its direct kernels on ResNet-50's 3x3 layers
 // in every pass; only with >= 32 output tiles of 4x4), then direct. Not for the forward pass of a training plan: Winograd's rounding error is a few
@@ -271,7 +271,7 @@ int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind
 // an earlier copy in the same descriptor).
 dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out);
 
-// ---- kernels (cpu_dnnl_kernels.c) ----
+// ---- kernels (cpu_kernels.c) ----
 void cpu_bn_running_update(cpu_plan *p, const cpu_step *s);  // a: mean, b: var, c: running mean, d: running var
 void cpu_kernel_sgd(float *w, float *v, const float *g, int64_t n, float lr, float momentum, float wd,
                     int nesterov, int threads);
@@ -281,7 +281,7 @@ dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const in
                            float *dz, dlp_loss_out *out);
 void cpu_bucket_fire(cpu_plan *p, const cpu_step *s);  // n: first bucket, m: one past the last
 
-// ---- peak (cpu_dnnl_peak.c) ----
+// ---- peak (cpu_peak.c) ----
 dlp_status cpu_measure_peak(dlp_dtype precision, int threads, double *gflops);
 
 #endif

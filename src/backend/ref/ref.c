@@ -1,4 +1,4 @@
-// backend/ref: the reference backend — plain C loops over NCHW fp32 tensors, the yardstick every other backend
+// backend/ref/ref: the reference backend — plain C loops over NCHW fp32 tensors, the yardstick every other backend
 // is checked against. Sums (convolution, FC, BN statistics, pooling, loss) accumulate in double. OpenMP splits
 // the outer loops over threads; each output element is written by one thread, so results do not depend on the
 // thread count.

@@ -1,4 +1,4 @@
-// backend/cuda_kernels: the cuda backend's own kernels (cuda_kernels.cu), callable from C. Tensors are NHWC
+// backend/cuda/cuda_kernels: the cuda backend's own kernels (cuda_kernels.cu), callable from C. Tensors are NHWC
 // (rows = N*H*W, C channels innermost) in the compute type `dt` (a dlp_dtype: F32, BF16, F16); statistics, master
 // weights, gradients and the loss are fp32. Each launcher enqueues on `s` and returns cudaGetLastError().
 // Defines: dlp_cuk_* launchers, dlp_cuk_seg, dlp_cuk_sgd_args, dlp_cuk_loss_args, dlp_cuk_loss_out,

@@ -1,10 +1,10 @@
-// backend/cpu_dnnl_kernels: the oneDNN backend's own loops — BN running statistics, softmax cross-entropy
+// backend/cpu/cpu_kernels: the oneDNN backend's own loops — BN running statistics, softmax cross-entropy
 // with label smoothing on fp32 logits, the fused SGD update, gradient-bucket announcements.
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 
 // running = (1 - m) running + m batch, with the unbiased variance var * M / (M - 1) (PyTorch's convention).
 void cpu_bn_running_update(cpu_plan *p, const cpu_step *s) {
@@ -22,7 +22,7 @@ void cpu_bn_running_update(cpu_plan *p, const cpu_step *s) {
 // torch.optim.SGD with dampening 0 on n elements:
 //   d = g + wd w;  v = momentum v + d;  d = nesterov ? d + momentum v : v;  w -= lr d
 // One pass over w, v, g; the compiler vectorizes the loop (AVX-512 with -march=native); memory-bound, so on the
-// plan's small-op threads (cpu_dnnl.c).
+// plan's small-op threads (cpu.c).
 void cpu_kernel_sgd(float *restrict w, float *restrict v, const float *restrict g, int64_t n, float lr,
                     float momentum, float wd, int nesterov, int threads) {
     if (momentum == 0.0f) {

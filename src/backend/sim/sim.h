@@ -1,4 +1,4 @@
-// backend/sim: an emulated accelerator. Each op takes the time the device would take according to its profile
+// backend/sim/sim: an emulated accelerator. Each op takes the time the device would take according to its profile
 // (hw/steptime, the same decomposition `dlperf predict` uses) by sleeping to absolute deadlines — no CPU is
 // used and nothing is computed: outputs and gradients are zeros, the loss is that of zero logits (ln classes).
 // Device string: sim:<gpu>[,scale=X][,img_per_s=N][,t0_ms=X][,pcie_gbps=X][,overlap=0|1][,profile=FILE].

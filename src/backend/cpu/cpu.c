@@ -1,6 +1,6 @@
-// backend/cpu_dnnl: the `cpu` backend — ResNet training and inference on oneDNN (fp32, or bf16 compute with
+// backend/cpu/cpu: the `cpu` backend — ResNet training and inference on oneDNN (fp32, or bf16 compute with
 // fp32 master weights, BN statistics, loss and gradients). plan_create builds every primitive and buffer once
-// (cpu_dnnl_build.c for training, cpu_dnnl_infer.c for inference); the step functions below only walk the
+// (cpu_build.c for training, cpu_infer.c for inference); the step functions below only walk the
 // prepared step lists. docs/cpu-backend.md describes the design and the measurements.
 #include <immintrin.h>
 #include <jansson.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "hw/host.h"
-#include "backend/cpu_dnnl.h"
+#include "backend/cpu/cpu.h"
 #include "core/clock.h"
 #include "core/log.h"
 

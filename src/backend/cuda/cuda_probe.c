@@ -1,13 +1,13 @@
-// backend/cuda_probe: the measurements behind a GPU profile — host-to-device bandwidth from pinned and pageable
+// backend/cuda/cuda_probe: the measurements behind a GPU profile — host-to-device bandwidth from pinned and pageable
 // memory, and step time against batch size for training and inference — and the profile's JSON.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda.h"
-#include "backend/cuda_host.h"
-#include "backend/cuda_util.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_host.h"
+#include "backend/cuda/cuda_util.h"
 #include "core/stats.h"
 #include "core/json.h"
 #include "core/log.h"

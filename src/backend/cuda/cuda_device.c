@@ -1,12 +1,12 @@
-// backend/cuda_device: error reporting for CUDA/cuDNN/cuBLAS calls, the device query, library versions, and the
+// backend/cuda/cuda_device: error reporting for CUDA/cuDNN/cuBLAS calls, the device query, library versions, and the
 // run-time loading of cuBLAS.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cuda.h"
-#include "backend/cuda_util.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_util.h"
 
 #define DLP_STR2(x) #x
 #define DLP_STR(x) DLP_STR2(x)

@@ -1,5 +1,5 @@
-// backend/sim: a device emulated from its profile; it sleeps for the time each op would take.
-#include "backend/sim.h"
+// backend/sim/sim: a device emulated from its profile; it sleeps for the time each op would take.
+#include "backend/sim/sim.h"
 #include "backend/backend_impl.h"
 
 #include <math.h>

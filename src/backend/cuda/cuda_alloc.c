@@ -1,4 +1,4 @@
-// backend/cuda_alloc: the pinned host allocator for batch buffers (cudaHostAlloc), falling back to ordinary
+// backend/cuda/cuda_alloc: the pinned host allocator for batch buffers (cudaHostAlloc), falling back to ordinary
 // aligned memory without CUDA or a device. Each block carries a small header saying how it was allocated, so
 // free() needs no registry and pinned and pageable blocks can be mixed.
 #include <pthread.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda.h"
+#include "backend/cuda/cuda.h"
 #include "core/log.h"
 
 #ifdef DLP_HAVE_CUDA
