@@ -83,6 +83,7 @@ dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, i
 dlp_status dlp_plan_create(const dlp_backend *b, const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out);
 void dlp_plan_free(dlp_plan *p);  // NULL: nothing
 const dlp_backend *dlp_plan_backend(const dlp_plan *p);
+int64_t dlp_plan_param_count(const dlp_plan *p);  // the net's parameters: the length of the gradient array
 // The layout and type the plan wants the input batch in (the loader writes it that way).
 void dlp_plan_input_format(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype);
 

@@ -65,6 +65,7 @@ struct dlp_backend_ops {
 
 struct dlp_plan {
     const dlp_backend_ops *ops;
+    int64_t param_count;  // set by dlp_plan_create (the net's)
 };
 
 #endif

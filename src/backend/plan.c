@@ -31,7 +31,9 @@ dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, i
 
 dlp_status dlp_plan_create(const dlp_backend *b, const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
-    return b->plan_create(net, cfg, out);
+    DLP_CHECK(b->plan_create(net, cfg, out));
+    (*out)->param_count = net->param_count;
+    return DLP_OK;
 }
 
 void dlp_plan_free(dlp_plan *p) {
@@ -39,6 +41,7 @@ void dlp_plan_free(dlp_plan *p) {
 }
 
 const dlp_backend *dlp_plan_backend(const dlp_plan *p) { return p->ops; }
+int64_t dlp_plan_param_count(const dlp_plan *p) { return p->param_count; }
 
 void dlp_plan_input_format(const dlp_plan *p, dlp_layout *layout, dlp_dtype *dtype) {
     p->ops->input_format(p, layout, dtype);

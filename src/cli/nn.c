@@ -22,6 +22,7 @@
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
+#include "run/step.h"
 
 #define PRECISIONS "fp32|bf16|fp16"
 static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
@@ -121,22 +122,6 @@ static int cmd_info(int argc, char **argv) {
 
 // ---- nn bench ---------------------------------------------------------------------------------------------
 
-enum { PH_INPUT, PH_FORWARD, PH_LOSS, PH_BACKWARD, PH_UPDATE, PH_COUNT };
-static const char *const k_phase_names[PH_COUNT] = {"input", "forward", "loss", "backward", "update"};
-
-static void fill_random(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
-    for (int64_t i = 0; i < n; i++) {
-        float v = (float)dlp_rng_normal(r);
-        switch (t) {
-        case DLP_DTYPE_F32: ((float *)dst)[i] = v; break;
-        case DLP_DTYPE_BF16: ((uint16_t *)dst)[i] = dlp_f32_to_bf16(v); break;
-        case DLP_DTYPE_F16: ((uint16_t *)dst)[i] = dlp_f32_to_f16(v); break;
-        default: ((uint8_t *)dst)[i] = (uint8_t)dlp_rng_below(r, 256); break;
-        }
-    }
-}
-
-
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
     int classes, size, batch, prec, threads, steps, warmup, infer, peak;
@@ -180,6 +165,7 @@ static int cmd_bench(int argc, char **argv) {
     void *input = NULL;
     dlp_plan *plan = NULL;
     json_t *res = NULL;
+    dlp_step_bench_result br = {0};
     if (!params || !bufs || !labels) {
         st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
         goto out;
@@ -201,47 +187,17 @@ static int cmd_bench(int argc, char **argv) {
     }
     dlp_rng rng;
     dlp_rng_init(&rng, (uint64_t)seed, 99);
-    fill_random(input, in_elems, in_type, &rng);
+    dlp_step_fill_random(input, in_elems, in_type, &rng);
     for (int i = 0; i < batch; i++) labels[i] = (int32_t)dlp_rng_below(&rng, (uint64_t)classes);
-    dlp_sgd sgd = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = 0, .decay_no_decay_params = 0};
-    double ph_ms[PH_COUNT] = {0};
-    double loss_first = 0, loss_last = 0;
-    int64_t total_ns = 0;
     fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", net.arch, batch, size,
             size, dlp_backend_name(ops), dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
-    for (int s = 0; s < warmup + steps; s++) {
-        int64_t t[PH_COUNT + 1];
-        t[0] = dlp_now_ns();
-        DLP_CHECK_GOTO(st, dlp_plan_set_input(plan, input, batch), out);
-        DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
-        t[1] = dlp_now_ns();
-        DLP_CHECK_GOTO(st, dlp_plan_forward(plan, infer ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
-        DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
-        t[2] = dlp_now_ns();
-        t[3] = t[4] = t[5] = t[2];
-        if (!infer) {
-            dlp_loss_out lo;
-            DLP_CHECK_GOTO(st, dlp_plan_loss(plan, labels, 0.0f, &lo), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
-            t[3] = dlp_now_ns();
-            DLP_CHECK_GOTO(st, dlp_plan_backward(plan, NULL), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
-            t[4] = dlp_now_ns();
-            DLP_CHECK_GOTO(st, dlp_plan_update(plan, &sgd), out);
-            DLP_CHECK_GOTO(st, dlp_plan_sync(plan), out);
-            t[5] = dlp_now_ns();
-            if (!isfinite(lo.loss)) {
-                st = DLP_ERR(DLP_ERR_NUMERIC, "loss is %g at step %d", lo.loss, s);
-                goto out;
-            }
-            if (s == 0) loss_first = lo.loss;
-            loss_last = lo.loss;
-        }
-        if (s < warmup) continue;
-        for (int p = 0; p < PH_COUNT; p++) ph_ms[p] += dlp_ns_to_ms(t[p + 1] - t[p]);
-        total_ns += t[5] - t[0];
-    }
-    const double total_s = dlp_ns_to_s(total_ns);
+    // run/step's harness: every phase timed on its own (the device waited for after each)
+    const dlp_step_cfg sc = {.plan = plan, .train = !infer, .sync_phases = 1};
+    const dlp_step_batch sb = {.input = input, .n = batch, .labels = infer ? NULL : labels,
+                               .sgd = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f}};
+    const dlp_step_bench_cfg bc = {.warmup = warmup, .min_steps = steps, .max_steps = steps};
+    DLP_CHECK_GOTO(st, dlp_step_bench(&sc, &sb, &bc, &br), out);
+    const double step_ms = br.step.mean_ms, total_s = step_ms * steps * 1e-3;
     const double img_per_s = (double)batch * steps / total_s;
     const double flop_img = dlp_net_forward_flops(&net) * (infer ? 1 : 3);
     const double gflops = flop_img * batch * steps / total_s * 1e-9;
@@ -250,12 +206,12 @@ static int cmd_bench(int argc, char **argv) {
     printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, dlp_backend_name(ops),
            dlp_dtype_name(cfg.precision), infer ? "inference" : "training");
     printf("%-10s %.2f img/s, %.1f ms per step, %.1f GFLOP/s achieved (%.2f GFLOP per image)\n", "throughput",
-           img_per_s, total_s * 1e3 / steps, gflops, flop_img * 1e-9);
-    for (int p = 0; p < PH_COUNT; p++)
-        if (!infer || p <= PH_FORWARD)
-            printf("%-10s %9.2f ms per step (%4.1f%%)\n", k_phase_names[p], ph_ms[p] / steps,
-                   100.0 * ph_ms[p] / (total_s * 1e3));
-    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", loss_first, loss_last);
+           img_per_s, step_ms, gflops, flop_img * 1e-9);
+    for (int p = 0; p < DLP_STEP_NPHASES; p++)
+        if (!infer || p <= DLP_STEP_FORWARD)
+            printf("%-10s %9.2f ms per step (%4.1f%%)\n", dlp_step_phase_name((dlp_step_phase)p), br.phase[p].mean_ms,
+                   100.0 * br.phase[p].mean_ms / step_ms);
+    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", br.loss_first, br.loss_last);
     if (peak_gflops > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak", peak_gflops,
                                 100 * gflops / peak_gflops);
     if (json_path) {
@@ -270,20 +226,29 @@ static int cmd_bench(int argc, char **argv) {
         json_t *info = dlp_plan_info_json(plan);  // what the backend chose: ISA, every kernel, fusions, memory
         if (info) json_object_set_new(res, "backend_plan", info);
         json_object_set_new(res, "img_per_s", json_real(img_per_s));
-        json_object_set_new(res, "step_ms", json_real(total_s * 1e3 / steps));
+        json_object_set_new(res, "step_ms", json_real(step_ms));
+        json_object_set_new(res, "step_ms_p10", json_real(br.step.p10_ms));
+        json_object_set_new(res, "step_ms_p50", json_real(br.step.p50_ms));
+        json_object_set_new(res, "step_ms_p90", json_real(br.step.p90_ms));
         json_object_set_new(res, "gflop_per_image", json_real(flop_img * 1e-9));
         json_object_set_new(res, "achieved_gflop_per_s", json_real(gflops));
         if (peak_gflops > 0) {
             json_object_set_new(res, "peak_gflop_per_s", json_real(peak_gflops));
             json_object_set_new(res, "fraction_of_peak", json_real(gflops / peak_gflops));
         }
-        json_t *ph = json_object();
-        for (int p = 0; p < PH_COUNT; p++)
-            if (!infer || p <= PH_FORWARD) json_object_set_new(ph, k_phase_names[p], json_real(ph_ms[p] / steps));
+        json_t *ph = json_object(), *pq = json_object();
+        for (int p = 0; p < DLP_STEP_NPHASES; p++)
+            if (!infer || p <= DLP_STEP_FORWARD) {
+                const char *name = dlp_step_phase_name((dlp_step_phase)p);
+                json_object_set_new(ph, name, json_real(br.phase[p].mean_ms));
+                json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br.phase[p].p10_ms, "p50",
+                                                        br.phase[p].p50_ms, "p90", br.phase[p].p90_ms));
+            }
         json_object_set_new(res, "phase_ms_per_step", ph);
+        json_object_set_new(res, "phase_ms_quantiles", pq);
         if (!infer) {
-            json_object_set_new(res, "loss_first", json_real(loss_first));
-            json_object_set_new(res, "loss_last", json_real(loss_last));
+            json_object_set_new(res, "loss_first", json_real(br.loss_first));
+            json_object_set_new(res, "loss_last", json_real(br.loss_last));
         }
         json_object_set_new(res, "host", dlp_host_to_json(&h));
         json_object_set_new(res, "versions", dlp_versions_to_json());
@@ -291,7 +256,8 @@ static int cmd_bench(int argc, char **argv) {
     }
 out:
     json_decref(res);
-    if (plan) dlp_plan_free(plan);
+    dlp_step_bench_free(&br);
+    dlp_plan_free(plan);
     free(input);
     free(params);
     free(bufs);
@@ -339,6 +305,19 @@ static void step_io_free(step_io *io) {
     free(io->x);
     free(io->labels);
     dlp_st_close(&io->in);
+}
+
+// What nn step reads from the plan between phases.
+typedef struct step_reads {
+    dlp_plan *plan;
+    float *logits, *grads;
+} step_reads;
+
+static dlp_status read_after(void *ctx, dlp_step_phase p) {
+    step_reads *r = ctx;
+    if (p == DLP_STEP_FORWARD) return dlp_plan_get_output(r->plan, r->logits);
+    if (p == DLP_STEP_BACKWARD) return dlp_plan_get_grads(r->plan, r->grads);
+    return DLP_OK;
 }
 
 static int cmd_step(int argc, char **argv) {
@@ -399,6 +378,7 @@ static int cmd_step(int argc, char **argv) {
     memset(&net, 0, sizeof net);
     float *params = NULL, *bufs = NULL, *grads = NULL, *gx = NULL, *logits = NULL, *newp = NULL, *newb = NULL;
     dlp_plan *plan = NULL;
+    void *in_conv = NULL;  // the batch in the plan's input format when that is not NCHW fp32
     dlp_st_writer w;
     dlp_st_writer_init(&w);
     char **names = NULL;
@@ -452,16 +432,18 @@ static int cmd_step(int argc, char **argv) {
                     if (in_type == DLP_DTYPE_F32) ((float *)conv)[at] = v;
                     else ((uint16_t *)conv)[at] = in_type == DLP_DTYPE_BF16 ? dlp_f32_to_bf16(v) : dlp_f32_to_f16(v);
                 }
-        st = dlp_plan_set_input(plan, conv, n);
-        free(conv);
-        if (st) goto out;
-    } else {
-        DLP_CHECK_GOTO(st, dlp_plan_set_input(plan, io.x, n), out);
+        in_conv = conv;
     }
-    DLP_CHECK_GOTO(st, dlp_plan_forward(plan, eval ? DLP_PASS_EVAL : DLP_PASS_TRAIN), out);
-    DLP_CHECK_GOTO(st, dlp_plan_get_output(plan, logits), out);
-    dlp_loss_out lo;
-    DLP_CHECK_GOTO(st, dlp_plan_loss(plan, io.labels, (float)smoothing, &lo), out);
+    // One step through run/step: the logits read after the forward, the gradients before the update.
+    step_reads rd = {.plan = plan, .logits = logits, .grads = grads};
+    const dlp_step_cfg sc = {.plan = plan, .train = !eval, .sync_phases = 1, .label_smoothing = (float)smoothing,
+                             .after_phase = read_after, .hook_ctx = &rd};
+    const dlp_step_batch sb = {.input = in_conv ? in_conv : (const void *)io.x, .n = n, .labels = io.labels,
+                               .sgd = {.lr = (float)lr, .momentum = (float)momentum, .weight_decay = (float)wd,
+                                       .nesterov = nesterov, .decay_no_decay_params = !no_decay_bn}};
+    dlp_step_result sr;
+    DLP_CHECK_GOTO(st, dlp_step_run(&sc, &sb, -1, &sr), out);
+    const dlp_loss_out lo = sr.loss;
     int64_t c1 = lo.correct_top1, c5 = lo.correct_top5;
     int64_t lshape[2] = {n, net.num_classes};
     DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "logits", DLP_ST_F32, 2, lshape, logits), out);
@@ -470,11 +452,6 @@ static int cmd_step(int argc, char **argv) {
     DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top5", DLP_ST_I64, 0, NULL, &c5), out);
     int64_t nbt_after = nbt + 1;
     if (!eval) {
-        DLP_CHECK_GOTO(st, dlp_plan_backward(plan, NULL), out);
-        DLP_CHECK_GOTO(st, dlp_plan_get_grads(plan, grads), out);
-        dlp_sgd sgd = {.lr = (float)lr, .momentum = (float)momentum, .weight_decay = (float)wd, .nesterov = nesterov,
-                       .decay_no_decay_params = !no_decay_bn};
-        DLP_CHECK_GOTO(st, dlp_plan_update(plan, &sgd), out);
         DLP_CHECK_GOTO(st, dlp_plan_get_params(plan, newp, newb), out);
         int64_t xshape[4] = {n, io.c, io.h, io.w};
         if (dlp_backend_has(ops, DLP_BACKEND_INPUT_GRAD)) {
@@ -540,6 +517,7 @@ static int cmd_step(int argc, char **argv) {
     printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", dlp_backend_name(ops),
            n, lo.loss, (long long)c1, (long long)c5, out_path);
 out:
+    free(in_conv);
     if (plan) dlp_plan_free(plan);
     dlp_st_writer_free(&w);
     for (int i = 0; i < nnames; i++) free(names[i]);

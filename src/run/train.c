@@ -16,13 +16,17 @@
 #include "data/source.h"
 #include "nn/ckdir.h"
 #include "nn/resnet.h"
+#include "run/step.h"
 #include "run/train_impl.h"
 
-static const char *const k_phase_names[DLP_TRAIN_PH_COUNT] = {"data_wait", "input",  "forward", "loss",
-                                                              "backward",  "update", "other"};
-
+// The loop's phases: the data wait, run/step's phases, the bookkeeping.
+_Static_assert(DLP_TRAIN_PH_INPUT + DLP_STEP_NPHASES == DLP_TRAIN_PH_OTHER &&
+                   DLP_TRAIN_PH_INPUT + DLP_STEP_ALLREDUCE == DLP_TRAIN_PH_ALLREDUCE,
+               "the training phases are run/step's between the data wait and the bookkeeping");
 const char *dlp_train_phase_name(dlp_train_phase p) {
-    return (unsigned)p < DLP_TRAIN_PH_COUNT ? k_phase_names[p] : "?";
+    if (p == DLP_TRAIN_PH_DATA_WAIT) return "data_wait";
+    if (p == DLP_TRAIN_PH_OTHER) return "other";
+    return (unsigned)p < DLP_TRAIN_PH_COUNT ? dlp_step_phase_name((dlp_step_phase)(p - DLP_TRAIN_PH_INPUT)) : "?";
 }
 
 void dlp_train_cfg_defaults(dlp_train_cfg *c) {
@@ -313,8 +317,11 @@ static void log_event(dlp_trainer *t, int64_t now) {
 }
 
 static dlp_status train_loop(dlp_trainer *t) {
-    const dlp_backend *ops = t->ops;
     const dlp_train_cfg *c = &t->c;
+    // The step's phases (input .. update, the allreduce through the run's communicator) come from run/step; this loop
+    // keeps the data wait before them, the bookkeeping after, and the evaluation and checkpoint schedule.
+    const dlp_step_cfg step = {.plan = t->plan, .comm = t->comm, .train = 1, .sync_phases = c->sync_phases,
+                               .label_smoothing = (float)c->label_smoothing};
     dlp_sgd sgd = {.momentum = (float)c->momentum, .weight_decay = (float)c->weight_decay, .nesterov = c->nesterov,
                    .decay_no_decay_params = !c->no_bn_decay};
     int64_t epoch = t->pos.epoch, skip = t->pos.step_in_epoch;
@@ -332,35 +339,22 @@ static dlp_status train_loop(dlp_trainer *t) {
         dlp_train_epoch_stats *es = &t->epochs[epoch - t->resume_pos.epoch];
         int epoch_done = 0;
         while (t->pos.step < t->stop_at && !t->stopped_by[0]) {
-            int64_t ts[DLP_TRAIN_PH_COUNT + 1];
-            ts[0] = tprev;
+            const int64_t ts0 = tprev;
             dlp_batch *b;
             DLP_CHECK(dlp_loader_next(t->tl, &b));
-            ts[1] = dlp_now_ns();
+            const int64_t ts1 = dlp_now_ns();
             if (!b) {  // only when a resumed position was at the very end of an epoch
-                t->ph_ns[DLP_TRAIN_PH_DATA_WAIT] += ts[1] - ts[0];
-                tprev = ts[1];
+                t->ph_ns[DLP_TRAIN_PH_DATA_WAIT] += ts1 - ts0;
+                tprev = ts1;
                 epoch_done = 1;
                 break;
             }
-            dlp_loss_out lo;
             const float lr = (float)dlp_lr_at(&t->sched, t->pos.step);
-            sgd.lr = lr;
-            st = dlp_plan_set_input(t->plan, b->data, b->n);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
-            ts[2] = dlp_now_ns();
-            if (!st) st = dlp_plan_forward(t->plan, DLP_PASS_TRAIN);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
-            ts[3] = dlp_now_ns();
-            if (!st) st = dlp_plan_loss(t->plan, b->labels, (float)c->label_smoothing, &lo);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
-            ts[4] = dlp_now_ns();
-            if (!st) st = dlp_plan_backward(t->plan, NULL);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
-            ts[5] = dlp_now_ns();
-            if (!st) st = dlp_plan_update(t->plan, &sgd);
-            if (!st && c->sync_phases) st = dlp_plan_sync(t->plan);
-            ts[6] = dlp_now_ns();
+            dlp_step_batch sb = {.input = b->data, .n = b->n, .labels = b->labels, .sgd = sgd};
+            sb.sgd.lr = lr;
+            dlp_step_result sr;
+            st = dlp_step_run(&step, &sb, -1, &sr);
+            const dlp_loss_out lo = sr.loss;
             const int n = b->n;
             const int64_t in_bytes = b->bytes_read;
             dlp_loader_release(t->tl, b);
@@ -387,14 +381,19 @@ static dlp_status train_loop(dlp_trainer *t) {
             es->correct_top1 += lo.correct_top1;
             es->loss_sum += lo.loss;
             dlp_monitor_count(t->mon, DLP_MONITOR_IMAGES, n);
-            dlp_monitor_count(t->mon, DLP_MONITOR_DATA_WAIT_NS, ts[1] - ts[0]);
+            const int64_t wait_ns = sr.t0_ns - ts0;  // chained: the step starts where the wait ends
+            dlp_monitor_count(t->mon, DLP_MONITOR_DATA_WAIT_NS, wait_ns);
             dlp_monitor_count(t->mon, DLP_MONITOR_INPUT_BYTES, in_bytes);
             if (t->steps_run == c->measure_warmup_steps) epoch_phase(t, epoch);
             epoch_done = t->pos.step_in_epoch >= t->spe;
-            ts[7] = dlp_now_ns();
+            const int64_t ts_end = dlp_now_ns();
+            int64_t ph[DLP_TRAIN_PH_COUNT];
+            ph[DLP_TRAIN_PH_DATA_WAIT] = wait_ns;
+            for (int p = 0; p < DLP_STEP_NPHASES; p++) ph[DLP_TRAIN_PH_INPUT + p] = sr.phase_ns[p];
+            ph[DLP_TRAIN_PH_OTHER] = ts_end - sr.t1_ns;  // the bookkeeping above
             double step_ms[DLP_TRAIN_PH_COUNT];
             for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) {
-                int64_t d = ts[p + 1] - ts[p];
+                int64_t d = ph[p];
                 t->ph_ns[p] += d;
                 if (steady) t->steady_ph_ns[p] += d;
                 step_ms[p] = dlp_ns_to_ms(d);
@@ -403,10 +402,10 @@ static dlp_status train_loop(dlp_trainer *t) {
                 t->steady_steps++;
                 t->steady_images += n;
             }
-            es->loop_ns += ts[7] - ts[0];
-            es->data_wait_ns += ts[1] - ts[0];
-            t->log_loop_ns += ts[7] - ts[0];  // the LOG interval's loop time
-            t->log_wait_ns += ts[1] - ts[0];
+            es->loop_ns += ts_end - ts0;
+            es->data_wait_ns += wait_ns;
+            t->log_loop_ns += ts_end - ts0;  // the LOG interval's loop time
+            t->log_wait_ns += wait_ns;
             if (c->callback) {
                 dlp_train_event ev = {.kind = DLP_TRAIN_EV_STEP, .epoch = epoch, .step_in_epoch = t->pos.step_in_epoch,
                                       .loss = lo.loss, .lr = lr, .phase_ms = step_ms};
@@ -420,10 +419,10 @@ static dlp_status train_loop(dlp_trainer *t) {
                 }
             }
             tprev = dlp_now_ns();
-            t->ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts[7];  // the callbacks
-            if (steady) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts[7];
-            es->loop_ns += tprev - ts[7];
-            t->log_loop_ns += tprev - ts[7];
+            t->ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts_end;  // the callbacks
+            if (steady) t->steady_ph_ns[DLP_TRAIN_PH_OTHER] += tprev - ts_end;
+            es->loop_ns += tprev - ts_end;
+            t->log_loop_ns += tprev - ts_end;
             if (c->time_limit_s > 0 && dlp_ns_to_s(tprev - t->t_loop0) >= c->time_limit_s && !t->stopped_by[0])
                 snprintf(t->stopped_by, sizeof t->stopped_by, "time-limit");
             if (epoch_done) break;
@@ -655,6 +654,7 @@ static dlp_status setup(dlp_trainer *t) {
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
     int64_t t0 = dlp_now_ns();
     DLP_CHECK(dlp_plan_create(t->ops, &t->net, &pc, &t->plan));
+    DLP_CHECK(dlp_comm_open("local", &t->comm));
     t->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     dlp_plan_input_format(t->plan, &t->in_layout, &t->in_dtype);
 
@@ -738,6 +738,7 @@ static void teardown(dlp_trainer *t) {
     dlp_loader_free(t->tl);
     dlp_loader_free(t->vl);
     if (t->plan) dlp_plan_free(t->plan);
+    dlp_comm_free(t->comm);
     dlp_ckdir_unlock(t->ck_lock_fd);
     t->ck_lock_fd = -1;
     if (t->have_net) dlp_net_free(&t->net);

@@ -30,6 +30,7 @@ typedef enum {
     DLP_TRAIN_PH_FORWARD,
     DLP_TRAIN_PH_LOSS,
     DLP_TRAIN_PH_BACKWARD,       // includes the gradient-bucket callbacks
+    DLP_TRAIN_PH_ALLREDUCE,      // the gradients' mean over the ranks (0 with one process)
     DLP_TRAIN_PH_UPDATE,
     DLP_TRAIN_PH_OTHER,
     DLP_TRAIN_PH_COUNT

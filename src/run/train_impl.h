@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "data/loader.h"
+#include "dist/comm.h"
 #include "monitor/monitor.h"
 #include "nn/checkpoint.h"
 #include "nn/schedule.h"
@@ -36,6 +37,7 @@ typedef struct dlp_trainer {
     int have_net;
     float *params, *bufs, *mom;
     dlp_plan *plan;
+    dlp_comm *comm;                // the run's communicator (local: one process)
     double plan_ms;
     dlp_layout in_layout;
     dlp_dtype in_dtype;

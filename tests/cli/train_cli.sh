@@ -35,7 +35,7 @@ assert o["batch"] == 4 and o["model"] == "resnet-mini" and o["epochs"] == 2, o
 res = r["config"]["resolved"]
 assert res["total_steps"] == 18 and res["steps_per_epoch"] == 9 and res["backend"] == "ref"
 ph = r["phases"]
-names = ["data_wait", "input", "forward", "loss", "backward", "update", "other"]
+names = ["data_wait", "input", "forward", "loss", "backward", "allreduce", "update", "other"]
 total = sum(ph[n]["ms"] for n in names)
 assert abs(total - r["run"]["train_s"] * 1e3) < 1e-6 * total + 1e-3, (total, r["run"]["train_s"])
 assert abs(sum(ph[n]["pct"] for n in names) - 100) < 1e-6

@@ -186,7 +186,7 @@ static void test_bookkeeping_and_schema(void **state) {
     assert_string_equal(json_string_value(jget(j, "config.resolved.backend")), "ref");
     assert_string_equal(json_string_value(jget(j, "config.resolved.lr.decay")), "cosine");
     assert_int_equal(json_integer_value(jget(j, "config.resolved.total_steps")), 18);
-    static const char *const phases[] = {"data_wait", "input", "forward", "loss", "backward", "update", "other"};
+    static const char *const phases[] = {"data_wait", "input", "forward", "loss", "backward", "allreduce", "update", "other"};
     for (size_t i = 0; i < 7; i++) {
         char k[64];
         snprintf(k, sizeof k, "phases.%s.ms", phases[i]);

@@ -1,0 +1,78 @@
+// dist/comm: the table of communicators compiled in, the choice by --dist, and the public calls over the interface.
+#include <string.h>
+
+#include "dist/comm_impl.h"
+
+extern const dlp_comm_ops dlp_comm_local;
+
+// Launcher-aware communicators first: `auto` takes the first whose launched() is true; `local` is always last.
+// A new communicator is one line here, under its build switch.
+static const dlp_comm_ops *const k_comms[] = {
+    &dlp_comm_local,
+    NULL,
+};
+
+const char *dlp_comm_kinds(void) {
+    static char list[128];
+    if (!list[0]) {
+        size_t used = 0;
+        for (const dlp_comm_ops *const *c = k_comms; *c && used + 1 < sizeof list; c++) {
+            size_t n = strlen((*c)->name);
+            if (used + n + 2 >= sizeof list) break;
+            if (used) list[used++] = ',';
+            memcpy(list + used, (*c)->name, n + 1);
+            used += n;
+        }
+    }
+    return list;
+}
+
+dlp_status dlp_comm_open(const char *kind, dlp_comm **out) {
+    *out = NULL;
+    if (!kind || !*kind) kind = "auto";
+    const dlp_comm_ops *ops = NULL;
+    for (const dlp_comm_ops *const *c = k_comms; *c && !ops; c++)
+        if (strcmp(kind, "auto") == 0 ? (*c)->launched() : strcmp(kind, (*c)->name) == 0) ops = *c;
+    if (!ops) {
+        static const char *const known[] = {"local", "mpi", "nccl"};
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (strcmp(kind, known[i]) == 0)
+                return DLP_ERR(DLP_ERR_UNSUPPORTED, "--dist %s: this build has no %s communicator (it has: %s)", kind,
+                               kind, dlp_comm_kinds());
+        return DLP_ERR(DLP_ERR_INVALID, "--dist %s: unknown communicator (use auto or one of: %s)", kind, dlp_comm_kinds());
+    }
+    DLP_CHECK(ops->open(out));
+    (*out)->ops = ops;
+    return DLP_OK;
+}
+
+void dlp_comm_free(dlp_comm *c) {
+    if (c) c->ops->free(c);
+}
+
+const char *dlp_comm_name(const dlp_comm *c) { return c->ops->name; }
+int dlp_comm_rank(const dlp_comm *c) { return c->rank; }
+int dlp_comm_size(const dlp_comm *c) { return c->size; }
+int dlp_comm_local_rank(const dlp_comm *c) { return c->local_rank; }
+
+dlp_status dlp_comm_allreduce_start(dlp_comm *c, float *buf, int64_t count, void *stream, dlp_comm_req **req) {
+    *req = NULL;
+    if (count < 0) return DLP_ERR(DLP_ERR_INVALID, "allreduce of %lld values", (long long)count);
+    if (c->size == 1 || count == 0) return DLP_OK;
+    return c->ops->allreduce_start(c, buf, count, stream, req);
+}
+
+dlp_status dlp_comm_wait(dlp_comm *c, dlp_comm_req *req) { return req ? c->ops->wait(c, req) : DLP_OK; }
+
+dlp_status dlp_comm_allreduce(dlp_comm *c, float *buf, int64_t count, void *stream) {
+    dlp_comm_req *req;
+    DLP_CHECK(dlp_comm_allreduce_start(c, buf, count, stream, &req));
+    return dlp_comm_wait(c, req);
+}
+
+dlp_status dlp_comm_broadcast(dlp_comm *c, void *buf, size_t bytes, int root) {
+    if (root < 0 || root >= c->size) return DLP_ERR(DLP_ERR_INVALID, "broadcast from rank %d of %d", root, c->size);
+    return c->size == 1 ? DLP_OK : c->ops->broadcast(c, buf, bytes, root);
+}
+
+dlp_status dlp_comm_barrier(dlp_comm *c) { return c->size == 1 ? DLP_OK : c->ops->barrier(c); }
