@@ -15,6 +15,7 @@
 
 #ifdef DLP_HAVE_CUDA
 #include "backend/cuda/cuda.h"
+#include "perf/probe_steps.h"
 #include "hw/catalog.h"
 #include "nn/resnet.h"
 

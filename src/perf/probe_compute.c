@@ -21,6 +21,7 @@
 #include "nn/resnet.h"
 #include "perf/probe_fit.h"
 #include "perf/probe_impl.h"
+#include "run/step.h"
 
 typedef struct step_meas {
     double fb_s;        // forward + loss + backward, median
@@ -31,16 +32,6 @@ typedef struct step_meas {
     double other_cores; // other processes' CPU use meanwhile
     int tries;
 } step_meas;
-
-static void fill_input(void *dst, int64_t n, dlp_dtype t, dlp_rng *r) {
-    for (int64_t i = 0; i < n; i++) {
-        float v = (float)dlp_rng_normal(r);
-        if (t == DLP_DTYPE_F32) ((float *)dst)[i] = v;
-        else if (t == DLP_DTYPE_BF16) ((uint16_t *)dst)[i] = dlp_f32_to_bf16(v);
-        else if (t == DLP_DTYPE_F16) ((uint16_t *)dst)[i] = dlp_f32_to_f16(v);
-        else ((uint8_t *)dst)[i] = (uint8_t)dlp_rng_below(r, 256);
-    }
-}
 
 // A ready training plan with its input, for the compute and contention parts.
 typedef struct probe_plan {
@@ -88,7 +79,7 @@ static dlp_status plan_open(const dlp_backend *ops, const char *arg, const char 
     }
     dlp_rng r;
     dlp_rng_init(&r, seed, 77);
-    fill_input(p->input, n, in_type, &r);
+    dlp_step_fill_random(p->input, n, in_type, &r);
     for (int i = 0; i < batch; i++) p->labels[i] = (int32_t)dlp_rng_below(&r, 1000);
 out:
     free(params);
@@ -98,48 +89,34 @@ out:
 }
 
 
-// One training step; phase times in seconds (fwd: forward; fb: forward + loss + backward; upd: update).
-static dlp_status plan_step(probe_plan *p, double *fwd, double *fb, double *upd) {
-    static const dlp_sgd sgd = {.lr = 0.001f, .momentum = 0.9f, .weight_decay = 1e-4f};
-    int64_t t0 = dlp_now_ns();
-    DLP_CHECK(dlp_plan_set_input(p->plan, p->input, p->batch));
-    DLP_CHECK(dlp_plan_forward(p->plan, DLP_PASS_TRAIN));
-    DLP_CHECK(dlp_plan_sync(p->plan));
-    int64_t t1 = dlp_now_ns();
-    dlp_loss_out lo;
-    DLP_CHECK(dlp_plan_loss(p->plan, p->labels, 0.0f, &lo));
-    DLP_CHECK(dlp_plan_backward(p->plan, NULL));
-    DLP_CHECK(dlp_plan_sync(p->plan));
-    int64_t t2 = dlp_now_ns();
-    DLP_CHECK(dlp_plan_update(p->plan, &sgd));
-    DLP_CHECK(dlp_plan_sync(p->plan));
-    int64_t t3 = dlp_now_ns();
-    if (fwd) *fwd = dlp_ns_to_s(t1 - t0);
-    if (fb) *fb = dlp_ns_to_s(t2 - t0);
-    if (upd) *upd = dlp_ns_to_s(t3 - t2);
-    return DLP_OK;
-}
-
-// Warm-up steps, then timed steps until min_s has passed (at least min_steps, at most 64).
+// Warm-up steps, then timed steps until min_s has passed (at least min_steps, at most 64), through run/step's
+// harness with each phase waited for: the medians of the forward (with the input), forward + loss + backward, and
+// the update.
 static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
     memset(m, 0, sizeof *m);
-    for (int i = 0; i < warmup; i++) DLP_CHECK(plan_step(p, NULL, NULL, NULL));
+    const dlp_step_cfg sc = {.plan = p->plan, .train = 1, .sync_phases = 1};
+    const dlp_step_batch sb = {.input = p->input, .n = p->batch, .labels = p->labels,
+                               .sgd = {.lr = 0.001f, .momentum = 0.9f, .weight_decay = 1e-4f}};
+    const dlp_step_bench_cfg bc = {.warmup = warmup, .min_steps = min_steps, .max_steps = 64, .min_s = min_s};
     dlp_load_meter lm;
     dlp_load_meter_start(&lm);
+    dlp_step_bench_result br;
+    DLP_CHECK(dlp_step_bench(&sc, &sb, &bc, &br));
     double fwd[64], fb[64], upd[64];
-    int n = 0;
-    int64_t w0 = dlp_now_ns(), c0 = dlp_cpu_ns();
-    while (n < 64 && (n < min_steps || dlp_ns_to_s(dlp_now_ns() - w0) < min_s)) {
-        DLP_CHECK(plan_step(p, &fwd[n], &fb[n], &upd[n]));
-        n++;
+    const int n = br.steps, W = DLP_STEP_NPHASES + 1;
+    for (int i = 0; i < n; i++) {
+        const double *row = br.ms + (size_t)i * W;
+        fwd[i] = (row[DLP_STEP_INPUT] + row[DLP_STEP_FORWARD]) * 1e-3;
+        fb[i] = fwd[i] + (row[DLP_STEP_LOSS] + row[DLP_STEP_BACKWARD] + row[DLP_STEP_ALLREDUCE]) * 1e-3;
+        upd[i] = row[DLP_STEP_UPDATE] * 1e-3;
     }
-    double wall = dlp_ns_to_s(dlp_now_ns() - w0), cpu = dlp_ns_to_s(dlp_cpu_ns() - c0);
     m->fb_s = dlp_stats_median_f64(fb, n);
     m->fwd_s = dlp_stats_median_f64(fwd, n);
     m->upd_s = dlp_stats_median_f64(upd, n);
-    m->cores_busy = wall > 0 ? cpu / wall : 0;
+    m->cores_busy = br.wall_s > 0 ? br.cpu_s / br.wall_s : 0;
     m->steps = n;
     m->other_cores = dlp_load_meter_cores(&lm);
+    dlp_step_bench_free(&br);
     return DLP_OK;
 }
 

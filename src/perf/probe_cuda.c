@@ -1,6 +1,6 @@
 // perf/probe_cuda: the CUDA GPU as a device of the machine profile — host-to-device copy rates (pinned and
 // pageable) and ResNet-50 step time against batch size for training and inference, through the cuda backend's
-// probes (backend/cuda.h), turned into a device entry by dlp_cuda_device_profile. Built only with CUDA.
+// probes (backend/cuda/cuda.h, perf/probe_steps.h), turned into a device entry by dlp_cuda_device_profile. Built only with CUDA.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "hw/catalog.h"
 #include "nn/resnet.h"
 #include "perf/probe_impl.h"
+#include "perf/probe_steps.h"
 
 dlp_status dlp_probe_cuda(dlp_probe_ctx *c) {
     dlp_cuda_device_info d;

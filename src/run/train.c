@@ -241,10 +241,11 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
         dlp_batch *b;
         DLP_CHECK(dlp_loader_next(t->vl, &b));
         if (!b) break;
-        dlp_loss_out lo;
-        if ((st = dlp_plan_set_input(t->plan, b->data, b->n)) == DLP_OK &&
-            (st = dlp_plan_forward(t->plan, DLP_PASS_EVAL)) == DLP_OK)
-            st = dlp_plan_loss(t->plan, b->labels, 0.0f, &lo);
+        const dlp_step_cfg ec = {.plan = t->plan, .train = 0};  // input, forward (BN running stats), loss
+        const dlp_step_batch eb = {.input = b->data, .n = b->n, .labels = b->labels};
+        dlp_step_result er;
+        st = dlp_step_run(&ec, &eb, -1, &er);
+        const dlp_loss_out lo = er.loss;
         if (st == DLP_OK) {
             n += b->n;
             c1 += lo.correct_top1;

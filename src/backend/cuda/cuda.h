@@ -4,7 +4,7 @@
 // Defines: dlp_cuda_host_allocator, dlp_cuda_host_is_pinned, dlp_cuda_host_stats, dlp_backend_cuda,
 //          dlp_cuda_device_info, dlp_cuda_device_query, dlp_cuda_device_to_json, dlp_cuda_versions_to_json,
 //          dlp_cuda_plan_stream, dlp_cuda_plan_describe, dlp_cuda_h2d_point, dlp_cuda_probe_h2d,
-//          dlp_cuda_step_point, dlp_cuda_probe_steps, dlp_cuda_device_profile, dlp_cuda_catalog_gpu,
+//          dlp_cuda_step_point, dlp_cuda_events_*, dlp_cuda_device_profile, dlp_cuda_catalog_gpu,
 //          dlp_cuda_machine_profile, dlp_cuda_profile_json.
 #ifndef DLP_BACKEND_CUDA_H
 #define DLP_BACKEND_CUDA_H
@@ -84,13 +84,13 @@ typedef struct dlp_cuda_step_point {
     double fwd_ms, bwd_ms, update_ms;  // train: medians of the forward, loss + backward, and update phases
 } dlp_cuda_step_point;
 
-// Step time of `net` (with parameters params/bufs, e.g. nn's initialization) against batch size on random
-// inputs: `warmup` untimed steps (graphs are captured there), then `steps` timed ones, each timed with CUDA
-// events. h2d 0: the input stays on the device; 1: each step copies the batch from pinned host memory through
-// set_input (the training loop's path).
-dlp_status dlp_cuda_probe_steps(const dlp_net *net, const float *params, const float *bufs, int train,
-                                dlp_dtype precision, int tf32, const int *batches, int nbatches, int warmup,
-                                int steps, int h2d, dlp_cuda_step_point *out);
+// Events recorded on a plan's stream, for device-side timing (run/step's timer in perf/probe_steps_cuda.c):
+// n events, event i recorded after the work queued so far, the time between two recorded events once both are done.
+typedef struct dlp_cuda_events dlp_cuda_events;
+dlp_status dlp_cuda_events_create(int n, dlp_cuda_events **out);
+dlp_status dlp_cuda_events_record(dlp_cuda_events *e, int i, dlp_plan *p);
+dlp_status dlp_cuda_events_elapsed_ms(dlp_cuda_events *e, int i, int j, double *ms);
+void dlp_cuda_events_free(dlp_cuda_events *e);
 
 // The measured GPU as a device entry of a machine profile (hw/profile.h, dlperf.profile/1), which `sim:` and
 // `predict` read: per (task, precision) probed, t0_s and per_image_s from the least-squares line of step time

@@ -1,5 +1,5 @@
 // backend/cuda/cuda_probe: the measurements behind a GPU profile — host-to-device bandwidth from pinned and pageable
-// memory, and step time against batch size for training and inference — and the profile's JSON.
+// memory, events on a plan's stream (the step probe, perf/probe_steps_cuda.c, times with them) — and the profile's JSON.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,120 +90,49 @@ out:
     return st;
 }
 
-// One batch size: plan, random parameters and input (uploaded once), warm-up, timed steps.
-static dlp_status probe_one(const dlp_net *net, const float *params, const float *bufs, int train, dlp_dtype prec,
-                            int tf32, int batch, int warmup, int steps, int h2d, dlp_cuda_step_point *pt) {
-    memset(pt, 0, sizeof *pt);
-    pt->batch = batch;
-    pt->train = train;
-    pt->precision = prec;
-    const dlp_backend *ops = &dlp_backend_cuda;
-    dlp_plan_cfg cfg = {.batch = batch, .train = train, .precision = prec, .tf32 = tf32};
-    dlp_plan *pl = NULL;
-    int64_t in_n = (int64_t)batch * dlp_net_layer_numel(net, 0);
-    float *x32 = malloc((size_t)in_n * 4);
-    const dlp_allocator *ha = dlp_cuda_host_allocator();  // pinned, as the loader's batches
-    void *x = ha->alloc(ha->ctx, (size_t)in_n * 4);
-    int32_t *labels = malloc((size_t)batch * 4);
-    double *ms = malloc((size_t)(steps > 0 ? steps : 1) * 4 * sizeof *ms);
-    cudaEvent_t *ev = calloc((size_t)(3 * steps + 1), sizeof *ev);  // step starts, then after-forward, after-backward
-    cudaEvent_t *evf = ev + steps + 1, *evb = ev + 2 * steps + 1;
-    dlp_status st = DLP_OK;
-    if (!x32 || !x || !labels || !ms || !ev) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    dlp_rng r;
-    dlp_rng_init(&r, 99, (uint64_t)batch);
-    for (int64_t i = 0; i < in_n; i++) x32[i] = (float)dlp_rng_normal(&r);
-    for (int i = 0; i < batch; i++) labels[i] = net->num_classes > 0 ? (int32_t)dlp_rng_below(&r, (uint64_t)net->num_classes) : 0;
-    {
-        const dlp_layer *in = &net->layers[0];
-        dlp_cuda_nchw_to_nhwc(x32, batch, in->c, (int64_t)in->h * in->w, prec, x);
-    }
-    DLP_CHECK_GOTO(st, dlp_plan_create(ops, net, &cfg, &pl), out);
-    DLP_CHECK_GOTO(st, dlp_plan_set_params(pl, params, bufs), out);
-    DLP_CHECK_GOTO(st, dlp_plan_set_input(pl, x, batch), out);
-    cudaStream_t s = (cudaStream_t)dlp_cuda_plan_stream(pl);
-    dlp_sgd hp = {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-5f, .nesterov = 0, .decay_no_decay_params = 0};
-    dlp_loss_out lo;
-    for (int i = 0; i < 3 * steps + 1; i++) DLP_CU_GOTO(st, cudaEventCreate(&ev[i]), out);
-    for (int i = -warmup; i < steps; i++) {
-        if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(ev[i], s), out);
-        if (h2d) DLP_CHECK_GOTO(st, dlp_plan_set_input(pl, x, batch), out);
-        if (train) {
-            DLP_CHECK_GOTO(st, dlp_plan_forward(pl, DLP_PASS_TRAIN), out);
-            if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evf[i], s), out);
-            DLP_CHECK_GOTO(st, dlp_plan_loss(pl, labels, 0.0f, &lo), out);
-            DLP_CHECK_GOTO(st, dlp_plan_backward(pl, NULL), out);
-            if (i >= 0) DLP_CU_GOTO(st, cudaEventRecord(evb[i], s), out);
-            DLP_CHECK_GOTO(st, dlp_plan_update(pl, &hp), out);
-        } else {
-            DLP_CHECK_GOTO(st, dlp_plan_forward(pl, DLP_PASS_EVAL), out);
+// ---- events on a plan's stream (the step timer of run/step's harness uses them) --------------------------------------
+struct dlp_cuda_events {
+    int n;
+    cudaEvent_t ev[];
+};
+
+dlp_status dlp_cuda_events_create(int n, dlp_cuda_events **out) {
+    *out = NULL;
+    if (n < 1) return DLP_ERR(DLP_ERR_INVALID, "%d events", n);
+    dlp_cuda_events *e = calloc(1, sizeof *e + (size_t)n * sizeof e->ev[0]);
+    DLP_TRY_ALLOC(e);
+    e->n = n;
+    for (int i = 0; i < n; i++) {
+        cudaError_t ce = cudaEventCreate(&e->ev[i]);
+        if (ce != cudaSuccess) {
+            e->n = i;
+            dlp_cuda_events_free(e);
+            return DLP_ERR(DLP_ERR_IO, "cudaEventCreate: %s", cudaGetErrorString(ce));
         }
     }
-    if (steps > 0) DLP_CU_GOTO(st, cudaEventRecord(ev[steps], s), out);
-    DLP_CHECK_GOTO(st, dlp_plan_sync(pl), out);
-    for (int i = 0; i < steps; i++) {
-        float m = 0;
-        DLP_CU_GOTO(st, cudaEventElapsedTime(&m, ev[i], ev[i + 1]), out);
-        ms[i] = m;
-    }
-    if (train) {  // phases: forward; loss + backward; update
-        double *f = ms + steps, *b = ms + 2 * steps, *u = ms + 3 * steps;
-        for (int i = 0; i < steps; i++) {
-            float m1 = 0, m2 = 0, m3 = 0;
-            DLP_CU_GOTO(st, cudaEventElapsedTime(&m1, ev[i], evf[i]), out);
-            DLP_CU_GOTO(st, cudaEventElapsedTime(&m2, evf[i], evb[i]), out);
-            DLP_CU_GOTO(st, cudaEventElapsedTime(&m3, evb[i], ev[i + 1]), out);
-            f[i] = m1, b[i] = m2, u[i] = m3;
-        }
-        pt->fwd_ms = quantile(f, steps, 0.5);
-        pt->bwd_ms = quantile(b, steps, 0.5);
-        pt->update_ms = quantile(u, steps, 0.5);
-    }
-    pt->step_ms = quantile(ms, steps, 0.5);
-    pt->step_ms_p10 = quantile(ms, steps, 0.1);
-    pt->step_ms_p90 = quantile(ms, steps, 0.9);
-    pt->images_per_s = pt->step_ms > 0 ? batch / (pt->step_ms * 1e-3) : 0;
-    json_t *d = dlp_cuda_plan_describe(pl);
-    pt->device_bytes = json_integer_value(json_object_get(d, "device_bytes"));
-    pt->plan_ms = json_number_value(json_object_get(d, "plan_ms"));
-    pt->graphs_captured = (int)json_integer_value(json_object_get(d, "graphs_captured"));
-    json_decref(d);
-    if (h2d) {
-        double c = 0, w = 0;
-        int64_t k = 0;
-        DLP_CHECK_GOTO(st, dlp_plan_input_stats(pl, &c, &w, &k), out);
-        pt->copy_ms = k ? c / k : 0;
-        pt->stall_ms = k ? w / k : 0;
-    }
-out:
-    if (ev)
-        for (int i = 0; i < 3 * steps + 1; i++)
-            if (ev[i]) cudaEventDestroy(ev[i]);
-    if (pl) dlp_plan_free(pl);
-    free(x32);
-    if (x) ha->free(ha->ctx, x);
-    free(labels);
-    free(ms);
-    free(ev);
-    return st;
+    *out = e;
+    return DLP_OK;
 }
 
-dlp_status dlp_cuda_probe_steps(const dlp_net *net, const float *params, const float *bufs, int train,
-                                dlp_dtype precision, int tf32, const int *batches, int nbatches, int warmup,
-                                int steps, int h2d, dlp_cuda_step_point *out) {
-    for (int i = 0; i < nbatches; i++) {
-        dlp_status st = probe_one(net, params, bufs, train, precision, tf32, batches[i], warmup, steps, h2d, &out[i]);
-        if (st != DLP_OK) {
-            dlp_err_context("%s %s batch %d", train ? "training" : "inference", dlp_dtype_name(precision), batches[i]);
-            return st;
-        }
-        DLP_INFO("cuda probe: %s %s batch %d: %.3f ms/step, %.0f img/s", train ? "train" : "infer",
-                 dlp_dtype_name(precision), batches[i], out[i].step_ms, out[i].images_per_s);
-    }
+dlp_status dlp_cuda_events_record(dlp_cuda_events *e, int i, dlp_plan *p) {
+    if (i < 0 || i >= e->n) return DLP_ERR(DLP_ERR_INVALID, "event %d of %d", i, e->n);
+    DLP_CU(cudaEventRecord(e->ev[i], (cudaStream_t)dlp_cuda_plan_stream(p)));
     return DLP_OK;
+}
+
+dlp_status dlp_cuda_events_elapsed_ms(dlp_cuda_events *e, int i, int j, double *ms) {
+    if (i < 0 || j < 0 || i >= e->n || j >= e->n) return DLP_ERR(DLP_ERR_INVALID, "events %d, %d of %d", i, j, e->n);
+    float m = 0;
+    DLP_CU(cudaEventElapsedTime(&m, e->ev[i], e->ev[j]));
+    *ms = m;
+    return DLP_OK;
+}
+
+void dlp_cuda_events_free(dlp_cuda_events *e) {
+    if (!e) return;
+    for (int i = 0; i < e->n; i++) cudaEventDestroy(e->ev[i]);
+    free(e);
+    (void)cudaGetLastError();
 }
 
 // Least squares y = a + b x; with one point (or a negative intercept) a line through the origin.
