@@ -1,8 +1,14 @@
 // cli: one file per subcommand; each parses its options, calls the library and prints. Only cli/ exits.
-// Defines: dlp_cli_cmd (the subcommand table entry), the subcommand entry points, dlp_cli_fail.
+// Defines: dlp_cli_cmd (the subcommand table entry), the subcommand entry points, dlp_cli_fail, dlp_cli_parse,
+//          dlp_cli_write_result,
+//          dlp_cli_engine_opts and its option rows (dlp_cli_engine_opt, dlp_cli_engine_cfg).
 #ifndef DLP_CLI_H
 #define DLP_CLI_H
+#include <stdint.h>
+
+#include "core/opts.h"
 #include "core/status.h"
+#include "serve/stack.h"
 
 typedef struct dlp_cli_cmd {
     const char *name;
@@ -14,6 +20,29 @@ typedef struct dlp_cli_cmd {
 int dlp_cli_fail(dlp_status st);
 // Dispatches argv[1] among a table of sub-subcommands (e.g. "data gen"); prints usage on an unknown one.
 int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv);
+// Completes a result with "host" and "versions", writes it to path (never overwriting) and releases it.
+struct json_t;
+dlp_status dlp_cli_write_result(struct json_t *result, const char *path);
+// dlp_opts_parse of a command that takes no arguments besides its options: one left over is DLP_ERR_INVALID.
+dlp_status dlp_cli_parse(dlp_opt *opts, const char *usage, int argc, char **argv);
+
+// ---- the serving engine's options (cli/engine_opts), shared by `dlperf serve` and `dlperf loadgen --sut local` --
+typedef struct dlp_cli_engine_opts {
+    const char *model, *device, *weights;
+    int precision, threads, max_batch, classes, size, dct, single_plan;  // precision: the choice's index
+    int64_t seed;
+} dlp_cli_engine_opts;
+typedef enum { DLP_CLI_SERVE, DLP_CLI_LOADGEN } dlp_cli_engine_user;
+typedef enum {
+    DLP_CLI_ENGINE_MODEL, DLP_CLI_ENGINE_DEVICE, DLP_CLI_ENGINE_PRECISION, DLP_CLI_ENGINE_THREADS,
+    DLP_CLI_ENGINE_WEIGHTS, DLP_CLI_ENGINE_CLASSES, DLP_CLI_ENGINE_SIZE, DLP_CLI_ENGINE_SEED, DLP_CLI_ENGINE_DCT,
+    DLP_CLI_ENGINE_MAX_BATCH, DLP_CLI_ENGINE_SINGLE_PLAN, DLP_CLI_ENGINE_NOPTS
+} dlp_cli_engine_opt_id;
+// The options-table row of engine option id as `user` offers it (its short flag and help), writing into o.
+dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, dlp_cli_engine_opts *o);
+// The parsed options as the serving stack's configuration; copies, workers, warm-up, the thread sharing and the
+// random-init warning are the caller's to set.
+void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg);
 
 int dlp_cli_version(int argc, char **argv);
 int dlp_cli_data(int argc, char **argv);

@@ -11,12 +11,11 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/opts.h"
-#include "hw/host.h"
 #include "data/source.h"
 #include "loadgen/loadgen.h"
 #include "run/infer.h"
-#include "serve/ladder.h"
 #include "serve/serve.h"
+#include "serve/stack.h"
 
 #define LG_MAX_IMAGES 100000
 
@@ -88,16 +87,8 @@ static void print_trial(void *ctx, const dlp_lg_trial *t, int i) {
 // owns a ladder of inference plans of batch 1, 2, 4, .. up to --max-batch (a plan is not re-entrant, and it computes
 // its whole batch whatever the call's n): a call copies the queued samples into the thread's batch buffer, runs the
 // smallest plan that holds them and answers each sample's top-1.
-typedef struct local_opts {
-    const char *model, *weights, *device, *data, *images;
-    int precision, threads, max_batch, sut_threads, samples, classes, size, dct;
-    int64_t seed;
-} local_opts;
-
 typedef struct local_sut {
-    dlp_infer_model model;
-    int have_model;
-    dlp_serve_ladder *ladders;  // (threads): thread t's plans of batch 1, 2, 4, .. --max-batch (serve/ladder)
+    dlp_serve_stack stack;      // the model and stack.ladders[t]: thread t's plans of batch 1, 2, 4, .. --max-batch
     uint8_t **batch_bufs;       // (threads) max_batch samples each
     float **logits;             // (threads)
     int threads;
@@ -107,27 +98,23 @@ typedef struct local_sut {
     _Atomic long long answered, correct;
 } local_sut;
 
-static const dlp_dtype k_lg_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
-
 static void local_free(local_sut *ls) {
     for (int t = 0; t < ls->threads; t++) {
-        if (ls->ladders) dlp_serve_ladder_close(&ls->ladders[t]);
         if (ls->batch_bufs) free(ls->batch_bufs[t]);
         if (ls->logits) free(ls->logits[t]);
     }
-    free(ls->ladders);
     free(ls->batch_bufs);
     free(ls->logits);
     dlp_infer_library_free(&ls->lib);
     dlp_infer_files_free(&ls->files);
-    if (ls->have_model) dlp_infer_model_free(&ls->model);
+    dlp_serve_stack_close(&ls->stack);
     free(ls);
 }
 
 // dlp_lg_infer_fn: samples by library index -> the worker's plan -> top-1 of each.
 static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1) {
     local_sut *ls = ctx;
-    const dlp_serve_engine *e = &ls->ladders[worker].engine;
+    const dlp_serve_engine *e = &ls->stack.ladders[worker].engine;
     const size_t sb = ls->lib.sample_bytes;
     for (int i = 0; i < n; i++) {
         if (indices[i] >= (uint32_t)ls->lib.n)
@@ -150,72 +137,60 @@ static dlp_status local_infer(void *ctx, int worker, const uint32_t *indices, in
     return DLP_OK;
 }
 
-static dlp_status open_local_sut(const local_opts *o, dlp_lg_sut *sut, local_sut **out) {
+// The in-process SUT from the engine options (eo), --data or --images (images) and --samples.
+static dlp_status open_local_sut(const dlp_cli_engine_opts *eo, const char *data, const char *images, int samples,
+                                 int sut_threads, dlp_lg_sut *sut, local_sut **out) {
     *out = NULL;
-    if (o->max_batch < 1 || o->sut_threads < 1 || o->sut_threads > 64)
+    if (eo->max_batch < 1 || sut_threads < 1 || sut_threads > 64)
         return DLP_ERR(DLP_ERR_INVALID, "--max-batch must be >= 1 and --sut-threads in 1..64");
     local_sut *ls = calloc(1, sizeof *ls);
     DLP_TRY_ALLOC(ls);
     dlp_status st = DLP_OK;
     dlp_dataset *ds = NULL;
     char where[4096] = "";
-    if (o->images) st = dlp_infer_files_add(&ls->files, o->images);
+    if (images) st = dlp_infer_files_add(&ls->files, images);
     else {
-        st = dlp_data_open(o->data, "val", NULL, &ds, where, sizeof where);
-        if (st == DLP_OK) st = dlp_infer_files_from_dataset(&ls->files, ds, o->samples);
+        st = dlp_data_open(data, "val", NULL, &ds, where, sizeof where);
+        if (st == DLP_OK) st = dlp_infer_files_from_dataset(&ls->files, ds, samples);
     }
-    dlp_infer_model_cfg mc = {.model = o->model, .num_classes = o->classes, .size = o->size, .weights = o->weights,
-                              .seed = (uint64_t)o->seed};
-    if (st == DLP_OK && (st = dlp_infer_model_load(&mc, &ls->model)) == DLP_OK) ls->have_model = 1;
+    // One plan ladder per SUT thread; compute threads (--threads, 0: the CPUs this process may use) divided among
+    // them, at least 1 each; the preprocessing (one transformer) fills the sample library below.
+    dlp_serve_stack_cfg sc;
+    dlp_cli_engine_cfg(eo, &sc);
+    sc.copies = sut_threads;
+    sc.share_threads = 1;
+    sc.workers = 1;
+    sc.random_init_warning = "no --weights: %s runs with torchvision's random initialization (seed %lld); timings "
+                             "are valid, answers are not";
+    if (st == DLP_OK) st = dlp_serve_stack_open(&sc, &ls->stack);
     // The dataset's labels mean something to the model only if it was trained on those classes (same count).
-    if (st == DLP_OK && ds && ds->nclasses != ls->model.net.num_classes)
+    if (st == DLP_OK && ds && ds->nclasses != ls->stack.model.net.num_classes)
         for (int i = 0; i < ls->files.n; i++) ls->files.labels[i] = -1;
     dlp_dataset_free(ds);
-    if (st == DLP_OK && ls->model.random_init)
-        DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld); timings are valid, "
-                 "answers are not", ls->model.net.arch, (long long)o->seed);
     if (st == DLP_OK) {
-        ls->ladders = calloc((size_t)o->sut_threads, sizeof *ls->ladders);
-        ls->batch_bufs = calloc((size_t)o->sut_threads, sizeof *ls->batch_bufs);
-        ls->logits = calloc((size_t)o->sut_threads, sizeof *ls->logits);
-        if (!ls->ladders || !ls->batch_bufs || !ls->logits)
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
-        else ls->threads = o->sut_threads;
+        ls->batch_bufs = calloc((size_t)sut_threads, sizeof *ls->batch_bufs);
+        ls->logits = calloc((size_t)sut_threads, sizeof *ls->logits);
+        if (!ls->batch_bufs || !ls->logits) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT");
+        else ls->threads = sut_threads;
     }
-    // Compute threads (--threads, 0: the CPUs this process may use) divided among the SUT threads, at least 1 each.
-    int total = o->threads;
-    if (total <= 0) total = dlp_host_cpus_allowed();
-    int per = total / o->sut_threads > 0 ? total / o->sut_threads : 1;
-    for (int t = 0; st == DLP_OK && t < o->sut_threads; t++) {
-        dlp_serve_ladder_cfg lc = {.model = &ls->model, .device = o->device, .precision = k_lg_prec[o->precision],
-                                   .threads = per, .max_batch = o->max_batch};
-        st = dlp_serve_ladder_open(&lc, &ls->ladders[t]);
-        if (st) break;
-        const dlp_serve_engine *e = &ls->ladders[t].engine;
-        ls->batch_bufs[t] = malloc((size_t)o->max_batch * e->sample_bytes);
-        ls->logits[t] = malloc((size_t)o->max_batch * (size_t)e->num_classes * sizeof(float));
+    for (int t = 0; st == DLP_OK && t < sut_threads; t++) {
+        const dlp_serve_engine *e = &ls->stack.ladders[t].engine;
+        ls->batch_bufs[t] = malloc((size_t)eo->max_batch * e->sample_bytes);
+        ls->logits[t] = malloc((size_t)eo->max_batch * (size_t)e->num_classes * sizeof(float));
         if (!ls->batch_bufs[t] || !ls->logits[t]) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the SUT's batches");
     }
-    dlp_infer_prep *prep = NULL;
-    if (st == DLP_OK) {
-        const dlp_infer_engine *e = &ls->ladders[0].plans[0];
-        dlp_infer_prep_cfg pc = {.size = ls->model.size, .layout = e->layout, .dtype = e->in_dtype,
-                                 .dct_scaling = o->dct, .workers = 1};
-        st = dlp_infer_prep_create(&pc, &prep);
-    }
     int64_t t0 = dlp_now_ns();
-    if (st == DLP_OK) st = dlp_infer_library_load(prep, &ls->files, o->samples, &ls->lib);
-    dlp_infer_prep_free(prep);
+    if (st == DLP_OK) st = dlp_infer_library_load(ls->stack.prep, &ls->files, samples, &ls->lib);
     if (st == DLP_OK) {
-        const dlp_infer_engine *e = &ls->ladders[0].plans[0];
+        const dlp_infer_engine *e = &ls->stack.ladders[0].plans[0];
         char ladder[64];
-        dlp_serve_ladder_describe(&ls->ladders[0], ladder, sizeof ladder);
+        dlp_serve_ladder_describe(&ls->stack.ladders[0], ladder, sizeof ladder);
         DLP_INFO("loadgen: in-process SUT: %s (%d classes) on %s %s, %d thread%s with plans of batch %s; %d samples "
-                 "of %s preprocessed in %.1f s (%s %s)%s", ls->model.net.arch, ls->model.net.num_classes, dlp_backend_name(e->ops),
-                 dlp_dtype_name(e->precision), ls->threads, ls->threads > 1 ? "s" : "", ladder, ls->lib.n,
-                 o->images ? o->images : where, dlp_ns_to_s(dlp_now_ns() - t0), dlp_layout_name(e->layout),
+                 "of %s preprocessed in %.1f s (%s %s)%s", ls->stack.model.net.arch, ls->stack.model.net.num_classes,
+                 dlp_backend_name(e->ops), dlp_dtype_name(e->precision), ls->threads, ls->threads > 1 ? "s" : "", ladder, ls->lib.n,
+                 images ? images : where, dlp_ns_to_s(dlp_now_ns() - t0), dlp_layout_name(e->layout),
                  dlp_dtype_name(e->in_dtype), ls->lib.skipped ? " (some images skipped)" : "");
-        dlp_lg_inproc_cfg ic = {.fn = local_infer, .ctx = ls, .max_batch = o->max_batch, .threads = ls->threads,
+        dlp_lg_inproc_cfg ic = {.fn = local_infer, .ctx = ls, .max_batch = eo->max_batch, .threads = ls->threads,
                                 .name = "local"};
         st = dlp_lg_sut_inproc_create(&ic, sut);
     }
@@ -233,25 +208,26 @@ int dlp_cli_loadgen(int argc, char **argv) {
     double qps = 10, bound_ms = 15, pct = 0, min_dur_s = 10, max_dur_s = 0, max_failed = 0, idle_s = 60;
     double connect_ms = 2000, recv_ms = 30000, budget_s = 300, tol = 0.05, max_qps = 0;
     int64_t min_q = -1, max_q = 0, seed = 0;
-    local_opts lo;
-    memset(&lo, 0, sizeof lo);
+    const char *data = NULL;
+    int sut_threads = 1;
+    dlp_cli_engine_opts eo = {.seed = 1};  // loadgen's --seed is the schedule's; the random init's stays 1
     local_sut *local = NULL;
     dlp_opt opts[] = {
         {"scenario", 's', DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", "SingleStream|MultiStream|Server|Offline", 0},
         {"url", 'u', DLP_OPT_STR, &url, NULL, "URL", "the service to load (POSTs each image), e.g. http://127.0.0.1:8080/v1/classify", NULL, 0},
         {"sut", 0, DLP_OPT_CHOICE, &sut_i, "http", NULL, "system under test: http (--url) or local (in-process engine)", "http|local", 0},
         {"images", 'i', DLP_OPT_STR, &images, NULL, "PATH", "a JPEG file or a directory of them (searched recursively, sorted)", NULL, 0},
-        {"data", 0, DLP_OPT_STR, &lo.data, "synthetic", "DIR|synthetic", "local: the dataset whose val images form the sample library (when no --images)", NULL, 0},
-        {"model", 'm', DLP_OPT_STR, &lo.model, NULL, "NAME", "local: model (default: the weights' arch, else resnet50)", NULL, 0},
-        {"weights", 'w', DLP_OPT_STR, &lo.weights, NULL, "FILE", "local: safetensors weights (none: seeded random init)", NULL, 0},
-        {"classes", 0, DLP_OPT_INT, &lo.classes, "0", "N", "local: classes (0: from the weights, else 1000)", NULL, 0},
-        {"size", 0, DLP_OPT_INT, &lo.size, "224", "PX", "local: input side", NULL, 0},
-        {"device", 'd', DLP_OPT_STR, &lo.device, "cpu", "DEV", "local: backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &lo.precision, "fp32", NULL, "local: compute precision", "fp32|bf16|fp16", 0},
-        {"threads", 't', DLP_OPT_INT, &lo.threads, "0", "N", "local: compute threads, shared by the SUT threads' plans (0: all)", NULL, 0},
-        {"max-batch", 'b', DLP_OPT_INT, &lo.max_batch, "8", "N", "local: samples per call at most (plans of batch 1, 2, 4, .. up to it; each call runs on the smallest that holds it)", NULL, 0},
-        {"sut-threads", 0, DLP_OPT_INT, &lo.sut_threads, "1", "N", "local: SUT threads, one inference plan each", NULL, 0},
-        {"dct-scale", 0, DLP_OPT_FLAG, &lo.dct, NULL, NULL, "local: allow DCT-scaled JPEG decoding (not bit-exact with Pillow)", NULL, 0},
+        {"data", 0, DLP_OPT_STR, &data, "synthetic", "DIR|synthetic", "local: the dataset whose val images form the sample library (when no --images)", NULL, 0},
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_MODEL, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_WEIGHTS, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_CLASSES, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_SIZE, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_DEVICE, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_PRECISION, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_THREADS, &eo),
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_MAX_BATCH, &eo),
+        {"sut-threads", 0, DLP_OPT_INT, &sut_threads, "1", "N", "local: SUT threads, one inference plan each", NULL, 0},
+        dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_DCT, &eo),
         {"samples", 0, DLP_OPT_INT, &samples, "1024", "N", "images loaded as the sample library (MLPerf's performance_sample_count)", NULL, 0},
         {"qps", 'q', DLP_OPT_DOUBLE, &qps, "10", "X", "Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)", NULL, 0},
         {"latency-bound", 0, DLP_OPT_DOUBLE, &bound_ms, "15", "MS", "Server: the latency bound at the target percentile (MLPerf ResNet-50: 15)", NULL, 0},
@@ -277,13 +253,11 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the JSON result here (never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf loadgen [options] --url URL --images PATH\n"
-                                         "MLPerf LoadGen's scenarios and rules against a classification service.\n"
-                                         "Exit status: 0 VALID, 3 INVALID, 1 error, 2 bad options.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf loadgen [options] --url URL --images PATH\n"
+                                        "MLPerf LoadGen's scenarios and rules against a classification service.\n"
+                                        "Exit status: 0 VALID, 3 INVALID, 1 error, 2 bad options.",
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[rest]));
     dlp_lg_scenario sc = (dlp_lg_scenario)scenario_i;
     if (search && sc != DLP_LG_SERVER)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--search is for the Server scenario (--scenario Server)"));
@@ -315,10 +289,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
     dlp_lg_sut sut = {0};
     if (sut_i == 1) {
         if (url) st = DLP_ERR(DLP_ERR_INVALID, "--url is for --sut http; --sut local runs the engine in this process");
-        lo.images = images;
-        lo.samples = samples;
-        lo.seed = 1;
-        if (st == DLP_OK) st = open_local_sut(&lo, &sut, &local);
+        if (st == DLP_OK) st = open_local_sut(&eo, data, images, samples, sut_threads, &sut, &local);
         if (st == DLP_OK) s.sample_count = local->lib.n;
     } else {
         if (!url) st = DLP_ERR(DLP_ERR_INVALID, "give the service's URL with --url (e.g. http://127.0.0.1:8080/v1/classify)");
@@ -385,11 +356,11 @@ int dlp_cli_loadgen(int argc, char **argv) {
         if (search) json_object_set_new(j, "search", dlp_lg_search_to_json(&sr));
         json_t *imj = json_object();
         json_object_set_new(imj, "count", json_integer(local ? local->lib.n : imgs.n));
-        json_object_set_new(imj, "path", images ? json_string(images) : local ? json_string(lo.data) : json_null());
+        json_object_set_new(imj, "path", images ? json_string(images) : local ? json_string(data) : json_null());
         if (local) {
             json_t *lj = json_object();
-            json_object_set_new(lj, "model", dlp_infer_model_to_json(&local->model));
-            const dlp_serve_ladder *l0 = &local->ladders[0];
+            json_object_set_new(lj, "model", dlp_infer_model_to_json(&local->stack.model));
+            const dlp_serve_ladder *l0 = &local->stack.ladders[0];
             json_object_set_new(lj, "plan", dlp_infer_engine_plan_json(&l0->plans[l0->n - 1]));
             json_object_set_new(lj, "plans", json_integer((json_int_t)l0->n * local->threads));
             json_object_set_new(lj, "preprocessed", json_true());
@@ -400,12 +371,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
             json_object_set_new(j, "local_sut", lj);
         }
         json_object_set_new(j, "images", imj);
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        json_object_set_new(j, "host", dlp_host_to_json(&h));
-        json_object_set_new(j, "versions", dlp_versions_to_json());
-        st = dlp_json_write(j, json_path, DLP_WRITE_NOCLOBBER);
-        json_decref(j);
+        st = dlp_cli_write_result(j, json_path);
         if (st) dlp_err_print(stderr), dlp_err_clear();
         else fprintf(stderr, "loadgen: result written to %s\n", json_path);
     }

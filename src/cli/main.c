@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/fs.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "hw/host.h"
 
 static const dlp_cli_cmd k_cmds[] = {
     {"run", dlp_cli_run, "the whole flow on this machine: data preparation, monitored training, inference, bottleneck, cost, catalog"},
@@ -30,6 +32,24 @@ int dlp_cli_fail(dlp_status st) {
     if (st == DLP_ERR_CANCELLED && dlp_err_msg()[0] == '\0') return 0;  // --help
     dlp_err_print(stderr);
     return st == DLP_ERR_INVALID ? 2 : 1;
+}
+
+dlp_status dlp_cli_parse(dlp_opt *opts, const char *usage, int argc, char **argv) {
+    int rest;
+    dlp_status st = dlp_opts_parse(opts, usage, argc, argv, &rest);  // no trace: --help returns an empty message
+    if (st) return st;
+    if (rest < argc) return DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[rest]);
+    return DLP_OK;
+}
+
+dlp_status dlp_cli_write_result(json_t *result, const char *path) {
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_object_set_new(result, "host", dlp_host_to_json(&h));
+    json_object_set_new(result, "versions", dlp_versions_to_json());
+    dlp_status st = dlp_json_write(result, path, DLP_WRITE_NOCLOBBER);
+    json_decref(result);
+    return st;
 }
 
 int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv) {
