@@ -1,38 +1,35 @@
 // backend/registry: the static table of backends compiled in, and lookup by --device name.
-// A new backend is one folder backend/<name>/ defining its ops table (backend/backend_impl.h) plus one line in
-// k_backends (guarded by its build switch).
+// A new backend is one folder backend/<name>/ defining its ops table `const dlp_backend_ops dlp_backend_<name>`
+// (backend/backend_impl.h) plus one X(<name>) in DLP_BACKEND_LIST below.
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/backend_impl.h"
 
-// Each backend's ops table, defined in its own file (ref/ref.c, cpu/cpu.c, cuda/cuda.c, sim/sim.c).
-extern const dlp_backend dlp_backend_ref;
+// The backends compiled in, preferred first: the first entry available here is the default device (sim last: never
+// the default; cuda after ref: callers take the first entry as the default device without asking available()).
+// One X(<name>) per backend, under its build switch; it declares backend/<name>/'s `dlp_backend_<name>` table and
+// puts it in k_backends.
 #ifdef DLP_HAVE_DNNL
-extern const dlp_backend dlp_backend_cpu;
+#define IF_DNNL(x) x
+#else
+#define IF_DNNL(x)
 #endif
 #ifdef DLP_HAVE_CUDA
-extern const dlp_backend dlp_backend_cuda;  // backend/cuda/: cuDNN/cuBLAS, with USE_CUDA
+#define IF_CUDA(x) x
+#else
+#define IF_CUDA(x)
 #endif
-extern const dlp_backend dlp_backend_sim;  // backend/sim/: an emulated GPU, always built
+#define DLP_BACKEND_LIST(X) X(ref) IF_DNNL(X(cpu)) IF_CUDA(X(cuda)) X(sim)
+
+#define DLP_BACKEND_DECLARE(name) extern const dlp_backend_ops dlp_backend_##name;
+#define DLP_BACKEND_ENTRY(name) &dlp_backend_##name,
+DLP_BACKEND_LIST(DLP_BACKEND_DECLARE)
+static const dlp_backend_ops *const k_backends[] = {DLP_BACKEND_LIST(DLP_BACKEND_ENTRY) NULL};
 
 // Backends this build may have, for the message when one is asked for that is not compiled in.
 static const char *const k_known[] = {"ref", "cpu", "cuda", "sim"};
-
-// Preferred first: the first entry available here is the default device. One line per backend, each under its
-// own build switch.
-static const dlp_backend_ops *const k_backends[] = {
-    &dlp_backend_ref,
-#ifdef DLP_HAVE_DNNL
-    &dlp_backend_cpu,
-#endif
-#ifdef DLP_HAVE_CUDA
-    &dlp_backend_cuda,  // after ref: callers take the first entry as the default device without asking available()
-#endif
-    &dlp_backend_sim,  // last: never the default device
-    NULL,
-};
 
 const dlp_backend *const *dlp_backends(void) { return k_backends; }
 

@@ -3,14 +3,15 @@
 
 #include "dist/comm_impl.h"
 
-extern const dlp_comm_ops dlp_comm_local;
+// Launcher-aware communicators first: `auto` takes the first whose launched() is true; `local` (always launched)
+// last. A new communicator is one file dist/comm_<name>.c defining `const dlp_comm_ops dlp_comm_<name>`
+// (dist/comm_impl.h) and one X(<name>) here, under its build switch; the X declares it and puts it in k_comms.
+#define DLP_COMM_LIST(X) X(local)
 
-// Launcher-aware communicators first: `auto` takes the first whose launched() is true; `local` is always last.
-// A new communicator is one line here, under its build switch.
-static const dlp_comm_ops *const k_comms[] = {
-    &dlp_comm_local,
-    NULL,
-};
+#define DLP_COMM_DECLARE(name) extern const dlp_comm_ops dlp_comm_##name;
+#define DLP_COMM_ENTRY(name) &dlp_comm_##name,
+DLP_COMM_LIST(DLP_COMM_DECLARE)
+static const dlp_comm_ops *const k_comms[] = {DLP_COMM_LIST(DLP_COMM_ENTRY) NULL};
 
 const char *dlp_comm_kinds(void) {
     static char list[128];

@@ -25,7 +25,6 @@ static dlp_status local_wait(dlp_comm *c, dlp_comm_req *req) { return DLP_OK; }
 static dlp_status local_broadcast(dlp_comm *c, void *buf, size_t bytes, int root) { return DLP_OK; }
 static dlp_status local_barrier(dlp_comm *c) { return DLP_OK; }
 
-extern const dlp_comm_ops dlp_comm_local;
 const dlp_comm_ops dlp_comm_local = {
     .name = "local",
     .launched = local_launched,

@@ -84,10 +84,8 @@ typedef struct dlp_mon_source_ops {
     void (*close)(void *state);
 } dlp_mon_source_ops;
 
-// The registry: every source in the order they are sampled; NULL-terminated.
+// The registry (monitor/sources.c): every source in the order they are sampled; NULL-terminated.
 extern const dlp_mon_source_ops *const dlp_mon_sources[];
-extern const dlp_mon_source_ops dlp_mon_src_cpu, dlp_mon_src_proc, dlp_mon_src_mem, dlp_mon_src_disk,
-    dlp_mon_src_net, dlp_mon_src_rapl, dlp_mon_src_gpu;
 
 // --- helpers -------------------------------------------------------------------------------------------------
 // root + rel into buf (rel starts with "/").
