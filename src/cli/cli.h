@@ -53,6 +53,7 @@ int dlp_cli_validate(int argc, char **argv);
 int dlp_cli_catalog(int argc, char **argv);
 int dlp_cli_monitor(int argc, char **argv);
 int dlp_cli_gpu(int argc, char **argv);
+int dlp_cli_dist(int argc, char **argv);
 int dlp_cli_infer(int argc, char **argv);
 int dlp_cli_serve(int argc, char **argv);
 int dlp_cli_loadgen(int argc, char **argv);

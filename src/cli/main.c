@@ -20,6 +20,7 @@ static const dlp_cli_cmd k_cmds[] = {
     {"validate", dlp_cli_validate, "run real training configurations and compare each with its prediction (MAPE)"},
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},
     {"monitor", dlp_cli_monitor, "run a command and monitor CPU, memory, disk, network, power and GPUs"},
+    {"dist", dlp_cli_dist, "data-parallel communicators: allreduce bandwidth (dist bench, under mpirun)"},
     {"gpu", dlp_cli_gpu, "the CUDA GPU: info, bench (ResNet throughput), probe (GPU profile)"},
     {"infer", dlp_cli_infer, "inference throughput over batch sizes, latency percentiles, top-5 of given images"},
     {"serve", dlp_cli_serve, "HTTP classification service with dynamic batching (POST /v1/classify)"},

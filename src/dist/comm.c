@@ -6,7 +6,12 @@
 // Launcher-aware communicators first: `auto` takes the first whose launched() is true; `local` (always launched)
 // last. A new communicator is one file dist/comm_<name>.c defining `const dlp_comm_ops dlp_comm_<name>`
 // (dist/comm_impl.h) and one X(<name>) here, under its build switch; the X declares it and puts it in k_comms.
-#define DLP_COMM_LIST(X) X(local)
+#ifdef DLP_HAVE_MPI
+#define IF_MPI(x) x
+#else
+#define IF_MPI(x)
+#endif
+#define DLP_COMM_LIST(X) IF_MPI(X(mpi)) X(local)
 
 #define DLP_COMM_DECLARE(name) extern const dlp_comm_ops dlp_comm_##name;
 #define DLP_COMM_ENTRY(name) &dlp_comm_##name,
@@ -74,6 +79,11 @@ dlp_status dlp_comm_allreduce(dlp_comm *c, float *buf, int64_t count, void *stre
 dlp_status dlp_comm_broadcast(dlp_comm *c, void *buf, size_t bytes, int root) {
     if (root < 0 || root >= c->size) return DLP_ERR(DLP_ERR_INVALID, "broadcast from rank %d of %d", root, c->size);
     return c->size == 1 ? DLP_OK : c->ops->broadcast(c, buf, bytes, root);
+}
+
+dlp_status dlp_comm_gather(dlp_comm *c, const void *send, size_t bytes, void *recv, int root) {
+    if (root < 0 || root >= c->size) return DLP_ERR(DLP_ERR_INVALID, "gather to rank %d of %d", root, c->size);
+    return c->ops->gather(c, send, bytes, recv, root);
 }
 
 dlp_status dlp_comm_barrier(dlp_comm *c) { return c->size == 1 ? DLP_OK : c->ops->barrier(c); }

@@ -4,7 +4,7 @@
 // buffers). One communicator per run, chosen from how the process was started (`--dist auto`).
 // Defines: dlp_comm, dlp_comm_req, dlp_comm_open, dlp_comm_free, dlp_comm_name, dlp_comm_rank, dlp_comm_size,
 //          dlp_comm_local_rank, dlp_comm_allreduce_start, dlp_comm_wait, dlp_comm_allreduce, dlp_comm_broadcast,
-//          dlp_comm_barrier, dlp_comm_kinds.
+//          dlp_comm_gather, dlp_comm_barrier, dlp_comm_kinds.
 #ifndef DLP_DIST_COMM_H
 #define DLP_DIST_COMM_H
 #include <stddef.h>
@@ -33,6 +33,8 @@ dlp_status dlp_comm_wait(dlp_comm *c, dlp_comm_req *req);  // NULL req: nothing
 dlp_status dlp_comm_allreduce(dlp_comm *c, float *buf, int64_t count, void *stream);  // start + wait
 // bytes from root's buf to every rank's buf.
 dlp_status dlp_comm_broadcast(dlp_comm *c, void *buf, size_t bytes, int root);
+// bytes from every rank's send into root's recv (size x bytes, in rank order); recv is not touched elsewhere.
+dlp_status dlp_comm_gather(dlp_comm *c, const void *send, size_t bytes, void *recv, int root);
 dlp_status dlp_comm_barrier(dlp_comm *c);
 
 #endif

@@ -14,6 +14,7 @@ typedef struct dlp_comm_ops {
     dlp_status (*allreduce_start)(dlp_comm *c, float *buf, int64_t count, void *stream, dlp_comm_req **req);
     dlp_status (*wait)(dlp_comm *c, dlp_comm_req *req);
     dlp_status (*broadcast)(dlp_comm *c, void *buf, size_t bytes, int root);
+    dlp_status (*gather)(dlp_comm *c, const void *send, size_t bytes, void *recv, int root);
     dlp_status (*barrier)(dlp_comm *c);
 } dlp_comm_ops;
 

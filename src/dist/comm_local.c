@@ -1,6 +1,7 @@
 // dist/comm_local: one process, no peers — every collective is a no-op. The communicator of every single-device run,
 // so the training loop's allreduce phase always exists and scale-out only swaps the communicator.
 #include <stdlib.h>
+#include <string.h>
 
 #include "dist/comm_impl.h"
 
@@ -24,6 +25,10 @@ static dlp_status local_allreduce_start(dlp_comm *c, float *buf, int64_t count, 
 static dlp_status local_wait(dlp_comm *c, dlp_comm_req *req) { return DLP_OK; }
 static dlp_status local_broadcast(dlp_comm *c, void *buf, size_t bytes, int root) { return DLP_OK; }
 static dlp_status local_barrier(dlp_comm *c) { return DLP_OK; }
+static dlp_status local_gather(dlp_comm *c, const void *send, size_t bytes, void *recv, int root) {
+    memcpy(recv, send, bytes);
+    return DLP_OK;
+}
 
 const dlp_comm_ops dlp_comm_local = {
     .name = "local",
@@ -33,5 +38,6 @@ const dlp_comm_ops dlp_comm_local = {
     .allreduce_start = local_allreduce_start,
     .wait = local_wait,
     .broadcast = local_broadcast,
+    .gather = local_gather,
     .barrier = local_barrier,
 };
