@@ -42,6 +42,7 @@ static void fmt_duration(double s, char *buf, size_t len) {
 static int on_event(void *vctx, const dlp_train_event *ev) {
     cli_ctx *ctx = vctx;
     char eta[32];
+    if (ev->rank != 0) return g_interrupted != 0;  // data-parallel runs: rank 0 reports
     switch (ev->kind) {
     case DLP_TRAIN_EV_LOG:
         if (!ctx->log_steps) break;
@@ -165,6 +166,16 @@ static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, con
         mget(m, "proc.rss_bytes", "max", &rss))
         printf("%-11s machine CPU %.0f%% busy, this process %.0f%% of one core on average, peak RSS %.0f MiB\n",
                "monitor", util, proc, rss / (1 << 20));
+    const json_t *dist = json_object_get(j, "dist");
+    if (r->world > 1) {
+        const json_t *bw = json_object_get(dist, "allreduce_busbw_gb_s");
+        printf("%-11s %d ranks (%s), global batch %d: %.2f img/s over all ranks; gradient allreduce %.2f ms/step "
+               "(%.1f MB, bus bandwidth %.3f GB/s)\n",
+               "dist", r->world, json_string_value(json_object_get(dist, "communicator")), c->batch * r->world,
+               r->img_per_s * r->world, json_number_value(json_object_get(dist, "allreduce_ms_per_step")),
+               json_number_value(json_object_get(dist, "allreduce_bytes_per_step")) / 1e6,
+               json_is_number(bw) ? json_number_value(bw) : 0.0);
+    }
     if (r->last_checkpoint[0]) printf("%-11s %s\n", "checkpoint", r->last_checkpoint);
     if (json_path) printf("%-11s %s\n", "result", json_path);
 }
@@ -266,6 +277,7 @@ int dlp_cli_train(int argc, char **argv) {
          "earlier measurement on this machine and build, or none", "measure|cached|off", 0},
         {"sync-phases", 0, DLP_OPT_FLAG, &c.sync_phases, NULL, NULL, "asynchronous devices: wait after each phase (exact split)", NULL, 0},
         {"bucket-elems", 0, DLP_OPT_I64, &c.bucket_elems, "0", "N", "gradient bucket size in elements (0: one bucket)", NULL, 0},
+        {"dist", 0, DLP_OPT_STR, &c.dist, "auto", "KIND", "communicator: auto (mpi when started by mpirun/srun, else local), local, mpi; each rank trains on its shard", NULL, 0},
         {0},
     };
     int rest;
@@ -339,8 +351,9 @@ int dlp_cli_train(int argc, char **argv) {
         json_object_set_new(json_object_get(r.json, "run"), "stopped_by", json_string("interrupted"));
         snprintf(r.stopped_by, sizeof r.stopped_by, "interrupted");
     }
-    if (st == DLP_OK) print_summary(&c, &r, json_path);
-    if (json_path && r.json) {
+    const int reporter = r.rank == 0;  // data-parallel runs: rank 0 prints and writes the result
+    if (st == DLP_OK && reporter) print_summary(&c, &r, json_path);
+    if (json_path && r.json && reporter) {
         dlp_status wst = dlp_json_write(r.json, json_path, DLP_WRITE_NOCLOBBER);
         if (st == DLP_OK) st = wst;
         else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);

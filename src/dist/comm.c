@@ -86,4 +86,8 @@ dlp_status dlp_comm_gather(dlp_comm *c, const void *send, size_t bytes, void *re
     return c->ops->gather(c, send, bytes, recv, root);
 }
 
+void dlp_comm_abort(dlp_comm *c, int code) {
+    if (c && c->size > 1) c->ops->abort(c, code);
+}
+
 dlp_status dlp_comm_barrier(dlp_comm *c) { return c->size == 1 ? DLP_OK : c->ops->barrier(c); }

@@ -36,5 +36,8 @@ dlp_status dlp_comm_broadcast(dlp_comm *c, void *buf, size_t bytes, int root);
 // bytes from every rank's send into root's recv (size x bytes, in rank order); recv is not touched elsewhere.
 dlp_status dlp_comm_gather(dlp_comm *c, const void *send, size_t bytes, void *recv, int root);
 dlp_status dlp_comm_barrier(dlp_comm *c);
+// A rank that cannot go on: with several ranks, ends them all (exit status code) so none waits forever in a
+// collective; with one, returns and the caller fails as usual.
+void dlp_comm_abort(dlp_comm *c, int code);
 
 #endif

@@ -16,6 +16,7 @@ typedef struct dlp_comm_ops {
     dlp_status (*broadcast)(dlp_comm *c, void *buf, size_t bytes, int root);
     dlp_status (*gather)(dlp_comm *c, const void *send, size_t bytes, void *recv, int root);
     dlp_status (*barrier)(dlp_comm *c);
+    void (*abort)(dlp_comm *c, int code);  // ends every rank's process (a rank that failed alone would hang the rest)
 } dlp_comm_ops;
 
 // Every communicator's state starts with this.

@@ -25,6 +25,7 @@ static dlp_status local_allreduce_start(dlp_comm *c, float *buf, int64_t count, 
 static dlp_status local_wait(dlp_comm *c, dlp_comm_req *req) { return DLP_OK; }
 static dlp_status local_broadcast(dlp_comm *c, void *buf, size_t bytes, int root) { return DLP_OK; }
 static dlp_status local_barrier(dlp_comm *c) { return DLP_OK; }
+static void local_abort(dlp_comm *c, int code) {}
 static dlp_status local_gather(dlp_comm *c, const void *send, size_t bytes, void *recv, int root) {
     memcpy(recv, send, bytes);
     return DLP_OK;
@@ -40,4 +41,5 @@ const dlp_comm_ops dlp_comm_local = {
     .broadcast = local_broadcast,
     .gather = local_gather,
     .barrier = local_barrier,
+    .abort = local_abort,
 };

@@ -174,6 +174,8 @@ static dlp_status mpi_barrier(dlp_comm *base) {
     return rc == MPI_SUCCESS ? DLP_OK : mpi_fail(rc, "MPI_Barrier");
 }
 
+static void mpi_abort(dlp_comm *base, int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
 const dlp_comm_ops dlp_comm_mpi = {
     .name = "mpi",
     .launched = mpi_launched,
@@ -184,4 +186,5 @@ const dlp_comm_ops dlp_comm_mpi = {
     .broadcast = mpi_broadcast,
     .gather = mpi_gather,
     .barrier = mpi_barrier,
+    .abort = mpi_abort,
 };

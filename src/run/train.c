@@ -76,6 +76,7 @@ static int fire(dlp_trainer *t, dlp_train_event *ev) {
     ev->total_steps = t->total_steps;
     ev->steps_per_epoch = t->spe;
     ev->elapsed_s = dlp_ns_to_s(dlp_now_ns() - t->t_run0);
+    ev->rank = t->rank;
     return t->c.callback(t->c.callback_ctx, ev);
 }
 
@@ -115,6 +116,10 @@ static json_t *ck_config_json(const dlp_trainer *t) {
 }
 
 static dlp_status save_checkpoint(dlp_trainer *t) {
+    if (t->rank != 0) {  // the weights are the same on every rank: rank 0 writes them
+        t->last_ck_step = t->pos.step;
+        return DLP_OK;
+    }
     int64_t t0 = dlp_now_ns();
     DLP_CHECK(dlp_mkdirs(t->c.checkpoint_dir));
     char path[1024];
@@ -256,6 +261,14 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
         if (st) return dlp_err_trace(st, __FILE__, __LINE__, "validation step");
         dlp_monitor_count(t->mon, DLP_MONITOR_IMAGES, b->n);
     }
+    if (t->world > 1) {  // each rank evaluated its shard: the totals over the ranks (exact: counts below 2^24)
+        float tot[4] = {(float)n, (float)c1, (float)c5, (float)loss_sum};
+        DLP_CHECK(dlp_comm_allreduce(t->comm, tot, 4, NULL));
+        n = llroundf(tot[0] * t->world);
+        c1 = llroundf(tot[1] * t->world);
+        c5 = llroundf(tot[2] * t->world);
+        loss_sum = (double)tot[3] * t->world;
+    }
     double ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     double top1 = n ? (double)c1 / n : 0, top5 = n ? (double)c5 / n : 0, loss = n ? loss_sum / n : 0;
     t->last_top1 = top1;
@@ -317,6 +330,21 @@ static void log_event(dlp_trainer *t, int64_t now) {
     t->log_wait_ns = 0;
 }
 
+// Whether to stop now. Data-parallel runs stop together: a stop any rank saw (a signal, the time limit, a callback)
+// stops every rank at the same point, so none is left waiting in a collective; every rank asks at the same points
+// (the loop conditions), so the tiny allreduce lines up.
+static int stop_now(dlp_trainer *t) {
+    if (t->world > 1) {
+        float any = t->stopped_by[0] ? 1.0f : 0.0f;
+        if (dlp_comm_allreduce(t->comm, &any, 1, NULL) != DLP_OK) {
+            snprintf(t->stopped_by, sizeof t->stopped_by, "error");
+            return 1;
+        }
+        if (any > 0 && !t->stopped_by[0]) snprintf(t->stopped_by, sizeof t->stopped_by, "another-rank");
+    }
+    return t->stopped_by[0] != 0;
+}
+
 static dlp_status train_loop(dlp_trainer *t) {
     const dlp_train_cfg *c = &t->c;
     // The step's phases (input .. update, the allreduce through the run's communicator) come from run/step; this loop
@@ -332,14 +360,14 @@ static dlp_status train_loop(dlp_trainer *t) {
     t->t_loop0 = tprev;
     t->log_step0 = t->pos.step;
     dlp_status st = DLP_OK;
-    while (t->pos.step < t->stop_at && !t->stopped_by[0]) {
+    while (t->pos.step < t->stop_at && !stop_now(t)) {
         if (!epoch_started) DLP_CHECK(dlp_loader_start_epoch_at(t->tl, epoch, skip));
         skip = 0;
         epoch_started = 0;
         epoch_phase(t, epoch);
         dlp_train_epoch_stats *es = &t->epochs[epoch - t->resume_pos.epoch];
         int epoch_done = 0;
-        while (t->pos.step < t->stop_at && !t->stopped_by[0]) {
+        while (t->pos.step < t->stop_at && !stop_now(t)) {
             const int64_t ts0 = tprev;
             dlp_batch *b;
             DLP_CHECK(dlp_loader_next(t->tl, &b));
@@ -449,7 +477,7 @@ static dlp_status train_loop(dlp_trainer *t) {
         dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
                               .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
         if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
-        const int more = t->pos.step < t->stop_at && !t->stopped_by[0];
+        const int more = t->pos.step < t->stop_at && !stop_now(t);
         // Start loading the next epoch now, so the loader works while we evaluate and save.
         if (more) {
             DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
@@ -477,6 +505,23 @@ static dlp_status train_loop(dlp_trainer *t) {
     if (!t->stopped_by[0]) snprintf(t->stopped_by, sizeof t->stopped_by, "%s",
                                     t->pos.step >= t->total_steps ? (c->steps > 0 ? "steps" : "epochs") : "stop-at-step");
     return DLP_OK;
+}
+
+// Every rank's figures into rank 0's t->rank_figs (world x DLP_TRAIN_RANK_FIGS).
+static dlp_status gather_ranks(dlp_trainer *t) {
+    double mine[DLP_TRAIN_RANK_FIGS] = {0};
+    mine[DLP_TRAIN_RANK_STEPS] = (double)t->steps_run;
+    mine[DLP_TRAIN_RANK_IMAGES] = (double)t->images;
+    mine[DLP_TRAIN_RANK_DATA_WAIT_MS] = dlp_ns_to_ms(t->ph_ns[DLP_TRAIN_PH_DATA_WAIT]);
+    for (int p = DLP_TRAIN_PH_INPUT; p <= DLP_TRAIN_PH_UPDATE; p++)
+        if (p != DLP_TRAIN_PH_ALLREDUCE) mine[DLP_TRAIN_RANK_COMPUTE_MS] += dlp_ns_to_ms(t->ph_ns[p]);
+    mine[DLP_TRAIN_RANK_ALLREDUCE_MS] = dlp_ns_to_ms(t->ph_ns[DLP_TRAIN_PH_ALLREDUCE]);
+    for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) mine[DLP_TRAIN_RANK_LOOP_MS] += dlp_ns_to_ms(t->ph_ns[p]);
+    if (t->rank == 0) {
+        t->rank_figs = calloc((size_t)t->world * DLP_TRAIN_RANK_FIGS, sizeof *t->rank_figs);
+        DLP_TRY_ALLOC(t->rank_figs);
+    }
+    return dlp_comm_gather(t->comm, mine, sizeof mine, t->rank_figs, 0);
 }
 
 // ---- setup --------------------------------------------------------------------------------------------------------
@@ -548,6 +593,8 @@ static void loader_cfg(const dlp_trainer *t, dlp_dataset *ds, dlp_xform_kind kin
     const dlp_train_cfg *c = &t->c;
     dlp_loader_cfg_defaults(lc, ds, kind);
     lc->batch = c->batch;
+    lc->rank = t->rank;  // this rank's shard of every epoch
+    lc->world = t->world;
     lc->workers = c->workers;
     lc->prefetch = c->prefetch;
     lc->transform.out_w = lc->transform.out_h = c->size;
@@ -591,6 +638,13 @@ static int resumes_from(const char *resume, const char *dir) {
 static dlp_status setup(dlp_trainer *t) {
     dlp_train_cfg *c = &t->c;
     DLP_CHECK(check_cfg(c));
+    DLP_CHECK(dlp_comm_open(c->dist, &t->comm));
+    t->rank = dlp_comm_rank(t->comm);
+    t->world = dlp_comm_size(t->comm);
+    if (t->rank != 0) {  // rank 0 reports and measures for the run
+        c->monitor = 0;
+        c->peak = DLP_TRAIN_PEAK_OFF;
+    }
     if (!c->device || !c->device[0]) c->device = dlp_backend_find("cpu", NULL) ? "cpu" : "ref";
     dlp_err_clear();
     t->ops = dlp_backend_find(c->device, &t->dev_arg);
@@ -599,13 +653,17 @@ static dlp_status setup(dlp_trainer *t) {
     if (dlp_backend_available(t->ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
     t->async = strcmp(dlp_backend_name(t->ops), "cuda") == 0;
+    if (t->async && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
+        snprintf(t->dev_arg_buf, sizeof t->dev_arg_buf, "%d", dlp_comm_local_rank(t->comm));
+        t->dev_arg = t->dev_arg_buf;
+    }
     int dthreads, dworkers;
     dlp_train_default_threads(c->device, &dthreads, &dworkers);
     if (c->threads == 0) c->threads = dthreads;
     if (c->workers == 0) c->workers = dworkers;
     if (c->prefetch == 0) c->prefetch = 2 * c->workers < 2 ? 2 : 2 * c->workers;
     if (c->steps == 0 && c->epochs == 0) c->epochs = 1;
-    if (c->checkpoint_dir) {
+    if (c->checkpoint_dir && t->rank == 0) {
         // one writer at a time; the lock goes with the process, so a killed run never blocks its resumption
         DLP_CHECK(dlp_ckdir_lock(c->checkpoint_dir, &t->ck_lock_fd));
         if (!resumes_from(c->resume, c->checkpoint_dir)) {  // never write over another run's
@@ -624,7 +682,10 @@ static dlp_status setup(dlp_trainer *t) {
                      removed, c->checkpoint_dir);
     }
 
+    // Rank 0 opens (and on first use generates) the data first; the others then find it ready.
+    if (t->world > 1 && t->rank != 0) DLP_CHECK(dlp_comm_barrier(t->comm));
     DLP_CHECK(open_data(t));
+    if (t->world > 1 && t->rank == 0) DLP_CHECK(dlp_comm_barrier(t->comm));
     int classes = c->classes > 0 ? c->classes : t->train_ds->nclasses;
     if (t->train_ds->nclasses > classes)
         return DLP_ERR(DLP_ERR_INVALID, "--classes %d, but the training set %s has %d classes", classes,
@@ -655,7 +716,6 @@ static dlp_status setup(dlp_trainer *t) {
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
     int64_t t0 = dlp_now_ns();
     DLP_CHECK(dlp_plan_create(t->ops, &t->net, &pc, &t->plan));
-    DLP_CHECK(dlp_comm_open("local", &t->comm));
     t->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     dlp_plan_input_format(t->plan, &t->in_layout, &t->in_dtype);
 
@@ -676,7 +736,7 @@ static dlp_status setup(dlp_trainer *t) {
     s->base_lr = c->lr;
     s->scale_by_batch = c->lr_scale_by_batch;
     s->batch = c->batch;
-    s->world = 1;
+    s->world = t->world;  // the learning rate follows the global batch
     s->steps_per_epoch = t->spe;
     s->total_steps = t->total_steps;
     s->warmup_epochs = c->warmup_epochs;
@@ -709,6 +769,13 @@ static dlp_status setup(dlp_trainer *t) {
         DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
     } else {
         DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+    }
+    if (t->world > 1) {  // every rank starts from rank 0's weights, BN statistics and momentum
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->params, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->bufs, (size_t)t->net.buf_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->mom, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
     }
     t->stop_at = t->total_steps;
     if (c->stop_at_step > 0 && c->stop_at_step < t->stop_at) t->stop_at = c->stop_at_step;
@@ -749,6 +816,7 @@ static void teardown(dlp_trainer *t) {
     free(t->bufs);
     free(t->mom);
     free(t->epochs);
+    free(t->rank_figs);
     json_decref(t->evals);
     json_decref(t->ck_written);
 }
@@ -767,7 +835,7 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     // Stopped by its caller (dlperf train: SIGTERM from a scheduler, Ctrl-C), the checkpoint comes first: a grace
     // period (Slurm --signal, Kubernetes terminationGracePeriodSeconds) may end before an evaluation would.
     const int ck_due = t->c.checkpoint_dir && t->steps_run > 0;  // and last_ck_step != pos.step, checked each time
-    if (st == DLP_OK && strcmp(t->stopped_by, "callback") == 0 && ck_due && t->last_ck_step != t->pos.step)
+    if (st == DLP_OK && (strcmp(t->stopped_by, "callback") == 0 || strcmp(t->stopped_by, "another-rank") == 0) && ck_due && t->last_ck_step != t->pos.step)
         st = save_checkpoint(t);
     if (st == DLP_OK && t->c.eval && t->vl && t->last_eval_step != t->pos.step && t->steps_run > 0) st = run_eval(t, -1);
     if (st == DLP_OK && ck_due && t->last_ck_step != t->pos.step)
@@ -786,6 +854,12 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
         set_phase(t, "end");
         dlp_status ms = dlp_monitor_stop(t->mon);
         if (ms && st == DLP_OK) st = ms;
+    }
+    if (st == DLP_OK && t->world > 1) st = gather_ranks(t);
+    if (st && t->world > 1) {  // alone, this rank would leave the others waiting in a collective: end them all
+        fprintf(stderr, "rank %d of %d: ", t->rank, t->world);
+        dlp_err_print(stderr);
+        dlp_comm_abort(t->comm, 1);
     }
     // The result is built even after a failure (what was measured until then), with the error recorded.
     char err[1024] = "";

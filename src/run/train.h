@@ -63,6 +63,7 @@ typedef struct dlp_train_event {
     int64_t val_images;       // EVAL
     const char *path;         // CHECKPOINT: the model file written
     const double *phase_ms;   // STEP: this step's phase times (DLP_TRAIN_PH_COUNT)
+    int rank;                 // the process's rank (data-parallel runs: only rank 0 reports)
 } dlp_train_event;
 
 // Return non-zero to stop the run after this step (the result then says "stopped by the caller").
@@ -101,6 +102,8 @@ typedef struct dlp_train_cfg {
     int workers;                // loader threads; 0: dlp_train_default_threads
     int prefetch;               // batch slots in the loader's ring; 0: 2 x workers
     int64_t bucket_elems;       // gradient bucket size (0: one bucket)
+    const char *dist;           // communicator: NULL/"auto" (mpi when started by mpirun/srun, else local), "local",
+                                // "mpi"; with several ranks each trains on its shard and gradients are averaged
     uint64_t seed;              // weights, data order, augmentation (default 0)
     // ---- optimizer and schedule ----
     double lr;                  // base learning rate per 256 images when lr_scale_by_batch (default 0.1)
@@ -192,6 +195,7 @@ typedef struct dlp_train_result {
     char stopped_by[32];        // "steps", "epochs", "time-limit", "callback"
     char last_checkpoint[1024];
     int threads, workers;       // as used
+    int rank, world;            // this process's rank of `world` (1: one process); only rank 0 reports
     json_t *json;               // the "dlperf.train/1" result (owned)
 } dlp_train_result;
 

@@ -16,6 +16,10 @@
 #include "run/train.h"
 
 
+// Figures each rank of a data-parallel run sends rank 0 at the end (train.c gather_ranks), in this order.
+enum { DLP_TRAIN_RANK_STEPS, DLP_TRAIN_RANK_IMAGES, DLP_TRAIN_RANK_DATA_WAIT_MS, DLP_TRAIN_RANK_COMPUTE_MS,
+       DLP_TRAIN_RANK_ALLREDUCE_MS, DLP_TRAIN_RANK_LOOP_MS, DLP_TRAIN_RANK_FIGS };
+
 // Per-epoch accounting (one entry per epoch of the run, allocated before the loop).
 typedef struct dlp_train_epoch_stats {
     int64_t steps, images, correct_top1;
@@ -38,6 +42,9 @@ typedef struct dlp_trainer {
     float *params, *bufs, *mom;
     dlp_plan *plan;
     dlp_comm *comm;                // the run's communicator (local: one process)
+    int rank, world;               // dlp_comm_rank / dlp_comm_size
+    char dev_arg_buf[16];          // cuda under mpirun: the local rank as the device index
+    double *rank_figs;             // rank 0, at the end: DLP_TRAIN_RANK_FIGS figures per rank (train.c gather_ranks)
     double plan_ms;
     dlp_layout in_layout;
     dlp_dtype in_dtype;

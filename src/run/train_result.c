@@ -111,8 +111,45 @@ static void verdict(dlp_trainer *t, dlp_train_result *r) {
     }
 }
 
+// The data-parallel part of the result: the communicator, the global batch, the gradient allreduce (bytes, time per
+// step, bus bandwidth as nccl-tests defines it: bytes / time x 2(n-1)/n) and every rank's figures.
+static json_t *dist_json(const dlp_trainer *t) {
+    const int world = t->world > 0 ? t->world : 1;
+    json_t *d = json_object();
+    json_object_set_new(d, "communicator", json_string(t->comm ? dlp_comm_name(t->comm) : "local"));
+    json_object_set_new(d, "ranks", json_integer(world));
+    json_object_set_new(d, "global_batch", json_integer((json_int_t)t->c.batch * world));
+    const double bytes = world > 1 ? (double)t->net.param_count * sizeof(float) : 0;
+    const double ar_ms = safe_div(dlp_ns_to_ms(t->ph_ns[DLP_TRAIN_PH_ALLREDUCE]), (double)t->steps_run);
+    json_object_set_new(d, "allreduce_bytes_per_step", json_real(bytes));
+    json_object_set_new(d, "allreduce_ms_per_step", json_real(ar_ms));
+    // the whole gradient array after backward: all of it is exposed (nothing overlaps the backward yet)
+    json_object_set_new(d, "allreduce_exposed_ms_per_step", json_real(ar_ms));
+    json_object_set_new(d, "allreduce_hidden_ms_per_step", json_real(0));
+    json_object_set_new(d, "allreduce_busbw_gb_s",
+                        ar_ms > 0 && world > 1 ? json_real(bytes / (ar_ms * 1e-3) * 2.0 * (world - 1) / world * 1e-9)
+                                               : json_null());
+    json_t *per = json_array();
+    for (int i = 0; t->rank_figs && i < world; i++) {
+        const double *f = t->rank_figs + (size_t)i * DLP_TRAIN_RANK_FIGS, steps = f[DLP_TRAIN_RANK_STEPS];
+        json_t *e = json_object();
+        json_object_set_new(e, "rank", json_integer(i));
+        json_object_set_new(e, "steps", json_integer((json_int_t)steps));
+        json_object_set_new(e, "images", json_integer((json_int_t)f[DLP_TRAIN_RANK_IMAGES]));
+        json_object_set_new(e, "data_wait_ms_per_step", json_real(safe_div(f[DLP_TRAIN_RANK_DATA_WAIT_MS], steps)));
+        json_object_set_new(e, "compute_ms_per_step", json_real(safe_div(f[DLP_TRAIN_RANK_COMPUTE_MS], steps)));
+        json_object_set_new(e, "allreduce_ms_per_step", json_real(safe_div(f[DLP_TRAIN_RANK_ALLREDUCE_MS], steps)));
+        json_object_set_new(e, "img_per_s", json_real(safe_div(f[DLP_TRAIN_RANK_IMAGES], f[DLP_TRAIN_RANK_LOOP_MS] * 1e-3)));
+        json_array_append_new(per, e);
+    }
+    json_object_set_new(d, "per_rank", per);
+    return d;
+}
+
 void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     const dlp_train_cfg *c = &t->c;
+    r->rank = t->rank;
+    r->world = t->world > 0 ? t->world : 1;
     const int64_t now = dlp_now_ns();
     r->steps = t->steps_run;
     r->first_step = t->resumed ? t->resume_pos.step : 0;
@@ -334,6 +371,7 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(ck, "written", t->ck_written ? json_incref(t->ck_written) : json_array());
     json_object_set_new(ck, "last", t->last_ck[0] ? json_string(t->last_ck) : json_null());
     json_object_set_new(o, "checkpoints", ck);
+    json_object_set_new(o, "dist", dist_json(t));
     if (t->resumed) {
         json_t *rs = json_object();
         json_object_set_new(rs, "path", json_string(t->resume_path));
