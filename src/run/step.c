@@ -24,11 +24,71 @@ static dlp_status ph_loss(step_ctx *s) {
     return dlp_plan_loss(s->cfg->plan, s->b->labels, s->cfg->label_smoothing, &s->r->loss);
 }
 static dlp_status ph_backward(step_ctx *s) { return dlp_plan_backward(s->cfg->plan, NULL); }
+#define MAX_BUCKETS 1024
+
+struct dlp_step_overlap {
+    dlp_comm *comm;
+    float *grads;
+    dlp_comm_req *reqs[MAX_BUCKETS];
+    int n;                // in flight this step
+    dlp_status st;        // the first failure of a bucket's start (the callback cannot return it)
+    int64_t t_first;      // this step's first bucket (0: none yet)
+    int64_t buckets, hidden_ns;
+};
+
+dlp_status dlp_step_overlap_new(dlp_comm *comm, dlp_step_overlap **out) {
+    *out = calloc(1, sizeof **out);
+    DLP_TRY_ALLOC(*out);
+    (*out)->comm = comm;
+    return DLP_OK;
+}
+
+void dlp_step_overlap_bind(dlp_step_overlap *o, dlp_plan *plan) { o->grads = dlp_plan_grad_buffer(plan); }
+
+void dlp_step_on_bucket(void *ctx, int64_t offset, int64_t count) {
+    dlp_step_overlap *o = ctx;
+    if (!o || !o->comm || dlp_comm_size(o->comm) == 1 || o->st) return;
+    if (!o->grads || o->n >= MAX_BUCKETS) {
+        o->st = DLP_ERR(DLP_ERR_INTERNAL, "gradient bucket at %lld: %s", (long long)offset,
+                        o->grads ? "more than 1024 buckets in one step" : "no plan bound to the overlap");
+        return;
+    }
+    if (!o->t_first) o->t_first = dlp_now_ns();
+    dlp_comm_req *r = NULL;
+    o->st = dlp_comm_allreduce_start(o->comm, o->grads + offset, count, NULL, &r);
+    if (!o->st && r) o->reqs[o->n++] = r;
+    o->buckets++;
+}
+
+void dlp_step_overlap_stats(const dlp_step_overlap *o, int64_t *buckets, int64_t *hidden_ns) {
+    *buckets = o ? o->buckets : 0;
+    *hidden_ns = o ? o->hidden_ns : 0;
+}
+
+void dlp_step_overlap_free(dlp_step_overlap *o) {
+    if (!o) return;
+    for (int i = 0; i < o->n; i++) (void)dlp_comm_wait(o->comm, o->reqs[i]);  // a failed step's strays
+    free(o);
+}
+
 static dlp_status ph_allreduce(step_ctx *s) {
     dlp_comm *c = s->cfg->comm;
     if (!c || dlp_comm_size(c) == 1) return DLP_OK;
-    // The whole gradient array, once backward is done.
-    return dlp_comm_allreduce(c, dlp_plan_grad_buffer(s->cfg->plan), dlp_plan_param_count(s->cfg->plan), NULL);
+    dlp_step_overlap *o = s->cfg->overlap;
+    if (!o || !o->t_first) {  // nothing announced during backward: the whole gradient array now
+        if (o && o->st) return o->st;
+        return dlp_comm_allreduce(c, dlp_plan_grad_buffer(s->cfg->plan), dlp_plan_param_count(s->cfg->plan), NULL);
+    }
+    o->hidden_ns += dlp_now_ns() - o->t_first;  // the buckets' reductions ran behind the rest of backward
+    dlp_status st = o->st;
+    for (int i = 0; i < o->n; i++) {
+        dlp_status w = dlp_comm_wait(c, o->reqs[i]);
+        if (!st) st = w;
+    }
+    o->n = 0;
+    o->t_first = 0;
+    o->st = DLP_OK;
+    return st;
 }
 static dlp_status ph_update(step_ctx *s) { return dlp_plan_update(s->cfg->plan, &s->b->sgd); }
 

@@ -7,7 +7,7 @@
 // probe (perf/probe_compute.c) and the GPU probe (backend/cuda/cuda_probe.c) all step through here.
 // Defines: dlp_step_phase, dlp_step_cfg, dlp_step_batch, dlp_step_result, dlp_step_timer, dlp_step_run,
 //          dlp_step_bench_cfg, dlp_step_stats, dlp_step_bench_result, dlp_step_bench, dlp_step_bench_free,
-//          dlp_step_phase_name, dlp_step_fill_random.
+//          dlp_step_phase_name, dlp_step_fill_random, dlp_step_overlap (buckets reduced during backward).
 #ifndef DLP_RUN_STEP_H
 #define DLP_RUN_STEP_H
 #include <stdint.h>
@@ -39,9 +39,23 @@ typedef struct dlp_step_timer {
     dlp_status (*read)(void *ctx, int step, double *phase_ms, double *step_ms);
 } dlp_step_timer;
 
+// Gradient buckets reduced while backward goes on: the plan announces each bucket as its gradients become final
+// (dlp_plan_cfg.on_bucket = dlp_step_on_bucket, bucket_ctx = the overlap) and the communicator starts reducing it at
+// once; the step's allreduce phase then only waits for what is still in flight. Without announcements the phase
+// reduces the whole gradient array itself.
+typedef struct dlp_step_overlap dlp_step_overlap;
+dlp_status dlp_step_overlap_new(dlp_comm *comm, dlp_step_overlap **out);
+void dlp_step_overlap_bind(dlp_step_overlap *o, dlp_plan *plan);  // the plan made with it (its gradient array)
+void dlp_step_on_bucket(void *ctx, int64_t offset, int64_t count);
+// Totals since it was made: buckets started during backward, and the time from each step's first bucket to the end
+// of its backward (reduction hidden behind compute, at most).
+void dlp_step_overlap_stats(const dlp_step_overlap *o, int64_t *buckets, int64_t *hidden_ns);
+void dlp_step_overlap_free(dlp_step_overlap *o);
+
 typedef struct dlp_step_cfg {
     dlp_plan *plan;
     dlp_comm *comm;         // NULL: one process (the allreduce phase does nothing)
+    dlp_step_overlap *overlap;  // NULL: the allreduce phase reduces the whole gradient array after backward
     int train;              // 1: every phase, DLP_PASS_TRAIN; 0: input, forward with DLP_PASS_EVAL, and the loss
                             // when the batch has labels
     int sync_phases;        // wait for the device after each phase (each phase's time its own)
