@@ -103,7 +103,8 @@ static void put_int(void *p, size_t size, int64_t v) {
 
 static dlp_status read_num(const json_t *o, const dlp_field_def *f, double *v, const char *w) {
     const int opt = f->flags & DLP_FF_OPT;
-    if (f->flags & DLP_FF_POS) DLP_CHECK(opt ? dlp_field_opt_pos(o, f->key, f->def, v, w) : dlp_field_pos(o, f->key, v, w));
+    if (f->flags & DLP_FF_POS)
+        DLP_CHECK(opt ? dlp_field_opt_pos(o, f->key, f->def, v, w) : dlp_field_pos(o, f->key, v, w));
     else if (f->flags & DLP_FF_NONNEG)
         DLP_CHECK(opt ? dlp_field_opt_nonneg(o, f->key, f->def, v, w) : dlp_field_nonneg(o, f->key, v, w));
     else DLP_CHECK(opt ? dlp_json_opt_num(o, f->key, f->def, v, w) : dlp_json_get_num(o, f->key, v, w));
@@ -196,6 +197,13 @@ dlp_status dlp_fields_read(const json_t *o, const dlp_field_def *defs, void *rec
         if (f->check) DLP_CHECK(f->check(f, m, w));
     }
     return DLP_OK;
+}
+
+dlp_status dlp_fields_read_record(const json_t *o, const dlp_field_def *defs, void *rec, size_t size,
+                                  const char *where) {
+    memset(rec, 0, size);
+    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", where ? where : "JSON");
+    return dlp_fields_read(o, defs, rec, where);
 }
 
 void dlp_fields_write(json_t *o, const dlp_field_def *defs, const void *rec) {

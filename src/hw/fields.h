@@ -5,8 +5,9 @@
 // type, offsetof, range and defaults, and the reader (dlp_fields_read) and writer (dlp_fields_write) both walk that
 // table, so a field cannot be read under one name and written under another or be forgotten by one side.
 // Defines: dlp_field_pos, dlp_field_nonneg, dlp_field_opt_pos, dlp_field_opt_nonneg, dlp_field_int, dlp_field_str,
-//          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS,
-//          dlp_fields_read, dlp_fields_write, dlp_fields_read_array, dlp_fields_write_array.
+//          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS, DLP_FIELD_CB,
+//          dlp_fields_read, dlp_fields_read_record, dlp_fields_write,
+//          dlp_fields_read_array, dlp_fields_write_array.
 #ifndef DLP_HW_FIELDS_H
 #define DLP_HW_FIELDS_H
 #include <jansson.h>
@@ -88,11 +89,16 @@ struct dlp_field_def {
 #define DLP_FIELD_AS(T, key_, member, type_, flags_) \
     .key = (key_), .type = (type_), .off = offsetof(T, member), .size = sizeof(((T *)0)->member), .flags = (flags_)
 #define DLP_FIELD(T, member, type_, flags_) DLP_FIELD_AS(T, #member, member, type_, flags_)
+// A CUSTOM row: {DLP_FIELD_CB("rates", rates_read, rates_write)}; either callback may be NULL.
+#define DLP_FIELD_CB(key_, read_, write_) .key = (key_), .type = DLP_FT_CUSTOM, .read = (read_), .write = (write_)
 
 // Reads the table's fields of object o into rec, in table order; the first bad field is the error, naming `where`
 // and the key in the wording of the dlp_field_* readers above. Fields not in the table are ignored; members not in
 // it are left as they were.
 dlp_status dlp_fields_read(const json_t *o, const dlp_field_def *defs, void *rec, const char *where);
+// The same for a record on its own: rec (size bytes) zeroed, then o must be an object ("<where>: is not an object").
+dlp_status dlp_fields_read_record(const json_t *o, const dlp_field_def *defs, void *rec, size_t size,
+                                  const char *where);
 // Sets the table's fields of rec on object o, in table order.
 void dlp_fields_write(json_t *o, const dlp_field_def *defs, const void *rec);
 // An array of records: element i (zeroed first) read from a[i] with where "<where>: <key>[i]"; *n counts them.

@@ -11,13 +11,13 @@
 #include "core/json.h"
 #include "hw/fields.h"
 
-static const char *const k_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
+const char *const dlp_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
 
-const char *dlp_prec_name(dlp_prec p) { return (unsigned)p < DLP_PREC_COUNT ? k_prec_names[p] : "?"; }
+const char *dlp_prec_name(dlp_prec p) { return (unsigned)p < DLP_PREC_COUNT ? dlp_prec_names[p] : "?"; }
 
 dlp_status dlp_prec_parse(const char *s, dlp_prec *out) {
     for (int i = 0; i < DLP_PREC_COUNT; i++)
-        if (s && strcmp(s, k_prec_names[i]) == 0) {
+        if (s && strcmp(s, dlp_prec_names[i]) == 0) {
             *out = (dlp_prec)i;
             return DLP_OK;
         }
@@ -38,7 +38,7 @@ dlp_prec dlp_prec_from_dtype(dlp_dtype t, int tf32) {
     return tf32 ? DLP_PREC_TF32 : DLP_PREC_FP32;
 }
 
-static const char *const k_task_names[] = {"train", "infer"};  // by dlp_task
+const char *const dlp_task_names[2] = {"train", "infer"};
 
 const char *dlp_task_name(dlp_task t) { return t == DLP_TASK_INFER ? "infer" : "train"; }
 
@@ -73,11 +73,18 @@ static dlp_status stats_id_read(const json_t *o, const char *key, const char *wh
     return s->name[0] ? DLP_OK : dlp_field_opt_str(o, key, s->name, sizeof s->name, where);
 }
 
+// A required array of at least one element (its length limit and message are the caller's).
+static dlp_status nonempty_array(const json_t *o, const char *key, const char *where, const json_t **a) {
+    *a = json_object_get(o, key);
+    if (!json_is_array(*a) || json_array_size(*a) == 0)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not a non-empty array", where, key);
+    return DLP_OK;
+}
+
 static dlp_status stats_sizes_read(const json_t *o, const char *key, const char *where, void *rec) {
     dlp_dataset_stats *s = rec;
-    const json_t *sz = json_object_get(o, key);
-    if (!json_is_array(sz) || json_array_size(sz) == 0)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not a non-empty array", where, key);
+    const json_t *sz;
+    DLP_CHECK(nonempty_array(o, key, where, &sz));
     if (json_array_size(sz) > DLP_DATASET_MAX_SIZES)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has %zu entries (at most %d)", where, key, json_array_size(sz),
                        DLP_DATASET_MAX_SIZES);
@@ -92,17 +99,15 @@ static json_t *stats_sizes_write(const void *rec) {
 #define STATS_F(m, t, fl) DLP_FIELD(dlp_dataset_stats, m, t, fl)
 static const dlp_field_def k_stats_fields[] = {
     {STATS_F(name, DLP_FT_STR, DLP_FF_OPT)},
-    {.key = "id", .type = DLP_FT_CUSTOM, .read = stats_id_read},  // read only: the name when 'name' is absent
+    {DLP_FIELD_CB("id", stats_id_read, NULL)},  // read only: the name when 'name' is absent
     {STATS_F(images, DLP_FT_INT, 0), .min = 1, .max = INT64_MAX},
     {STATS_F(mean_bytes, DLP_FT_NUM, DLP_FF_POS)},  // mean JPEG file size
     {STATS_F(progressive_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE), .lo = 0, .hi = 1},
-    {.key = "sizes", .type = DLP_FT_CUSTOM, .read = stats_sizes_read, .write = stats_sizes_write},
+    {DLP_FIELD_CB("sizes", stats_sizes_read, stats_sizes_write)},
     {0}};
 
 dlp_status dlp_dataset_stats_from_json(const json_t *o, const char *where, dlp_dataset_stats *s) {
-    memset(s, 0, sizeof *s);
-    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", where);
-    DLP_CHECK(dlp_fields_read(o, k_stats_fields, s, where));
+    DLP_CHECK(dlp_fields_read_record(o, k_stats_fields, s, sizeof *s, where));
     return dlp_dataset_stats_normalize(s, where);
 }
 
@@ -155,7 +160,7 @@ static const dlp_field_def k_pipeline_coeff_fields[] = {
     {PIPE_F(loader_cost_scale, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS | DLP_FF_RANGE | DLP_FF_DEFNP), .def = 1, .lo = 0.25,
      .hi = 4},  // the loader's CPU per image over the stage fits
     {PIPE_F(cost_cv, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // coefficient of variation of one image's cost
-    {.key = "scaling", .type = DLP_FT_CUSTOM, .read = scaling_read, .write = scaling_write},
+    {DLP_FIELD_CB("scaling", scaling_read, scaling_write)},
     {PIPE_F(oversub_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // fraction of a core per extra thread
     {0}};
 
@@ -170,15 +175,22 @@ static const dlp_field_def k_scaling_fields[] = {
     {SCALE_F(efficiency, DLP_FT_NUM, DLP_FF_POS)},  // rate at `threads` / (threads x the single-thread rate)
     {0}};
 
+// An optional array of measured points (absent or null: none), at most max of them.
+static dlp_status read_points(const json_t *o, const char *key, const char *where, const dlp_field_def *defs,
+                              void *elems, size_t elem_size, int max, int *n) {
+    *n = 0;
+    const json_t *a = json_object_get(o, key);
+    if (!a || json_is_null(a)) return DLP_OK;
+    if (!json_is_array(a)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is not an array", where, key);
+    if (json_array_size(a) > (size_t)max)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d points", where, key, max);
+    return dlp_fields_read_array(a, defs, elems, elem_size, n, where, key);
+}
+
 static dlp_status scaling_read(const json_t *o, const char *key, const char *where, void *rec) {
     dlp_pipeline_profile *p = rec;
-    p->nscaling = 0;
-    const json_t *sc = json_object_get(o, key);
-    if (!sc || json_is_null(sc)) return DLP_OK;
-    if (!json_is_array(sc)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is not an array", where, key);
-    if (json_array_size(sc) > DLP_PIPELINE_MAX_SCALING)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d points", where, key, DLP_PIPELINE_MAX_SCALING);
-    return dlp_fields_read_array(sc, k_scaling_fields, p->scaling, sizeof p->scaling[0], &p->nscaling, where, key);
+    return read_points(o, key, where, k_scaling_fields, p->scaling, sizeof p->scaling[0], DLP_PIPELINE_MAX_SCALING,
+                       &p->nscaling);
 }
 
 static json_t *scaling_write(const void *rec) {
@@ -248,8 +260,8 @@ static const char *const k_kind_names[] = {"cpu", "gpu"};  // by dlp_device_kind
 
 #define RATE_F(m, t, fl) DLP_FIELD(dlp_rate, m, t, fl)
 static const dlp_field_def k_rate_fields[] = {
-    {RATE_F(task, DLP_FT_ENUM, 0), .names = k_task_names, .nnames = 2},
-    {DLP_FIELD_AS(dlp_rate, "precision", prec, DLP_FT_ENUM, 0), .names = k_prec_names, .nnames = DLP_PREC_COUNT},
+    {RATE_F(task, DLP_FT_ENUM, 0), .names = dlp_task_names, .nnames = 2},
+    {DLP_FIELD_AS(dlp_rate, "precision", prec, DLP_FT_ENUM, 0), .names = dlp_prec_names, .nnames = DLP_PREC_COUNT},
     {RATE_F(threads, DLP_FT_INT, DLP_FF_OPT), .min = 0, .max = 4096},          // cpu device; 0 for GPUs
     {RATE_F(batch_ref, DLP_FT_INT, DLP_FF_OPT), .min = 0, .max = 1 << 20},     // 0: not stated
     {RATE_F(model, DLP_FT_STR, DLP_FF_OPT | DLP_FF_OMIT0)},                     // "": any
@@ -272,9 +284,8 @@ static const dlp_field_def k_contention_fields[] = {
 
 static dlp_status rates_read(const json_t *o, const char *key, const char *where, void *rec) {
     dlp_device_profile *d = rec;
-    const json_t *rates = json_object_get(o, key);
-    if (!json_is_array(rates) || json_array_size(rates) == 0)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not a non-empty array", where, key);
+    const json_t *rates;
+    DLP_CHECK(nonempty_array(o, key, where, &rates));
     if (json_array_size(rates) > DLP_DEVICE_MAX_RATES)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d rows", where, key, DLP_DEVICE_MAX_RATES);
     return dlp_fields_read_array(rates, k_rate_fields, d->rates, sizeof d->rates[0], &d->nrates, where, key);
@@ -287,13 +298,8 @@ static json_t *rates_write(const void *rec) {
 
 static dlp_status contention_read(const json_t *o, const char *key, const char *where, void *rec) {
     dlp_device_profile *d = rec;
-    const json_t *cn = json_object_get(o, key);
-    if (!cn || json_is_null(cn)) return DLP_OK;
-    if (!json_is_array(cn)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is not an array", where, key);
-    if (json_array_size(cn) > DLP_DEVICE_MAX_CONTENTION)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d points", where, key, DLP_DEVICE_MAX_CONTENTION);
-    return dlp_fields_read_array(cn, k_contention_fields, d->contention, sizeof d->contention[0], &d->ncontention,
-                                 where, key);
+    return read_points(o, key, where, k_contention_fields, d->contention, sizeof d->contention[0],
+                       DLP_DEVICE_MAX_CONTENTION, &d->ncontention);
 }
 
 static json_t *contention_write(const void *rec) {  // none measured: no key
@@ -315,14 +321,12 @@ static const dlp_field_def k_device_fields[] = {
     {DEV_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {DEV_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {DEV_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {.key = "rates", .type = DLP_FT_CUSTOM, .read = rates_read, .write = rates_write},
-    {.key = "contention", .type = DLP_FT_CUSTOM, .read = contention_read, .write = contention_write},
+    {DLP_FIELD_CB("rates", rates_read, rates_write)},
+    {DLP_FIELD_CB("contention", contention_read, contention_write)},
     {0}};
 
 dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_profile *d) {
-    memset(d, 0, sizeof *d);
-    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", where);
-    DLP_CHECK(dlp_fields_read(o, k_device_fields, d, where));
+    DLP_CHECK(dlp_fields_read_record(o, k_device_fields, d, sizeof *d, where));
     return dlp_device_validate(d, where);
 }
 
@@ -499,21 +503,20 @@ static json_t *stats_write(const void *rec) {  // only when the profile has them
 }
 
 #define PROF_F(m, t, fl) DLP_FIELD(dlp_profile, m, t, fl)
-#define PROF_CB(k, r, w) {.key = (k), .type = DLP_FT_CUSTOM, .read = (r), .write = (w)}
 static const dlp_field_def k_profile_fields[] = {
-    PROF_CB("schema", schema_read, schema_write),  // DLP_PROFILE_SCHEMA
+    {DLP_FIELD_CB("schema", schema_read, schema_write)},  // DLP_PROFILE_SCHEMA
     {PROF_F(source, DLP_FT_STR, 0)},                // "probe", "catalog"
     {PROF_F(id, DLP_FT_STR, DLP_FF_OPT)},
     {PROF_F(name, DLP_FT_STR, DLP_FF_OPT)},
-    PROF_CB("created", created_read, created_write),  // ISO 8601
+    {DLP_FIELD_CB("created", created_read, created_write)},  // ISO 8601
     {PROF_F(host, DLP_FT_OBJ, 0), .sub = k_host_fields},
     {PROF_F(storage, DLP_FT_OBJ, 0), .sub = k_storage_fields},
     {PROF_F(pipeline, DLP_FT_OBJ, 0), .sub = k_pipeline_fields},
     {PROF_F(devices_per_node, DLP_FT_INT, 0), .min = 0, .max = 1024},  // 0: CPU-only host
-    PROF_CB("devices", devices_read, devices_write),
+    {DLP_FIELD_CB("devices", devices_read, devices_write)},
     {DLP_FIELD_AS(dlp_profile, "interconnect", net, DLP_FT_OBJ, DLP_FF_OPT), .sub = k_interconnect_fields},
     {PROF_F(cost, DLP_FT_OBJ, DLP_FF_OPT), .sub = k_cost_fields},
-    PROF_CB("stats", stats_read, stats_write),  // the workload's dataset (optional)
+    {DLP_FIELD_CB("stats", stats_read, stats_write)},  // the workload's dataset (optional)
     {PROF_F(notes, DLP_FT_STR, DLP_FF_OPT)},
     {0}};
 
