@@ -5,9 +5,9 @@
 // type, offsetof, range and defaults, and the reader (dlp_fields_read) and writer (dlp_fields_write) both walk that
 // table, so a field cannot be read under one name and written under another or be forgotten by one side.
 // Defines: dlp_field_pos, dlp_field_nonneg, dlp_field_opt_pos, dlp_field_opt_nonneg, dlp_field_int, dlp_field_str,
-//          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS, DLP_FIELD_CB,
-//          dlp_fields_read, dlp_fields_read_record, dlp_fields_write,
-//          dlp_fields_read_array, dlp_fields_write_array.
+//          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS,
+//          DLP_FIELD_CB, dlp_fields_read, dlp_fields_read_record, dlp_fields_write, dlp_fields_read_array,
+//          dlp_fields_write_array.
 #ifndef DLP_HW_FIELDS_H
 #define DLP_HW_FIELDS_H
 #include <jansson.h>
