@@ -11,13 +11,13 @@
 #include "core/json.h"
 #include "hw/fields.h"
 
-static const char *const k_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
+const char *const dlp_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
 
-const char *dlp_prec_name(dlp_prec p) { return (unsigned)p < DLP_PREC_COUNT ? k_prec_names[p] : "?"; }
+const char *dlp_prec_name(dlp_prec p) { return (unsigned)p < DLP_PREC_COUNT ? dlp_prec_names[p] : "?"; }
 
 dlp_status dlp_prec_parse(const char *s, dlp_prec *out) {
     for (int i = 0; i < DLP_PREC_COUNT; i++)
-        if (s && strcmp(s, k_prec_names[i]) == 0) {
+        if (s && strcmp(s, dlp_prec_names[i]) == 0) {
             *out = (dlp_prec)i;
             return DLP_OK;
         }
@@ -37,6 +37,8 @@ dlp_prec dlp_prec_from_dtype(dlp_dtype t, int tf32) {
     if (t == DLP_DTYPE_F16) return DLP_PREC_FP16;
     return tf32 ? DLP_PREC_TF32 : DLP_PREC_FP32;
 }
+
+const char *const dlp_task_names[2] = {"train", "infer"};
 
 const char *dlp_task_name(dlp_task t) { return t == DLP_TASK_INFER ? "infer" : "train"; }
 
@@ -58,57 +60,60 @@ dlp_status dlp_dataset_stats_normalize(dlp_dataset_stats *s, const char *where) 
     return DLP_OK;
 }
 
-dlp_status dlp_dataset_stats_from_json(const json_t *o, const char *where, dlp_dataset_stats *s) {
-    memset(s, 0, sizeof *s);
-    char w[320];
-    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", where);
-    DLP_CHECK(dlp_field_opt_str(o, "name", s->name, sizeof s->name, where));
-    if (!s->name[0]) DLP_CHECK(dlp_field_opt_str(o, "id", s->name, sizeof s->name, where));
-    int64_t n;
-    DLP_CHECK(dlp_field_int(o, "images", 1, INT64_MAX, &n, where));
-    s->images = n;
-    DLP_CHECK(dlp_field_pos(o, "mean_bytes", &s->mean_bytes, where));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "progressive_fraction", 0, &s->progressive_fraction, where));
-    if (s->progressive_fraction > 1)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'progressive_fraction' must be between 0 and 1 (got %g)", where,
-                       s->progressive_fraction);
-    const json_t *sz = json_object_get(o, "sizes");
-    if (!json_is_array(sz) || json_array_size(sz) == 0)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'sizes' is missing or not a non-empty array", where);
+#define SIZE_F(m, t, fl) DLP_FIELD(dlp_image_size, m, t, fl)
+static const dlp_field_def k_image_size_fields[] = {
+    {SIZE_F(w, DLP_FT_INT, 0), .min = 1, .max = 1 << 20},  // pixels
+    {SIZE_F(h, DLP_FT_INT, 0), .min = 1, .max = 1 << 20},
+    {SIZE_F(weight, DLP_FT_NUM, DLP_FF_POS)},                              // share of the images (normalized)
+    {SIZE_F(mean_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0)},  // 0: the dataset's
+    {0}};
+
+static dlp_status stats_id_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_dataset_stats *s = rec;
+    return s->name[0] ? DLP_OK : dlp_field_opt_str(o, key, s->name, sizeof s->name, where);
+}
+
+// A required array of at least one element (its length limit and message are the caller's).
+static dlp_status nonempty_array(const json_t *o, const char *key, const char *where, const json_t **a) {
+    *a = json_object_get(o, key);
+    if (!json_is_array(*a) || json_array_size(*a) == 0)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not a non-empty array", where, key);
+    return DLP_OK;
+}
+
+static dlp_status stats_sizes_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_dataset_stats *s = rec;
+    const json_t *sz;
+    DLP_CHECK(nonempty_array(o, key, where, &sz));
     if (json_array_size(sz) > DLP_DATASET_MAX_SIZES)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'sizes' has %zu entries (at most %d)", where, json_array_size(sz),
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has %zu entries (at most %d)", where, key, json_array_size(sz),
                        DLP_DATASET_MAX_SIZES);
-    for (size_t i = 0; i < json_array_size(sz); i++) {
-        const json_t *e = json_array_get(sz, i);
-        snprintf(w, sizeof w, "%s: sizes[%zu]", where, i);
-        int64_t iw, ih;
-        DLP_CHECK(dlp_field_int(e, "w", 1, 1 << 20, &iw, w));
-        DLP_CHECK(dlp_field_int(e, "h", 1, 1 << 20, &ih, w));
-        dlp_image_size *z = &s->sizes[s->nsizes++];
-        z->w = (int)iw;
-        z->h = (int)ih;
-        DLP_CHECK(dlp_field_pos(e, "weight", &z->weight, w));
-        DLP_CHECK(dlp_field_opt_nonneg(e, "mean_bytes", 0, &z->mean_bytes, w));
-    }
+    return dlp_fields_read_array(sz, k_image_size_fields, s->sizes, sizeof s->sizes[0], &s->nsizes, where, key);
+}
+
+static json_t *stats_sizes_write(const void *rec) {
+    const dlp_dataset_stats *s = rec;
+    return dlp_fields_write_array(k_image_size_fields, s->sizes, sizeof s->sizes[0], s->nsizes);
+}
+
+#define STATS_F(m, t, fl) DLP_FIELD(dlp_dataset_stats, m, t, fl)
+static const dlp_field_def k_stats_fields[] = {
+    {STATS_F(name, DLP_FT_STR, DLP_FF_OPT)},
+    {DLP_FIELD_CB("id", stats_id_read, NULL)},  // read only: the name when 'name' is absent
+    {STATS_F(images, DLP_FT_INT, 0), .min = 1, .max = INT64_MAX},
+    {STATS_F(mean_bytes, DLP_FT_NUM, DLP_FF_POS)},  // mean JPEG file size
+    {STATS_F(progressive_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE), .lo = 0, .hi = 1},
+    {DLP_FIELD_CB("sizes", stats_sizes_read, stats_sizes_write)},
+    {0}};
+
+dlp_status dlp_dataset_stats_from_json(const json_t *o, const char *where, dlp_dataset_stats *s) {
+    DLP_CHECK(dlp_fields_read_record(o, k_stats_fields, s, sizeof *s, where));
     return dlp_dataset_stats_normalize(s, where);
 }
 
 json_t *dlp_dataset_stats_to_json(const dlp_dataset_stats *s) {
     json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(s->name));
-    json_object_set_new(o, "images", json_integer(s->images));
-    json_object_set_new(o, "mean_bytes", json_real(s->mean_bytes));
-    json_object_set_new(o, "progressive_fraction", json_real(s->progressive_fraction));
-    json_t *a = json_array();
-    for (int i = 0; i < s->nsizes; i++) {
-        json_t *e = json_object();
-        json_object_set_new(e, "w", json_integer(s->sizes[i].w));
-        json_object_set_new(e, "h", json_integer(s->sizes[i].h));
-        json_object_set_new(e, "weight", json_real(s->sizes[i].weight));
-        if (s->sizes[i].mean_bytes > 0) json_object_set_new(e, "mean_bytes", json_real(s->sizes[i].mean_bytes));
-        json_array_append_new(a, e);
-    }
-    json_object_set_new(o, "sizes", a);
+    dlp_fields_write(o, k_stats_fields, s);
     return o;
 }
 
@@ -126,83 +131,75 @@ double dlp_pipeline_efficiency(const dlp_pipeline_profile *p, int threads) {
     return s[p->nscaling - 1].efficiency;
 }
 
-dlp_status dlp_pipeline_coeffs_from_json(const json_t *o, const char *w, dlp_pipeline_profile *p) {
-    int64_t v;
-    DLP_CHECK(dlp_field_int(o, "dct_scaling", 0, 1, &v, w));
-    p->dct_scaling = (int)v;
-    DLP_CHECK(dlp_field_int(o, "crop_window", 0, 1, &v, w));
-    p->crop_window = (int)v;
-    v = 0;
-    if (json_object_get(o, "dct_scale_mask")) DLP_CHECK(dlp_field_int(o, "dct_scale_mask", 0, 0x1FE, &v, w));
-    if (v & 1) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'dct_scale_mask' has bit 0 set (scales are bits 1..8)", w);
-    p->dct_scale_mask = (unsigned)v;
-    struct { const char *k; double *d; } f[] = {
-        {"read_per_file_s", &p->read_per_file_s},       {"read_per_byte_s", &p->read_per_byte_s},
-        {"decode_per_image_s", &p->decode_per_image_s}, {"decode_per_pixel_s", &p->decode_per_pixel_s},
-        {"decode_per_byte_s", &p->decode_per_byte_s},   {"augment_per_image_s", &p->augment_per_image_s},
-        {"augment_per_in_pixel_s", &p->augment_per_in_pixel_s},
-        {"augment_per_out_pixel_s", &p->augment_per_out_pixel_s},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) DLP_CHECK(dlp_field_nonneg(o, f[i].k, f[i].d, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "oversub_efficiency", 0, &p->oversub_efficiency, w));
-    DLP_CHECK(dlp_field_opt_pos(o, "loader_cost_scale", 1, &p->loader_cost_scale, w));
-    if (p->loader_cost_scale < 0.25 || p->loader_cost_scale > 4)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'loader_cost_scale' must be between 0.25 and 4 (got %g)", w,
-                       p->loader_cost_scale);
-    DLP_CHECK(dlp_field_opt_nonneg(o, "cost_cv", 0, &p->cost_cv, w));
-    p->nscaling = 0;
-    const json_t *sc = json_object_get(o, "scaling");
-    if (sc && !json_is_null(sc)) {
-        if (!json_is_array(sc)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'scaling' is not an array", w);
-        if (json_array_size(sc) > DLP_PIPELINE_MAX_SCALING)
-            return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'scaling' has more than %d points", w, DLP_PIPELINE_MAX_SCALING);
-        for (size_t i = 0; i < json_array_size(sc); i++) {
-            char ws[360];
-            snprintf(ws, sizeof ws, "%s: scaling[%zu]", w, i);
-            const json_t *e = json_array_get(sc, i);
-            DLP_CHECK(dlp_field_int(e, "threads", 1, 4096, &v, ws));
-            dlp_scaling_point *pt = &p->scaling[p->nscaling++];
-            pt->threads = (int)v;
-            DLP_CHECK(dlp_field_pos(e, "efficiency", &pt->efficiency, ws));
-        }
-    }
+static dlp_status scaling_read(const json_t *o, const char *key, const char *where, void *rec);
+static json_t *scaling_write(const void *rec);
+
+static dlp_status check_scale_mask(const dlp_field_def *f, const void *member, const char *where) {
+    unsigned mask;
+    memcpy(&mask, member, sizeof mask);
+    if (mask & 1) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has bit 0 set (scales are bits 1..8)", where, f->key);
     return DLP_OK;
 }
 
-static dlp_status pipeline_from_json(const json_t *o, const char *where, dlp_pipeline_profile *p) {
-    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'pipeline' is missing or not an object", where);
-    char w[320];
-    snprintf(w, sizeof w, "%s: pipeline", where);
-    DLP_CHECK(dlp_field_str(o, "name", p->name, sizeof p->name, w));
-    return dlp_pipeline_coeffs_from_json(o, w, p);
+#define PIPE_F(m, t, fl) DLP_FIELD(dlp_pipeline_profile, m, t, fl)
+#define PIPE_COST(m) {PIPE_F(m, DLP_FT_NUM, DLP_FF_NONNEG)}  // CPU seconds on one thread
+// The coefficients: everything of a pipeline but its name (the catalog's pipelines.json has them too).
+static const dlp_field_def k_pipeline_coeff_fields[] = {
+    {PIPE_F(dct_scaling, DLP_FT_INT, 0), .min = 0, .max = 1},  // 0/1
+    {PIPE_F(crop_window, DLP_FT_INT, 0), .min = 0, .max = 1},  // 0/1
+    {PIPE_F(dct_scale_mask, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 0x1FE,
+     .check = check_scale_mask},  // bit M: scale M/8 allowed (0: all)
+    PIPE_COST(read_per_file_s),
+    PIPE_COST(read_per_byte_s),
+    PIPE_COST(decode_per_image_s),
+    PIPE_COST(decode_per_pixel_s),
+    PIPE_COST(decode_per_byte_s),
+    PIPE_COST(augment_per_image_s),
+    PIPE_COST(augment_per_in_pixel_s),
+    PIPE_COST(augment_per_out_pixel_s),
+    {PIPE_F(loader_cost_scale, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS | DLP_FF_RANGE | DLP_FF_DEFNP), .def = 1, .lo = 0.25,
+     .hi = 4},  // the loader's CPU per image over the stage fits
+    {PIPE_F(cost_cv, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // coefficient of variation of one image's cost
+    {DLP_FIELD_CB("scaling", scaling_read, scaling_write)},
+    {PIPE_F(oversub_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // fraction of a core per extra thread
+    {0}};
+
+static const dlp_field_def k_pipeline_fields[] = {
+    {PIPE_F(name, DLP_FT_STR, 0)},
+    {.key = "coefficients", .type = DLP_FT_INLINE, .sub = k_pipeline_coeff_fields},
+    {0}};
+
+#define SCALE_F(m, t, fl) DLP_FIELD(dlp_scaling_point, m, t, fl)
+static const dlp_field_def k_scaling_fields[] = {
+    {SCALE_F(threads, DLP_FT_INT, 0), .min = 1, .max = 4096},
+    {SCALE_F(efficiency, DLP_FT_NUM, DLP_FF_POS)},  // rate at `threads` / (threads x the single-thread rate)
+    {0}};
+
+// An optional array of measured points (absent or null: none), at most max of them.
+static dlp_status read_points(const json_t *o, const char *key, const char *where, const dlp_field_def *defs,
+                              void *elems, size_t elem_size, int max, int *n) {
+    *n = 0;
+    const json_t *a = json_object_get(o, key);
+    if (!a || json_is_null(a)) return DLP_OK;
+    if (!json_is_array(a)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is not an array", where, key);
+    if (json_array_size(a) > (size_t)max)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d points", where, key, max);
+    return dlp_fields_read_array(a, defs, elems, elem_size, n, where, key);
 }
 
-static json_t *pipeline_to_json(const dlp_pipeline_profile *p) {
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(p->name));
-    json_object_set_new(o, "dct_scaling", json_integer(p->dct_scaling));
-    json_object_set_new(o, "crop_window", json_integer(p->crop_window));
-    if (p->dct_scale_mask) json_object_set_new(o, "dct_scale_mask", json_integer(p->dct_scale_mask));
-    json_object_set_new(o, "read_per_file_s", json_real(p->read_per_file_s));
-    json_object_set_new(o, "read_per_byte_s", json_real(p->read_per_byte_s));
-    json_object_set_new(o, "decode_per_image_s", json_real(p->decode_per_image_s));
-    json_object_set_new(o, "decode_per_pixel_s", json_real(p->decode_per_pixel_s));
-    json_object_set_new(o, "decode_per_byte_s", json_real(p->decode_per_byte_s));
-    json_object_set_new(o, "augment_per_image_s", json_real(p->augment_per_image_s));
-    json_object_set_new(o, "augment_per_in_pixel_s", json_real(p->augment_per_in_pixel_s));
-    json_object_set_new(o, "augment_per_out_pixel_s", json_real(p->augment_per_out_pixel_s));
-    json_object_set_new(o, "loader_cost_scale", json_real(p->loader_cost_scale > 0 ? p->loader_cost_scale : 1));
-    json_object_set_new(o, "cost_cv", json_real(p->cost_cv));
-    json_t *a = json_array();
-    for (int i = 0; i < p->nscaling; i++) {
-        json_t *e = json_object();
-        json_object_set_new(e, "threads", json_integer(p->scaling[i].threads));
-        json_object_set_new(e, "efficiency", json_real(p->scaling[i].efficiency));
-        json_array_append_new(a, e);
-    }
-    json_object_set_new(o, "scaling", a);
-    json_object_set_new(o, "oversub_efficiency", json_real(p->oversub_efficiency));
-    return o;
+static dlp_status scaling_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_pipeline_profile *p = rec;
+    return read_points(o, key, where, k_scaling_fields, p->scaling, sizeof p->scaling[0], DLP_PIPELINE_MAX_SCALING,
+                       &p->nscaling);
+}
+
+static json_t *scaling_write(const void *rec) {
+    const dlp_pipeline_profile *p = rec;
+    return dlp_fields_write_array(k_scaling_fields, p->scaling, sizeof p->scaling[0], p->nscaling);
+}
+
+dlp_status dlp_pipeline_coeffs_from_json(const json_t *o, const char *w, dlp_pipeline_profile *p) {
+    return dlp_fields_read(o, k_pipeline_coeff_fields, p, w);
 }
 
 // --- devices ---------------------------------------------------------------------------------------------------------
@@ -259,133 +256,83 @@ const dlp_contention_point *dlp_device_find_contention(const dlp_device_profile 
     return best;
 }
 
-static dlp_status rate_from_json(const json_t *o, const char *where, dlp_rate *r) {
-    memset(r, 0, sizeof *r);
-    char s[32];
-    DLP_CHECK(dlp_field_str(o, "task", s, sizeof s, where));
-    if (strcmp(s, "train") == 0) r->task = DLP_TASK_TRAIN;
-    else if (strcmp(s, "infer") == 0) r->task = DLP_TASK_INFER;
-    else return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'task' is '%s' (train|infer)", where, s);
-    DLP_CHECK(dlp_field_str(o, "precision", s, sizeof s, where));
-    if (dlp_prec_parse(s, &r->prec) != DLP_OK)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'precision' is '%s' (fp32|tf32|bf16|fp16|int8)", where, s);
-    int64_t v = 0;
-    if (json_object_get(o, "threads")) DLP_CHECK(dlp_field_int(o, "threads", 0, 4096, &v, where));
-    r->threads = (int)v;
-    v = 0;
-    if (json_object_get(o, "batch_ref")) DLP_CHECK(dlp_field_int(o, "batch_ref", 0, 1 << 20, &v, where));
-    r->batch_ref = (int)v;
-    DLP_CHECK(dlp_field_opt_str(o, "model", r->model, sizeof r->model, where));
-    v = 0;
-    if (json_object_get(o, "size")) DLP_CHECK(dlp_field_int(o, "size", 0, 1 << 16, &v, where));
-    r->size = (int)v;
-    DLP_CHECK(dlp_field_nonneg(o, "t0_s", &r->t0_s, where));
-    DLP_CHECK(dlp_field_pos(o, "per_image_s", &r->per_image_s, where));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "update_s", 0, &r->update_s, where));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "cores_busy", 0, &r->cores_busy, where));
-    const json_t *e = json_object_get(o, "estimate");
-    if (e && !json_is_boolean(e)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'estimate' is not true/false", where);
-    r->estimate = e && json_is_true(e);
-    DLP_CHECK(dlp_field_opt_str(o, "basis", r->basis, sizeof r->basis, where));
-    return DLP_OK;
+static const char *const k_kind_names[] = {"cpu", "gpu"};  // by dlp_device_kind
+
+#define RATE_F(m, t, fl) DLP_FIELD(dlp_rate, m, t, fl)
+static const dlp_field_def k_rate_fields[] = {
+    {RATE_F(task, DLP_FT_ENUM, 0), .names = dlp_task_names, .nnames = 2},
+    {DLP_FIELD_AS(dlp_rate, "precision", prec, DLP_FT_ENUM, 0), .names = dlp_prec_names, .nnames = DLP_PREC_COUNT},
+    {RATE_F(threads, DLP_FT_INT, DLP_FF_OPT), .min = 0, .max = 4096},          // cpu device; 0 for GPUs
+    {RATE_F(batch_ref, DLP_FT_INT, DLP_FF_OPT), .min = 0, .max = 1 << 20},     // 0: not stated
+    {RATE_F(model, DLP_FT_STR, DLP_FF_OPT | DLP_FF_OMIT0)},                     // "": any
+    {RATE_F(size, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 1 << 16},  // image size; 0: any
+    {RATE_F(t0_s, DLP_FT_NUM, DLP_FF_NONNEG)},
+    {RATE_F(per_image_s, DLP_FT_NUM, DLP_FF_POS)},                // per image of reference work
+    {RATE_F(update_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {RATE_F(cores_busy, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {RATE_F(estimate, DLP_FT_BOOL, 0)},
+    {RATE_F(basis, DLP_FT_STR, DLP_FF_OPT)},
+    {0}};
+
+#define CONT_F(m, t, fl) DLP_FIELD(dlp_contention_point, m, t, fl)
+static const dlp_field_def k_contention_fields[] = {
+    {CONT_F(threads, DLP_FT_INT, 0), .min = 1, .max = 4096},  // compute threads
+    {CONT_F(workers, DLP_FT_INT, 0), .min = 1, .max = 4096},  // loader threads
+    {CONT_F(compute_share, DLP_FT_NUM, DLP_FF_POS)},          // of compute's rate alone
+    {CONT_F(loader_share, DLP_FT_NUM, DLP_FF_POS)},           // of the loader's rate alone
+    {0}};
+
+static dlp_status rates_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_device_profile *d = rec;
+    const json_t *rates;
+    DLP_CHECK(nonempty_array(o, key, where, &rates));
+    if (json_array_size(rates) > DLP_DEVICE_MAX_RATES)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d rows", where, key, DLP_DEVICE_MAX_RATES);
+    return dlp_fields_read_array(rates, k_rate_fields, d->rates, sizeof d->rates[0], &d->nrates, where, key);
 }
 
+static json_t *rates_write(const void *rec) {
+    const dlp_device_profile *d = rec;
+    return dlp_fields_write_array(k_rate_fields, d->rates, sizeof d->rates[0], d->nrates);
+}
+
+static dlp_status contention_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_device_profile *d = rec;
+    return read_points(o, key, where, k_contention_fields, d->contention, sizeof d->contention[0],
+                       DLP_DEVICE_MAX_CONTENTION, &d->ncontention);
+}
+
+static json_t *contention_write(const void *rec) {  // none measured: no key
+    const dlp_device_profile *d = rec;
+    if (!d->ncontention) return NULL;
+    return dlp_fields_write_array(k_contention_fields, d->contention, sizeof d->contention[0], d->ncontention);
+}
+
+#define DEV_F(m, t, fl) DLP_FIELD(dlp_device_profile, m, t, fl)
+static const dlp_field_def k_device_fields[] = {
+    {DEV_F(name, DLP_FT_STR, DLP_FF_TITLE)},
+    {DEV_F(kind, DLP_FT_ENUM, 0), .names = k_kind_names, .nnames = 2, .max = 16},
+    {DEV_F(source, DLP_FT_STR, DLP_FF_OPT)},  // "measured", "catalog", "custom"
+    {DEV_F(fwd_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS | DLP_FF_BELOW), .def = 1.0 / 3.0, .hi = 1},
+    {DEV_F(h2d_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},           // pinned; 0: no copy
+    {DEV_F(h2d_pageable_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {DEV_F(h2d_overlap, DLP_FT_BOOL, 0)},
+    {DEV_F(contention_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS), .def = 1},  // useful share of shared CPU
+    {DEV_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {DEV_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {DEV_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {DLP_FIELD_CB("rates", rates_read, rates_write)},
+    {DLP_FIELD_CB("contention", contention_read, contention_write)},
+    {0}};
+
 dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_profile *d) {
-    memset(d, 0, sizeof *d);
-    if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", where);
-    DLP_CHECK(dlp_field_str(o, "name", d->name, sizeof d->name, where));
-    char w[320];
-    snprintf(w, sizeof w, "%s (%s)", where, d->name);
-    char kind[16];
-    DLP_CHECK(dlp_field_str(o, "kind", kind, sizeof kind, w));
-    if (strcmp(kind, "cpu") == 0) d->kind = DLP_DEVICE_CPU;
-    else if (strcmp(kind, "gpu") == 0) d->kind = DLP_DEVICE_GPU;
-    else return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'kind' is '%s' (cpu|gpu)", w, kind);
-    DLP_CHECK(dlp_field_opt_str(o, "source", d->source, sizeof d->source, w));
-    DLP_CHECK(dlp_field_opt_pos(o, "fwd_fraction", 1.0 / 3.0, &d->fwd_fraction, w));
-    if (d->fwd_fraction >= 1) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'fwd_fraction' must be < 1 (got %g)", w, d->fwd_fraction);
-    DLP_CHECK(dlp_field_opt_nonneg(o, "h2d_bytes_per_s", 0, &d->h2d_bytes_per_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "h2d_pageable_bytes_per_s", 0, &d->h2d_pageable_bytes_per_s, w));
-    const json_t *ov = json_object_get(o, "h2d_overlap");
-    if (ov && !json_is_boolean(ov)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'h2d_overlap' is not true/false", w);
-    d->h2d_overlap = ov ? json_is_true(ov) : 0;
-    DLP_CHECK(dlp_field_opt_pos(o, "contention_efficiency", 1.0, &d->contention_efficiency, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "mem_bytes", 0, &d->mem_bytes, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "power_w", 0, &d->power_w, w));
-    DLP_CHECK(dlp_field_opt_nonneg(o, "price_usd", 0, &d->price_usd, w));
-    const json_t *rates = json_object_get(o, "rates");
-    if (!json_is_array(rates) || json_array_size(rates) == 0)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'rates' is missing or not a non-empty array", w);
-    if (json_array_size(rates) > DLP_DEVICE_MAX_RATES)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'rates' has more than %d rows", w, DLP_DEVICE_MAX_RATES);
-    for (size_t i = 0; i < json_array_size(rates); i++) {
-        char wr[360];
-        snprintf(wr, sizeof wr, "%s: rates[%zu]", w, i);
-        DLP_CHECK(rate_from_json(json_array_get(rates, i), wr, &d->rates[d->nrates++]));
-    }
-    const json_t *cn = json_object_get(o, "contention");
-    if (cn && !json_is_null(cn)) {
-        if (!json_is_array(cn)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'contention' is not an array", w);
-        if (json_array_size(cn) > DLP_DEVICE_MAX_CONTENTION)
-            return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'contention' has more than %d points", w, DLP_DEVICE_MAX_CONTENTION);
-        for (size_t i = 0; i < json_array_size(cn); i++) {
-            char wc[360];
-            snprintf(wc, sizeof wc, "%s: contention[%zu]", w, i);
-            const json_t *e = json_array_get(cn, i);
-            dlp_contention_point *pt = &d->contention[d->ncontention++];
-            int64_t iv;
-            DLP_CHECK(dlp_field_int(e, "threads", 1, 4096, &iv, wc));
-            pt->threads = (int)iv;
-            DLP_CHECK(dlp_field_int(e, "workers", 1, 4096, &iv, wc));
-            pt->workers = (int)iv;
-            DLP_CHECK(dlp_field_pos(e, "compute_share", &pt->compute_share, wc));
-            DLP_CHECK(dlp_field_pos(e, "loader_share", &pt->loader_share, wc));
-        }
-    }
+    DLP_CHECK(dlp_fields_read_record(o, k_device_fields, d, sizeof *d, where));
     return dlp_device_validate(d, where);
 }
 
 json_t *dlp_device_to_json(const dlp_device_profile *d) {
     json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(d->name));
-    json_object_set_new(o, "kind", json_string(d->kind == DLP_DEVICE_CPU ? "cpu" : "gpu"));
-    json_object_set_new(o, "source", json_string(d->source));
-    json_object_set_new(o, "fwd_fraction", json_real(d->fwd_fraction));
-    json_object_set_new(o, "h2d_bytes_per_s", json_real(d->h2d_bytes_per_s));
-    json_object_set_new(o, "h2d_pageable_bytes_per_s", json_real(d->h2d_pageable_bytes_per_s));
-    json_object_set_new(o, "h2d_overlap", json_boolean(d->h2d_overlap));
-    json_object_set_new(o, "contention_efficiency", json_real(d->contention_efficiency));
-    json_object_set_new(o, "mem_bytes", json_real(d->mem_bytes));
-    json_object_set_new(o, "power_w", json_real(d->power_w));
-    json_object_set_new(o, "price_usd", json_real(d->price_usd));
-    json_t *a = json_array();
-    for (int i = 0; i < d->nrates; i++) {
-        const dlp_rate *r = &d->rates[i];
-        json_t *e = json_object();
-        json_object_set_new(e, "task", json_string(dlp_task_name(r->task)));
-        json_object_set_new(e, "precision", json_string(dlp_prec_name(r->prec)));
-        json_object_set_new(e, "threads", json_integer(r->threads));
-        json_object_set_new(e, "batch_ref", json_integer(r->batch_ref));
-        if (r->model[0]) json_object_set_new(e, "model", json_string(r->model));
-        if (r->size) json_object_set_new(e, "size", json_integer(r->size));
-        json_object_set_new(e, "t0_s", json_real(r->t0_s));
-        json_object_set_new(e, "per_image_s", json_real(r->per_image_s));
-        json_object_set_new(e, "update_s", json_real(r->update_s));
-        json_object_set_new(e, "cores_busy", json_real(r->cores_busy));
-        json_object_set_new(e, "estimate", json_boolean(r->estimate));
-        json_object_set_new(e, "basis", json_string(r->basis));
-        json_array_append_new(a, e);
-    }
-    json_object_set_new(o, "rates", a);
-    if (d->ncontention) {
-        json_t *ca = json_array();
-        for (int i = 0; i < d->ncontention; i++) {
-            const dlp_contention_point *c = &d->contention[i];
-            json_array_append_new(ca, json_pack("{s:i, s:i, s:f, s:f}", "threads", c->threads, "workers", c->workers,
-                                                "compute_share", c->compute_share, "loader_share", c->loader_share));
-        }
-        json_object_set_new(o, "contention", ca);
-    }
+    dlp_fields_write(o, k_device_fields, d);
     return o;
 }
 
@@ -455,97 +402,128 @@ dlp_status dlp_profile_validate(const dlp_profile *p, const char *where) {
     return DLP_OK;
 }
 
-static const json_t *req_obj(const json_t *o, const char *key, const char *where, dlp_status *st) {
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_object(v)) *st = DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not an object", where, key);
-    return v;
+#define HOST_F(m, t, fl) DLP_FIELD(dlp_host_profile, m, t, fl)
+static const dlp_field_def k_host_fields[] = {
+    {HOST_F(cpu_model, DLP_FT_STR, DLP_FF_OPT)},
+    {HOST_F(cores, DLP_FT_INT, 0), .min = 1, .max = 1 << 16},    // physical cores per node
+    {HOST_F(threads, DLP_FT_INT, 0), .min = 1, .max = 1 << 17},  // hardware threads per node
+    {HOST_F(smt_yield, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // a second hardware thread: fraction of a core
+    {HOST_F(core_speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS), .def = 1},  // to the development core
+    {HOST_F(mhz, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {HOST_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {HOST_F(mem_bw_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},      // per training step
+    {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // per device op, every core busy
+    {0}};
+
+#define STOR_F(m, t, fl) DLP_FIELD(dlp_storage_profile, m, t, fl)
+static const dlp_field_def k_storage_fields[] = {
+    {STOR_F(desc, DLP_FT_STR, DLP_FF_OPT)},
+    {STOR_F(cold_read_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},    // many readers together
+    {STOR_F(cold_stream_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // one reader
+    {STOR_F(cold_latency_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},           // per file, beyond the transfer
+    {STOR_F(cold_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},      // the same, every core busy
+    {STOR_F(page_cache_bytes, DLP_FT_NUM, DLP_FF_NONNEG)},
+    {0}};
+
+#define NET_F(m, t, fl) DLP_FIELD(dlp_interconnect_profile, m, t, fl)
+static const dlp_field_def k_interconnect_fields[] = {
+    {NET_F(pcie_uplink_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // shared by gpus_per_uplink GPUs
+    {NET_F(gpus_per_uplink, DLP_FT_INT, DLP_FF_OPT), .def = 1, .min = 1, .max = 64},
+    {NET_F(allreduce_busbw_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // nccl-tests bus bandwidth
+    {NET_F(nic_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},              // per node
+    {0}};
+
+#define COST_F(m, t, fl) DLP_FIELD(dlp_cost_profile, m, t, fl)
+static const dlp_field_def k_cost_fields[] = {
+    {COST_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {COST_F(price_year, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 1990, .max = 2100},
+    {COST_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // under training load
+    {COST_F(usd_per_hour, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {COST_F(usd_per_hour_alt, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {0}};
+
+static dlp_status schema_read(const json_t *o, const char *key, const char *where, void *rec) {
+    const char *schema;
+    DLP_CHECK(dlp_json_get_str(o, key, &schema, where));
+    if (strcmp(schema, DLP_PROFILE_SCHEMA) != 0)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: schema '%s' is not supported (this dlperf reads %s)", where, schema,
+                       DLP_PROFILE_SCHEMA);
+    return DLP_OK;
 }
+
+static json_t *schema_write(const void *rec) { return json_string(DLP_PROFILE_SCHEMA); }
+
+static dlp_status created_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_profile *p = rec;
+    return dlp_field_opt_str(o, key, p->created, sizeof p->created, where);
+}
+
+static json_t *created_write(const void *rec) {  // now, when not set
+    const dlp_profile *p = rec;
+    char when[32];
+    return json_string(p->created[0] ? p->created : dlp_wall_iso8601(when, sizeof when));
+}
+
+static dlp_status devices_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_profile *p = rec;
+    const json_t *devs = json_object_get(o, key);
+    if (!json_is_array(devs)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' is missing or not an array", where, key);
+    if (json_array_size(devs) > DLP_PROFILE_MAX_DEVICES)
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' has more than %d entries", where, key, DLP_PROFILE_MAX_DEVICES);
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        char w[320];
+        snprintf(w, sizeof w, "%s: %s[%zu]", where, key, i);
+        DLP_CHECK(dlp_device_from_json(json_array_get(devs, i), w, &p->devices[p->ndevices++]));
+    }
+    return DLP_OK;
+}
+
+static json_t *devices_write(const void *rec) {
+    const dlp_profile *p = rec;
+    json_t *d = json_array();
+    for (int i = 0; i < p->ndevices; i++) json_array_append_new(d, dlp_device_to_json(&p->devices[i]));
+    return d;
+}
+
+static dlp_status stats_read(const json_t *o, const char *key, const char *where, void *rec) {
+    dlp_profile *p = rec;
+    const json_t *ds = json_object_get(o, key);
+    if (!ds || json_is_null(ds)) return DLP_OK;
+    char w[320];
+    snprintf(w, sizeof w, "%s: %s", where, key);
+    DLP_CHECK(dlp_dataset_stats_from_json(ds, w, &p->stats));
+    p->has_stats = 1;
+    return DLP_OK;
+}
+
+static json_t *stats_write(const void *rec) {  // only when the profile has them
+    const dlp_profile *p = rec;
+    return p->has_stats ? dlp_dataset_stats_to_json(&p->stats) : NULL;
+}
+
+#define PROF_F(m, t, fl) DLP_FIELD(dlp_profile, m, t, fl)
+static const dlp_field_def k_profile_fields[] = {
+    {DLP_FIELD_CB("schema", schema_read, schema_write)},  // DLP_PROFILE_SCHEMA
+    {PROF_F(source, DLP_FT_STR, 0)},                // "probe", "catalog"
+    {PROF_F(id, DLP_FT_STR, DLP_FF_OPT)},
+    {PROF_F(name, DLP_FT_STR, DLP_FF_OPT)},
+    {DLP_FIELD_CB("created", created_read, created_write)},  // ISO 8601
+    {PROF_F(host, DLP_FT_OBJ, 0), .sub = k_host_fields},
+    {PROF_F(storage, DLP_FT_OBJ, 0), .sub = k_storage_fields},
+    {PROF_F(pipeline, DLP_FT_OBJ, 0), .sub = k_pipeline_fields},
+    {PROF_F(devices_per_node, DLP_FT_INT, 0), .min = 0, .max = 1024},  // 0: CPU-only host
+    {DLP_FIELD_CB("devices", devices_read, devices_write)},
+    {DLP_FIELD_AS(dlp_profile, "interconnect", net, DLP_FT_OBJ, DLP_FF_OPT), .sub = k_interconnect_fields},
+    {PROF_F(cost, DLP_FT_OBJ, DLP_FF_OPT), .sub = k_cost_fields},
+    {DLP_FIELD_CB("stats", stats_read, stats_write)},  // the workload's dataset (optional)
+    {PROF_F(notes, DLP_FT_STR, DLP_FF_OPT)},
+    {0}};
 
 dlp_status dlp_profile_from_json(const json_t *o, const char *where, dlp_profile *p) {
     dlp_profile_init(p);
     if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not a JSON object", where);
-    const char *schema;
-    DLP_CHECK(dlp_json_get_str(o, "schema", &schema, where));
-    if (strcmp(schema, DLP_PROFILE_SCHEMA) != 0)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: schema '%s' is not supported (this dlperf reads %s)", where, schema,
-                       DLP_PROFILE_SCHEMA);
-    DLP_CHECK(dlp_field_str(o, "source", p->source, sizeof p->source, where));
-    DLP_CHECK(dlp_field_opt_str(o, "id", p->id, sizeof p->id, where));
-    DLP_CHECK(dlp_field_opt_str(o, "name", p->name, sizeof p->name, where));
-    DLP_CHECK(dlp_field_opt_str(o, "created", p->created, sizeof p->created, where));
-    DLP_CHECK(dlp_field_opt_str(o, "notes", p->notes, sizeof p->notes, where));
-    dlp_status st = DLP_OK;
-    char w[320];
-    int64_t v;
-
-    const json_t *h = req_obj(o, "host", where, &st);
-    DLP_CHECK(st);
-    snprintf(w, sizeof w, "%s: host", where);
-    DLP_CHECK(dlp_field_opt_str(h, "cpu_model", p->host.cpu_model, sizeof p->host.cpu_model, w));
-    DLP_CHECK(dlp_field_int(h, "cores", 1, 1 << 16, &v, w));
-    p->host.cores = (int)v;
-    DLP_CHECK(dlp_field_int(h, "threads", 1, 1 << 17, &v, w));
-    p->host.threads = (int)v;
-    DLP_CHECK(dlp_field_opt_nonneg(h, "smt_yield", 0, &p->host.smt_yield, w));
-    DLP_CHECK(dlp_field_opt_pos(h, "core_speed_rel", 1, &p->host.core_speed_rel, w));
-    DLP_CHECK(dlp_field_opt_nonneg(h, "mhz", 0, &p->host.mhz, w));
-    DLP_CHECK(dlp_field_opt_nonneg(h, "mem_bytes", 0, &p->host.mem_bytes, w));
-    DLP_CHECK(dlp_field_opt_nonneg(h, "mem_bw_bytes_per_s", 0, &p->host.mem_bw_bytes_per_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(h, "loop_overhead_s", 0, &p->host.loop_overhead_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(h, "wake_latency_busy_s", 0, &p->host.wake_latency_busy_s, w));
-
-    const json_t *s = req_obj(o, "storage", where, &st);
-    DLP_CHECK(st);
-    snprintf(w, sizeof w, "%s: storage", where);
-    DLP_CHECK(dlp_field_opt_str(s, "desc", p->storage.desc, sizeof p->storage.desc, w));
-    DLP_CHECK(dlp_field_opt_nonneg(s, "cold_read_bytes_per_s", 0, &p->storage.cold_read_bytes_per_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(s, "cold_stream_bytes_per_s", 0, &p->storage.cold_stream_bytes_per_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(s, "cold_latency_s", 0, &p->storage.cold_latency_s, w));
-    DLP_CHECK(dlp_field_opt_nonneg(s, "cold_latency_busy_s", 0, &p->storage.cold_latency_busy_s, w));
-    DLP_CHECK(dlp_field_nonneg(s, "page_cache_bytes", &p->storage.page_cache_bytes, w));
-
-    DLP_CHECK(pipeline_from_json(json_object_get(o, "pipeline"), where, &p->pipeline));
-
-    DLP_CHECK(dlp_field_int(o, "devices_per_node", 0, 1024, &v, where));
-    p->devices_per_node = (int)v;
-    const json_t *devs = json_object_get(o, "devices");
-    if (!json_is_array(devs)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'devices' is missing or not an array", where);
-    if (json_array_size(devs) > DLP_PROFILE_MAX_DEVICES)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'devices' has more than %d entries", where, DLP_PROFILE_MAX_DEVICES);
-    for (size_t i = 0; i < json_array_size(devs); i++) {
-        snprintf(w, sizeof w, "%s: devices[%zu]", where, i);
-        DLP_CHECK(dlp_device_from_json(json_array_get(devs, i), w, &p->devices[p->ndevices++]));
-    }
-
-    const json_t *n = json_object_get(o, "interconnect");
-    if (n && !json_is_null(n)) {
-        if (!json_is_object(n)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'interconnect' is not an object", where);
-        snprintf(w, sizeof w, "%s: interconnect", where);
-        DLP_CHECK(dlp_field_opt_nonneg(n, "pcie_uplink_bytes_per_s", 0, &p->net.pcie_uplink_bytes_per_s, w));
-        v = 1;
-        if (json_object_get(n, "gpus_per_uplink")) DLP_CHECK(dlp_field_int(n, "gpus_per_uplink", 1, 64, &v, w));
-        p->net.gpus_per_uplink = (int)v;
-        DLP_CHECK(dlp_field_opt_nonneg(n, "allreduce_busbw_bytes_per_s", 0, &p->net.allreduce_busbw_bytes_per_s, w));
-        DLP_CHECK(dlp_field_opt_nonneg(n, "nic_bytes_per_s", 0, &p->net.nic_bytes_per_s, w));
-    }
-    const json_t *c = json_object_get(o, "cost");
-    if (c && !json_is_null(c)) {
-        if (!json_is_object(c)) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'cost' is not an object", where);
-        snprintf(w, sizeof w, "%s: cost", where);
-        DLP_CHECK(dlp_field_opt_nonneg(c, "price_usd", 0, &p->cost.price_usd, w));
-        v = 0;
-        if (json_object_get(c, "price_year")) DLP_CHECK(dlp_field_int(c, "price_year", 1990, 2100, &v, w));
-        p->cost.price_year = (int)v;
-        DLP_CHECK(dlp_field_opt_nonneg(c, "power_w", 0, &p->cost.power_w, w));
-        DLP_CHECK(dlp_field_opt_nonneg(c, "usd_per_hour", 0, &p->cost.usd_per_hour, w));
-        DLP_CHECK(dlp_field_opt_nonneg(c, "usd_per_hour_alt", 0, &p->cost.usd_per_hour_alt, w));
-    }
-    const json_t *ds = json_object_get(o, "stats");
-    if (ds && !json_is_null(ds)) {
-        snprintf(w, sizeof w, "%s: stats", where);
-        DLP_CHECK(dlp_dataset_stats_from_json(ds, w, &p->stats));
-        p->has_stats = 1;
-    }
+    DLP_CHECK(dlp_fields_read(o, k_profile_fields, p, where));
     return dlp_profile_validate(p, where);
 }
 
@@ -559,52 +537,7 @@ dlp_status dlp_profile_read(const char *path, dlp_profile *p) {
 
 json_t *dlp_profile_to_json(const dlp_profile *p) {
     json_t *o = json_object();
-    char when[32];
-    json_object_set_new(o, "schema", json_string(DLP_PROFILE_SCHEMA));
-    json_object_set_new(o, "source", json_string(p->source));
-    json_object_set_new(o, "id", json_string(p->id));
-    json_object_set_new(o, "name", json_string(p->name));
-    json_object_set_new(o, "created", json_string(p->created[0] ? p->created : dlp_wall_iso8601(when, sizeof when)));
-    json_t *h = json_object();
-    json_object_set_new(h, "cpu_model", json_string(p->host.cpu_model));
-    json_object_set_new(h, "cores", json_integer(p->host.cores));
-    json_object_set_new(h, "threads", json_integer(p->host.threads));
-    json_object_set_new(h, "smt_yield", json_real(p->host.smt_yield));
-    json_object_set_new(h, "core_speed_rel", json_real(p->host.core_speed_rel));
-    json_object_set_new(h, "mhz", json_real(p->host.mhz));
-    json_object_set_new(h, "mem_bytes", json_real(p->host.mem_bytes));
-    json_object_set_new(h, "mem_bw_bytes_per_s", json_real(p->host.mem_bw_bytes_per_s));
-    json_object_set_new(h, "loop_overhead_s", json_real(p->host.loop_overhead_s));
-    json_object_set_new(h, "wake_latency_busy_s", json_real(p->host.wake_latency_busy_s));
-    json_object_set_new(o, "host", h);
-    json_t *s = json_object();
-    json_object_set_new(s, "desc", json_string(p->storage.desc));
-    json_object_set_new(s, "cold_read_bytes_per_s", json_real(p->storage.cold_read_bytes_per_s));
-    json_object_set_new(s, "cold_stream_bytes_per_s", json_real(p->storage.cold_stream_bytes_per_s));
-    json_object_set_new(s, "cold_latency_s", json_real(p->storage.cold_latency_s));
-    json_object_set_new(s, "cold_latency_busy_s", json_real(p->storage.cold_latency_busy_s));
-    json_object_set_new(s, "page_cache_bytes", json_real(p->storage.page_cache_bytes));
-    json_object_set_new(o, "storage", s);
-    json_object_set_new(o, "pipeline", pipeline_to_json(&p->pipeline));
-    json_object_set_new(o, "devices_per_node", json_integer(p->devices_per_node));
-    json_t *d = json_array();
-    for (int i = 0; i < p->ndevices; i++) json_array_append_new(d, dlp_device_to_json(&p->devices[i]));
-    json_object_set_new(o, "devices", d);
-    json_t *n = json_object();
-    json_object_set_new(n, "pcie_uplink_bytes_per_s", json_real(p->net.pcie_uplink_bytes_per_s));
-    json_object_set_new(n, "gpus_per_uplink", json_integer(p->net.gpus_per_uplink));
-    json_object_set_new(n, "allreduce_busbw_bytes_per_s", json_real(p->net.allreduce_busbw_bytes_per_s));
-    json_object_set_new(n, "nic_bytes_per_s", json_real(p->net.nic_bytes_per_s));
-    json_object_set_new(o, "interconnect", n);
-    json_t *c = json_object();
-    json_object_set_new(c, "price_usd", json_real(p->cost.price_usd));
-    if (p->cost.price_year) json_object_set_new(c, "price_year", json_integer(p->cost.price_year));
-    json_object_set_new(c, "power_w", json_real(p->cost.power_w));
-    json_object_set_new(c, "usd_per_hour", json_real(p->cost.usd_per_hour));
-    json_object_set_new(c, "usd_per_hour_alt", json_real(p->cost.usd_per_hour_alt));
-    json_object_set_new(o, "cost", c);
-    if (p->has_stats) json_object_set_new(o, "stats", dlp_dataset_stats_to_json(&p->stats));
-    json_object_set_new(o, "notes", json_string(p->notes));
+    dlp_fields_write(o, k_profile_fields, p);
     return o;
 }
 

@@ -25,6 +25,7 @@
 // Ampere and newer GPUs); fp16 is mixed precision (AMP); int8 only for inference.
 typedef enum { DLP_PREC_FP32 = 0, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16, DLP_PREC_INT8, DLP_PREC_COUNT } dlp_prec;
 const char *dlp_prec_name(dlp_prec p);
+extern const char *const dlp_prec_names[DLP_PREC_COUNT];  // by dlp_prec (field tables' DLP_FT_ENUM)
 dlp_status dlp_prec_parse(const char *s, dlp_prec *out);  // DLP_ERR_INVALID naming the choices
 // Bytes per input element the device is fed at this precision: fp32/tf32 4, bf16/fp16 2, int8 1.
 size_t dlp_prec_input_bytes(dlp_prec p);
@@ -33,6 +34,7 @@ dlp_prec dlp_prec_from_dtype(dlp_dtype t, int tf32);
 
 typedef enum { DLP_TASK_TRAIN = 0, DLP_TASK_INFER } dlp_task;
 const char *dlp_task_name(dlp_task t);
+extern const char *const dlp_task_names[2];  // by dlp_task
 
 typedef enum { DLP_DEVICE_CPU = 0, DLP_DEVICE_GPU } dlp_device_kind;
 

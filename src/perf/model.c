@@ -9,6 +9,7 @@
 
 #include "core/json.h"
 #include "core/rng.h"
+#include "hw/fields.h"
 #include "hw/work.h"
 
 static const char *const k_stage_names[DLP_STAGE_COUNT] = {
@@ -533,84 +534,130 @@ dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, cons
 }
 
 
-json_t *dlp_prediction_to_json(const dlp_prediction *o) {
-    json_t *r = json_object();
-    json_object_set_new(r, "task", json_string(dlp_task_name(o->task)));
-    json_object_set_new(r, "precision", json_string(dlp_prec_name(o->prec)));
-    json_object_set_new(r, "devices_per_node", json_integer(o->devices));
-    json_object_set_new(r, "nodes", json_integer(o->nodes));
-    json_object_set_new(r, "batch_per_device", json_integer(o->batch));
-    json_object_set_new(r, "loader_threads", json_integer(o->workers_total));
-    if (o->threads) json_object_set_new(r, "compute_threads", json_integer(o->threads));
-    json_object_set_new(r, "storage", json_string(o->storage_cold ? "cold" : "warm"));
-    json_object_set_new(r, "work_ratio", dlp_json_real_or_null(o->work_ratio));
-    json_t *iw = json_object();
-    json_object_set_new(iw, "bytes", dlp_json_real_or_null(o->work.bytes));
-    json_object_set_new(iw, "entropy_bytes", dlp_json_real_or_null(o->work.entropy_bytes));
-    json_object_set_new(iw, "decoded_pixels", dlp_json_real_or_null(o->work.decoded_pixels));
-    json_object_set_new(iw, "resize_pixels", dlp_json_real_or_null(o->work.resize_pixels));
-    json_object_set_new(iw, "out_pixels", dlp_json_real_or_null(o->work.out_pixels));
-    json_object_set_new(iw, "mean_dct_scale", dlp_json_real_or_null(o->work.mean_dct_scale));
-    json_object_set_new(iw, "mean_crop_area", dlp_json_real_or_null(o->work.mean_crop_area));
-    json_object_set_new(r, "image_work", iw);
-    json_t *ld = json_object();
-    json_object_set_new(ld, "read_cpu_s", dlp_json_real_or_null(o->read_cpu_s));
-    json_object_set_new(ld, "decode_cpu_s", dlp_json_real_or_null(o->decode_cpu_s));
-    json_object_set_new(ld, "augment_cpu_s", dlp_json_real_or_null(o->augment_cpu_s));
-    json_object_set_new(ld, "cost_scale", dlp_json_real_or_null(o->loader_cost_scale));
-    json_object_set_new(ld, "cpu_s_per_image", dlp_json_real_or_null(o->loader_cpu_s_per_image));
-    json_object_set_new(ld, "io_wait_s_per_image", dlp_json_real_or_null(o->io_wait_s_per_image));
-    json_object_set_new(ld, "cores", dlp_json_real_or_null(o->loader_cores));
-    json_object_set_new(ld, "parallelism", dlp_json_real_or_null(o->loader_parallelism));
-    json_object_set_new(r, "loader", ld);
-    json_t *dv = json_object();
-    json_object_set_new(dv, "h2d_s", dlp_json_real_or_null(o->step.h2d_s));
-    json_object_set_new(dv, "fwd_s", dlp_json_real_or_null(o->step.fwd_s));
-    json_object_set_new(dv, "bwd_s", dlp_json_real_or_null(o->step.bwd_s));
-    json_object_set_new(dv, "update_s", dlp_json_real_or_null(o->step.update_s));
-    json_object_set_new(dv, "compute_s", dlp_json_real_or_null(o->step.compute_s));
-    json_object_set_new(dv, "step_s", dlp_json_real_or_null(o->step.step_s));
-    json_object_set_new(dv, "allreduce_s", dlp_json_real_or_null(o->allreduce_s));
-    json_object_set_new(dv, "allreduce_exposed_s", dlp_json_real_or_null(o->allreduce_exposed_s));
-    json_object_set_new(dv, "device_step_s", dlp_json_real_or_null(o->device_step_s));
-    json_object_set_new(dv, "h2d_bytes_per_s", dlp_json_real_or_null(o->h2d_bytes_per_s));
-    json_object_set_new(dv, "input_bytes_per_image", dlp_json_real_or_null(o->input_bytes_per_image));
-    if (o->step.rate) json_object_set_new(dv, "basis", json_string(o->step.rate->basis));
-    json_object_set_new(r, "device_step", dv);
+// --- the prediction as JSON: one table per object, the rows in the order they are written ---------------------------
+
+static const char *const k_storage_names[] = {"warm", "cold"};  // by storage_cold
+
+#define WORK_F(m) {DLP_FIELD(dlp_image_work, m, DLP_FT_NUM, DLP_FF_NULLNF)}  // per image, mean over the dataset
+static const dlp_field_def k_image_work_fields[] = {
+    WORK_F(bytes), WORK_F(entropy_bytes), WORK_F(decoded_pixels), WORK_F(resize_pixels), WORK_F(out_pixels),
+    WORK_F(mean_dct_scale), WORK_F(mean_crop_area), {0}};
+
+#define PRED_NUM(k, m) {DLP_FIELD_AS(dlp_prediction, k, m, DLP_FT_NUM, DLP_FF_NULLNF)}
+#define PRED_INT(k, m, fl) {DLP_FIELD_AS(dlp_prediction, k, m, DLP_FT_INT, fl)}
+
+static const dlp_field_def k_loader_fields[] = {  // one thread, per image, seconds
+    PRED_NUM("read_cpu_s", read_cpu_s),
+    PRED_NUM("decode_cpu_s", decode_cpu_s),
+    PRED_NUM("augment_cpu_s", augment_cpu_s),
+    PRED_NUM("cost_scale", loader_cost_scale),
+    PRED_NUM("cpu_s_per_image", loader_cpu_s_per_image),
+    PRED_NUM("io_wait_s_per_image", io_wait_s_per_image),
+    PRED_NUM("cores", loader_cores),              // cores the loader can use
+    PRED_NUM("parallelism", loader_parallelism),  // single-thread equivalents
+    {0}};
+
+static json_t *basis_write(const void *rec) {  // the rate row the step time came from
+    const dlp_prediction *o = rec;
+    return o->step.rate ? json_string(o->step.rate->basis) : NULL;
+}
+
+static const dlp_field_def k_device_step_fields[] = {  // per device, one step, seconds
+    PRED_NUM("h2d_s", step.h2d_s),
+    PRED_NUM("fwd_s", step.fwd_s),
+    PRED_NUM("bwd_s", step.bwd_s),
+    PRED_NUM("update_s", step.update_s),
+    PRED_NUM("compute_s", step.compute_s),
+    PRED_NUM("step_s", step.step_s),
+    PRED_NUM("allreduce_s", allreduce_s),
+    PRED_NUM("allreduce_exposed_s", allreduce_exposed_s),
+    PRED_NUM("device_step_s", device_step_s),
+    PRED_NUM("h2d_bytes_per_s", h2d_bytes_per_s),
+    PRED_NUM("input_bytes_per_image", input_bytes_per_image),
+    {DLP_FIELD_CB("basis", NULL, basis_write)},
+    {0}};
+
+static const dlp_field_def k_stage_fields[] = {
+    {DLP_FIELD(dlp_stage_cap, img_per_s, DLP_FT_NUM, DLP_FF_NULLNF)},  // node-wide, this stage alone
+    {DLP_FIELD(dlp_stage_cap, detail, DLP_FT_STR, 0)},
+    {0}};
+
+static json_t *stages_write(const void *rec) {  // the stages present, each named by its index
+    const dlp_prediction *o = rec;
     json_t *sa = json_array();
     for (int i = 0; i < DLP_STAGE_COUNT; i++) {
         if (!o->stages[i].present) continue;
         json_t *s = json_object();
         json_object_set_new(s, "stage", json_string(dlp_stage_name((dlp_stage)i)));
-        json_object_set_new(s, "img_per_s", dlp_json_real_or_null(o->stages[i].img_per_s));
-        json_object_set_new(s, "detail", json_string(o->stages[i].detail));
+        dlp_fields_write(s, k_stage_fields, &o->stages[i]);
         json_array_append_new(sa, s);
     }
-    json_object_set_new(r, "stages", sa);
-    json_object_set_new(r, "img_per_s", dlp_json_real_or_null(o->img_per_s));
-    json_object_set_new(r, "per_device_img_per_s", dlp_json_real_or_null(o->per_device_img_per_s));
-    json_object_set_new(r, "cluster_img_per_s", dlp_json_real_or_null(o->cluster_img_per_s));
-    json_object_set_new(r, "device_img_per_s", dlp_json_real_or_null(o->device_img_per_s));
-    json_object_set_new(r, "bottleneck", json_string(dlp_stage_name(o->bottleneck)));
-    json_object_set_new(r, "data_stall_fraction", dlp_json_real_or_null(o->data_stall_fraction));
-    json_object_set_new(r, "step_s", dlp_json_real_or_null(o->step_s));
-    json_object_set_new(r, "epoch_s", dlp_json_real_or_null(o->epoch_s));
-    json_object_set_new(r, "first_epoch_s", dlp_json_real_or_null(o->first_epoch_s));
-    json_object_set_new(r, "total_s", dlp_json_real_or_null(o->total_s));
-    json_t *nd = json_object();
-    json_object_set_new(nd, "loader_cores", dlp_json_real_or_null(o->loader_cores_needed));
-    json_object_set_new(nd, "loader_cores_per_device", dlp_json_real_or_null(o->loader_cores_needed / o->devices));
-    json_object_set_new(nd, "loader_threads", json_integer(o->loader_threads_needed));
-    json_object_set_new(nd, "storage_bytes_per_s", dlp_json_real_or_null(o->storage_bytes_per_s_needed));
-    json_object_set_new(nd, "page_cache_bytes", dlp_json_real_or_null(o->page_cache_bytes_needed));
-    json_object_set_new(nd, "h2d_bytes_per_s_per_device", dlp_json_real_or_null(o->h2d_bytes_per_s_needed));
-    json_object_set_new(nd, "allreduce_busbw_bytes_per_s", dlp_json_real_or_null(o->busbw_needed));
-    json_object_set_new(r, "needs", nd);
-    json_t *fx = json_array();
-    for (int i = 0; i < o->nfix; i++) json_array_append_new(fx, json_string(o->fix[i]));
-    json_object_set_new(r, "fix", fx);
-    json_t *nt = json_array();
-    for (int i = 0; i < o->nnotes; i++) json_array_append_new(nt, json_string(o->notes[i]));
-    json_object_set_new(r, "notes", nt);
+    return sa;
+}
+
+static json_t *cores_per_device_write(const void *rec) {
+    const dlp_prediction *o = rec;
+    return dlp_json_real_or_null(o->loader_cores_needed / o->devices);
+}
+
+static const dlp_field_def k_needs_fields[] = {  // what would keep the device busy
+    PRED_NUM("loader_cores", loader_cores_needed),
+    {DLP_FIELD_CB("loader_cores_per_device", NULL, cores_per_device_write)},
+    PRED_INT("loader_threads", loader_threads_needed, 0),  // 0: none would do
+    PRED_NUM("storage_bytes_per_s", storage_bytes_per_s_needed),
+    PRED_NUM("page_cache_bytes", page_cache_bytes_needed),
+    PRED_NUM("h2d_bytes_per_s_per_device", h2d_bytes_per_s_needed),
+    PRED_NUM("allreduce_busbw_bytes_per_s", busbw_needed),  // 0: hidden under backward
+    {0}};
+
+static json_t *strings_write(const char *first, size_t stride, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_string(first + (size_t)i * stride));
+    return a;
+}
+
+static json_t *fix_write(const void *rec) {
+    const dlp_prediction *o = rec;
+    return strings_write(o->fix[0], sizeof o->fix[0], o->nfix);
+}
+
+static json_t *notes_write(const void *rec) {
+    const dlp_prediction *o = rec;
+    return strings_write(o->notes[0], sizeof o->notes[0], o->nnotes);
+}
+
+static const dlp_field_def k_prediction_fields[] = {
+    {DLP_FIELD(dlp_prediction, task, DLP_FT_ENUM, 0), .names = dlp_task_names, .nnames = 2},
+    {DLP_FIELD_AS(dlp_prediction, "precision", prec, DLP_FT_ENUM, 0), .names = dlp_prec_names,
+     .nnames = DLP_PREC_COUNT},
+    PRED_INT("devices_per_node", devices, 0),
+    PRED_INT("nodes", nodes, 0),
+    PRED_INT("batch_per_device", batch, 0),
+    PRED_INT("loader_threads", workers_total, 0),  // node
+    PRED_INT("compute_threads", threads, DLP_FF_OMIT0),  // cpu device
+    {DLP_FIELD_AS(dlp_prediction, "storage", storage_cold, DLP_FT_ENUM, 0), .names = k_storage_names, .nnames = 2},
+    PRED_NUM("work_ratio", work_ratio),  // model FLOPs / ResNet-50's at 224
+    {DLP_FIELD_AS(dlp_prediction, "image_work", work, DLP_FT_OBJ, 0), .sub = k_image_work_fields},
+    {.key = "loader", .type = DLP_FT_OBJ, .sub = k_loader_fields},
+    {.key = "device_step", .type = DLP_FT_OBJ, .sub = k_device_step_fields},
+    {DLP_FIELD_CB("stages", NULL, stages_write)},
+    PRED_NUM("img_per_s", img_per_s),  // node
+    PRED_NUM("per_device_img_per_s", per_device_img_per_s),
+    PRED_NUM("cluster_img_per_s", cluster_img_per_s),
+    PRED_NUM("device_img_per_s", device_img_per_s),  // node, if the loader kept up
+    {DLP_FIELD(dlp_prediction, bottleneck, DLP_FT_ENUM, 0), .names = k_stage_names, .nnames = DLP_STAGE_COUNT},
+    PRED_NUM("data_stall_fraction", data_stall_fraction),
+    PRED_NUM("step_s", step_s),
+    PRED_NUM("epoch_s", epoch_s),
+    PRED_NUM("first_epoch_s", first_epoch_s),
+    PRED_NUM("total_s", total_s),
+    {.key = "needs", .type = DLP_FT_OBJ, .sub = k_needs_fields},
+    {DLP_FIELD_CB("fix", NULL, fix_write)},
+    {DLP_FIELD_CB("notes", NULL, notes_write)},
+    {0}};
+
+json_t *dlp_prediction_to_json(const dlp_prediction *o) {
+    json_t *r = json_object();
+    dlp_fields_write(r, k_prediction_fields, o);
     return r;
 }

@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
+#include "hw/fields.h"
 #include "hw/profile.h"
 #include "hw/steptime.h"
 #include "testutil.h"
@@ -404,9 +405,85 @@ static void test_measured_replaces_catalog(void **state) {
     dlp_test_rmtree(dir);
 }
 
+// The field-table facility on its own: one table reads and writes every kind of row, with the reader's wording.
+typedef struct {
+    double x;
+} ft_inner;
+typedef struct {
+    char name[8];
+    int kind, flag, n, skip;
+    int64_t big;
+    double frac, pos, nan;
+    ft_inner in;  // an object of its own
+} ft_rec;
+static const char *const k_ft_kinds[] = {"a", "b"};
+#define FT(m, t, fl) DLP_FIELD(ft_rec, m, t, fl)
+static const dlp_field_def k_ft_in[] = {{DLP_FIELD(ft_inner, x, DLP_FT_NUM, 0)}, {0}};
+static const dlp_field_def k_ft[] = {
+    {FT(name, DLP_FT_STR, DLP_FF_TITLE)},
+    {FT(kind, DLP_FT_ENUM, 0), .names = k_ft_kinds, .nnames = 2},
+    {FT(flag, DLP_FT_BOOL, 0)},
+    {FT(n, DLP_FT_INT, DLP_FF_OPT), .def = 7, .min = 1, .max = 9},
+    {FT(skip, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 9},
+    {FT(big, DLP_FT_INT, 0), .min = 0, .max = INT64_MAX},
+    {FT(frac, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE), .lo = 0, .hi = 1},
+    {FT(pos, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS | DLP_FF_BELOW | DLP_FF_DEFNP), .def = 0.5, .hi = 2},
+    {FT(nan, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NULLNF)},
+    {DLP_FIELD_AS(ft_rec, "inner", in, DLP_FT_OBJ, DLP_FF_OPT), .sub = k_ft_in},
+    {0}};
+
+static void ft_expect(const char *json, const char *want) {
+    json_t *o = json_loads(json, 0, NULL);
+    assert_non_null(o);
+    ft_rec r;
+    dlp_err_clear();
+    dlp_status st = dlp_fields_read_record(o, k_ft, &r, sizeof r, "f");
+    json_decref(o);
+    if (!strstr(dlp_err_msg(), want)) fprintf(stderr, "got '%s', want '%s'\n", dlp_err_msg(), want);
+    assert_int_equal(st, DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), want));
+}
+
+static void test_field_table(void **state) {
+    (void)state;
+    json_t *o = json_loads("{\"name\": \"x\", \"kind\": \"b\", \"flag\": true, \"big\": 5000000000, \"frac\": null,"
+                           " \"inner\": {\"x\": 3}}", 0, NULL);
+    ft_rec r;
+    assert_int_equal(dlp_fields_read_record(o, k_ft, &r, sizeof r, "f"), DLP_OK);
+    json_decref(o);
+    assert_string_equal(r.name, "x");
+    assert_int_equal(r.kind, 1);
+    assert_int_equal(r.flag, 1);
+    assert_int_equal(r.n, 7);  // defaults
+    NEAR(r.pos, 0.5, 0);
+    assert_true(r.big == 5000000000LL);
+    NEAR(r.in.x, 3, 0);
+    r.pos = 0;  // DEFNP: written as its default
+    r.nan = NAN;
+    json_t *w = json_object();
+    dlp_fields_write(w, k_ft, &r);
+    char *s = json_dumps(w, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(s, "{\"name\":\"x\",\"kind\":\"b\",\"flag\":true,\"n\":7,\"big\":5000000000,\"frac\":0.0,"
+                           "\"pos\":0.5,\"nan\":null,\"inner\":{\"x\":3.0}}");
+    free(s);
+    json_decref(w);
+    ft_expect("[]", "f: is not an object");
+    ft_expect("{\"kind\": \"a\"}", "f: field 'name' is missing or not a string");
+    ft_expect("{\"name\": \"x\", \"kind\": \"c\"}", "f (x): field 'kind' is 'c' (a|b)");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"flag\": 1}", "f (x): field 'flag' is not true/false");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"n\": null}", "field 'n' is missing or not an integer");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"n\": 10}", "field 'n' must be an integer in [1, 9] (got 10)");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"big\": 1, \"frac\": 1.5}", "field 'frac' must be between 0 and 1");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"big\": 1, \"pos\": 2}", "field 'pos' must be < 2 (got 2)");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"big\": 1, \"inner\": 3}", "f (x): field 'inner' is not an object");
+    ft_expect("{\"name\": \"x\", \"kind\": \"a\", \"big\": 1, \"inner\": {}}", "f (x): inner: field 'x' is missing");
+    ft_expect("{\"name\": \"toolongname\"}", "field 'name' is too long (11 characters, at most 7)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_fixture),
+        cmocka_unit_test(test_field_table),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_probe_fields),
         cmocka_unit_test(test_malformed),
