@@ -10,7 +10,7 @@
 
 #include "core/fs.h"
 #include "core/json.h"
-#include "hw/fields.h"
+#include "core/fields.h"
 
 enum { F_SOURCES, F_GPUS, F_CPUS, F_SYSTEMS, F_THROUGHPUT, F_DATASETS, F_PIPELINES, F_COUNT };
 static const char *const k_files[F_COUNT] = {"sources", "gpus", "cpus", "systems", "throughput", "datasets", "pipelines"};

@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/json.h"
-#include "hw/fields.h"
+#include "core/fields.h"
 
 const char *const dlp_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
 

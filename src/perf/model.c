@@ -9,7 +9,7 @@
 
 #include "core/json.h"
 #include "core/rng.h"
-#include "hw/fields.h"
+#include "core/fields.h"
 #include "hw/work.h"
 
 static const char *const k_stage_names[DLP_STAGE_COUNT] = {

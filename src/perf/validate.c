@@ -8,7 +8,7 @@
 #include "core/json.h"
 #include "core/opts.h"
 #include "hw/derive.h"
-#include "hw/fields.h"
+#include "core/fields.h"
 
 void dlp_validate_config_default(dlp_validate_config *c) {
     memset(c, 0, sizeof *c);

@@ -15,7 +15,7 @@
 #include "core/json.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
-#include "hw/fields.h"
+#include "core/fields.h"
 #include "hw/profile.h"
 #include "hw/steptime.h"
 #include "testutil.h"

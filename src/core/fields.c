@@ -1,5 +1,5 @@
-// hw/fields: range-checked JSON fields for the catalog and profiles.
-#include "hw/fields.h"
+// core/fields: range-checked JSON fields for the catalog and profiles.
+#include "core/fields.h"
 
 #include <math.h>
 #include <stdio.h>

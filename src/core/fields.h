@@ -1,4 +1,4 @@
-// hw/fields: validated fields of the catalog and profile files — core/json's typed getters plus range checks,
+// core/fields: validated fields of the catalog and profile files — core/json's typed getters plus range checks,
 // with errors that name the file, the object and the field ("catalog/gpus.json: gpus[2] (a100-80gb): field
 // 'mem_bw_gb_s' must be > 0 (got -1)").
 // Field tables (as fio's options.c): a record's JSON fields are described once, a row per field with its key,
@@ -8,8 +8,8 @@
 //          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS,
 //          DLP_FIELD_CB, dlp_fields_read, dlp_fields_read_record, dlp_fields_write, dlp_fields_read_array,
 //          dlp_fields_write_array.
-#ifndef DLP_HW_FIELDS_H
-#define DLP_HW_FIELDS_H
+#ifndef DLP_CORE_FIELDS_H
+#define DLP_CORE_FIELDS_H
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
