@@ -169,12 +169,13 @@ static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, con
     const json_t *dist = json_object_get(j, "dist");
     if (r->world > 1) {
         const json_t *bw = json_object_get(dist, "allreduce_busbw_gb_s");
-        printf("%-11s %d ranks (%s), global batch %d: %.2f img/s over all ranks; gradient allreduce %.2f ms/step "
-               "(%.1f MB, bus bandwidth %.3f GB/s)\n",
+        printf("%-11s %d ranks (%s), global batch %d: %.2f img/s over all ranks; gradient allreduce of %.1f MB: "
+               "%.2f ms/step exposed, %.2f hidden behind backward (%.0f buckets), bus bandwidth >= %.3f GB/s\n",
                "dist", r->world, json_string_value(json_object_get(dist, "communicator")), c->batch * r->world,
-               r->img_per_s * r->world, json_number_value(json_object_get(dist, "allreduce_ms_per_step")),
-               json_number_value(json_object_get(dist, "allreduce_bytes_per_step")) / 1e6,
-               json_is_number(bw) ? json_number_value(bw) : 0.0);
+               r->img_per_s * r->world, json_number_value(json_object_get(dist, "allreduce_bytes_per_step")) / 1e6,
+               json_number_value(json_object_get(dist, "allreduce_exposed_ms_per_step")),
+               json_number_value(json_object_get(dist, "allreduce_hidden_ms_per_step")),
+               json_number_value(json_object_get(dist, "buckets_per_step")), json_is_number(bw) ? json_number_value(bw) : 0.0);
     }
     if (r->last_checkpoint[0]) printf("%-11s %s\n", "checkpoint", r->last_checkpoint);
     if (json_path) printf("%-11s %s\n", "result", json_path);

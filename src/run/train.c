@@ -349,7 +349,8 @@ static dlp_status train_loop(dlp_trainer *t) {
     const dlp_train_cfg *c = &t->c;
     // The step's phases (input .. update, the allreduce through the run's communicator) come from run/step; this loop
     // keeps the data wait before them, the bookkeeping after, and the evaluation and checkpoint schedule.
-    const dlp_step_cfg step = {.plan = t->plan, .comm = t->comm, .train = 1, .sync_phases = c->sync_phases,
+    const dlp_step_cfg step = {.plan = t->plan, .comm = t->comm, .overlap = t->overlap, .train = 1,
+                               .sync_phases = c->sync_phases,
                                .label_smoothing = (float)c->label_smoothing};
     dlp_sgd sgd = {.momentum = (float)c->momentum, .weight_decay = (float)c->weight_decay, .nesterov = c->nesterov,
                    .decay_no_decay_params = !c->no_bn_decay};
@@ -714,8 +715,18 @@ static dlp_status setup(dlp_trainer *t) {
 
     dlp_plan_cfg pc = {.batch = c->batch, .train = 1, .precision = c->precision, .threads = c->threads,
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
+    if (t->world > 1) {  // buckets reduced as backward finishes them (25 MiB each unless --bucket-elems, as DDP)
+        if (t->async && strcmp(dlp_comm_name(t->comm), "mpi") == 0)
+            return DLP_ERR(DLP_ERR_UNSUPPORTED, "--device %s with the mpi communicator: it reduces host buffers and "
+                           "the gradients live on the GPU; use --dist nccl", c->device);
+        DLP_CHECK(dlp_step_overlap_new(t->comm, &t->overlap));
+        if (pc.bucket_elems == 0) pc.bucket_elems = (25 << 20) / (int64_t)sizeof(float);
+        pc.on_bucket = dlp_step_on_bucket;
+        pc.bucket_ctx = t->overlap;
+    }
     int64_t t0 = dlp_now_ns();
     DLP_CHECK(dlp_plan_create(t->ops, &t->net, &pc, &t->plan));
+    if (t->overlap) dlp_step_overlap_bind(t->overlap, t->plan);
     t->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     dlp_plan_input_format(t->plan, &t->in_layout, &t->in_dtype);
 
@@ -805,6 +816,7 @@ static void teardown(dlp_trainer *t) {
     }
     dlp_loader_free(t->tl);
     dlp_loader_free(t->vl);
+    dlp_step_overlap_free(t->overlap);
     if (t->plan) dlp_plan_free(t->plan);
     dlp_comm_free(t->comm);
     dlp_ckdir_unlock(t->ck_lock_fd);

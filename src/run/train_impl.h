@@ -43,6 +43,7 @@ typedef struct dlp_trainer {
     dlp_plan *plan;
     dlp_comm *comm;                // the run's communicator (local: one process)
     int rank, world;               // dlp_comm_rank / dlp_comm_size
+    struct dlp_step_overlap *overlap;  // several ranks: gradient buckets reduced during backward (run/step.h)
     char dev_arg_buf[16];          // cuda under mpirun: the local rank as the device index
     double *rank_figs;             // rank 0, at the end: DLP_TRAIN_RANK_FIGS figures per rank (train.c gather_ranks)
     double plan_ms;

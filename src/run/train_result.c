@@ -9,6 +9,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "hw/host.h"
+#include "run/step.h"
 #include "run/train_impl.h"
 
 // A step that waits for data this share of its time or more is the pipeline's fault.
@@ -123,12 +124,20 @@ static json_t *dist_json(const dlp_trainer *t) {
     const double ar_ms = safe_div(dlp_ns_to_ms(t->ph_ns[DLP_TRAIN_PH_ALLREDUCE]), (double)t->steps_run);
     json_object_set_new(d, "allreduce_bytes_per_step", json_real(bytes));
     json_object_set_new(d, "allreduce_ms_per_step", json_real(ar_ms));
-    // the whole gradient array after backward: all of it is exposed (nothing overlaps the backward yet)
+    // exposed: the allreduce phase (waiting after backward); hidden: from each step's first bucket to the end of its
+    // backward, while the reductions ran behind compute
+    int64_t buckets = 0, hidden_ns = 0;
+    dlp_step_overlap_stats(t->overlap, &buckets, &hidden_ns);
+    json_object_set_new(d, "buckets_per_step", json_real(safe_div((double)buckets, (double)t->steps_run)));
     json_object_set_new(d, "allreduce_exposed_ms_per_step", json_real(ar_ms));
-    json_object_set_new(d, "allreduce_hidden_ms_per_step", json_real(0));
-    json_object_set_new(d, "allreduce_busbw_gb_s",
-                        ar_ms > 0 && world > 1 ? json_real(bytes / (ar_ms * 1e-3) * 2.0 * (world - 1) / world * 1e-9)
-                                               : json_null());
+    const double hid_ms = safe_div(dlp_ns_to_ms(hidden_ns), (double)t->steps_run);
+    json_object_set_new(d, "allreduce_hidden_ms_per_step", json_real(hid_ms));
+    // nccl-tests' bus bandwidth over the longest the reduction can have taken (first bucket to the end of the wait):
+    // a lower bound when buckets overlap the backward
+    const double span_ms = ar_ms + hid_ms;
+    json_object_set_new(d, "allreduce_busbw_gb_s", span_ms > 0 && world > 1
+                        ? json_real(bytes / (span_ms * 1e-3) * 2.0 * (world - 1) / world * 1e-9) : json_null());
+
     json_t *per = json_array();
     for (int i = 0; t->rank_figs && i < world; i++) {
         const double *f = t->rank_figs + (size_t)i * DLP_TRAIN_RANK_FIGS, steps = f[DLP_TRAIN_RANK_STEPS];
