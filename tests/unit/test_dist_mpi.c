@@ -64,9 +64,15 @@ static void problem_close(problem *p) {
 
 static const dlp_sgd k_sgd = {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f};
 
-static dlp_plan *open_plan(problem *p, const char *device) {
+// overlap: gradient buckets of 5000 elements announced during backward and reduced while it goes on.
+static dlp_plan *open_plan(problem *p, const char *device, dlp_step_overlap *overlap) {
     const dlp_backend *b = dlp_backend_find(device, NULL);
     dlp_plan_cfg cfg = {.batch = HALF, .train = 1, .precision = DLP_DTYPE_F32, .threads = 1};
+    if (overlap) {
+        cfg.bucket_elems = 5000;
+        cfg.on_bucket = dlp_step_on_bucket;
+        cfg.bucket_ctx = overlap;
+    }
     dlp_plan *pl = NULL;
     if (!b || dlp_plan_create(b, &p->net, &cfg, &pl) != DLP_OK || dlp_plan_set_params(pl, p->params, p->bufs) != DLP_OK) {
         dlp_err_print(stderr);
@@ -75,9 +81,9 @@ static dlp_plan *open_plan(problem *p, const char *device) {
     return pl;
 }
 
-// ---- worker: one rank of `mpirun -np 2 <self> --worker DEVICE OUT` ------------------------------------------------
+// ---- worker: one rank of `mpirun -np 2 <self> --worker DEVICE OUT whole|buckets` --------------------------------
 
-static int worker(const char *device, const char *out) {
+static int worker(const char *device, const char *out, int buckets) {
     dlp_comm *c = NULL;
     if (dlp_comm_open("mpi", &c) != DLP_OK) {
         dlp_err_print(stderr);
@@ -86,9 +92,12 @@ static int worker(const char *device, const char *out) {
     const int rank = dlp_comm_rank(c);
     problem p;
     problem_open(&p);
-    dlp_plan *pl = open_plan(&p, device);
+    dlp_step_overlap *ov = NULL;
+    if (buckets && dlp_step_overlap_new(c, &ov) != DLP_OK) abort();
+    dlp_plan *pl = open_plan(&p, device, ov);
     int rc = pl ? 0 : 1;
-    const dlp_step_cfg sc = {.plan = pl, .comm = c, .train = 1};
+    if (pl && ov) dlp_step_overlap_bind(ov, pl);
+    const dlp_step_cfg sc = {.plan = pl, .comm = c, .overlap = ov, .train = 1};
     const dlp_step_batch sb = {.input = p.x + (size_t)rank * HALF * p.in_numel, .n = HALF, .labels = p.labels + rank * HALF,
                                .sgd = k_sgd};
     for (int s = 0; !rc && s < STEPS; s++) {
@@ -106,6 +115,13 @@ static int worker(const char *device, const char *out) {
         if (f && fclose(f)) rc = 1;
         free(w);
     }
+    int64_t nb = 0, hidden = 0;
+    dlp_step_overlap_stats(ov, &nb, &hidden);
+    if (!rc && buckets && nb < 2 * STEPS) {
+        fprintf(stderr, "only %lld buckets announced in %d steps\n", (long long)nb, STEPS);
+        rc = 1;
+    }
+    dlp_step_overlap_free(ov);
     dlp_plan_free(pl);
     problem_close(&p);
     if (rc) dlp_comm_abort(c, 1);
@@ -119,7 +135,7 @@ static void reference(const char *device, float *w) {
     problem p;
     problem_open(&p);
     dlp_plan *pl[RANKS];
-    for (int r = 0; r < RANKS; r++) assert_non_null(pl[r] = open_plan(&p, device));
+    for (int r = 0; r < RANKS; r++) assert_non_null(pl[r] = open_plan(&p, device, NULL));
     const int64_t np = p.net.param_count;
     for (int s = 0; s < STEPS; s++) {
         for (int r = 0; r < RANKS; r++) {
@@ -146,7 +162,7 @@ static int have_mpirun(void) {
 #endif
 }
 
-static void check_device(const char *device, double tol) {
+static void check_device(const char *device, int buckets, double tol) {
     if (!have_mpirun()) {
         printf("skipped: this build has no MPI, or mpirun is missing\n");
         skip();
@@ -163,8 +179,8 @@ static void check_device(const char *device, double tol) {
     // Under the sanitizer pass, leak checking stays off in the workers: Open MPI keeps its allocations to exit.
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-             "OMP_NUM_THREADS=1 timeout 120 mpirun "
-             "--oversubscribe -np %d '%s' --worker %s '%s' >'%s/log' 2>&1", RANKS, g_self, device, out, dir);
+             "OMP_NUM_THREADS=1 timeout 120 mpirun --oversubscribe -np %d '%s' --worker %s '%s' %s >'%s/log' 2>&1",
+             RANKS, g_self, device, out, buckets ? "buckets" : "whole", dir);
     int rc = system(cmd);
     if (rc != 0) {
         snprintf(cmd, sizeof cmd, "cat '%s/log'", dir);
@@ -189,8 +205,8 @@ static void check_device(const char *device, double tol) {
         if (d > worst) worst = d;
         changed += got[i] != p.params[i];
     }
-    printf("%s: %d ranks x %d samples, %d steps: worst relative difference %.3g over %zu weights (tolerance %g); "
-           "%zu weights moved\n", device, RANKS, HALF, STEPS, worst, np, tol, changed);
+    printf("%s (%s): %d ranks x %d samples, %d steps: worst relative difference %.3g over %zu weights (tolerance %g); "
+           "%zu weights moved\n", device, buckets ? "buckets during backward" : "whole array after backward", RANKS, HALF, STEPS, worst, np, tol, changed);
     assert_true(worst <= tol);
     assert_true(changed > np / 2);  // the steps did train
     free(got);
@@ -201,12 +217,14 @@ static void check_device(const char *device, double tol) {
 
 static void test_ref_equals_averaged_gradients(void **state) {
     (void)state;
-    check_device("ref", 0.0);
+    check_device("ref", 0, 0.0);
+    check_device("ref", 1, 0.0);
 }
 
 static void test_cpu_equals_averaged_gradients(void **state) {
     (void)state;
-    check_device("cpu", 1e-6);
+    check_device("cpu", 0, 1e-6);
+    check_device("cpu", 1, 1e-6);
 }
 
 // The ranks' shards of an epoch cover it exactly once (DistributedSampler's stride, no padding).
@@ -237,7 +255,7 @@ static void test_shards_cover_epoch(void **state) {
 
 int main(int argc, char **argv) {
     g_self = argv[0];
-    if (argc == 4 && strcmp(argv[1], "--worker") == 0) return worker(argv[2], argv[3]);
+    if (argc == 5 && strcmp(argv[1], "--worker") == 0) return worker(argv[2], argv[3], strcmp(argv[4], "buckets") == 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_cover_epoch),
         cmocka_unit_test(test_ref_equals_averaged_gradients),
