@@ -35,22 +35,29 @@ dlp_status dlp_dist_bench(dlp_comm *c, const dlp_dist_bench_cfg *cfg, dlp_dist_b
                        cfg->factor, cfg->iters, cfg->warmup);
     const int size = dlp_comm_size(c), rank = dlp_comm_rank(c);
     const int64_t max_count = cfg->max_bytes / 4;
-    float *buf = malloc((size_t)max_count * sizeof *buf);
+    float *host = malloc((size_t)max_count * sizeof *host);
+    void *dev = NULL;  // the communicator's buffer: host memory, or device memory for nccl
     double *times = malloc((size_t)size * sizeof *times);
     int64_t *wrongs = malloc((size_t)size * sizeof *wrongs);
     dlp_status st = DLP_OK;
-    if (!buf || !times || !wrongs) st = DLP_ERR(DLP_ERR_NOMEM, "dist bench: out of memory for %lld bytes", (long long)cfg->max_bytes);
+    if (!host || !times || !wrongs) st = DLP_ERR(DLP_ERR_NOMEM, "dist bench: out of memory for %lld bytes", (long long)cfg->max_bytes);
+    if (!st) st = dlp_comm_mem_alloc(c, (size_t)max_count * sizeof(float), &dev);
+    float *buf = dev;
     for (int64_t bytes = cfg->min_bytes; !st && bytes <= cfg->max_bytes && *n < max; bytes *= cfg->factor) {
         const int64_t count = bytes / 4;
         // correctness first: one allreduce of known inputs
-        fill(buf, count, rank);
-        if ((st = dlp_comm_allreduce(c, buf, count, NULL))) break;
-        int64_t wrong = count_wrong(buf, count, size);
+        fill(host, count, rank);
+        if ((st = dlp_comm_mem_put(c, buf, host, (size_t)count * 4)) || (st = dlp_comm_allreduce(c, buf, count, NULL)) ||
+            (st = dlp_comm_sync(c)) || (st = dlp_comm_mem_get(c, host, buf, (size_t)count * 4)))
+            break;
+        int64_t wrong = count_wrong(host, count, size);
         for (int i = 0; i < cfg->warmup && !st; i++) st = dlp_comm_allreduce(c, buf, count, NULL);
+        if (!st) st = dlp_comm_sync(c);
         if (!st) st = dlp_comm_barrier(c);
         if (st) break;
         int64_t t0 = dlp_now_ns();
         for (int i = 0; i < cfg->iters && !st; i++) st = dlp_comm_allreduce(c, buf, count, NULL);
+        if (!st) st = dlp_comm_sync(c);
         double us = dlp_ns_to_ms(dlp_now_ns() - t0) * 1e3 / cfg->iters;
         if (st) break;
         // every rank gets the slowest rank's time and the total of wrong elements
@@ -72,7 +79,8 @@ dlp_status dlp_dist_bench(dlp_comm *c, const dlp_dist_bench_cfg *cfg, dlp_dist_b
         p->wrong = wrong;
         if (bytes > cfg->max_bytes / cfg->factor) break;  // the next size would pass max (and may overflow)
     }
-    free(buf);
+    dlp_comm_mem_free(c, dev);
+    free(host);
     free(times);
     free(wrongs);
     return st;

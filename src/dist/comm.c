@@ -1,4 +1,5 @@
 // dist/comm: the table of communicators compiled in, the choice by --dist, and the public calls over the interface.
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/comm_impl.h"
@@ -64,9 +65,35 @@ int dlp_comm_local_rank(const dlp_comm *c) { return c->local_rank; }
 dlp_status dlp_comm_allreduce_start(dlp_comm *c, float *buf, int64_t count, void *stream, dlp_comm_req **req) {
     *req = NULL;
     if (count < 0) return DLP_ERR(DLP_ERR_INVALID, "allreduce of %lld values", (long long)count);
-    if (c->size == 1 || count == 0) return DLP_OK;
-    return c->ops->allreduce_start(c, buf, count, stream, req);
+    if (count == 0) return DLP_OK;
+    return c->ops->allreduce_start(c, buf, count, stream, req);  // one rank too: a 1-GPU nccl run does the real call
 }
+
+dlp_status dlp_comm_mem_alloc(dlp_comm *c, size_t bytes, void **out) {
+    if (c->ops->mem_alloc) return c->ops->mem_alloc(c, bytes, out);
+    *out = malloc(bytes ? bytes : 1);
+    return *out ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory for a %zu-byte buffer", bytes);
+}
+
+void dlp_comm_mem_free(dlp_comm *c, void *p) {
+    if (!p) return;
+    if (c->ops->mem_free) c->ops->mem_free(c, p);
+    else free(p);
+}
+
+dlp_status dlp_comm_mem_put(dlp_comm *c, void *dst, const void *host, size_t bytes) {
+    if (c->ops->mem_put) return c->ops->mem_put(c, dst, host, bytes);
+    memmove(dst, host, bytes);
+    return DLP_OK;
+}
+
+dlp_status dlp_comm_mem_get(dlp_comm *c, void *host, const void *src, size_t bytes) {
+    if (c->ops->mem_get) return c->ops->mem_get(c, host, src, bytes);
+    memmove(host, src, bytes);
+    return DLP_OK;
+}
+
+dlp_status dlp_comm_sync(dlp_comm *c) { return c->ops->sync ? c->ops->sync(c) : DLP_OK; }
 
 dlp_status dlp_comm_wait(dlp_comm *c, dlp_comm_req *req) { return req ? c->ops->wait(c, req) : DLP_OK; }
 

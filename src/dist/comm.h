@@ -4,7 +4,7 @@
 // buffers). One communicator per run, chosen from how the process was started (`--dist auto`).
 // Defines: dlp_comm, dlp_comm_req, dlp_comm_open, dlp_comm_free, dlp_comm_name, dlp_comm_rank, dlp_comm_size,
 //          dlp_comm_local_rank, dlp_comm_allreduce_start, dlp_comm_wait, dlp_comm_allreduce, dlp_comm_broadcast,
-//          dlp_comm_gather, dlp_comm_barrier, dlp_comm_kinds.
+//          dlp_comm_gather, dlp_comm_barrier, dlp_comm_abort, dlp_comm_mem_*, dlp_comm_sync, dlp_comm_kinds.
 #ifndef DLP_DIST_COMM_H
 #define DLP_DIST_COMM_H
 #include <stddef.h>
@@ -31,6 +31,13 @@ const char *dlp_comm_kinds(void);
 dlp_status dlp_comm_allreduce_start(dlp_comm *c, float *buf, int64_t count, void *stream, dlp_comm_req **req);
 dlp_status dlp_comm_wait(dlp_comm *c, dlp_comm_req *req);  // NULL req: nothing
 dlp_status dlp_comm_allreduce(dlp_comm *c, float *buf, int64_t count, void *stream);  // start + wait
+// Buffers the collectives work on (host memory for local and mpi, device memory for nccl), filled and read from the
+// host, and a wait for everything queued (a device's collectives run asynchronously).
+dlp_status dlp_comm_mem_alloc(dlp_comm *c, size_t bytes, void **out);
+void dlp_comm_mem_free(dlp_comm *c, void *p);
+dlp_status dlp_comm_mem_put(dlp_comm *c, void *dst, const void *host, size_t bytes);
+dlp_status dlp_comm_mem_get(dlp_comm *c, void *host, const void *src, size_t bytes);
+dlp_status dlp_comm_sync(dlp_comm *c);
 // bytes from root's buf to every rank's buf.
 dlp_status dlp_comm_broadcast(dlp_comm *c, void *buf, size_t bytes, int root);
 // bytes from every rank's send into root's recv (size x bytes, in rank order); recv is not touched elsewhere.

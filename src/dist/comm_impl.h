@@ -17,6 +17,12 @@ typedef struct dlp_comm_ops {
     dlp_status (*gather)(dlp_comm *c, const void *send, size_t bytes, void *recv, int root);
     dlp_status (*barrier)(dlp_comm *c);
     void (*abort)(dlp_comm *c, int code);  // ends every rank's process (a rank that failed alone would hang the rest)
+    // Optional (NULL: host memory — malloc, memcpy; nothing queued): the buffers the collectives reduce.
+    dlp_status (*mem_alloc)(dlp_comm *c, size_t bytes, void **out);
+    void (*mem_free)(dlp_comm *c, void *p);
+    dlp_status (*mem_put)(dlp_comm *c, void *dst, const void *host, size_t bytes);
+    dlp_status (*mem_get)(dlp_comm *c, void *host, const void *src, size_t bytes);
+    dlp_status (*sync)(dlp_comm *c);  // waits for the collectives queued so far
 } dlp_comm_ops;
 
 // Every communicator's state starts with this.
