@@ -1,9 +1,10 @@
 // loadgen: an MLPerf-style load generator — the four LoadGen scenarios (SingleStream, MultiStream, Server,
 // Offline) with MLPerf's validity rules, driving any System Under Test through one small interface, with a
 // summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
-// Defines: dlp_lg_scenario, dlp_lg_settings, dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done,
-//          dlp_lg_sut, dlp_lg_latency, dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_summary_text,
-//          dlp_lg_result_to_json, and the statistics helpers (latency summary, Poisson schedule, early stopping).
+// Defines: dlp_lg_scenario (with dlp_lg_scenario_name/parse/choices/searchable), dlp_lg_settings,
+//          dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done, dlp_lg_sut, dlp_lg_latency, dlp_lg_result,
+//          dlp_lg_run, dlp_lg_search, dlp_lg_summary_text, dlp_lg_result_to_json, and the statistics helpers
+//          (latency summary, Poisson schedule, early stopping).
 #ifndef DLP_LOADGEN_H
 #define DLP_LOADGEN_H
 #include <jansson.h>

@@ -1,4 +1,9 @@
-// loadgen/scenario: what makes a LoadGen scenario (private to loadgen/).
+// loadgen/scenario: what makes a LoadGen scenario — the table each scenario file fills in, and the harness's
+// helpers it may call (private to loadgen/).
+// Defines: dlp_lg_scenario_ops, dlp_lg_span, dlp_lg_tally, dlp_lg_issuer (dlp_lg_issuer_start, dlp_lg_issue,
+//          dlp_lg_wait_answered, dlp_lg_issue_back_to_back, ...), dlp_lg_add_reason/warning,
+//          dlp_lg_es_percentile_rule, dlp_lg_latency_metric, dlp_lg_text (summary lines), the registry's
+//          dlp_lg_scenario_ops_of and dlp_lg_scenario_count, DLP_LG_MAX_RECORDS.
 //
 // To add a scenario: write src/loadgen/scenario_<x>.c defining `const dlp_lg_scenario_ops dlp_lg_scenario_<x>`
 // (its name, defaults, issue loop, validity rules, metric, summary lines; copy the nearest of scenario_single.c,
