@@ -213,7 +213,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
     dlp_cli_engine_opts eo = {.seed = 1};  // loadgen's --seed is the schedule's; the random init's stays 1
     local_sut *local = NULL;
     dlp_opt opts[] = {
-        {"scenario", 's', DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", "SingleStream|MultiStream|Server|Offline", 0},
+        {"scenario", 's', DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", dlp_lg_scenario_choices(), 0},
         {"url", 'u', DLP_OPT_STR, &url, NULL, "URL", "the service to load (POSTs each image), e.g. http://127.0.0.1:8080/v1/classify", NULL, 0},
         {"sut", 0, DLP_OPT_CHOICE, &sut_i, "http", NULL, "system under test: http (--url) or local (in-process engine)", "http|local", 0},
         {"images", 'i', DLP_OPT_STR, &images, NULL, "PATH", "a JPEG file or a directory of them (searched recursively, sorted)", NULL, 0},
@@ -259,7 +259,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
                                   argc, argv);
     if (st) return dlp_cli_fail(st);
     dlp_lg_scenario sc = (dlp_lg_scenario)scenario_i;
-    if (search && sc != DLP_LG_SERVER)
+    if (search && !dlp_lg_scenario_searchable(sc))
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--search is for the Server scenario (--scenario Server)"));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     if (summary_path && (st = dlp_check_new_output(summary_path, "--summary"))) return dlp_cli_fail(st);

@@ -1,9 +1,10 @@
 // loadgen: an MLPerf-style load generator — the four LoadGen scenarios (SingleStream, MultiStream, Server,
 // Offline) with MLPerf's validity rules, driving any System Under Test through one small interface, with a
 // summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
-// Defines: dlp_lg_scenario, dlp_lg_settings, dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done,
-//          dlp_lg_sut, dlp_lg_latency, dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_summary_text,
-//          dlp_lg_result_to_json, and the statistics helpers (latency summary, Poisson schedule, early stopping).
+// Defines: dlp_lg_scenario (with dlp_lg_scenario_name/parse/choices/searchable), dlp_lg_settings,
+//          dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done, dlp_lg_sut, dlp_lg_latency, dlp_lg_result,
+//          dlp_lg_run, dlp_lg_search, dlp_lg_summary_text, dlp_lg_result_to_json, and the statistics helpers
+//          (latency summary, Poisson schedule, early stopping).
 #ifndef DLP_LOADGEN_H
 #define DLP_LOADGEN_H
 #include <jansson.h>
@@ -12,17 +13,24 @@
 
 #include "core/status.h"
 
+// A scenario is an index into loadgen's registry (loadgen/scenarios.c; each scenario is one file,
+// loadgen/scenario_<x>.c). These name the built-in four; a scenario added to the registry has the next index
+// and needs no name here (the CLI and dlp_lg_scenario_parse find it by its name).
 typedef enum {
     DLP_LG_SINGLE_STREAM = 0,  // one query of 1 sample at a time; metric: 90th-percentile latency
     DLP_LG_MULTI_STREAM,       // queries of 8 samples back to back; metric: 99th-percentile query latency
     DLP_LG_SERVER,             // Poisson arrivals at target_qps; VALID when p99 latency <= target_latency
     DLP_LG_OFFLINE,            // every sample issued at once; metric: samples/s
-    DLP_LG_SCENARIO_COUNT
 } dlp_lg_scenario;
 
-const char *dlp_lg_scenario_name(dlp_lg_scenario s);  // "SingleStream", ...
+const char *dlp_lg_scenario_name(dlp_lg_scenario s);  // "SingleStream", ... ("?" when unknown)
 // Accepts MLPerf's names and lower-case short forms ("server", "single", "multistream", "offline").
 dlp_status dlp_lg_scenario_parse(const char *s, dlp_lg_scenario *out);
+// Every scenario's name in index order, '|'-separated ("SingleStream|MultiStream|Server|Offline"): a
+// DLP_OPT_CHOICE's choices, whose index is the dlp_lg_scenario.
+const char *dlp_lg_scenario_choices(void);
+// Whether dlp_lg_search can search the scenario's target_qps (Server).
+int dlp_lg_scenario_searchable(dlp_lg_scenario s);
 
 typedef struct dlp_lg_settings {
     dlp_lg_scenario scenario;

@@ -1,5 +1,6 @@
-// loadgen/run: the harness — issues queries on the scenario's schedule from the calling thread, records each
-// response (from the SUT's threads) against its query's scheduled time, then applies MLPerf's rules.
+// loadgen/run: the harness — runs the scenario's issue loop (loadgen/scenario_*.c) on the calling thread,
+// records each response (from the SUT's threads) against its query's scheduled time, then applies MLPerf's
+// rules: the generic ones here, the scenario's own through its table.
 //
 // Threads: the caller is the issue thread; it only sleeps until the next scheduled time and hands samples to
 // the SUT (issue_query must not block). Responses arrive on the SUT's own threads and take one short lock.
@@ -17,11 +18,12 @@
 #include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
-#include "loadgen/loadgen.h"
+#include "loadgen/scenario.h"
 
 #define LG_BLOCK_SHIFT 12
 #define LG_BLOCK ((int64_t)1 << LG_BLOCK_SHIFT)
 #define LG_MAX_BLOCKS ((int64_t)1 << 15)  // 2^27 queries / samples per run at most
+_Static_assert(LG_MAX_BLOCKS * LG_BLOCK == DLP_LG_MAX_RECORDS, "DLP_LG_MAX_RECORDS is the records' capacity");
 
 typedef struct lg_query {
     int64_t sched_ns, issue_ns, done_ns;  // absolute CLOCK_MONOTONIC
@@ -112,18 +114,30 @@ static void on_done(void *ctx, const dlp_lg_response *resp, size_t n) {
     if (free_now) run_free(r);
 }
 
-typedef struct lg_issuer {
+struct dlp_lg_issuer {
     lg_run *r;
     const dlp_lg_sut *sut;
+    const dlp_lg_settings *s;
     dlp_rng rng;
     int64_t sample_count;
     dlp_lg_sample *buf;
     size_t buf_cap;
-} lg_issuer;
+    int64_t t0;    // the run's start (absolute)
+    int started;
+    int gave_up;   // dlp_lg_wait_answered timed out
+};
+
+int64_t dlp_lg_issuer_start(dlp_lg_issuer *is) {
+    is->t0 = dlp_now_ns() + 1000000;  // start 1 ms ahead so the first arrival is on time
+    is->r->last_progress_ns = is->t0;
+    is->started = 1;
+    return is->t0;
+}
 
 // Creates query records for one query of n samples scheduled at sched_ns and hands it to the SUT.
-static dlp_status issue_one(lg_issuer *is, int64_t sched_ns, int32_t n) {
+dlp_status dlp_lg_issue(dlp_lg_issuer *is, int64_t sched_ns, int32_t n) {
     lg_run *r = is->r;
+    if (!is->started) dlp_lg_issuer_start(is);  // a scenario that did not fix t0 starts now
     if ((size_t)n > is->buf_cap) {
         dlp_lg_sample *nb = realloc(is->buf, (size_t)n * sizeof *nb);
         if (!nb) return DLP_ERR(DLP_ERR_NOMEM, "out of memory for a query of %d samples", n);
@@ -182,8 +196,53 @@ static int wait_progress(lg_run *r, int64_t target_done_queries, int64_t target_
     return 1;
 }
 
-static void add_reason(dlp_lg_result *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_reason(dlp_lg_result *o, const char *fmt, ...) {
+int64_t dlp_lg_issued_queries(const dlp_lg_issuer *is) { return is->r->nq; }
+
+int64_t dlp_lg_last_issue_ns(const dlp_lg_issuer *is) {
+    return is->r->nq > 0 ? qrec(is->r, is->r->nq - 1)->issue_ns : 0;
+}
+
+int dlp_lg_wait_answered(dlp_lg_issuer *is) {
+    lg_run *r = is->r;
+    pthread_mutex_lock(&r->mu);
+    int ok = wait_progress(r, r->nq, 0, is->s->idle_timeout_ns);
+    pthread_mutex_unlock(&r->mu);
+    if (!ok) is->gave_up = 1;
+    return ok;
+}
+
+dlp_status dlp_lg_issue_back_to_back(dlp_lg_issuer *is, const dlp_lg_settings *s, dlp_lg_result *o) {
+    int64_t t0 = dlp_lg_issuer_start(is);
+    dlp_sleep_until_ns(t0);
+    for (;;) {
+        int64_t nq = dlp_lg_issued_queries(is), now = dlp_now_ns();
+        int64_t last_issue = nq > 0 ? dlp_lg_last_issue_ns(is) - t0 : 0;
+        if (nq >= s->min_query_count && nq > 0 && last_issue >= s->min_duration_ns) {
+            snprintf(o->stop_reason, sizeof o->stop_reason, "min duration and min queries met");
+            break;
+        }
+        if (s->max_query_count > 0 && nq >= s->max_query_count) {
+            snprintf(o->stop_reason, sizeof o->stop_reason, "max query count %lld reached",
+                     (long long)s->max_query_count);
+            break;
+        }
+        if (s->max_duration_ns > 0 && now - t0 >= s->max_duration_ns) {
+            snprintf(o->stop_reason, sizeof o->stop_reason, "max duration %.3f s reached",
+                     dlp_ns_to_s(s->max_duration_ns));
+            break;
+        }
+        dlp_status st = dlp_lg_issue(is, now, s->samples_per_query);
+        if (st != DLP_OK) return st;
+        if (!dlp_lg_wait_answered(is)) {
+            snprintf(o->stop_reason, sizeof o->stop_reason, "no response for %.1f s",
+                     dlp_ns_to_s(s->idle_timeout_ns));
+            break;
+        }
+    }
+    return DLP_OK;
+}
+
+void dlp_lg_add_reason(dlp_lg_result *o, const char *fmt, ...) {
     if (o->nreasons >= DLP_LG_MAX_REASONS) return;
     va_list ap;
     va_start(ap, fmt);
@@ -191,8 +250,7 @@ static void add_reason(dlp_lg_result *o, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void add_warning(dlp_lg_result *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_warning(dlp_lg_result *o, const char *fmt, ...) {
+void dlp_lg_add_warning(dlp_lg_result *o, const char *fmt, ...) {
     if (o->nwarnings >= 4) return;
     va_list ap;
     va_start(ap, fmt);
@@ -200,8 +258,37 @@ static void add_warning(dlp_lg_result *o, const char *fmt, ...) {
     va_end(ap);
 }
 
+void dlp_lg_es_percentile_rule(const dlp_lg_tally *t, const dlp_lg_settings *s, dlp_lg_result *o) {
+    const double conf = 0.99;
+    double p = s->target_latency_percentile;
+    int64_t n = t->nall;
+    int64_t est = 0, disc = 0, need = 0;
+    if (dlp_lg_es_estimate(t->all_lat, n, p, conf, &est, &disc, &need)) {
+        o->es_estimate_ns = est;
+        snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
+                 " * Processed at least %lld queries (%lld).\n * Would discard %lld highest latency queries.\n"
+                 " * Early stopping %.0fth percentile estimate: %lld", (long long)need, (long long)n,
+                 (long long)disc, p * 100, (long long)(est == INT64_MAX ? -1 : est));
+    } else {
+        o->early_stopping_met = 0;
+        snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
+                 " * Only processed %lld queries.\n * Need to process at least %lld queries for early stopping.",
+                 (long long)n, (long long)need);
+        dlp_lg_add_reason(o, "early stopping needs at least %lld queries at the %.0fth percentile, only %lld ran; "
+                          "raise --min-queries or --min-duration", (long long)need, p * 100, (long long)n);
+    }
+}
+
+void dlp_lg_latency_metric(const dlp_lg_tally *t, const dlp_lg_settings *s, double default_p,
+                           const char *default_name, dlp_lg_result *o) {
+    double p = s->target_latency_percentile;
+    o->metric_name = fabs(p - default_p) > 1e-9 ? "target percentile latency (ns)" : default_name;
+    o->metric_value = (double)dlp_stats_rank_i64(t->ok_lat, (size_t)t->nok, p);
+}
+
 // Builds the statistics and the verdict from the records (no answer is recorded any more).
-static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, int64_t t0, dlp_lg_result *o) {
+static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, const dlp_lg_scenario_ops *ops, int64_t t0,
+                          dlp_lg_result *o) {
     int64_t nq = r->nq, ns = r->ns;
     o->queries_issued = nq;
     o->samples_issued = ns;
@@ -252,14 +339,10 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, int64_t t0, dlp_l
     dlp_lg_latency_summarize(lag, (size_t)nq, &o->issue_lag);
     dlp_lg_latency tmp;
     double p = s->target_latency_percentile;
-    int ms = s->scenario == DLP_LG_MULTI_STREAM;
-    if (ms) {
-        dlp_lg_latency_summarize(q_all, (size_t)nqall, &tmp);
-        o->target_percentile_ns = dlp_stats_rank_i64(q_all, (size_t)nqall, p);
-    } else {
-        dlp_lg_latency_summarize(all_lat, (size_t)nall, &tmp);  // sorts all_lat
-        o->target_percentile_ns = dlp_stats_rank_i64(all_lat, (size_t)nall, p);
-    }
+    // The scenario's unit: samples, or whole queries (MultiStream). Its latencies, failures at the top, sorted.
+    int64_t *unit_all = ops->per_query ? q_all : all_lat, nunit = ops->per_query ? nqall : nall;
+    dlp_lg_latency_summarize(unit_all, (size_t)nunit, &tmp);  // sorts unit_all
+    o->target_percentile_ns = dlp_stats_rank_i64(unit_all, (size_t)nunit, p);
     o->duration_ns = last_done - t0;
     if (nq > 0) {
         lg_query *lq = qrec(r, nq - 1);
@@ -270,173 +353,55 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, int64_t t0, dlp_l
                      o->samples_by_outcome[DLP_LG_ERROR];
     double dur_s = dlp_ns_to_s(o->duration_ns);
     o->completed_samples_per_s = (ns > 1 && dur_s > 0) ? (double)(ns - 1) / dur_s : 0;
-    if (s->scenario == DLP_LG_SERVER && o->last_scheduled_ns > 0)
-        o->scheduled_samples_per_s = (double)(ns - 1) / dlp_ns_to_s(o->last_scheduled_ns);
-    if (s->scenario == DLP_LG_SINGLE_STREAM) {
-        if (o->last_issued_ns > 0) o->qps_with_overhead = (double)(nq - 1) / dlp_ns_to_s(o->last_issued_ns);
-        if (o->sample_latency.mean_ns > 0) o->qps_without_overhead = 1e9 / (double)o->sample_latency.mean_ns;
-    }
+    const dlp_lg_tally t = {.nq = nq, .ns = ns, .failed = failed, .over = over,
+                            .ok_lat = ops->per_query ? q_lat : ok_lat, .nok = ops->per_query ? nqok : nok,
+                            .all_lat = unit_all, .nall = nunit, .duration_s = dur_s};
 
     // --- the verdict, rule by rule (MLPerf's PerformanceSummary) ---
-    switch (s->scenario) {
-    case DLP_LG_SERVER: o->min_duration_met = o->last_scheduled_ns >= s->min_duration_ns; break;
-    case DLP_LG_OFFLINE: o->min_duration_met = o->duration_ns >= s->min_duration_ns; break;
-    default: o->min_duration_met = o->last_issued_ns >= s->min_duration_ns; break;
-    }
-    o->min_queries_met = (s->scenario == DLP_LG_OFFLINE ? ns : nq) >= s->min_query_count;
+    static const char *const span_what[] = {"issuing", "the schedule", "the run"};
+    int64_t span = ops->min_duration_span == DLP_LG_SPAN_SCHEDULE ? o->last_scheduled_ns
+                   : ops->min_duration_span == DLP_LG_SPAN_RUN    ? o->duration_ns
+                                                                  : o->last_issued_ns;
+    o->min_duration_met = span >= s->min_duration_ns;
+    int64_t counted = ops->counts_samples ? ns : nq;
+    o->min_queries_met = counted >= s->min_query_count;
     o->perf_constraints_met = 1;
-    if (s->scenario == DLP_LG_SERVER && o->target_percentile_ns > s->target_latency_ns) {
-        o->perf_constraints_met = 0;
-        if (o->target_percentile_ns == INT64_MAX)
-            add_reason(o, "%.1fth percentile latency is unbounded: %lld of %lld samples failed or were lost; reduce "
-                       "the target QPS", p * 100, (long long)(failed + o->samples_lost), (long long)ns);
-        else
-            add_reason(o, "%.1fth percentile latency %.3f ms exceeds the bound %.3f ms (%lld of %lld samples late); "
-                       "reduce the target QPS to improve latency", p * 100, dlp_ns_to_ms(o->target_percentile_ns),
-                       dlp_ns_to_ms(s->target_latency_ns), (long long)over, (long long)ns);
-    }
+    if (ops->perf_constraints) ops->perf_constraints(&t, s, o);
     o->early_stopping_met = 1;
     o->es_estimate_ns = 0;
-    if (s->early_stopping && s->scenario != DLP_LG_OFFLINE) {
-        const double conf = 0.99;
-        if (s->scenario == DLP_LG_SERVER) {
-            int64_t h = dlp_lg_es_min_passing(over, p, conf);
-            if (ns >= h + over) {
-                snprintf(o->early_stopping_text, sizeof o->early_stopping_text, " * Run successful.");
-            } else {
-                o->early_stopping_met = 0;
-                snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
-                         " * Run unsuccessful.\n * Processed %lld queries.\n * Would need to run at least %lld more "
-                         "queries,\n with the run being successful if every additional\n query were under latency.",
-                         (long long)ns, (long long)(h + over - ns));
-                add_reason(o, "early stopping: %lld queries with %lld over the bound cannot show the %.1fth "
-                           "percentile is under it with 99%% confidence; run at least %lld more queries",
-                           (long long)ns, (long long)over, p * 100, (long long)(h + over - ns));
-            }
-        } else {
-            int64_t *sorted = ms ? q_all : all_lat;  // ascending, failures at the top
-            int64_t n = ms ? nqall : nall;
-            int64_t est = 0, disc = 0, need = 0;
-            if (dlp_lg_es_estimate(sorted, n, p, conf, &est, &disc, &need)) {
-                o->es_estimate_ns = est;
-                snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
-                         " * Processed at least %lld queries (%lld).\n * Would discard %lld highest latency queries.\n"
-                         " * Early stopping %.0fth percentile estimate: %lld", (long long)need, (long long)n,
-                         (long long)disc, p * 100, (long long)(est == INT64_MAX ? -1 : est));
-            } else {
-                o->early_stopping_met = 0;
-                snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
-                         " * Only processed %lld queries.\n * Need to process at least %lld queries for early stopping.",
-                         (long long)n, (long long)need);
-                add_reason(o, "early stopping needs at least %lld queries at the %.0fth percentile, only %lld ran; "
-                           "raise --min-queries or --min-duration", (long long)need, p * 100, (long long)n);
-            }
-        }
-    }
-    if (!o->min_duration_met) {
-        const char *what = s->scenario == DLP_LG_OFFLINE ? "the run" : s->scenario == DLP_LG_SERVER ? "the schedule"
-                                                                                                    : "issuing";
-        add_reason(o, "min duration not met: %s lasted %.3f s of %.3f s (%s)", what,
-                   dlp_ns_to_s(s->scenario == DLP_LG_OFFLINE ? o->duration_ns
-                               : s->scenario == DLP_LG_SERVER ? o->last_scheduled_ns : o->last_issued_ns),
-                   dlp_ns_to_s(s->min_duration_ns), o->stop_reason[0] ? o->stop_reason : "stopped early");
-    }
+    if (s->early_stopping && ops->early_stopping) ops->early_stopping(&t, s, o);
+    if (!o->min_duration_met)
+        dlp_lg_add_reason(o, "min duration not met: %s lasted %.3f s of %.3f s (%s)",
+                          span_what[ops->min_duration_span], dlp_ns_to_s(span), dlp_ns_to_s(s->min_duration_ns),
+                          o->stop_reason[0] ? o->stop_reason : "stopped early");
     if (!o->min_queries_met)
-        add_reason(o, "min queries not met: %lld of %lld %s (%s)", (long long)(s->scenario == DLP_LG_OFFLINE ? ns : nq),
-                   (long long)s->min_query_count, s->scenario == DLP_LG_OFFLINE ? "samples" : "queries",
-                   o->stop_reason[0] ? o->stop_reason : "stopped early");
+        dlp_lg_add_reason(o, "min queries not met: %lld of %lld %s (%s)", (long long)counted,
+                          (long long)s->min_query_count, ops->counts_samples ? "samples" : "queries",
+                          o->stop_reason[0] ? o->stop_reason : "stopped early");
     o->none_lost = o->samples_lost == 0;
     if (o->samples_lost > 0)
-        add_reason(o, "%lld samples were never answered (no response for %.1f s): the SUT lost them",
-                   (long long)o->samples_lost, dlp_ns_to_s(s->idle_timeout_ns));
+        dlp_lg_add_reason(o, "%lld samples were never answered (no response for %.1f s): the SUT lost them",
+                          (long long)o->samples_lost, dlp_ns_to_s(s->idle_timeout_ns));
     if (failed > (int64_t)floor(s->max_failed_fraction * (double)ns))
-        add_reason(o, "%lld of %lld samples failed (rejected %lld, timeout %lld, error %lld); allowed %.4g%%",
-                   (long long)failed, (long long)ns, (long long)o->samples_by_outcome[DLP_LG_REJECTED],
-                   (long long)o->samples_by_outcome[DLP_LG_TIMEOUT], (long long)o->samples_by_outcome[DLP_LG_ERROR],
-                   s->max_failed_fraction * 100);
+        dlp_lg_add_reason(o, "%lld of %lld samples failed (rejected %lld, timeout %lld, error %lld); allowed %.4g%%",
+                          (long long)failed, (long long)ns, (long long)o->samples_by_outcome[DLP_LG_REJECTED],
+                          (long long)o->samples_by_outcome[DLP_LG_TIMEOUT],
+                          (long long)o->samples_by_outcome[DLP_LG_ERROR], s->max_failed_fraction * 100);
     if (o->duplicate_responses > 0)
-        add_reason(o, "the SUT answered %lld samples twice or with unknown ids (a SUT bug)",
-                   (long long)o->duplicate_responses);
-    if (ns == 0) add_reason(o, "no query was issued");
+        dlp_lg_add_reason(o, "the SUT answered %lld samples twice or with unknown ids (a SUT bug)",
+                          (long long)o->duplicate_responses);
+    if (ns == 0) dlp_lg_add_reason(o, "no query was issued");
     o->valid = o->nreasons == 0;
 
-    if (s->scenario == DLP_LG_SERVER && o->issue_lag.p99_ns > s->target_latency_ns / 10)
-        add_warning(o, "the loadgen issued late (p99 %.3f ms, max %.3f ms behind schedule): the machine is "
-                    "overloaded; the lateness is counted in the latencies", dlp_ns_to_ms(o->issue_lag.p99_ns),
-                    dlp_ns_to_ms(o->issue_lag.max_ns));
-
-    switch (s->scenario) {
-    case DLP_LG_SINGLE_STREAM:
-        o->metric_name = "90th percentile latency (ns)";
-        o->metric_value = (double)dlp_stats_rank_i64(ok_lat, (size_t)nok, p);
-        break;
-    case DLP_LG_MULTI_STREAM:
-        o->metric_name = "99th percentile latency (ns)";
-        o->metric_value = (double)dlp_stats_rank_i64(q_lat, (size_t)nqok, p);
-        break;
-    case DLP_LG_SERVER:
-        o->metric_name = "Scheduled samples per second";
-        o->metric_value = o->scheduled_samples_per_s;
-        break;
-    case DLP_LG_OFFLINE:
-        o->metric_name = "Samples per second";
-        o->metric_value = dur_s > 0 ? (double)o->samples_by_outcome[DLP_LG_OK] / dur_s : 0;
-        break;
-    default: break;
-    }
-    if (s->scenario == DLP_LG_SINGLE_STREAM && fabs(p - 0.90) > 1e-9) o->metric_name = "target percentile latency (ns)";
-    if (s->scenario == DLP_LG_MULTI_STREAM && fabs(p - 0.99) > 1e-9) o->metric_name = "target percentile latency (ns)";
+    ops->measure(&t, s, o);
     free(ok_lat), free(all_lat), free(q_lat), free(q_all), free(lag);
-    return DLP_OK;
-}
-
-// How many samples an Offline run issues: enough for min_duration at the expected rate (x1.1, as MLPerf),
-// at least min_query_count.
-static int64_t offline_samples(const dlp_lg_settings *s) {
-    double want = ceil(s->target_qps * dlp_ns_to_s(s->min_duration_ns) * 1.1 - 1e-6);  // 1e-6: float noise
-    int64_t n = want > 1e12 ? (int64_t)1e12 : (int64_t)want;
-    if (n < s->min_query_count) n = s->min_query_count;
-    if (s->max_query_count > 0 && n > s->max_query_count) n = s->max_query_count;
-    if (n < 1) n = 1;
-    if (n > LG_MAX_BLOCKS * LG_BLOCK / 2) n = LG_MAX_BLOCKS * LG_BLOCK / 2;
-    return n;
-}
-
-// The Server schedule: arrivals until both minimums are met (capped by the maximums). *n_out queries.
-static dlp_status server_schedule(const dlp_lg_settings *s, int64_t **t_out, int64_t *n_out) {
-    int64_t cap = 1024, n = 0;
-    int64_t *t = malloc((size_t)cap * sizeof *t);
-    DLP_TRY_ALLOC(t);
-    dlp_rng rng;
-    dlp_rng_init(&rng, s->schedule_seed, 0x5c4ed01e);
-    double acc = 0;
-    for (;;) {
-        int64_t ti = (int64_t)llround(acc * 1e9);
-        int enough = n >= s->min_query_count && n > 0 && t[n - 1] >= s->min_duration_ns;
-        if (enough) break;
-        if (s->max_query_count > 0 && n >= s->max_query_count) break;
-        if (s->max_duration_ns > 0 && ti > s->max_duration_ns) break;
-        if (n >= LG_MAX_BLOCKS * LG_BLOCK) break;
-        if (n == cap) {
-            int64_t *nt = realloc(t, (size_t)cap * 2 * sizeof *t);
-            if (!nt) {
-                free(t);
-                return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the Server schedule");
-            }
-            t = nt;
-            cap *= 2;
-        }
-        t[n++] = ti;
-        acc += -log1p(-dlp_rng_uniform(&rng)) / s->target_qps;
-    }
-    *t_out = t;
-    *n_out = n;
     return DLP_OK;
 }
 
 dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_result *o) {
     memset(o, 0, sizeof *o);
     DLP_CHECK(dlp_lg_settings_check(s));
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     if (!sut || !sut->issue_query) return DLP_ERR(DLP_ERR_INVALID, "the SUT has no issue_query");
     o->settings = *s;
     snprintf(o->sut_name, sizeof o->sut_name, "%s", sut->name ? sut->name : "sut");
@@ -458,84 +423,24 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_re
     r->done.fn = on_done;
     r->done.ctx = r;
 
-    lg_issuer is = {.r = r, .sut = sut, .sample_count = s->sample_count};
+    dlp_lg_issuer is = {.r = r, .sut = sut, .s = s, .sample_count = s->sample_count};
     dlp_rng_init(&is.rng, s->sample_seed, 0x5a3b1e);
-    dlp_status st = DLP_OK;
-    int64_t *sched = NULL, nsched = 0;
-    if (s->scenario == DLP_LG_SERVER) st = server_schedule(s, &sched, &nsched);
-
-    int64_t t0 = dlp_now_ns() + 1000000;  // start 1 ms ahead so the first arrival is on time
-    r->last_progress_ns = t0;
-    int gave_up = 0;
-    if (st == DLP_OK) switch (s->scenario) {
-        case DLP_LG_SERVER:
-            for (int64_t i = 0; i < nsched && st == DLP_OK; i++) {
-                dlp_sleep_until_ns(t0 + sched[i]);
-                st = issue_one(&is, t0 + sched[i], 1);
-            }
-            if (s->max_query_count > 0 && nsched >= s->max_query_count)
-                snprintf(o->stop_reason, sizeof o->stop_reason, "max query count %lld reached",
-                         (long long)s->max_query_count);
-            else if (s->max_duration_ns > 0 && nsched > 0 && sched[nsched - 1] < s->min_duration_ns)
-                snprintf(o->stop_reason, sizeof o->stop_reason, "max duration %.3f s reached",
-                         dlp_ns_to_s(s->max_duration_ns));
-            break;
-        case DLP_LG_OFFLINE: {
-            int64_t total = offline_samples(s);
-            int64_t per = s->offline_batch > 0 ? s->offline_batch : total;
-            dlp_sleep_until_ns(t0);
-            for (int64_t k = 0; k < total && st == DLP_OK; k += per)
-                st = issue_one(&is, t0, (int32_t)(total - k < per ? total - k : per));
-            break;
-        }
-        default: {  // SingleStream, MultiStream: the next query goes out when the previous one is answered
-            dlp_sleep_until_ns(t0);
-            for (;;) {
-                int64_t nq = r->nq, now = dlp_now_ns();
-                int64_t last_issue = nq > 0 ? qrec(r, nq - 1)->issue_ns - t0 : 0;
-                if (nq >= s->min_query_count && nq > 0 && last_issue >= s->min_duration_ns) {
-                    snprintf(o->stop_reason, sizeof o->stop_reason, "min duration and min queries met");
-                    break;
-                }
-                if (s->max_query_count > 0 && nq >= s->max_query_count) {
-                    snprintf(o->stop_reason, sizeof o->stop_reason, "max query count %lld reached",
-                             (long long)s->max_query_count);
-                    break;
-                }
-                if (s->max_duration_ns > 0 && now - t0 >= s->max_duration_ns) {
-                    snprintf(o->stop_reason, sizeof o->stop_reason, "max duration %.3f s reached",
-                             dlp_ns_to_s(s->max_duration_ns));
-                    break;
-                }
-                st = issue_one(&is, now, s->samples_per_query);
-                if (st != DLP_OK) break;
-                pthread_mutex_lock(&r->mu);
-                int ok = wait_progress(r, r->nq, 0, s->idle_timeout_ns);
-                pthread_mutex_unlock(&r->mu);
-                if (!ok) {
-                    gave_up = 1;
-                    snprintf(o->stop_reason, sizeof o->stop_reason, "no response for %.1f s",
-                             dlp_ns_to_s(s->idle_timeout_ns));
-                    break;
-                }
-            }
-            break;
-        }
-        }
+    dlp_status st = ops->issue(&is, s, o);
+    if (!is.started) dlp_lg_issuer_start(&is);  // the scenario failed before issuing anything
+    int64_t t0 = is.t0;
     if (st == DLP_OK && o->stop_reason[0] == '\0') snprintf(o->stop_reason, sizeof o->stop_reason,
                                                             "min duration and min queries met");
     if (sut->flush) sut->flush(sut->ctx);
 
     // Wait for the answers still out, giving up after idle_timeout without progress.
     pthread_mutex_lock(&r->mu);
-    if (!gave_up && !wait_progress(r, 0, r->ns, s->idle_timeout_ns) && !o->stop_reason[0])
+    if (!is.gave_up && !wait_progress(r, 0, r->ns, s->idle_timeout_ns) && !o->stop_reason[0])
         snprintf(o->stop_reason, sizeof o->stop_reason, "no response for %.1f s", dlp_ns_to_s(s->idle_timeout_ns));
     r->abandoned = 1;  // answers from now on are counted but not recorded
     pthread_mutex_unlock(&r->mu);
 
-    if (st == DLP_OK) st = analyze(r, s, t0, o);
+    if (st == DLP_OK) st = analyze(r, s, ops, t0, o);
     if (sut->stats_json) o->sut_stats = sut->stats_json(sut->ctx);
-    free(sched);
     free(is.buf);
 
     pthread_mutex_lock(&r->mu);

@@ -18,7 +18,7 @@ static int64_t trial_estimate_ns(const dlp_lg_settings *s, double qps) {
 dlp_status dlp_lg_search(const dlp_lg_settings *base, const dlp_lg_sut *sut, const dlp_lg_search_cfg *cfg,
                          dlp_lg_search_result *out) {
     memset(out, 0, sizeof *out);
-    if (base->scenario != DLP_LG_SERVER) return DLP_ERR(DLP_ERR_INVALID, "the search is for the Server scenario");
+    if (!dlp_lg_scenario_searchable(base->scenario)) return DLP_ERR(DLP_ERR_INVALID, "the search is for the Server scenario");
     if (!(cfg->start_qps > 0) || !(cfg->tolerance > 0) || cfg->budget_ns <= 0)
         return DLP_ERR(DLP_ERR_INVALID, "search: start QPS, tolerance and budget must be > 0");
     int max_trials = cfg->max_trials > 0 && cfg->max_trials < 64 ? cfg->max_trials : 64;

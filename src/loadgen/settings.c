@@ -1,31 +1,8 @@
-// loadgen/settings: scenario names, default settings per scenario, and their checks.
+// loadgen/settings: default settings (the scenario's own from its table) and their checks.
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
-#include "loadgen/loadgen.h"
-
-static const char *const k_scenario_names[DLP_LG_SCENARIO_COUNT] = {"SingleStream", "MultiStream", "Server",
-                                                                      "Offline"};
-
-const char *dlp_lg_scenario_name(dlp_lg_scenario s) {
-    return (unsigned)s < DLP_LG_SCENARIO_COUNT ? k_scenario_names[s] : "?";
-}
-
-dlp_status dlp_lg_scenario_parse(const char *s, dlp_lg_scenario *out) {
-    static const struct { const char *name; dlp_lg_scenario sc; } rows[] = {
-        {"singlestream", DLP_LG_SINGLE_STREAM}, {"single", DLP_LG_SINGLE_STREAM}, {"ss", DLP_LG_SINGLE_STREAM},
-        {"multistream", DLP_LG_MULTI_STREAM},   {"multi", DLP_LG_MULTI_STREAM},   {"ms", DLP_LG_MULTI_STREAM},
-        {"server", DLP_LG_SERVER},              {"offline", DLP_LG_OFFLINE},
-    };
-    for (size_t i = 0; s && i < sizeof rows / sizeof rows[0]; i++)
-        if (strcasecmp(s, rows[i].name) == 0) {
-            *out = rows[i].sc;
-            return DLP_OK;
-        }
-    return DLP_ERR(DLP_ERR_INVALID, "unknown scenario '%s' (use SingleStream, MultiStream, Server or Offline)",
-                   s ? s : "");
-}
+#include "loadgen/scenario.h"
 
 const char *dlp_lg_outcome_name(dlp_lg_outcome o) {
     static const char *const n[DLP_LG_OUTCOME_COUNT] = {"ok", "rejected", "timeout", "error"};
@@ -33,20 +10,15 @@ const char *dlp_lg_outcome_name(dlp_lg_outcome o) {
 }
 
 void dlp_lg_settings_default(dlp_lg_settings *s, dlp_lg_scenario scenario) {
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(scenario);
     memset(s, 0, sizeof *s);
     s->scenario = scenario;
     s->target_qps = 10;
     s->target_latency_ns = 15 * 1000000LL;  // MLPerf's ResNet-50 Server bound
-    s->target_latency_percentile = scenario == DLP_LG_SINGLE_STREAM ? 0.90 : 0.99;
-    s->samples_per_query = scenario == DLP_LG_MULTI_STREAM ? 8 : 1;
+    s->target_latency_percentile = ops ? ops->default_percentile : 0.99;
+    s->samples_per_query = ops ? ops->default_samples_per_query : 1;
     s->min_duration_ns = 10 * 1000000000LL;
-    switch (scenario) {
-    case DLP_LG_SINGLE_STREAM: s->min_query_count = 64; break;   // early stopping's least at p90
-    case DLP_LG_MULTI_STREAM: s->min_query_count = 662; break;   // early stopping's least at p99 (= MLPerf's)
-    case DLP_LG_SERVER: s->min_query_count = 500; break;         // > 459, the least at p99 with none late
-    case DLP_LG_OFFLINE: s->min_query_count = 256; break;        // samples
-    default: break;
-    }
+    s->min_query_count = ops ? ops->default_min_query_count : 0;
     s->sample_count = 1024;  // MLPerf's performance_sample_count for ResNet-50
     s->schedule_seed = 18209322760996052031ULL;  // MLPerf's schedule_rng_seed
     s->sample_seed = 14771362308971278857ULL;    // MLPerf's sample_index_rng_seed
@@ -57,8 +29,9 @@ void dlp_lg_settings_default(dlp_lg_settings *s, dlp_lg_scenario scenario) {
 }
 
 dlp_status dlp_lg_settings_check(const dlp_lg_settings *s) {
-    if ((unsigned)s->scenario >= DLP_LG_SCENARIO_COUNT) return DLP_ERR(DLP_ERR_INVALID, "unknown scenario");
-    if ((s->scenario == DLP_LG_SERVER || s->scenario == DLP_LG_OFFLINE) &&
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
+    if (!ops) return DLP_ERR(DLP_ERR_INVALID, "unknown scenario");
+    if (ops->uses_target_qps &&
         !(s->target_qps > 0 && isfinite(s->target_qps) && s->target_qps <= 1e7))
         return DLP_ERR(DLP_ERR_INVALID, "target QPS %g must be in (0, 1e7]", s->target_qps);
     if (s->target_latency_ns <= 0) return DLP_ERR(DLP_ERR_INVALID, "the latency bound must be > 0");

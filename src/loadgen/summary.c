@@ -5,15 +5,14 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "loadgen/loadgen.h"
+#include "loadgen/scenario.h"
 
-typedef struct sbuf {
+struct dlp_lg_text {
     char *p;
     size_t len, cap;
-} sbuf;
+};
 
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
+void dlp_lg_text_printf(dlp_lg_text *b, const char *fmt, ...) {
     if (!b->p && b->cap == (size_t)-1) return;  // an earlier allocation failed
     va_list ap;
     va_start(ap, fmt);
@@ -41,92 +40,92 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 
 static const char *yn(int v) { return v ? "Yes" : "NO"; }
 
-static void latency_block(sbuf *b, const dlp_lg_latency *l) {
-    sb_printf(b, "Min latency (ns)                : %lld\n", (long long)l->min_ns);
-    sb_printf(b, "Max latency (ns)                : %lld\n", (long long)l->max_ns);
-    sb_printf(b, "Mean latency (ns)               : %lld\n", (long long)l->mean_ns);
-    sb_printf(b, "50.00 percentile latency (ns)   : %lld\n", (long long)l->p50_ns);
-    sb_printf(b, "90.00 percentile latency (ns)   : %lld\n", (long long)l->p90_ns);
-    sb_printf(b, "95.00 percentile latency (ns)   : %lld\n", (long long)l->p95_ns);
-    sb_printf(b, "97.00 percentile latency (ns)   : %lld\n", (long long)l->p97_ns);
-    sb_printf(b, "99.00 percentile latency (ns)   : %lld\n", (long long)l->p99_ns);
-    sb_printf(b, "99.90 percentile latency (ns)   : %lld\n", (long long)l->p999_ns);
+void dlp_lg_text_latency(dlp_lg_text *b, const dlp_lg_latency *l) {
+    dlp_lg_text_printf(b, "Min latency (ns)                : %lld\n", (long long)l->min_ns);
+    dlp_lg_text_printf(b, "Max latency (ns)                : %lld\n", (long long)l->max_ns);
+    dlp_lg_text_printf(b, "Mean latency (ns)               : %lld\n", (long long)l->mean_ns);
+    dlp_lg_text_printf(b, "50.00 percentile latency (ns)   : %lld\n", (long long)l->p50_ns);
+    dlp_lg_text_printf(b, "90.00 percentile latency (ns)   : %lld\n", (long long)l->p90_ns);
+    dlp_lg_text_printf(b, "95.00 percentile latency (ns)   : %lld\n", (long long)l->p95_ns);
+    dlp_lg_text_printf(b, "97.00 percentile latency (ns)   : %lld\n", (long long)l->p97_ns);
+    dlp_lg_text_printf(b, "99.00 percentile latency (ns)   : %lld\n", (long long)l->p99_ns);
+    dlp_lg_text_printf(b, "99.90 percentile latency (ns)   : %lld\n", (long long)l->p999_ns);
 }
 
 char *dlp_lg_summary_text(const dlp_lg_result *r) {
     const dlp_lg_settings *s = &r->settings;
-    sbuf b = {0};
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
+    if (!ops) return NULL;
+    dlp_lg_text b = {0};
     const char *rule = "================================================\n";
-    sb_printf(&b, "%sMLPerf Results Summary (dlperf loadgen)\n%s", rule, rule);
-    sb_printf(&b, "SUT name : %s\n", r->sut_name);
-    sb_printf(&b, "Scenario : %s\n", dlp_lg_scenario_name(s->scenario));
-    sb_printf(&b, "Mode     : PerformanceOnly\n");
-    if (s->scenario == DLP_LG_SINGLE_STREAM || s->scenario == DLP_LG_MULTI_STREAM)
-        sb_printf(&b, "%s : %lld\n", r->metric_name, (long long)r->metric_value);
-    else if (s->scenario == DLP_LG_SERVER)
-        sb_printf(&b, "%s : %.2f\n", r->metric_name, r->metric_value);
+    dlp_lg_text_printf(&b, "%sMLPerf Results Summary (dlperf loadgen)\n%s", rule, rule);
+    dlp_lg_text_printf(&b, "SUT name : %s\n", r->sut_name);
+    dlp_lg_text_printf(&b, "Scenario : %s\n", dlp_lg_scenario_name(s->scenario));
+    dlp_lg_text_printf(&b, "Mode     : PerformanceOnly\n");
+    if (ops->metric_integer)
+        dlp_lg_text_printf(&b, "%s%s%lld\n", r->metric_name, ops->metric_sep, (long long)r->metric_value);
     else
-        sb_printf(&b, "%s: %.2f\n", r->metric_name, r->metric_value);
-    sb_printf(&b, "Result is : %s\n", r->valid ? "VALID" : "INVALID");
-    if (s->scenario == DLP_LG_SERVER)
-        sb_printf(&b, "  Performance constraints satisfied : %s\n", yn(r->perf_constraints_met));
-    sb_printf(&b, "  Min duration satisfied : %s\n", yn(r->min_duration_met));
-    sb_printf(&b, "  Min queries satisfied : %s\n", yn(r->min_queries_met));
-    sb_printf(&b, "  Early stopping satisfied: %s\n", s->early_stopping ? yn(r->early_stopping_met) : "Skipped");
-    sb_printf(&b, "  Every sample answered : %s\n", yn(r->none_lost));
+        dlp_lg_text_printf(&b, "%s%s%.2f\n", r->metric_name, ops->metric_sep, r->metric_value);
+    dlp_lg_text_printf(&b, "Result is : %s\n", r->valid ? "VALID" : "INVALID");
+    if (ops->perf_constraints)
+        dlp_lg_text_printf(&b, "  Performance constraints satisfied : %s\n", yn(r->perf_constraints_met));
+    dlp_lg_text_printf(&b, "  Min duration satisfied : %s\n", yn(r->min_duration_met));
+    dlp_lg_text_printf(&b, "  Min queries satisfied : %s\n", yn(r->min_queries_met));
+    dlp_lg_text_printf(&b, "  Early stopping satisfied: %s\n",
+                       s->early_stopping ? yn(r->early_stopping_met) : "Skipped");
+    dlp_lg_text_printf(&b, "  Every sample answered : %s\n", yn(r->none_lost));
     if (!r->valid) {
-        sb_printf(&b, "Recommendations:\n");
-        for (int i = 0; i < r->nreasons; i++) sb_printf(&b, " * %s\n", r->reasons[i]);
+        dlp_lg_text_printf(&b, "Recommendations:\n");
+        for (int i = 0; i < r->nreasons; i++) dlp_lg_text_printf(&b, " * %s\n", r->reasons[i]);
     }
-    if (s->early_stopping && s->scenario != DLP_LG_OFFLINE && r->early_stopping_text[0])
-        sb_printf(&b, "Early Stopping Result:\n%s\n", r->early_stopping_text);
+    if (s->early_stopping && ops->early_stopping && r->early_stopping_text[0])
+        dlp_lg_text_printf(&b, "Early Stopping Result:\n%s\n", r->early_stopping_text);
 
-    sb_printf(&b, "\n%sAdditional Stats\n%s", rule, rule);
-    if (s->scenario == DLP_LG_SINGLE_STREAM) {
-        sb_printf(&b, "QPS w/ loadgen overhead         : %.2f\n", r->qps_with_overhead);
-        sb_printf(&b, "QPS w/o loadgen overhead        : %.2f\n\n", r->qps_without_overhead);
-    } else if (s->scenario == DLP_LG_SERVER) {
-        sb_printf(&b, "Completed samples per second    : %.2f\n\n", r->completed_samples_per_s);
-    } else if (s->scenario == DLP_LG_MULTI_STREAM) {
-        sb_printf(&b, "Per-query latency:  \n");
-        latency_block(&b, &r->query_latency);
-        sb_printf(&b, "\nPer-sample latency:  \n");
+    dlp_lg_text_printf(&b, "\n%sAdditional Stats\n%s", rule, rule);
+    if (ops->summary_stats) ops->summary_stats(&b, r);
+    if (ops->per_query) {
+        dlp_lg_text_printf(&b, "Per-query latency:  \n");
+        dlp_lg_text_latency(&b, &r->query_latency);
+        dlp_lg_text_printf(&b, "\nPer-sample latency:  \n");
     }
-    latency_block(&b, &r->sample_latency);
-    sb_printf(&b, "\nQueries issued                  : %lld\n", (long long)r->queries_issued);
-    sb_printf(&b, "Samples issued                  : %lld\n", (long long)r->samples_issued);
-    sb_printf(&b, "Samples answered ok             : %lld\n", (long long)r->samples_by_outcome[DLP_LG_OK]);
-    sb_printf(&b, "Samples rejected (503)          : %lld\n", (long long)r->samples_by_outcome[DLP_LG_REJECTED]);
-    sb_printf(&b, "Samples timed out               : %lld\n", (long long)r->samples_by_outcome[DLP_LG_TIMEOUT]);
-    sb_printf(&b, "Samples failed (errors)         : %lld\n", (long long)r->samples_by_outcome[DLP_LG_ERROR]);
-    sb_printf(&b, "Samples lost (never answered)   : %lld\n", (long long)r->samples_lost);
-    if (s->scenario == DLP_LG_SERVER)
-        sb_printf(&b, "Samples over the latency bound  : %lld\n", (long long)r->overlatency_count);
-    sb_printf(&b, "Duration (ns)                   : %lld\n", (long long)r->duration_ns);
-    sb_printf(&b, "Issue lag p99 / max (ns)        : %lld / %lld\n", (long long)r->issue_lag.p99_ns,
+    dlp_lg_text_latency(&b, &r->sample_latency);
+    dlp_lg_text_printf(&b, "\nQueries issued                  : %lld\n", (long long)r->queries_issued);
+    dlp_lg_text_printf(&b, "Samples issued                  : %lld\n", (long long)r->samples_issued);
+    dlp_lg_text_printf(&b, "Samples answered ok             : %lld\n", (long long)r->samples_by_outcome[DLP_LG_OK]);
+    dlp_lg_text_printf(&b, "Samples rejected (503)          : %lld\n",
+                       (long long)r->samples_by_outcome[DLP_LG_REJECTED]);
+    dlp_lg_text_printf(&b, "Samples timed out               : %lld\n",
+                       (long long)r->samples_by_outcome[DLP_LG_TIMEOUT]);
+    dlp_lg_text_printf(&b, "Samples failed (errors)         : %lld\n", (long long)r->samples_by_outcome[DLP_LG_ERROR]);
+    dlp_lg_text_printf(&b, "Samples lost (never answered)   : %lld\n", (long long)r->samples_lost);
+    if (ops->perf_constraints)
+        dlp_lg_text_printf(&b, "Samples over the latency bound  : %lld\n", (long long)r->overlatency_count);
+    dlp_lg_text_printf(&b, "Duration (ns)                   : %lld\n", (long long)r->duration_ns);
+    dlp_lg_text_printf(&b, "Issue lag p99 / max (ns)        : %lld / %lld\n", (long long)r->issue_lag.p99_ns,
               (long long)r->issue_lag.max_ns);
-    sb_printf(&b, "Stopped issuing because         : %s\n", r->stop_reason);
+    dlp_lg_text_printf(&b, "Stopped issuing because         : %s\n", r->stop_reason);
 
-    sb_printf(&b, "\n%sTest Parameters Used\n%s", rule, rule);
-    sb_printf(&b, "samples_per_query : %d\n", s->samples_per_query);
-    sb_printf(&b, "target_qps : %g\n", s->target_qps);
-    sb_printf(&b, "target_latency (ns): %lld\n", (long long)s->target_latency_ns);
-    sb_printf(&b, "target_latency_percentile : %g\n", s->target_latency_percentile * 100);
-    sb_printf(&b, "min_duration (ms): %lld\n", (long long)(s->min_duration_ns / 1000000));
-    sb_printf(&b, "max_duration (ms): %lld\n", (long long)(s->max_duration_ns / 1000000));
-    sb_printf(&b, "min_query_count : %lld\n", (long long)s->min_query_count);
-    sb_printf(&b, "max_query_count : %lld\n", (long long)s->max_query_count);
-    sb_printf(&b, "performance_sample_count : %lld\n", (long long)s->sample_count);
-    sb_printf(&b, "sample_index_rng_seed : %llu\n", (unsigned long long)s->sample_seed);
-    sb_printf(&b, "schedule_rng_seed : %llu\n", (unsigned long long)s->schedule_seed);
-    sb_printf(&b, "early_stopping : %d\n", s->early_stopping);
-    sb_printf(&b, "max_failed_fraction : %g\n", s->max_failed_fraction);
-    if (s->scenario == DLP_LG_OFFLINE) sb_printf(&b, "offline_batch : %d\n", s->offline_batch);
-    sb_printf(&b, "idle_timeout (ms): %lld\n", (long long)(s->idle_timeout_ns / 1000000));
-    sb_printf(&b, "\n");
-    if (r->nwarnings == 0) sb_printf(&b, "No warnings encountered during test.\n");
-    for (int i = 0; i < r->nwarnings; i++) sb_printf(&b, "Warning: %s\n", r->warnings[i]);
-    sb_printf(&b, "\n%s\n", r->valid ? "No errors encountered during test." : "The result is INVALID (see Recommendations).");
+    dlp_lg_text_printf(&b, "\n%sTest Parameters Used\n%s", rule, rule);
+    dlp_lg_text_printf(&b, "samples_per_query : %d\n", s->samples_per_query);
+    dlp_lg_text_printf(&b, "target_qps : %g\n", s->target_qps);
+    dlp_lg_text_printf(&b, "target_latency (ns): %lld\n", (long long)s->target_latency_ns);
+    dlp_lg_text_printf(&b, "target_latency_percentile : %g\n", s->target_latency_percentile * 100);
+    dlp_lg_text_printf(&b, "min_duration (ms): %lld\n", (long long)(s->min_duration_ns / 1000000));
+    dlp_lg_text_printf(&b, "max_duration (ms): %lld\n", (long long)(s->max_duration_ns / 1000000));
+    dlp_lg_text_printf(&b, "min_query_count : %lld\n", (long long)s->min_query_count);
+    dlp_lg_text_printf(&b, "max_query_count : %lld\n", (long long)s->max_query_count);
+    dlp_lg_text_printf(&b, "performance_sample_count : %lld\n", (long long)s->sample_count);
+    dlp_lg_text_printf(&b, "sample_index_rng_seed : %llu\n", (unsigned long long)s->sample_seed);
+    dlp_lg_text_printf(&b, "schedule_rng_seed : %llu\n", (unsigned long long)s->schedule_seed);
+    dlp_lg_text_printf(&b, "early_stopping : %d\n", s->early_stopping);
+    dlp_lg_text_printf(&b, "max_failed_fraction : %g\n", s->max_failed_fraction);
+    if (ops->summary_settings) ops->summary_settings(&b, s);
+    dlp_lg_text_printf(&b, "idle_timeout (ms): %lld\n", (long long)(s->idle_timeout_ns / 1000000));
+    dlp_lg_text_printf(&b, "\n");
+    if (r->nwarnings == 0) dlp_lg_text_printf(&b, "No warnings encountered during test.\n");
+    for (int i = 0; i < r->nwarnings; i++) dlp_lg_text_printf(&b, "Warning: %s\n", r->warnings[i]);
+    dlp_lg_text_printf(&b, "\n%s\n",
+                       r->valid ? "No errors encountered during test." : "The result is INVALID (see Recommendations).");
     return b.p;
 }
 
@@ -171,6 +170,7 @@ json_t *dlp_lg_settings_to_json(const dlp_lg_settings *s) {
 
 json_t *dlp_lg_result_to_json(const dlp_lg_result *r) {
     const dlp_lg_settings *s = &r->settings;
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     json_t *o = json_object();
     json_object_set_new(o, "scenario", json_string(dlp_lg_scenario_name(s->scenario)));
     json_object_set_new(o, "mode", json_string("PerformanceOnly"));
@@ -211,12 +211,9 @@ json_t *dlp_lg_result_to_json(const dlp_lg_result *r) {
     json_object_set_new(o, "duration_s", json_real(dlp_ns_to_s(r->duration_ns)));
     json_object_set_new(o, "scheduled_samples_per_s", json_real(r->scheduled_samples_per_s));
     json_object_set_new(o, "completed_samples_per_s", json_real(r->completed_samples_per_s));
-    if (s->scenario == DLP_LG_SINGLE_STREAM) {
-        json_object_set_new(o, "qps_with_loadgen_overhead", json_real(r->qps_with_overhead));
-        json_object_set_new(o, "qps_without_loadgen_overhead", json_real(r->qps_without_overhead));
-    }
+    if (ops && ops->result_json) ops->result_json(o, r);
     json_object_set_new(o, "latency_ms", latency_json(&r->sample_latency));
-    if (s->scenario == DLP_LG_MULTI_STREAM) json_object_set_new(o, "query_latency_ms", latency_json(&r->query_latency));
+    if (ops && ops->per_query) json_object_set_new(o, "query_latency_ms", latency_json(&r->query_latency));
     json_object_set_new(o, "issue_lag_ms", latency_json(&r->issue_lag));
     json_object_set_new(o, "stop_reason", json_string(r->stop_reason));
     json_object_set_new(o, "settings", dlp_lg_settings_to_json(s));
