@@ -12,7 +12,12 @@
 #else
 #define IF_MPI(x)
 #endif
-#define DLP_COMM_LIST(X) IF_MPI(X(mpi)) X(local)
+#ifdef DLP_HAVE_NCCL
+#define IF_NCCL(x) x
+#else
+#define IF_NCCL(x)
+#endif
+#define DLP_COMM_LIST(X) IF_NCCL(X(nccl)) IF_MPI(X(mpi)) X(local)
 
 #define DLP_COMM_DECLARE(name) extern const dlp_comm_ops dlp_comm_##name;
 #define DLP_COMM_ENTRY(name) &dlp_comm_##name,
