@@ -118,6 +118,9 @@ dlp_status dlp_plan_update(dlp_plan *p, const dlp_sgd *hp);  // torch.optim.SGD 
 // Waits for the plan's queued device work (asynchronous devices); nothing on synchronous ones. Phase timing calls it
 // between phases.
 dlp_status dlp_plan_sync(dlp_plan *p);
+// The device stream (cudaStream_t) the plan's work is queued on, for a communicator that must order its collectives
+// after it; NULL for host backends.
+void *dlp_plan_stream(dlp_plan *p);
 // Totals since the plan was made: time spent copying input batches to the device, time the step's compute waited
 // for such a copy (the device-side data stall), and how many copies those totals cover (a GPU backend measures with
 // events; only completed copies count). Zeros where the backend copies nothing.

@@ -48,6 +48,7 @@ struct dlp_backend_ops {
     dlp_status (*get_input_grad)(dlp_plan *p, float *dx);  // optional (NULL): fp32 NCHW dL/d(input)
     dlp_status (*update)(dlp_plan *p, const dlp_sgd *hp);  // torch.optim.SGD on the current gradients
     dlp_status (*sync)(dlp_plan *p);  // optional: wait for queued device work
+    void *(*stream)(dlp_plan *p);     // optional: the device stream the plan's steps are queued on
 
     // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
     // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).

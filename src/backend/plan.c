@@ -70,6 +70,7 @@ dlp_status dlp_plan_get_input_grad(dlp_plan *p, float *dx) {
 }
 dlp_status dlp_plan_update(dlp_plan *p, const dlp_sgd *hp) { return p->ops->update(p, hp); }
 dlp_status dlp_plan_sync(dlp_plan *p) { return p->ops->sync ? p->ops->sync(p) : DLP_OK; }
+void *dlp_plan_stream(dlp_plan *p) { return p->ops->stream ? p->ops->stream(p) : NULL; }
 
 dlp_status dlp_plan_input_stats(dlp_plan *p, double *copy_ms, double *stall_ms, int64_t *copies) {
     *copy_ms = *stall_ms = 0;

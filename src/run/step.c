@@ -29,6 +29,7 @@ static dlp_status ph_backward(step_ctx *s) { return dlp_plan_backward(s->cfg->pl
 struct dlp_step_overlap {
     dlp_comm *comm;
     float *grads;
+    void *stream;         // the plan's device stream (the reductions are ordered after its backward)
     dlp_comm_req *reqs[MAX_BUCKETS];
     int n;                // in flight this step
     dlp_status st;        // the first failure of a bucket's start (the callback cannot return it)
@@ -43,7 +44,10 @@ dlp_status dlp_step_overlap_new(dlp_comm *comm, dlp_step_overlap **out) {
     return DLP_OK;
 }
 
-void dlp_step_overlap_bind(dlp_step_overlap *o, dlp_plan *plan) { o->grads = dlp_plan_grad_buffer(plan); }
+void dlp_step_overlap_bind(dlp_step_overlap *o, dlp_plan *plan) {
+    o->grads = dlp_plan_grad_buffer(plan);
+    o->stream = dlp_plan_stream(plan);
+}
 
 void dlp_step_on_bucket(void *ctx, int64_t offset, int64_t count) {
     dlp_step_overlap *o = ctx;
@@ -55,7 +59,7 @@ void dlp_step_on_bucket(void *ctx, int64_t offset, int64_t count) {
     }
     if (!o->t_first) o->t_first = dlp_now_ns();
     dlp_comm_req *r = NULL;
-    o->st = dlp_comm_allreduce_start(o->comm, o->grads + offset, count, NULL, &r);
+    o->st = dlp_comm_allreduce_start(o->comm, o->grads + offset, count, o->stream, &r);
     if (!o->st && r) o->reqs[o->n++] = r;
     o->buckets++;
 }
@@ -77,7 +81,8 @@ static dlp_status ph_allreduce(step_ctx *s) {
     dlp_step_overlap *o = s->cfg->overlap;
     if (!o || !o->t_first) {  // nothing announced during backward: the whole gradient array now
         if (o && o->st) return o->st;
-        return dlp_comm_allreduce(c, dlp_plan_grad_buffer(s->cfg->plan), dlp_plan_param_count(s->cfg->plan), NULL);
+        return dlp_comm_allreduce(c, dlp_plan_grad_buffer(s->cfg->plan), dlp_plan_param_count(s->cfg->plan),
+                                  dlp_plan_stream(s->cfg->plan));
     }
     o->hidden_ns += dlp_now_ns() - o->t_first;  // the buckets' reductions ran behind the rest of backward
     dlp_status st = o->st;

@@ -467,6 +467,7 @@ const dlp_backend_ops dlp_backend_cuda = {
     .get_input_grad = cu_get_input_grad,
     .update = cu_update,
     .sync = cu_sync,
+    .stream = dlp_cuda_plan_stream,
     .measure_peak = cu_measure_peak,
     .input_stats = cu_input_stats,
 };
