@@ -6,7 +6,7 @@ set -eu
 mode=${1:-build}
 BUILD_PKGS="build-essential pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libjansson-dev libdnnl-dev
   libmicrohttpd-dev libopenmpi-dev openmpi-bin"
-TEST_PKGS="libcmocka-dev python3 python3-numpy python3-pil python3-torch python3-torchvision libopenblas0-pthread
+TEST_PKGS="libcmocka-dev python3 python3-numpy python3-pil python3-yaml python3-torch python3-torchvision libopenblas0-pthread
   prometheus wrk curl valgrind"
 case "$mode" in
   build) want="$BUILD_PKGS" ;;
