@@ -22,6 +22,7 @@ static dlp_status parse_parts(const char *skip, unsigned *parts) {
         {"memory", DLP_PROBE_PART_MEMORY},   {"storage", DLP_PROBE_PART_STORAGE},
         {"pipeline", DLP_PROBE_PART_PIPELINE}, {"compute", DLP_PROBE_PART_COMPUTE},
         {"contention", DLP_PROBE_PART_CONTENTION}, {"loop", DLP_PROBE_PART_LOOP},
+        {"interconnect", DLP_PROBE_PART_INTERCONNECT},
     };
     *parts = DLP_PROBE_PART_ALL;
     const char *s = skip;
@@ -33,7 +34,7 @@ static dlp_status parse_parts(const char *skip, unsigned *parts) {
             if (strlen(k[i].name) == len && strncmp(k[i].name, s, len) == 0) break;
         if (i == sizeof k / sizeof k[0])
             return DLP_ERR(DLP_ERR_INVALID, "--skip: unknown part '%.*s' (memory, storage, pipeline, compute, "
-                           "contention, loop)", (int)len, s);
+                           "contention, loop, interconnect)", (int)len, s);
         *parts &= ~k[i].bit;
         if (!e) break;
         s = e + 1;
@@ -53,7 +54,7 @@ int dlp_cli_probe(int argc, char **argv) {
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "loader and compute threads up to N (0: all allowed CPUs)", NULL, 0},
         {"models", 0, DLP_OPT_STR, &models, NULL, "LIST", "models of the step-time fits (default resnet18,resnet50)", NULL, 0},
         {"sizes", 0, DLP_OPT_STR, &sizes, NULL, "LIST", "image sizes of the step-time fits (default 64,112)", NULL, 0},
-        {"skip", 0, DLP_OPT_STR, &skip, NULL, "LIST", "parts to leave out: memory,storage,pipeline,compute,contention,loop", NULL, 0},
+        {"skip", 0, DLP_OPT_STR, &skip, NULL, "LIST", "parts to leave out: memory,storage,pipeline,compute,contention,loop,interconnect", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the crops, inputs and weights", NULL, 0},
         {0},
     };

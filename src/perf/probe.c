@@ -211,6 +211,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     if ((parts & DLP_PROBE_PART_CONTENTION) && dlp_profile_find_device(out, "cpu"))
         DLP_CHECK_GOTO(st, dlp_probe_contention(&c), fail);
     if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);
+    if (parts & DLP_PROBE_PART_INTERCONNECT) DLP_CHECK_GOTO(st, dlp_probe_interconnect(&c), fail);
     if ((parts & DLP_PROBE_PART_PIPELINE) && (parts & DLP_PROBE_PART_STORAGE)) DLP_CHECK_GOTO(st, dlp_probe_checks(&c), fail);
     DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
     const double secs = dlp_ns_to_s(dlp_now_ns() - c.t_start_ns);

@@ -24,7 +24,8 @@ enum {
     DLP_PROBE_PART_COMPUTE = 1 << 3,     // step-time fits of each backend asked for
     DLP_PROBE_PART_CONTENTION = 1 << 4,  // cpu backend and loader on the same cores
     DLP_PROBE_PART_LOOP = 1 << 5,        // the training loop's own time per step (on a sim device)
-    DLP_PROBE_PART_ALL = (1 << 6) - 1,
+    DLP_PROBE_PART_INTERCONNECT = 1 << 6,  // allreduce bus bandwidth inside the node (mpirun -np R dist bench)
+    DLP_PROBE_PART_ALL = (1 << 7) - 1,
 };
 
 typedef struct dlp_probe_cfg {
@@ -37,6 +38,7 @@ typedef struct dlp_probe_cfg {
     const char *models;      // models of the compute fits, comma-separated (NULL: resnet18,resnet50)
     const char *sizes;       // image sizes of the compute fits (NULL: 64,112; quick: 64)
     uint64_t seed;
+    const char *self_exe;    // the dlperf binary the interconnect part launches under mpirun (NULL: this process's)
     dlp_probe_progress_fn progress;  // one line per step, for stderr (NULL: silent)
     void *progress_ctx;
 } dlp_probe_cfg;

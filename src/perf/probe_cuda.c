@@ -21,6 +21,7 @@ dlp_status dlp_probe_cuda(dlp_probe_ctx *c) {
         count++;
     }
     dlp_err_clear();
+    c->gpus = count;
     if (c->p->ndevices >= DLP_PROFILE_MAX_DEVICES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many devices");
     const int quick = c->cfg->quick;
     dlp_probe_say(c, "cuda: %s (%d device(s)): copy rates", d.name, count);

@@ -1,6 +1,6 @@
 // perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
-// probe_loop.c, probe_cuda.c).
+// probe_loop.c, probe_cuda.c, probe_interconnect.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
 //          dlp_probe_fit_json.
@@ -22,6 +22,7 @@ typedef struct dlp_probe_ctx {
     int64_t t_start_ns;
     int nsubset;             // images the pipeline and contention parts use (evenly spaced over the dataset)
     double quiet_budget_s;   // what is left of the time the probe may spend waiting for other work to stop
+    int gpus;                // CUDA devices here (the cuda part counts them)
 } dlp_probe_ctx;
 
 // Before measuring again because other processes disturbed a measurement: waits for them to stop (up to 15 s, within
@@ -55,6 +56,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c);
 dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend);
 dlp_status dlp_probe_contention(dlp_probe_ctx *c);
 dlp_status dlp_probe_loop(dlp_probe_ctx *c);
+// The allreduce bus bandwidth inside the node (mpirun -np R dlperf dist bench); unknown without mpirun.
+dlp_status dlp_probe_interconnect(dlp_probe_ctx *c);
 // The finished profile's loader predictions against data bench, warm and cold, 1..N threads (recorded).
 dlp_status dlp_probe_checks(dlp_probe_ctx *c);
 #ifdef DLP_HAVE_CUDA

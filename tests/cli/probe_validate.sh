@@ -43,6 +43,13 @@ pr = p["probe"]
 for k in ("host", "memory", "storage", "pipeline", "loop"):
     assert k in pr, k
 assert pr["pipeline"]["decode_fit"]["n"] > 50, pr["pipeline"]["decode_fit"]
+# the allreduce inside the node: mpirun -np 2 dlperf dist bench (unknown, and said, without mpirun)
+ic = pr["interconnect"]
+if "skipped" in ic:
+    assert "mpirun" in ic["skipped"] and p["interconnect"]["allreduce_busbw_bytes_per_s"] == 0, ic
+else:
+    assert ic["ranks"] == 2 and ic["communicator"] == "mpi" and len(ic["points"]) >= 5, ic
+    assert p["interconnect"]["allreduce_busbw_bytes_per_s"] == ic["allreduce_busbw_bytes_per_s"] > 1e6, ic
 print("ok profile:", {k: pl[k] for k in ("decode_per_image_s", "decode_per_pixel_s", "augment_per_out_pixel_s")})
 EOF
 ls -a "$T" | grep -q "dlperf-probe" && fail "the probe left its temporary directory in $T"

@@ -1,0 +1,101 @@
+// perf/probe_interconnect: the allreduce bus bandwidth inside this node, measured as a data-parallel run would see
+// it: `mpirun -np R <this dlperf> dist bench` (R = 2 ranks on a CPU machine; one rank per GPU with the nccl
+// communicator when the probe measured several GPUs), the largest message's bus bandwidth (nccl-tests' busbw) into
+// the profile's interconnect.allreduce_busbw_bytes_per_s, which predict uses for --devices > 1. Without mpirun, or
+// when the launch fails, the field stays unknown (0) and the probe says why; nothing else depends on it.
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perf/probe_impl.h"
+
+static void cleanup(const char *dir, const char *out, const char *log) {
+    unlink(out);
+    unlink(log);
+    rmdir(dir);
+}
+
+static void skip(dlp_probe_ctx *c, json_t *d, const char *why) {
+    dlp_probe_say(c, "interconnect: %s: the allreduce bandwidth stays unknown", why);
+    json_object_set_new(d, "skipped", json_string(why));
+}
+
+dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
+    json_t *d = json_object();
+    json_object_set_new(c->details, "interconnect", d);
+    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+        skip(c, d, "no mpirun on this machine");
+        return DLP_OK;
+    }
+    char self[PATH_MAX];
+    const char *exe = c->cfg->self_exe;
+    if (!exe) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) {
+            skip(c, d, "cannot find this program's path");
+            return DLP_OK;
+        }
+        self[n] = '\0';
+        exe = self;
+    }
+    const dlp_device_profile *gpu = dlp_profile_find_device(c->p, "cuda");
+    int ranks = 2;
+    const char *dist = "mpi";
+    if (gpu && c->gpus > 1) {
+        ranks = c->gpus;
+        dist = "nccl";
+    }
+    char dir[] = "/tmp/dlperf-probe-ic.XXXXXX";
+    if (!mkdtemp(dir)) {
+        skip(c, d, "no temporary directory");
+        return DLP_OK;
+    }
+    char out[PATH_MAX + 64], log[PATH_MAX + 64], cmd[3 * PATH_MAX];
+    snprintf(out, sizeof out, "%s/bench.json", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    const char *max = c->cfg->quick ? "16M" : "64M";
+    // Open MPI as root needs its allow switches; oversubscription lets 2 ranks share fewer cores; one thread each
+    snprintf(cmd, sizeof cmd,
+             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 timeout 120 mpirun "
+             "--oversubscribe -np %d '%s' dist bench --dist %s -b 64K -e %s -n %d -w 2 --json '%s' >'%s' 2>&1",
+             ranks, exe, dist, max, c->cfg->quick ? 5 : 10, out, log);
+    dlp_probe_say(c, "interconnect: mpirun -np %d dlperf dist bench --dist %s (64 KiB to %s)", ranks, dist, max);
+    int rc = system(cmd);
+    json_error_t je;
+    json_t *r = rc == 0 ? json_load_file(out, 0, &je) : NULL;
+    const json_t *pts = json_object_get(r, "points");
+    const json_t *last = json_array_get(pts, json_array_size(pts) ? json_array_size(pts) - 1 : 0);
+    const double busbw = json_number_value(json_object_get(last, "busbw_gb_s"));
+    if (!r || !(busbw > 0) || json_integer_value(json_object_get(r, "wrong")) != 0) {
+        char why[256];
+        char tail[160] = "";
+        FILE *lf = fopen(log, "r");
+        if (lf) {  // the last line mpirun or dlperf printed
+            char line[160];
+            while (fgets(line, sizeof line, lf)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (line[0]) snprintf(tail, sizeof tail, "%s", line);
+            }
+            fclose(lf);
+        }
+        snprintf(why, sizeof why, "mpirun -np %d dist bench %s (exit status %d%s%s)", ranks,
+                 r ? "gave no usable figure" : "failed", rc, tail[0] ? ": " : "", tail);
+        skip(c, d, why);
+        json_decref(r);
+        cleanup(dir, out, log);
+        return DLP_OK;
+    }
+    c->p->net.allreduce_busbw_bytes_per_s = busbw * 1e9;
+    json_object_set_new(d, "ranks", json_integer(ranks));
+    json_object_set_new(d, "communicator", json_string(dist));
+    json_object_set_new(d, "points", json_incref((json_t *)pts));
+    json_object_set_new(d, "allreduce_busbw_bytes_per_s", json_real(busbw * 1e9));
+    dlp_probe_say(c, "interconnect: %d ranks (%s): %.2f GB/s bus bandwidth at %lld MiB", ranks, dist, busbw,
+                  (long long)(json_integer_value(json_object_get(last, "bytes")) >> 20));
+    json_decref(r);
+    cleanup(dir, out, log);
+    return DLP_OK;
+}
