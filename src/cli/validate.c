@@ -200,6 +200,11 @@ int dlp_cli_validate(int argc, char **argv) {
                "minutes\n", 100 * mape, nfinite, n - nok, agree, nok, secs / 60);
     else
         printf("MAPE: none (no configuration was measured: %d failed); %.1f minutes\n", n - nok, secs / 60);
+    dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
+    const int nsc = dlp_validate_scaling_pairs(rows, n, sc, DLP_VALIDATE_MAX_CONFIGS);
+    for (int i = 0; i < nsc; i++)
+        printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", rows[sc[i].ranks_row].label,
+               rows[sc[i].single_row].label, sc[i].predicted_ratio, sc[i].measured_ratio, 100 * sc[i].ape);
     printf("(img/s: predicted from the profile alone, measured as the median of the steady windows; other: cores busy "
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs)\n");
     int busy = 0;
@@ -218,6 +223,7 @@ int dlp_cli_validate(int argc, char **argv) {
         for (int i = 0; i < n; i++) json_array_append_new(a, dlp_validate_row_to_json(&rows[i]));
         json_object_set_new(res, "rows", a);
         json_object_set_new(res, "mape", dlp_json_real_or_null(mape));
+        json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(rows, sc, nsc));
         json_object_set_new(res, "configurations_ok", json_integer(nok));
         json_object_set_new(res, "regime_agree", json_integer(agree));
         json_object_set_new(res, "seconds", json_real(secs));

@@ -191,7 +191,10 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     const dlp_host_profile *h = &p->host;
     const dlp_pipeline_profile *pp = &p->pipeline;
     int n = w->devices > 0 ? w->devices : (p->devices_per_node > 0 ? p->devices_per_node : 1);
-    if (is_cpu && n != 1) return DLP_ERR(DLP_ERR_INVALID, "the cpu device is one device per node (asked for %d)", n);
+    // The cpu device with n > 1: n data-parallel processes on this host, each with its share of the cores.
+    if (is_cpu && n > 1 && w->threads > 0 && n * w->threads > h->threads)
+        return DLP_ERR(DLP_ERR_INVALID, "%d cpu ranks x %d compute threads is more than the %d hardware threads", n,
+                       w->threads, h->threads);
     if (!is_cpu && p->devices_per_node > 0 && n > p->devices_per_node)
         return DLP_ERR(DLP_ERR_INVALID, "%s has %d GPUs per node (asked for %d devices; use --nodes for more)",
                        p->id[0] ? p->id : "the machine", p->devices_per_node, n);
@@ -235,7 +238,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         h2d = dmin(h2d, p->net.pcie_uplink_bytes_per_s / share);
     }
     o->h2d_bytes_per_s = h2d;
-    o->threads = is_cpu ? (w->threads > 0 ? w->threads : h->cores) : 0;
+    o->threads = is_cpu ? (w->threads > 0 ? w->threads : (h->cores / n > 0 ? h->cores / n : 1)) : 0;
     dlp_step_request req = {w->task, w->prec, o->threads, b, o->work_ratio, o->params_ratio,
                             is_cpu ? 0 : o->input_bytes_per_image, h2d, w->model, size};
     DLP_CHECK(dlp_step_times_compute(dev, &req, &o->step));

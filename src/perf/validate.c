@@ -16,6 +16,7 @@ void dlp_validate_config_default(dlp_validate_config *c) {
     c->size = 224;
     c->batch = 32;
     c->workers = 1;
+    c->ranks = 1;
     c->prec = DLP_PREC_FP32;
 }
 
@@ -37,9 +38,10 @@ void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t l
         snprintf(buf, len, "%s", c->name);
         return;
     }
-    char m[32], lim[32] = "", thr[16] = "", rl[40] = "";
+    char m[32], lim[32] = "", thr[32] = "", rl[40] = "";
     short_model(c->model, m, sizeof m);
     if (c->threads > 0) snprintf(thr, sizeof thr, " t%d", c->threads);
+    if (c->ranks > 1) snprintf(thr + strlen(thr), sizeof thr - strlen(thr), " x%d", c->ranks);
     if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " lim%s", size_str(c->read_limit_bytes_per_s, lim, sizeof lim));
     snprintf(buf, len, "%s %s/%d b%d w%d%s%s %s%s", c->device, m, c->size, c->batch, c->workers, thr,
              c->prec != DLP_PREC_FP32 ? (c->prec == DLP_PREC_BF16 ? " bf16" : " fp16") : "", c->cold ? "cold" : "warm", rl);
@@ -57,7 +59,7 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         snprintf(w, sizeof w, "%s: [%zu]", where, i);
         if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", w);
         static const char *const k_keys[] = {"name", "device", "model", "size", "batch", "workers", "threads",
-                                             "precision", "storage", "read_limit", NULL};
+                                             "ranks", "precision", "storage", "read_limit", NULL};
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)o, key, v) {
@@ -65,7 +67,7 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
             for (int k = 0; k_keys[k]; k++) known |= strcmp(key, k_keys[k]) == 0;
             if (!known)
                 return DLP_ERR(DLP_ERR_FORMAT, "%s: unknown field '%s' (name, device, model, size, batch, workers, "
-                               "threads, precision, storage, read_limit)", w, key);
+                               "threads, ranks, precision, storage, read_limit)", w, key);
         }
         dlp_validate_config *c = &out[*n];
         dlp_validate_config_default(c);
@@ -90,6 +92,10 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         if (json_object_get(o, "threads")) {
             DLP_CHECK(dlp_field_int(o, "threads", 0, 4096, &v64, w));
             c->threads = (int)v64;
+        }
+        if (json_object_get(o, "ranks")) {
+            DLP_CHECK(dlp_field_int(o, "ranks", 1, 64, &v64, w));
+            c->ranks = (int)v64;
         }
         s[0] = '\0';
         DLP_CHECK(dlp_field_opt_str(o, "precision", s, sizeof s, w));
@@ -242,7 +248,7 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
     w.task = DLP_TASK_TRAIN;
     w.prec = c->prec;
     w.batch = c->batch;
-    w.devices = 1;
+    w.devices = c->ranks > 1 ? c->ranks : 1;  // data-parallel ranks: devices on this node
     w.workers = c->workers;
     w.threads = c->threads;
     dlp_img_transform_init(&w.tf, 1, c->size);
@@ -257,6 +263,43 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
 }
 
 
+static int same_but_parallelism(const dlp_validate_config *a, const dlp_validate_config *b) {
+    return strcmp(a->device, b->device) == 0 && strcmp(a->model, b->model) == 0 && a->size == b->size &&
+           a->batch == b->batch && a->workers == b->workers && a->prec == b->prec && a->cold == b->cold &&
+           a->read_limit_bytes_per_s == b->read_limit_bytes_per_s;
+}
+
+int dlp_validate_scaling_pairs(const dlp_validate_row *rows, int n, dlp_validate_scaling *out, int max) {
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        const dlp_validate_config *a = &rows[i].cfg;
+        if (a->ranks < 2 || a->threads < 1) continue;
+        for (int j = 0; j < n && k < max; j++) {
+            const dlp_validate_config *b = &rows[j].cfg;
+            if (b->ranks > 1 || b->threads != a->ranks * a->threads || !same_but_parallelism(a, b)) continue;
+            dlp_validate_scaling *s = &out[k++];
+            s->ranks_row = i;
+            s->single_row = j;
+            s->predicted_ratio = rows[i].predicted_img_per_s / rows[j].predicted_img_per_s;
+            s->measured_ratio = rows[i].ok && rows[j].ok ? rows[i].measured_img_per_s / rows[j].measured_img_per_s : NAN;
+            s->ape = dlp_validate_ape(s->predicted_ratio, s->measured_ratio);
+            break;
+        }
+    }
+    return k;
+}
+
+json_t *dlp_validate_scaling_to_json(const dlp_validate_row *rows, const dlp_validate_scaling *s, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s,s:s,s:o,s:o,s:o}", "ranks", rows[s[i].ranks_row].label, "single",
+                                           rows[s[i].single_row].label, "predicted_ratio",
+                                           dlp_json_real_or_null(s[i].predicted_ratio), "measured_ratio",
+                                           dlp_json_real_or_null(s[i].measured_ratio), "ape",
+                                           dlp_json_real_or_null(s[i].ape)));
+    return a;
+}
+
 json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     const dlp_validate_config *c = &r->cfg;
     json_t *o = json_object();
@@ -268,6 +311,7 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(cf, "batch", json_integer(c->batch));
     json_object_set_new(cf, "workers", json_integer(c->workers));
     json_object_set_new(cf, "threads", json_integer(c->threads));
+    json_object_set_new(cf, "ranks", json_integer(c->ranks > 1 ? c->ranks : 1));
     json_object_set_new(cf, "precision", json_string(dlp_prec_name(c->prec)));
     json_object_set_new(cf, "storage", json_string(c->cold ? "cold" : "warm"));
     json_object_set_new(cf, "read_limit", json_integer(c->read_limit_bytes_per_s));

@@ -6,7 +6,7 @@
 // Defines: dlp_validate_config, dlp_validate_config_default, dlp_validate_config_label, dlp_validate_configs_from_json,
 //          dlp_validate_builtin, dlp_validate_row, dlp_validate_cfg, dlp_validate_cfg_init, dlp_validate_run_config,
 //          dlp_validate_predict, dlp_validate_ape, dlp_validate_mape, dlp_validate_regime_of_stage,
-//          dlp_validate_observed_regime, dlp_validate_row_to_json.
+//          dlp_validate_observed_regime, dlp_validate_row_to_json, dlp_validate_scaling (pairs, JSON).
 #ifndef DLP_PERF_VALIDATE_H
 #define DLP_PERF_VALIDATE_H
 #include <jansson.h>
@@ -27,7 +27,8 @@ typedef struct dlp_validate_config {
     int size;                 // input (crop) size, px
     int batch;
     int workers;              // loader threads
-    int threads;              // compute threads (cpu/ref device; 0: all)
+    int threads;              // compute threads (cpu/ref device; 0: all); per rank
+    int ranks;                // data-parallel processes (mpirun -np ranks dlperf train; 1: in this process)
     dlp_prec prec;            // fp32 or bf16
     int cold;                 // drop the dataset from the page cache first (the run stays in its first epoch)
     int64_t read_limit_bytes_per_s;  // 0: none
@@ -81,6 +82,16 @@ typedef struct dlp_validate_row {
     double ape;
 } dlp_validate_row;
 
+// Scale-out against one process on the same cores: a row of R ranks x t threads paired with the row of one process
+// x R*t threads of an otherwise equal configuration; their throughput ratio predicted and measured.
+typedef struct dlp_validate_scaling {
+    int ranks_row, single_row;     // indices into the rows
+    double predicted_ratio, measured_ratio, ape;
+} dlp_validate_scaling;
+// The pairs found in rows[0..n) (at most max).
+int dlp_validate_scaling_pairs(const dlp_validate_row *rows, int n, dlp_validate_scaling *out, int max);
+json_t *dlp_validate_scaling_to_json(const dlp_validate_row *rows, const dlp_validate_scaling *s, int n);
+
 typedef struct dlp_validate_cfg {
     const dlp_profile *profile;    // the machine (from dlperf probe)
     const dlp_catalog *catalog;    // for sim:<gpu> devices (may be NULL for sim:custom and cpu/ref)
@@ -94,6 +105,7 @@ typedef struct dlp_validate_cfg {
     double disturbed_cores;
     double quiet_wait_s;           // before a retry, wait up to this long for the other work to stop
     uint64_t seed;
+    const char *self_exe;          // the dlperf binary a multi-rank configuration runs under mpirun (NULL: this one)
 } dlp_validate_cfg;
 
 // 8 measured steps, 10 s, at most 30 s; 2 retries above 0.2 cores of other work, each after waiting up to 20 s.

@@ -119,6 +119,81 @@ static double json_num(const json_t *o, const char *a, const char *b, const char
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+// A configuration of several data-parallel ranks: `mpirun -np R dlperf train` on the same dataset, measured from
+// its result — the steady images/s of rank 0's loop times the ranks (every rank steps in lock-step through the
+// allreduce), its data-wait share and its loader's read share.
+static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    char self[4096], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[64] = "";
+    const char *exe = vc->self_exe;
+    if (!exe) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) {
+            snprintf(row->error, sizeof row->error, "run: cannot find this program's path for mpirun");
+            return;
+        }
+        self[n] = '\0';
+        exe = self;
+    }
+    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+        snprintf(row->error, sizeof row->error, "run: %d ranks need mpirun (Open MPI), which is not here", c->ranks);
+        return;
+    }
+    if (!mkdtemp(dir)) {
+        snprintf(row->error, sizeof row->error, "run: no temporary directory");
+        return;
+    }
+    snprintf(out, sizeof out, "%s/train.json", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " --read-limit %lld", (long long)c->read_limit_bytes_per_s);
+    const int warm = 2 * c->workers + 2 > 3 ? 2 * c->workers + 2 : 3, steps = warm + (vc->min_steps > 12 ? vc->min_steps : 12);
+    snprintf(cmd, sizeof cmd,
+             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout %d mpirun --oversubscribe -np %d '%s' "
+             "train --data '%s' --val-data none --no-eval --model %s --size %d --batch %d --device %s --threads %d "
+             "--workers %d --precision %s --steps %d --measure-warmup %d --lr 0.01 --peak off --no-monitor --seed %llu "
+             "--quiet%s%s --json '%s' >'%s' 2>&1",
+             (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600), c->ranks, exe, vc->ds->root, c->model,
+             c->size, c->batch, c->device, c->threads, c->workers, c->prec == DLP_PREC_BF16 ? "bf16" : "fp32", steps,
+             warm, (unsigned long long)vc->seed, rl, c->cold ? " --drop-cache" : "", out, log);
+    int64_t t0 = dlp_now_ns();
+    int rc = system(cmd);
+    row->run_s = dlp_ns_to_s(dlp_now_ns() - t0);
+    json_error_t je;
+    json_t *r = rc == 0 ? json_load_file(out, 0, &je) : NULL;
+    const double steady = json_num(r, "throughput", "steady_img_per_s", NULL);
+    const int world = (int)json_num(r, "dist", "ranks", NULL);
+    if (!r || !(steady > 0) || world != c->ranks) {
+        char tail[200] = "";
+        FILE *lf = fopen(log, "r");
+        if (lf) {
+            char line[200];
+            while (fgets(line, sizeof line, lf)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (line[0]) snprintf(tail, sizeof tail, "%s", line);
+            }
+            fclose(lf);
+        }
+        snprintf(row->error, sizeof row->error, "run: mpirun -np %d dlperf train %s (exit status %d)%s%s", c->ranks,
+                 r ? "gave no steady throughput" : "failed", rc, tail[0] ? ": " : "", tail);
+    } else {
+        row->measured_img_per_s = steady * world;
+        row->measured_mean_img_per_s = row->measured_img_per_s;
+        row->windows = 1;
+        row->warmup_steps = warm;
+        row->observed_stall = json_num(r, "stall", "data_wait_frac", NULL);
+        double rd = json_num(r, "loader", "read_ns", NULL), de = json_num(r, "loader", "decode_ns", NULL),
+               au = json_num(r, "loader", "augment_ns", NULL);
+        row->read_share = rd + de + au > 0 ? rd / (rd + de + au) : 0;
+        row->observed_regime = dlp_validate_observed_regime(row->observed_stall, row->read_share);
+        row->other_load_cores = 0;
+        row->ape = dlp_validate_ape(row->predicted_img_per_s, row->measured_img_per_s);
+        row->ok = 1;
+    }
+    json_decref(r);
+    unlink(out);
+    unlink(log);
+    rmdir(dir);
+}
+
 static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
     memset(row, 0, sizeof *row);
     row->cfg = *c;
@@ -139,6 +214,10 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     free(pr);
 
     if (!c->cold) warm_dataset(vc->ds);
+    if (c->ranks > 1) {
+        run_ranks(vc, c, row);
+        return;
+    }
     meas m = {.vc = vc, .batch = c->batch, .cold = c->cold};
     m.warmup_min = 2 * c->workers + 2 > 3 ? 2 * c->workers + 2 : 3;  // the ring (2 x workers batches) drains first
     m.cap = 4096;
