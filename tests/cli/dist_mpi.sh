@@ -88,4 +88,25 @@ lines "$T/a.err" >"$T/a.lines"
 [ "$(wc -l <"$T/a.lines")" = 10 ] || fail "expected 10 step lines"
 diff "$T/a.lines" "$T/b.lines" >"$T/diff" || { cat "$T/diff"; fail "the resumed loss curve differs under mpirun"; }
 echo "resume under mpirun: curve identical ($(sed -n 10p "$T/a.lines"))"
+# ---- predicted vs measured scaling: 2 ranks x 1 thread vs 1 process x 2 threads (validate) ----
+$D probe --quick --data "$T/ds" --device cpu --models resnet-mini --sizes 32 --skip contention,loop --out "$T/p.json" \
+  >/dev/null 2>"$T/probe.err" || { tail -5 "$T/probe.err"; fail "probe"; }
+cat >"$T/cfg.json" <<'EOF2'
+[{"device": "cpu", "model": "resnet-mini", "size": 32, "batch": 8, "workers": 1, "threads": 1, "ranks": 2},
+ {"device": "cpu", "model": "resnet-mini", "size": 32, "batch": 8, "workers": 1, "threads": 2}]
+EOF2
+$D validate --profile "$T/p.json" --data "$T/ds" --configs "$T/cfg.json" --steps 4 --seconds 2 --max-seconds 5 \
+  --retries 0 --json "$T/v.json" >"$T/v.out" 2>"$T/v.err" || { cat "$T/v.out" "$T/v.err"; fail "validate with ranks"; }
+grep -q '^scaling  cpu resnet-mini/32 b8 w1 t1 x2 warm vs cpu resnet-mini/32 b8 w1 t2 warm: predicted' "$T/v.out" \
+  || { cat "$T/v.out"; fail "no scaling line"; }
+$PY - "$T/v.json" "$T/p.json" <<'PY' || fail "validate result with ranks"
+import json, sys
+v, p = (json.load(open(x)) for x in sys.argv[1:])
+assert p["interconnect"]["allreduce_busbw_bytes_per_s"] > 0, p["interconnect"]
+rows = v["rows"]
+assert [r["settings"]["ranks"] for r in rows] == [2, 1] and all(r["ok"] for r in rows), rows
+sc = v["scaling"]
+assert len(sc) == 1 and sc[0]["predicted_ratio"] > 0 and sc[0]["measured_ratio"] > 0, sc
+print("validate: 2 ranks x 1 thread vs 1 x 2 threads: predicted %.2fx, measured %.2fx" % (sc[0]["predicted_ratio"], sc[0]["measured_ratio"]))
+PY
 echo ok
