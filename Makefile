@@ -82,7 +82,7 @@ ifeq ($(USE_CUDA)$(USE_CUDNN),11)
     ifneq ($(NCCL_LIB),$(CUDA_HOME)/lib64)
       LDLIBS += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB)
     endif
-    LDLIBS += -lnccl
+    LDLIBS += $(if $(wildcard $(NCCL_LIB)/libnccl.so),-lnccl,-l:libnccl.so.2)  # pip's NCCL has only the .so.2
   else
     SRC_OFF += $(filter %_nccl.c,$(SRC_ALL))
   endif

@@ -11,6 +11,7 @@
 #   6 train    `dlperf train` on synthetic JPEGs through the real pipeline (16 cores): the data-stall fraction
 #   7 profile  `dlperf gpu probe`: the H200 profile (H2D bandwidth, step time against batch size), also as a
 #              machine profile (dlperf.profile/1, h200-sxm.json) for `sim:h200,profile=` and predict
+#   7a nccl   `dlperf dist bench --dist nccl` on the one GPU: the nccl communicator's real calls (issue 13)
 #   8 sanitize compute-sanitizer memcheck over the single-op checks, if the tool is there and time is left
 #   9 summary  a table with the ratios dlperf/PyTorch and every part's status
 # Each part is bounded with `timeout` inside one overall deadline; a failing part does not stop the others.
@@ -85,6 +86,8 @@ find_file() {  # name: first match in the toolkit, then pip's nvidia packages, t
   return 1
 }
 CUDNN_H=$(find_file cudnn.h || true)
+NCCL_H=$(find_file nccl.h || true)           # the nccl communicator (dist/comm_nccl.c), when NCCL is there
+NCCL_SO=$(find_file libnccl.so.2 || true)
 CUDNN_SO=$(find_file libcudnn.so.9 || true)
 CUBLAS_SO=$(find_file libcublas.so.13 || true)
 CUDART_SO=$(find_file libcudart.so.13 || true)
@@ -99,7 +102,8 @@ echo "nvcc: ${NVCC:-none}; CUDA_HOME: ${CUDA_HOME:-none}; cudnn.h: ${CUDNN_H:-no
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name(0))' 2>&1
 [ -d "$CARRY" ] || echo "warning: no .carry/ (run bench/gpu-carry.sh on the Debian machine and carry it): building needs jansson/libjpeg/cmocka headers"
 dl() { LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-export CUDA_HOME CUDNN_INC CUDNN_LIB LIBPATH PY
+[ -n "$NCCL_SO" ] && LIBPATH="$LIBPATH:$(dirname "$NCCL_SO")"
+export CUDA_HOME CUDNN_INC CUDNN_LIB LIBPATH PY NCCL_H NCCL_SO
 export -f dl
 
 # ---- 1: build ------------------------------------------------------------------------------------------------
@@ -109,7 +113,11 @@ build() {
   local dnnl=0 xc="-I$CARRY/include" xl="-L$CARRY/lib -Wl,-rpath,$CARRY/lib"
   if [ -d "$CARRY/dnnl" ]; then dnnl=1; xc="$xc -I$CARRY/dnnl/include"; xl="$xl -L$CARRY/dnnl/lib -Wl,-rpath,$CARRY/dnnl/lib"; fi
   [ -n "$CUDA_HOME" ] && [ -n "$CUDNN_LIB" ] || { echo "no CUDA toolkit or cuDNN library found"; return 1; }
-  make --no-print-directory -j"$NPROC" BUILD="$B" USE_DNNL=$dnnl USE_MPI=0 USE_MHD=0 USE_NCCL=0 HAVE_CMOCKA=1 \
+  local nccl=0 nccl_args=()
+  if [ -n "$NCCL_H" ] && [ -n "$NCCL_SO" ]; then
+    nccl=1; nccl_args=(NCCL_INC="$(dirname "$NCCL_H")" NCCL_LIB="$(dirname "$NCCL_SO")")
+  fi
+  make --no-print-directory -j"$NPROC" BUILD="$B" USE_DNNL=$dnnl USE_MPI=0 USE_MHD=0 USE_NCCL=$nccl "${nccl_args[@]}" HAVE_CMOCKA=1 \
     CUDA_HOME="$CUDA_HOME" CUDNN_INC="$CUDNN_INC" CUDNN_LIB="$CUDNN_LIB" \
     EXTRA_CFLAGS="$xc" EXTRA_LDFLAGS="$xl" all 2>&1 | tee "$WORK/build.log" | grep -E "error|warning|dlperf build" | head -40
   [ "${PIPESTATUS[0]}" = 0 ] && [ -x "$B/dlperf" ]
@@ -205,6 +213,17 @@ profile() {
 }
 export -f profile
 [ -n "$B" ] && part profile 150 10 profile
+
+# ---- 7a: the nccl communicator on this GPU (one rank: the real NCCL calls; issue 13) ----------------------------------
+nccl() {
+  dl "$DL" dist bench --help 2>/dev/null | grep -q -- "--dist" || { echo "skipped: no dist bench in this build"; return 77; }
+  dl "$DL" dist bench --dist nccl -b 1M -e 256M -f 4 -n 20 -w 5 --json "$WORK/nccl-bench.json" 2>&1 | tee "$WORK/nccl.log"
+  local rc=${PIPESTATUS[0]}
+  grep -q "this build has no nccl communicator" "$WORK/nccl.log" && { echo "skipped: built without NCCL"; return 77; }
+  return "$rc"
+}
+export -f nccl
+[ -n "$B" ] && part nccl 40 90 nccl
 
 # ---- 7b: memory checker over the single-op checks, if the machine has it and time is left ----------------------------
 sanitize() {

@@ -23,6 +23,9 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "hw/host.h"
+#ifdef DLP_HAVE_NCCL
+#include "backend/cuda/cuda.h"
+#endif
 
 #define MAX_ARGS 64
 
@@ -38,6 +41,7 @@ typedef struct stage {
     double seconds;
     char json_path[4200];
     json_t *result;     // the subcommand's JSON result, when it wrote one
+    int ranks;          // > 1: run under `mpirun -np ranks` (one process per GPU)
 } stage;
 
 typedef struct argbuf {
@@ -119,6 +123,22 @@ static int jint(const json_t *o, const char *path, int def) {
     return isfinite(v) && fabs(v) < 2e9 ? (int)v : def;
 }
 
+// Processes for the training stage: on a machine with several CUDA GPUs (--device cuda without an index) and
+// mpirun, one per GPU; otherwise 1.
+static int train_ranks(const char *device) {
+#ifdef DLP_HAVE_NCCL
+    if (strcmp(device, "cuda") != 0 || system("command -v mpirun >/dev/null 2>&1") != 0) return 1;
+    int n = 0;
+    dlp_cuda_device_info d;
+    while (n < 64 && dlp_cuda_device_query(n, &d) == DLP_OK) n++;
+    dlp_err_clear();
+    return n > 1 ? n : 1;
+#else
+    (void)device;
+    return 1;
+#endif
+}
+
 static void banner(const char *title) {
     printf("\n== %s\n", title);
     fflush(stdout);
@@ -144,10 +164,22 @@ static void run_stage(stage *s, argbuf *a) {
         s->rc = 2;
         return;
     }
-    char *argv[MAX_ARGS + 1];
-    argv[0] = "dlperf";
-    for (int i = 0; i < a->argc; i++) argv[i + 1] = a->argv[i];
-    argv[a->argc + 1] = NULL;
+    char *argv[MAX_ARGS + 8], np[16], self[4096] = "/proc/self/exe";
+    int k = 0;
+    if (s->ranks > 1) {  // one process per GPU: mpirun starts them, each a rank of the nccl communicator
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        snprintf(np, sizeof np, "%d", s->ranks);
+        argv[k++] = "mpirun";
+        argv[k++] = "--oversubscribe";
+        argv[k++] = "-np";
+        argv[k++] = np;
+        argv[k++] = self;
+    } else {
+        argv[k++] = "dlperf";
+    }
+    for (int i = 0; i < a->argc; i++) argv[k++] = a->argv[i];
+    argv[k] = NULL;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -156,8 +188,16 @@ static void run_stage(stage *s, argbuf *a) {
         signal(SIGTTOU, SIG_IGN);  // a background group may still write to the terminal
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "run: cannot run %s: %s\n", "/proc/self/exe", strerror(errno));
+        if (s->ranks > 1) {
+            if (getuid() == 0) {  // Open MPI refuses root unless told
+                setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+                setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+            }
+            execvp("mpirun", argv);
+        } else {
+            execv("/proc/self/exe", argv);
+        }
+        fprintf(stderr, "run: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     if (pid < 0) {
@@ -407,6 +447,12 @@ int dlp_cli_run(int argc, char **argv) {
         a->argc = 0;
         arg(a, "train");
         model_opts(a, &o, prec);
+        st_train.ranks = train_ranks(o.device);
+        if (st_train.ranks > 1) {
+            printf("%d GPUs: one training process per GPU (mpirun -np %d, gradients over NCCL)\n", st_train.ranks,
+                   st_train.ranks);
+            opt(a, "--dist", "nccl");
+        }
         opt(a, "--batch", "%d", o.batch);
         opt(a, "--workers", "%d", o.workers);
         opt(a, "--epochs", "1000");  // the time limit ends the run; a fast device goes through several epochs
