@@ -4,6 +4,7 @@
 //   nn step   one forward/backward/SGD step on given weights and inputs, everything written out (for tests
 //             against torchvision and between backends)
 //   nn init   writes torchvision-initialized weights (safetensors, torchvision names)
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,12 @@ static dlp_status read_batch(const char *path, step_io *io) {
         return DLP_ERR(DLP_ERR_FORMAT, "%s: needs tensors 'input' (N, C, H, W) and 'labels' (N)", path);
     if (x->ndim != 4 || y->ndim != 1 || y->shape[0] != x->shape[0] || x->shape[0] < 1 || x->shape[0] > 1 << 20)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: 'input' must be (N, C, H, W) and 'labels' (N) with the same N", path);
+    static const char *const dims[4] = {"N", "C", "H", "W"};
+    static const int64_t maxd[4] = {1 << 20, 64, 1 << 14, 1 << 14};  // a batch, channels, pixels: sane bounds
+    for (int d = 0; d < 4; d++)
+        if (x->shape[d] < 1 || x->shape[d] > maxd[d])
+            return DLP_ERR(DLP_ERR_FORMAT, "%s: tensor 'input' has %s = %lld (must be 1..%lld)", path, dims[d],
+                           (long long)x->shape[d], (long long)maxd[d]);
     io->n = (int)x->shape[0];
     io->c = (int)x->shape[1];
     io->h = (int)x->shape[2];
@@ -296,7 +303,12 @@ static dlp_status read_batch(const char *path, step_io *io) {
     }
     dlp_status st = dlp_st_read_f32(&io->in, x, io->x);
     if (!st) st = dlp_st_read_i64(&io->in, y, l);
-    for (int i = 0; !st && i < io->n; i++) io->labels[i] = (int32_t)l[i];
+    for (int i = 0; !st && i < io->n; i++) {
+        if (l[i] < 0 || l[i] > INT32_MAX)  // checked before narrowing: 2^32 + 3 must not become class 3
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s: tensor 'labels'[%d] = %lld is not a class index (0 .. 2^31 - 1)", path, i,
+                         (long long)l[i]);
+        else io->labels[i] = (int32_t)l[i];
+    }
     free(l);
     return st;
 }

@@ -4,6 +4,7 @@
 #ifndef DLP_CORE_FS_H
 #define DLP_CORE_FS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/status.h"
@@ -24,6 +25,9 @@ dlp_status dlp_read_file(const char *path, char **data, size_t *len, size_t max_
 dlp_status dlp_mkdirs(const char *path);  // mkdir -p
 int dlp_path_exists(const char *path);
 int dlp_is_dir(const char *path);
+// Reads a regular file to its end into the page cache (buf: scratch of len bytes); anything else (a device such as
+// /dev/zero, a FIFO, a directory) is left alone. Returns the bytes read, -1 when it was not read.
+int64_t dlp_warm_file(const char *path, char *buf, size_t len);
 // $DLPERF_CACHE, else $XDG_CACHE_HOME/dlperf, else $HOME/.cache/dlperf, else /tmp/dlperf-cache-<uid>.
 void dlp_cache_dir(char *buf, size_t len);
 

@@ -12,6 +12,7 @@
 
 #include "core/stats.h"
 #include "core/clock.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
@@ -25,11 +26,7 @@ static void warm_dataset(const dlp_dataset *ds) {
     if (!buf) return;
     for (int64_t i = 0; i < ds->n; i++) {
         dlp_dataset_path(ds, i, path, sizeof path);
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) continue;
-        while (read(fd, buf, 1 << 16) > 0) {
-        }
-        close(fd);
+        (void)dlp_warm_file(path, buf, 1 << 16);
     }
     free(buf);
 }

@@ -85,4 +85,25 @@ expect_fail "does not match net resnet34: 80 missing key(s): layer1.2.conv1.weig
 head -c 1000 "$T/w.safetensors" >"$T/cut.safetensors"
 expect_fail "cut.safetensors" \
   $D nn step --model resnet-mini --classes 4 --weights "$T/cut.safetensors" --input "$T/b.safetensors" --out "$T/x.safetensors"
+# hostile batches (issue 18): labels that narrowing would turn into valid classes, absurd dimensions — refused, naming
+# the file and the tensor, before anything runs
+"$PY" - "$T" <<'PYEOF' || fail "writing hostile batches"
+import sys, struct, json
+t = sys.argv[1]
+def batch(name, shape, labels):
+    n = 1
+    for d in shape: n *= d
+    nx = n if n < 1 << 20 else 0  # absurd shapes: the header alone (the reader must refuse before reading data)
+    hdr = {"input": {"dtype": "F32", "shape": shape, "data_offsets": [0, 4 * nx]},
+           "labels": {"dtype": "I64", "shape": [len(labels)], "data_offsets": [4 * nx, 4 * nx + 8 * len(labels)]}}
+    h = json.dumps(hdr).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+    with open(f"{t}/{name}.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"\0" * (4 * nx) + struct.pack(f"<{len(labels)}q", *labels))
+batch("big-label", [1, 3, 32, 32], [2 ** 32 + 3])
+batch("neg-label", [1, 3, 32, 32], [-2 ** 63])
+PYEOF
+expect_fail "big-label.safetensors: tensor 'labels'[0] = 4294967299 is not a class index" \
+  $D nn step --eval --model resnet-mini --classes 4 --input "$T/big-label.safetensors" --out "$T/x1.safetensors"
+expect_fail "neg-label.safetensors: tensor 'labels'[0] = -9223372036854775808 is not a class index" \
+  $D nn step --eval --model resnet-mini --classes 4 --input "$T/neg-label.safetensors" --out "$T/x2.safetensors"
 echo "nn.sh: all checks passed"
