@@ -117,6 +117,13 @@ static dlp_status read_num(const json_t *o, const dlp_field_def *f, double *v, c
         snprintf(want, sizeof want, "< %g", f->hi);
         return range_err(w, f->key, want, *v);
     }
+    // No quantity a record holds (seconds, bytes, bytes/s, watts, dollars) is anywhere near 1e15 of its unit: a
+    // larger value is a corrupt or hostile file, and taken it would print "inf" and zero capacities downstream.
+    const double cap = f->max > 0 ? (double)f->max : DLP_FIELD_NUM_MAX;
+    if (!(fabs(*v) <= cap)) {
+        snprintf(want, sizeof want, "at most %g in size (an implausible value)", cap);
+        return range_err(w, f->key, want, *v);
+    }
     return DLP_OK;
 }
 

@@ -33,6 +33,9 @@ dlp_status dlp_field_str(const json_t *o, const char *key, char *buf, size_t len
 dlp_status dlp_field_opt_str(const json_t *o, const char *key, char *buf, size_t len, const char *where);
 
 // --- field tables --------------------------------------------------------------------------------------------------
+// The largest magnitude a NUM field accepts unless its row says otherwise (.max): implausible values are refused.
+#define DLP_FIELD_NUM_MAX 1e15
+
 typedef enum {
     DLP_FT_NUM,     // double
     DLP_FT_INT,     // int (or unsigned) or int64_t, by the member's size; in [min, max]
@@ -52,7 +55,7 @@ enum {
     DLP_FF_POS = 1u << 1,     // NUM: > 0 and finite
     DLP_FF_NONNEG = 1u << 2,  // NUM: >= 0 and finite
     DLP_FF_RANGE = 1u << 3,   // NUM: then lo <= v <= hi ("must be between lo and hi")
-    DLP_FF_BELOW = 1u << 4,   // NUM: then v < hi
+    DLP_FF_BELOW = 1u << 4,   // NUM: then v < hi (every NUM: |v| <= max when max > 0, else <= DLP_FIELD_NUM_MAX)
     DLP_FF_TITLE = 1u << 5,   // STR: the record's name; errors about the rows after it name "where (name)"
     // writer
     DLP_FF_OMIT0 = 1u << 8,   // left out when unset: INT 0, STR "", NUM not > 0

@@ -253,8 +253,17 @@ dlp_status dlp_dataset_open_list(const char *file, dlp_dataset **out) {
     long lineno = 0;
     int32_t maxlabel = -1;
     dlp_status st = DLP_OK;
-    while (st == DLP_OK && getline(&line, &cap, f) != -1) {
+    ssize_t got;
+    while (st == DLP_OK && (got = getline(&line, &cap, f)) != -1) {
         lineno++;
+        if (memchr(line, '\0', (size_t)got)) {  // a NUL would silently cut the line (and the path) short
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: the line holds a NUL byte (a binary file given as a list?)", file, lineno);
+            break;
+        }
+        if (got > 8192) {
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: line of %zd bytes (at most 8192: a path and a label)", file, lineno, got);
+            break;
+        }
         char *p = line;
         while (*p && isspace((unsigned char)*p)) p++;
         size_t n = strlen(p);

@@ -100,7 +100,7 @@ static json_t *stats_sizes_write(const void *rec) {
 static const dlp_field_def k_stats_fields[] = {
     {STATS_F(name, DLP_FT_STR, DLP_FF_OPT)},
     {DLP_FIELD_CB("id", stats_id_read, NULL)},  // read only: the name when 'name' is absent
-    {STATS_F(images, DLP_FT_INT, 0), .min = 1, .max = INT64_MAX},
+    {STATS_F(images, DLP_FT_INT, 0), .min = 1, .max = 1000000000000},  // 1e12: no dataset is larger
     {STATS_F(mean_bytes, DLP_FT_NUM, DLP_FF_POS)},  // mean JPEG file size
     {STATS_F(progressive_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE), .lo = 0, .hi = 1},
     {DLP_FIELD_CB("sizes", stats_sizes_read, stats_sizes_write)},
@@ -142,7 +142,7 @@ static dlp_status check_scale_mask(const dlp_field_def *f, const void *member, c
 }
 
 #define PIPE_F(m, t, fl) DLP_FIELD(dlp_pipeline_profile, m, t, fl)
-#define PIPE_COST(m) {PIPE_F(m, DLP_FT_NUM, DLP_FF_NONNEG)}  // CPU seconds on one thread
+#define PIPE_COST(m) {PIPE_F(m, DLP_FT_NUM, DLP_FF_NONNEG), .max = 3600}  // CPU seconds on one thread
 // The coefficients: everything of a pipeline but its name (the catalog's pipelines.json has them too).
 static const dlp_field_def k_pipeline_coeff_fields[] = {
     {PIPE_F(dct_scaling, DLP_FT_INT, 0), .min = 0, .max = 1},  // 0/1
@@ -266,9 +266,9 @@ static const dlp_field_def k_rate_fields[] = {
     {RATE_F(batch_ref, DLP_FT_INT, DLP_FF_OPT), .min = 0, .max = 1 << 20},     // 0: not stated
     {RATE_F(model, DLP_FT_STR, DLP_FF_OPT | DLP_FF_OMIT0)},                     // "": any
     {RATE_F(size, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 1 << 16},  // image size; 0: any
-    {RATE_F(t0_s, DLP_FT_NUM, DLP_FF_NONNEG)},
-    {RATE_F(per_image_s, DLP_FT_NUM, DLP_FF_POS)},                // per image of reference work
-    {RATE_F(update_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {RATE_F(t0_s, DLP_FT_NUM, DLP_FF_NONNEG), .max = 3600},
+    {RATE_F(per_image_s, DLP_FT_NUM, DLP_FF_POS), .max = 3600},                // per image of reference work
+    {RATE_F(update_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},
     {RATE_F(cores_busy, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {RATE_F(estimate, DLP_FT_BOOL, 0)},
     {RATE_F(basis, DLP_FT_STR, DLP_FF_OPT)},
@@ -319,8 +319,8 @@ static const dlp_field_def k_device_fields[] = {
     {DEV_F(h2d_overlap, DLP_FT_BOOL, 0)},
     {DEV_F(contention_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS), .def = 1},  // useful share of shared CPU
     {DEV_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {DEV_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {DEV_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {DEV_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000},
+    {DEV_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000000},
     {DLP_FIELD_CB("rates", rates_read, rates_write)},
     {DLP_FIELD_CB("contention", contention_read, contention_write)},
     {0}};
@@ -412,8 +412,8 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(mhz, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {HOST_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {HOST_F(mem_bw_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},      // per training step
-    {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // per device op, every core busy
+    {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // per training step
+    {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},  // per device op, every core busy
     {0}};
 
 #define STOR_F(m, t, fl) DLP_FIELD(dlp_storage_profile, m, t, fl)
@@ -421,8 +421,8 @@ static const dlp_field_def k_storage_fields[] = {
     {STOR_F(desc, DLP_FT_STR, DLP_FF_OPT)},
     {STOR_F(cold_read_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},    // many readers together
     {STOR_F(cold_stream_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // one reader
-    {STOR_F(cold_latency_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},           // per file, beyond the transfer
-    {STOR_F(cold_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},      // the same, every core busy
+    {STOR_F(cold_latency_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},           // per file, beyond the transfer
+    {STOR_F(cold_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // the same, every core busy
     {STOR_F(page_cache_bytes, DLP_FT_NUM, DLP_FF_NONNEG)},
     {0}};
 
@@ -436,11 +436,11 @@ static const dlp_field_def k_interconnect_fields[] = {
 
 #define COST_F(m, t, fl) DLP_FIELD(dlp_cost_profile, m, t, fl)
 static const dlp_field_def k_cost_fields[] = {
-    {COST_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {COST_F(price_usd, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000000},
     {COST_F(price_year, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 1990, .max = 2100},
-    {COST_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // under training load
-    {COST_F(usd_per_hour, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {COST_F(usd_per_hour_alt, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    {COST_F(power_w, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000},  // under training load
+    {COST_F(usd_per_hour, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000000},
+    {COST_F(usd_per_hour_alt, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10000000000},
     {0}};
 
 static dlp_status schema_read(const json_t *o, const char *key, const char *where, void *rec) {

@@ -1,6 +1,7 @@
 // nn/state: state_dict <-> flat parameter arrays, by name.
 #include "nn/state.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,11 @@ dlp_status dlp_state_load_file(const dlp_net *net, const dlp_st_file *f, int fla
                 continue;
             }
             DLP_CHECK(dlp_st_read_f32(f, t, dst + p->offset));
+            int64_t bad = 0;  // NaN or Inf weights train and serve garbage without a word: refuse them here
+            for (int64_t k = 0; k < p->numel; k++) bad += !isfinite(dst[p->offset + k]);
+            if (bad)
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: tensor '%s' holds %lld NaN or infinite value(s) of %lld", f->path,
+                               p->name, (long long)bad, (long long)p->numel);
         }
     }
     int64_t nbt = 0;

@@ -106,4 +106,18 @@ expect_fail "big-label.safetensors: tensor 'labels'[0] = 4294967299 is not a cla
   $D nn step --eval --model resnet-mini --classes 4 --input "$T/big-label.safetensors" --out "$T/x1.safetensors"
 expect_fail "neg-label.safetensors: tensor 'labels'[0] = -9223372036854775808 is not a class index" \
   $D nn step --eval --model resnet-mini --classes 4 --input "$T/neg-label.safetensors" --out "$T/x2.safetensors"
+# weights holding a NaN: refused, naming the tensor (they would train and serve garbage without a word)
+"$PY" - "$T" <<'PYEOF' || fail "writing NaN weights"
+import sys, struct, json
+t = sys.argv[1]
+raw = open(f"{t}/w.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+name = sorted(k for k in hdr if k != "__metadata__" and hdr[k]["dtype"] == "F32")[0]
+off = 8 + n + hdr[name]["data_offsets"][0]
+open(f"{t}/nan.safetensors", "wb").write(raw[:off] + struct.pack("<f", float("nan")) + raw[off + 4:])
+print(name)
+PYEOF
+expect_fail "holds 1 NaN or infinite value(s)" \
+  $D nn step --eval --model resnet-mini --classes 4 --weights "$T/nan.safetensors" --input "$T/b.safetensors" --out "$T/x3.safetensors"
 echo "nn.sh: all checks passed"

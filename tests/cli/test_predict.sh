@@ -98,4 +98,19 @@ has "$T/src.txt" "estimate"
 "$D" catalog throughput | grep -q "2470" || fail "catalog throughput"
 "$D" catalog systems --json | "$PYTHON" -c "import json,sys; assert len(json.load(sys.stdin)['systems']) >= 7" || fail "catalog --json"
 if "$D" catalog bogus >/dev/null 2>&1; then fail "catalog bogus accepted"; fi
+# implausible profile values (issue 18): refused, naming the file, the object and the field, instead of "inf ms"
+for mut in "pipeline.read_per_file_s=1e308" "cost.power_w=1e308" "host.mem_bw_bytes_per_s=1e300" "stats.images=9223372036854775807"; do
+  "$PYTHON" - "$DLPERF_ROOT/tests/fixtures/model/profile-dev.json" "$T/bad.json" "$mut" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+path, v = sys.argv[3].split("=")
+obj, key = path.split(".")
+p.setdefault(obj, {})[key] = json.loads(v)
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  if "$D" predict --profile "$T/bad.json" --device cpu >/dev/null 2>"$T/bad.err"; then fail "$mut accepted"; fi
+  grep -q "bad.json.*'${mut%%=*}'\|bad.json: ${mut%%.*}: field '$(echo "${mut%%=*}" | cut -d. -f2)'" "$T/bad.err" \
+    || { cat "$T/bad.err"; fail "$mut: the message names neither the file nor the field"; }
+  rm -f "$T/bad.json"
+done
 echo "all predict/catalog checks passed"

@@ -140,6 +140,19 @@ static void test_errors(void **state) {
     fclose(f);
     assert_int_equal(dlp_dataset_open(p, &ds), DLP_ERR_NOTFOUND);
     assert_non_null(strstr(dlp_err_msg(), "no samples"));
+    // hostile lists (issue 18): a NUL byte would have cut the rest of its line away; an endless line
+    f = fopen(p, "w");
+    fwrite("a.JPEG 1\nb\0c.JPEG 2\n", 1, 20, f);
+    fclose(f);
+    assert_int_equal(dlp_dataset_open(p, &ds), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "list.txt:2: the line holds a NUL byte"));
+    f = fopen(p, "w");
+    for (int i = 0; i < 9000; i++) fputc('x', f);
+    fputs(" 1\n", f);
+    fclose(f);
+    assert_int_equal(dlp_dataset_open(p, &ds), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "list.txt:1: line of 9003 bytes"));
+    dlp_err_clear();
     dlp_test_rmtree(dir);
 }
 
