@@ -72,8 +72,10 @@ if $D data bench --data "$T/ds" --workers 1,x 2>/dev/null; then fail "bad --work
 # a list naming a device (issue 18): warming the page cache read /dev/zero forever; now skipped and named, promptly
 printf '/dev/zero 0\n' >"$T/devzero.txt"
 S0=$(date +%s)
-timeout 30 $D data bench --data "$T/devzero.txt" --images 4 >/dev/null 2>"$T/zerr"
-[ $? = 124 ] && fail "data bench on a list naming /dev/zero hung"
+RC=0
+timeout 30 $D data bench --data "$T/devzero.txt" --images 4 >/dev/null 2>"$T/zerr" || RC=$?
+[ "$RC" != 124 ] || fail "data bench on a list naming /dev/zero hung"
+[ "$RC" != 0 ] || fail "data bench on a list of nothing but /dev/zero exited 0"
 [ $(( $(date +%s) - S0 )) -lt 20 ] || fail "data bench on /dev/zero took too long"
 grep -q "/dev/zero.*not a regular file" "$T/zerr" || fail "no message naming /dev/zero: $(cat "$T/zerr")"
 echo "data bench: ok"
