@@ -183,3 +183,16 @@ int64_t dlp_warm_file(const char *path, char *buf, size_t len) {
     close(fd);
     return total;
 }
+
+void dlp_file_last_line(const char *path, char *buf, size_t len) {
+    if (!len) return;
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0]) snprintf(buf, len, "%s", line);
+    }
+    fclose(f);
+}

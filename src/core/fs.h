@@ -28,6 +28,8 @@ int dlp_is_dir(const char *path);
 // Reads a regular file to its end into the page cache (buf: scratch of len bytes); anything else (a device such as
 // /dev/zero, a FIFO, a directory) is left alone. Returns the bytes read, -1 when it was not read.
 int64_t dlp_warm_file(const char *path, char *buf, size_t len);
+// The last non-empty line of a text file (a child's log: what it said before it failed) into buf; "" if none.
+void dlp_file_last_line(const char *path, char *buf, size_t len);
 // $DLPERF_CACHE, else $XDG_CACHE_HOME/dlperf, else $HOME/.cache/dlperf, else /tmp/dlperf-cache-<uid>.
 void dlp_cache_dir(char *buf, size_t len);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "perf/probe_impl.h"
 
 static void cleanup(const char *dir, const char *out, const char *log) {
@@ -71,16 +72,8 @@ dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
     const double busbw = json_number_value(json_object_get(last, "busbw_gb_s"));
     if (!r || !(busbw > 0) || json_integer_value(json_object_get(r, "wrong")) != 0) {
         char why[256];
-        char tail[160] = "";
-        FILE *lf = fopen(log, "r");
-        if (lf) {  // the last line mpirun or dlperf printed
-            char line[160];
-            while (fgets(line, sizeof line, lf)) {
-                line[strcspn(line, "\n")] = '\0';
-                if (line[0]) snprintf(tail, sizeof tail, "%s", line);
-            }
-            fclose(lf);
-        }
+        char tail[160];
+        dlp_file_last_line(log, tail, sizeof tail);  // what mpirun or dlperf said last
         snprintf(why, sizeof why, "mpirun -np %d dist bench %s (exit status %d%s%s)", ranks,
                  r ? "gave no usable figure" : "failed", rc, tail[0] ? ": " : "", tail);
         skip(c, d, why);

@@ -159,16 +159,8 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     const double steady = json_num(r, "throughput", "steady_img_per_s", NULL);
     const int world = (int)json_num(r, "dist", "ranks", NULL);
     if (!r || !(steady > 0) || world != c->ranks) {
-        char tail[200] = "";
-        FILE *lf = fopen(log, "r");
-        if (lf) {
-            char line[200];
-            while (fgets(line, sizeof line, lf)) {
-                line[strcspn(line, "\n")] = '\0';
-                if (line[0]) snprintf(tail, sizeof tail, "%s", line);
-            }
-            fclose(lf);
-        }
+        char tail[200];
+        dlp_file_last_line(log, tail, sizeof tail);
         snprintf(row->error, sizeof row->error, "run: mpirun -np %d dlperf train %s (exit status %d)%s%s", c->ranks,
                  r ? "gave no steady throughput" : "failed", rc, tail[0] ? ": " : "", tail);
     } else {
