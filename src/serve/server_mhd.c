@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -57,6 +59,8 @@ typedef struct http_req {
     int too_large;
     int responded;  // a response was queued
     int admitted;   // taken by the pipeline (else refused with 503)
+    int fd;         // the connection's socket, for answer_half_closed (-1: unknown)
+    int direct;     // answered by answer_half_closed, not through MHD
     atomic_int state;
     dlp_serve_req req;
 } http_req;
@@ -146,8 +150,55 @@ static conn_ctx *conn_of(struct MHD_Connection *c) {
     return ci ? (conn_ctx *)ci->socket_context : NULL;
 }
 
+static const char *status_text(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Error";
+    }
+}
+
+// A client that half-closed its side after the request (shutdown(SHUT_WR)): its FIN is already queued, and MHD,
+// resuming the connection, would read that EOF first and close before queueing the answer. So answer here on the
+// socket (with Connection: close; MHD does not touch a suspended connection's socket), and let MHD close it on
+// resume. The answer is small and the socket buffer empty, so a non-blocking send takes it whole; if not, it is
+// abandoned like any answer to a client that left. (A FIN arriving between this check and MHD's read still loses
+// the answer: that window is microseconds, not the whole inference.)
+static void answer_half_closed(http_req *h) {
+    char c;
+    if (h->fd < 0 || recv(h->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0) return;  // data, nothing yet, or an error
+    dlp_server *s = h->srv;
+    size_t len = 0;
+    char *b = dlp_serve_answer_json(&h->req, (const char *const *)s->cfg.labels, s->cfg.nlabels, &len);
+    if (!b) return;
+    char date[64] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "%sContent-Length: %zu\r\n\r\n",
+                      h->req.status, status_text(h->req.status), date, h->req.status == 503 ? "Retry-After: 1\r\n" : "",
+                      len);
+    h->direct = 1;
+    struct iovec iov[2] = {{head, (size_t)hn}, {b, len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(h->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    free(b);
+    if (w == (ssize_t)((size_t)hn + len)) {
+        h->responded = 1;
+        dlp_serve_metrics_request(&s->metrics, h->req.status, dlp_now_ns() - h->t_start_ns);
+        dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_REQUESTS, 1);
+    }
+}
+
 static void on_pipeline_done(dlp_serve_req *r) {
     http_req *h = r->user;
+    answer_half_closed(h);
     atomic_store(&h->state, RQ_DONE);
     MHD_resume_connection(h->conn);  // h may be gone once this returns
 }
@@ -173,6 +224,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!h) return MHD_NO;
         h->srv = s;
         h->conn = c;
+        h->fd = -1;
         h->t_start_ns = dlp_now_ns();
         *con_cls = h;
         pthread_mutex_lock(&s->mu);
@@ -234,7 +286,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply_error(h, 405, "use POST with a JPEG body", "POST");
     }
     int state = atomic_load(&h->state);
-    if (state == RQ_DONE) return answer_classify(h);
+    if (state == RQ_DONE) return h->direct ? MHD_NO : answer_classify(h);  // MHD_NO: close (answered already)
     if (state == RQ_QUEUED) return MHD_YES;  // not expected: suspended connections are not called
     if (*upload_size > 0) {
         if (dlp_now_ns() - h->t_start_ns > s->cfg.read_timeout_ns) {
@@ -284,6 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     h->req.done = on_pipeline_done;
     h->req.user = h;
     conn_ctx *cc = conn_of(c);
+    h->fd = cc ? cc->fd : -1;
     pthread_mutex_lock(&s->mu);
     if (cc) cc->busy = 1;
     pthread_mutex_unlock(&s->mu);
