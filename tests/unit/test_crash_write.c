@@ -22,6 +22,7 @@
 #include "core/fs.h"
 #include "core/json.h"
 #include "nn/checkpoint.h"
+#include "nn/ckdir.h"
 #include "nn/resnet.h"
 #include "nn/schedule.h"
 #include "testutil.h"
@@ -168,8 +169,57 @@ static void test_kill_during_writes(void **state) {
     dlp_test_rmtree(dir);
 }
 
+// The two states a replacing save can be killed in, made by hand, then resolved by dlp_ckdir_clean: killed after
+// the model's rename (new model, old state, new .next: loads the new round, clean finishes the save) and before it
+// (old pair, new .next: loads the old round, clean drops the .next).
+static void test_settle_leftovers(void **state) {
+    (void)state;
+    char dir[512], a[700], b[700], as[800], an[800], bs[800], junk[800];
+    dlp_test_tmpdir(dir, sizeof dir);
+    dlp_ckdir_path(dir, 5, a, sizeof a);
+    snprintf(b, sizeof b, "%s/other.safetensors", dir);
+    dlp_checkpoint_state_path(a, as, sizeof as);
+    dlp_checkpoint_next_path(a, an, sizeof an);
+    dlp_checkpoint_state_path(b, bs, sizeof bs);
+    dlp_net net;
+    assert_int_equal(dlp_model_build("resnet-mini", 7, 32, &net), DLP_OK);
+    float *p = malloc((size_t)net.param_count * sizeof(float)), *m = malloc((size_t)net.param_count * sizeof(float));
+    float *bf = malloc((size_t)(net.buf_count ? net.buf_count : 1) * sizeof(float));
+    char js[700];
+    snprintf(js, sizeof js, "%s/r.json", dir);
+    // killed between the renames
+    assert_int_equal(write_round(a, js, &net, 1, p, bf, m), DLP_OK);
+    assert_int_equal(write_round(b, js, &net, 2, p, bf, m), DLP_OK);
+    assert_int_equal(rename(bs, an), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(check_ck(a, &net, p, bf, m), 2);
+    int removed = 0;
+    assert_int_equal(dlp_ckdir_clean(dir, &removed), DLP_OK);
+    assert_false(dlp_path_exists(an));
+    assert_int_equal(check_ck(a, &net, p, bf, m), 2);
+    // killed before the model's rename
+    assert_int_equal(write_round(b, js, &net, 3, p, bf, m), DLP_OK);
+    assert_int_equal(rename(bs, an), 0);
+    snprintf(junk, sizeof junk, "%s.tmp.999999999", an);  // a dead writer's temporary of the .next
+    FILE *f = fopen(junk, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(check_ck(a, &net, p, bf, m), 2);
+    assert_int_equal(dlp_ckdir_clean(dir, &removed), DLP_OK);
+    assert_false(dlp_path_exists(an));
+    assert_false(dlp_path_exists(junk));
+    assert_true(dlp_path_exists(as));
+    assert_int_equal(check_ck(a, &net, p, bf, m), 2);
+    free(p);
+    free(bf);
+    free(m);
+    dlp_net_free(&net);
+    dlp_test_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_settle_leftovers),
         cmocka_unit_test(test_kill_during_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
