@@ -46,7 +46,7 @@ int dlp_cli_serve(int argc, char **argv) {
     dlp_cli_engine_opts eo = {0};
     const char *labels_path = NULL, *port_file = NULL, *json_path = NULL, *mon_csv = NULL, *mon_jsonl = NULL;
     int mon_interval = 500;
-    double delay_ms = 2, timeout_ms = 5000, read_timeout_s = 30, drain_s = 30;
+    double delay_ms = 2, timeout_ms = 5000, read_timeout_s = 30, header_timeout_s = 10, drain_s = 30;
     int64_t max_body = 8 << 20;
     dlp_opt opts[] = {
         {"host", 0, DLP_OPT_STR, &cfg.host, "127.0.0.1", "ADDR", "address to listen on (0.0.0.0 or :: for every interface)", NULL, 0},
@@ -69,7 +69,9 @@ int dlp_cli_serve(int argc, char **argv) {
         {"workers", 'j', DLP_OPT_INT, &cfg.workers, "2", "N", "JPEG decode/resize threads", NULL, 0},
         {"timeout", 0, DLP_OPT_DOUBLE, &timeout_ms, "5000", "MS", "per-request deadline; expired requests get 504 unrun", NULL, 0},
         {"max-body", 0, DLP_OPT_SIZE, &max_body, "8M", NULL, "largest request body (413 beyond)", NULL, 0},
-        {"max-conns", 0, DLP_OPT_INT, &cfg.max_connections, "256", "N", "open connections at most", NULL, 0},
+        {"max-conns", 0, DLP_OPT_INT, &cfg.max_connections, "256", "N", "open connections at most; a new one beyond evicts the oldest still sending its header", NULL, 0},
+        {"max-conns-per-ip", 0, DLP_OPT_INT, &cfg.max_conns_per_ip, "0", "N", "open connections per client address (0: no limit; clients behind a proxy share one)", NULL, 0},
+        {"header-timeout", 0, DLP_OPT_DOUBLE, &header_timeout_s, "10", "S", "a request's header must arrive within this (slow-header clients are cut off)", NULL, 0},
         {"idle-timeout", 0, DLP_OPT_INT, &cfg.idle_timeout_s, "10", "S", "close connections idle this long", NULL, 0},
         {"read-timeout", 0, DLP_OPT_DOUBLE, &read_timeout_s, "30", "S", "a whole request must arrive within this (slow clients are cut off)", NULL, 0},
         {"http-threads", 0, DLP_OPT_INT, &cfg.http_threads, "1", "N", "HTTP polling threads", NULL, 0},
@@ -91,12 +93,15 @@ int dlp_cli_serve(int argc, char **argv) {
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", mon_interval));
     // NaN fails every comparison; the upper bounds keep the nanosecond arithmetic (now + timeout) far from overflow.
     if (!(delay_ms >= 0 && delay_ms <= 60e3) || !(timeout_ms > 0 && timeout_ms <= 86400e3) ||
-        !(read_timeout_s > 0 && read_timeout_s <= 86400) || !(drain_s >= 0 && drain_s <= 86400))
+        !(read_timeout_s > 0 && read_timeout_s <= 86400) || !(header_timeout_s > 0 && header_timeout_s <= 86400) ||
+        !(drain_s >= 0 && drain_s <= 86400))
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--max-delay must be in [0, 60000] ms; --timeout in (0, 86400000] "
-                                    "ms; --read-timeout in (0, 86400] s; --drain-timeout in [0, 86400] s"));
+                                    "ms; --read-timeout and --header-timeout in (0, 86400] s; --drain-timeout in "
+                                    "[0, 86400] s"));
     cfg.max_delay_ns = (int64_t)(delay_ms * 1e6);
     cfg.timeout_ns = (int64_t)(timeout_ms * 1e6);
     cfg.read_timeout_ns = (int64_t)(read_timeout_s * 1e9);
+    cfg.header_timeout_ns = (int64_t)(header_timeout_s * 1e9);
     cfg.drain_timeout_ns = (int64_t)(drain_s * 1e9);
     cfg.max_body_bytes = max_body;
     if (eo.size < 32 || eo.size > 4096) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--size %d is not in 32..4096", eo.size));

@@ -22,7 +22,11 @@ static void fsync_parent(const char *path) {
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_EXCL | O_NOFOLLOW: never write through a link planted at the temporary name. A file already there has
+    // our PID, so its writer is dead (a killed run whose PID came round again): it is junk, removed once.
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     const char *p = data;
     size_t left = len;

@@ -2,6 +2,7 @@
 #include "nn/checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +24,58 @@ void dlp_checkpoint_state_path(const char *path, char *out, size_t len) {
     else snprintf(out, len, "%s.state%s", path, ext);
 }
 
+void dlp_checkpoint_next_path(const char *path, char *out, size_t len) {
+    char sp[1100];
+    dlp_checkpoint_state_path(path, sp, sizeof sp);
+    snprintf(out, len, "%s.next", sp);
+}
+
+static void fsync_dir_of(const char *path) {
+    char d[1200];
+    snprintf(d, sizeof d, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (slash == d) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(d, sizeof d, ".");
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+// The checkpoint id in a safetensors file's metadata (out empty when unreadable or none).
+static void file_ck_id(const char *path, char *out, size_t len) {
+    out[0] = '\0';
+    dlp_st_file f;
+    if (!dlp_path_exists(path) || dlp_st_open(path, 0, &f) != DLP_OK) {
+        dlp_err_clear();
+        return;
+    }
+    const char *id = dlp_st_meta(&f, "dlperf.checkpoint_id");
+    if (id) snprintf(out, len, "%s", id);
+    dlp_st_close(&f);
+}
+
+dlp_status dlp_checkpoint_settle(const char *path, int *settled) {
+    if (settled) *settled = 0;
+    char sp[1100], np[1200], id_m[64], id_n[64];
+    dlp_checkpoint_state_path(path, sp, sizeof sp);
+    dlp_checkpoint_next_path(path, np, sizeof np);
+    if (!dlp_path_exists(np)) return DLP_OK;
+    file_ck_id(path, id_m, sizeof id_m);
+    file_ck_id(np, id_n, sizeof id_n);
+    if (id_m[0] && strcmp(id_m, id_n) == 0) {
+        // the model was published, its state not yet renamed into place: finish that save
+        if (rename(np, sp) != 0) return DLP_ERR(DLP_ERR_IO, "cannot rename %s to %s: %s", np, sp, strerror(errno));
+    } else if (unlink(np) != 0 && errno != ENOENT) {
+        // a save killed before its model was published: the new state is junk
+        return DLP_ERR(DLP_ERR_IO, "cannot remove the unpublished state %s: %s", np, strerror(errno));
+    }
+    fsync_dir_of(path);
+    if (settled) *settled = 1;
+    return DLP_OK;
+}
 
 static char *pos_to_json(const dlp_train_pos *p) {
     json_t *o = json_object(), *rng = json_array();
@@ -107,13 +160,15 @@ dlp_status dlp_checkpoint_save(const char *path, const dlp_net *net, const float
         if (!zeros) return DLP_ERR(DLP_ERR_NOMEM, "out of memory saving %s", path);
         momentum = zeros;
     }
-    // 0. an earlier pair at this path goes first, the model first (as retention does): the new state must never
-    //    stand next to the old model (a pair from two saves; the load would refuse it, and resume with it)
-    if ((unlink(path) != 0 && errno != ENOENT) || (unlink(state_path) != 0 && errno != ENOENT)) {
-        st = DLP_ERR(DLP_ERR_IO, "cannot replace the earlier checkpoint %s: %s", path, strerror(errno));
-        goto out;
-    }
-    // 1. the state sidecar
+    // 0. a save killed half-way at this path is finished or discarded first, so that the earlier checkpoint
+    //    loads on its own. The earlier pair then stays in place until the new one is published: a kill at any
+    //    point leaves either it or the new pair loadable, never neither (nor a mixed pair).
+    if ((st = dlp_checkpoint_settle(path, NULL))) goto out;
+    char next_path[1200];
+    dlp_checkpoint_next_path(path, next_path, sizeof next_path);
+    const int replacing = dlp_path_exists(path);
+    // 1. the state sidecar: in place when no model is published at path; else beside it, as <state>.next (the
+    //    old model still pairs with the old state until step 2)
     json_t *sj = dlp_lr_schedule_to_json(&ck->sched);
     pos = pos_to_json(&ck->pos);
     sched = json_dumps(sj, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -134,7 +189,7 @@ dlp_status dlp_checkpoint_save(const char *path, const dlp_net *net, const float
                                     momentum + net->params[i].offset)))
             goto out;
     }
-    if ((st = dlp_st_writer_write(&w, state_path, DLP_WRITE_REPLACE))) goto out;
+    if ((st = dlp_st_writer_write(&w, replacing ? next_path : state_path, DLP_WRITE_REPLACE))) goto out;
     dlp_st_writer_free(&w);
     dlp_st_writer_init(&w);
     // 2. the model, torchvision-compatible (its rename completes the checkpoint)
@@ -147,6 +202,14 @@ dlp_status dlp_checkpoint_save(const char *path, const dlp_net *net, const float
         (st = dlp_st_writer_meta(&w, "dlperf.checkpoint_id", id)) || (st = dlp_st_writer_meta(&w, "dlperf.step", step)) ||
         (st = dlp_state_add(&w, net, params, bufs, &nbt)) || (st = dlp_st_writer_write(&w, path, DLP_WRITE_REPLACE)))
         goto out;
+    // 3. the new state into its place (until then a load takes <state>.next, whose id the new model carries)
+    if (replacing) {
+        if (rename(next_path, state_path) != 0) {
+            st = DLP_ERR(DLP_ERR_IO, "cannot rename %s to %s: %s", next_path, state_path, strerror(errno));
+            goto out;
+        }
+        fsync_dir_of(path);
+    }
 out:
     if (st) dlp_err_context("saving checkpoint %s", path);
     dlp_st_writer_free(&w);
@@ -173,7 +236,15 @@ dlp_status dlp_checkpoint_load(const char *path, const dlp_net *net, float *para
     DLP_CHECK(dlp_st_open(path, 0, &model));
     dlp_status st = dlp_state_load_file(net, &model, DLP_STATE_STRICT, params, bufs, &ck->num_batches_tracked);
     if (st) goto out;
-    if (!dlp_path_exists(state_path)) {
+    // the state whose checkpoint id the model carries: <state>, or <state>.next while a save that replaced the
+    // pair was stopped between publishing the model and renaming its state (see dlp_checkpoint_save)
+    const char *id_m = dlp_st_meta(&model, "dlperf.checkpoint_id");
+    char next_path[1200], id_n[64];
+    dlp_checkpoint_next_path(path, next_path, sizeof next_path);
+    file_ck_id(next_path, id_n, sizeof id_n);
+    const char *use = state_path;
+    if (id_m && id_n[0] && strcmp(id_m, id_n) == 0) use = next_path;
+    if (!dlp_path_exists(use)) {
         if (!allow_model_only)
             st = DLP_ERR(DLP_ERR_NOTFOUND, "checkpoint %s has no state file %s (momentum and position): cannot resume",
                          path, state_path);
@@ -181,8 +252,8 @@ dlp_status dlp_checkpoint_load(const char *path, const dlp_net *net, float *para
             memset(momentum, 0, (size_t)net->param_count * sizeof(float));
         goto out;
     }
-    if ((st = dlp_st_open(state_path, 0, &state))) goto out;
-    const char *id_m = dlp_st_meta(&model, "dlperf.checkpoint_id"), *id_s = dlp_st_meta(&state, "dlperf.checkpoint_id");
+    if ((st = dlp_st_open(use, 0, &state))) goto out;
+    const char *id_s = dlp_st_meta(&state, "dlperf.checkpoint_id");
     if (!id_m || !id_s || strcmp(id_m, id_s) != 0) {
         st = DLP_ERR(DLP_ERR_FORMAT, "%s and %s come from different saves (checkpoint ids %s and %s): not resuming",
                      path, state_path, id_m ? id_m : "none", id_s ? id_s : "none");

@@ -4,11 +4,15 @@
 //                          included), loadable by torchvision with load_state_dict(strict=True);
 //   <stem>.state.safetensors  the optimizer's momentum buffers ("momentum.<param name>", F32) and, in its
 //                          __metadata__, the position (JSON), the LR schedule (JSON) and the run's config (JSON).
-// Both carry the same "dlperf.checkpoint_id"; a load refuses a pair from different saves. Published as one unit:
-// an earlier pair at the path is removed first (model, then state), the state is renamed into place, and the
-// model's rename completes the pair — a state without its model is an unpublished leftover (nn/ckdir.h removes it).
+// Both carry the same "dlperf.checkpoint_id"; a load refuses a pair from different saves. Published as one unit,
+// safe against SIGKILL at any instant (tests/unit/test_crash_write.c): with no model at the path, the state is
+// renamed into place and the model's rename completes the pair — a state without its model is an unpublished
+// leftover (nn/ckdir.h removes it). Replacing a pair, the earlier one stays until the new model is published: the
+// new state is written as <stem>.state.safetensors.next, the model renamed over the old one, then the .next renamed
+// over the old state; a load whose model's id matches the .next (killed between the two renames) takes the .next,
+// and the next save (or dlp_checkpoint_settle) finishes or discards what a killed save left.
 // Defines: dlp_train_pos, dlp_checkpoint, dlp_checkpoint_save, dlp_checkpoint_load, dlp_checkpoint_free,
-//          dlp_checkpoint_state_path.
+//          dlp_checkpoint_state_path, dlp_checkpoint_next_path, dlp_checkpoint_settle.
 #ifndef DLP_NN_CHECKPOINT_H
 #define DLP_NN_CHECKPOINT_H
 #include <jansson.h>
@@ -41,6 +45,11 @@ typedef struct dlp_checkpoint {
 
 // "run/ck.safetensors" -> "run/ck.state.safetensors" (a name without ".safetensors" gets ".state.safetensors").
 void dlp_checkpoint_state_path(const char *path, char *out, size_t len);
+// "run/ck.safetensors" -> "run/ck.state.safetensors.next" (a replacing save's state before it is renamed).
+void dlp_checkpoint_next_path(const char *path, char *out, size_t len);
+// Finishes a replacing save that was killed after publishing its model (renames the .next over the state) or
+// discards its .next when the model was not published; *settled (may be NULL) is 1 when there was a .next.
+dlp_status dlp_checkpoint_settle(const char *path, int *settled);
 // Saves params/bufs (net->param_count / net->buf_count) and momentum (param_count; NULL: zeros) with ck's
 // position, schedule and config. num_batches_tracked is written as ck->pos.step. Replaces existing files.
 dlp_status dlp_checkpoint_save(const char *path, const dlp_net *net, const float *params, const float *bufs,

@@ -114,14 +114,24 @@ dlp_status dlp_ckdir_clean(const char *dir, int *removed) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         int gone = 0;
-        const size_t tmp = strncmp(rest, ".safetensors.tmp.", 17) == 0         ? 17
-                           : strncmp(rest, ".state.safetensors.tmp.", 23) == 0 ? 23
-                                                                               : 0;
+        const size_t tmp = strncmp(rest, ".safetensors.tmp.", 17) == 0              ? 17
+                           : strncmp(rest, ".state.safetensors.tmp.", 23) == 0      ? 23
+                           : strncmp(rest, ".state.safetensors.next.tmp.", 28) == 0 ? 28
+                                                                                    : 0;
         if (tmp) {
             char *end;
             long pid = strtol(rest + tmp, &end, 10);
             if (*end != '\0' || end == rest + tmp) continue;  // not core/fs's name
             gone = pid != (long)getpid() && (!pid_alive(pid) || s <= newest);
+        } else if (strcmp(rest, ".state.safetensors.next") == 0) {
+            // a replacing save killed half-way: finish it (model published) or drop its state (not published)
+            char mp[4200];
+            dlp_ckdir_path(dir, s, mp, sizeof mp);
+            int settled = 0;
+            dlp_status ss = dlp_checkpoint_settle(mp, &settled);
+            if (ss && !st) st = ss;
+            if (settled && removed) (*removed)++;
+            continue;
         } else if (strcmp(rest, ".state.safetensors") == 0) {
             char mp[4200];
             dlp_ckdir_path(dir, s, mp, sizeof mp);

@@ -9,7 +9,8 @@
 //     file without its model is never taken for complete).
 //   - Cleaning removes what dead writers left: their temporary files (<name>.tmp.<pid>, from core/fs's atomic
 //     writes) when that PID is no longer alive on this host or the file is not newer than the newest complete
-//     checkpoint, and state files whose model never appeared. Only names dlperf writes are touched.
+//     checkpoint, and state files whose model never appeared; a replacing save's <stem>.state.safetensors.next
+//     is finished or dropped (dlp_checkpoint_settle). Only names dlperf writes are touched.
 // Defines: dlp_ckdir_lock, dlp_ckdir_unlock, dlp_ckdir_list, dlp_ckdir_clean, dlp_ckdir_retain, dlp_ckdir_path.
 #ifndef DLP_NN_CKDIR_H
 #define DLP_NN_CKDIR_H

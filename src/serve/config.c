@@ -14,7 +14,9 @@ void dlp_serve_cfg_default(dlp_serve_cfg *c) {
     c->timeout_ns = 5000000000LL;       // 5 s: ResNet-50 batches take ~1 s on 2 cores
     c->max_body_bytes = 8 << 20;        // 8 MiB: far above any ImageNet JPEG
     c->max_connections = 256;
+    c->max_conns_per_ip = 0;            // off: clients behind one proxy / NAT (and loopback) share an address
     c->idle_timeout_s = 10;
+    c->header_timeout_ns = 10000000000LL; // 10 s for a header (a real client sends it in one packet)
     c->read_timeout_ns = 30000000000LL; // 30 s for a whole request to arrive
     c->conn_memory_bytes = 32 * 1024;
     c->http_threads = 1;
@@ -44,6 +46,8 @@ dlp_status dlp_serve_cfg_check(const dlp_serve_cfg *c, const dlp_serve_engine *e
                        "bodies: lower one of them", c->max_connections, (long long)c->max_body_bytes);
     if (c->idle_timeout_s < 1) return DLP_ERR(DLP_ERR_INVALID, "--idle-timeout must be >= 1 s");
     if (c->read_timeout_ns <= 0) return DLP_ERR(DLP_ERR_INVALID, "--read-timeout must be > 0");
+    if (c->header_timeout_ns <= 0) return DLP_ERR(DLP_ERR_INVALID, "--header-timeout must be > 0");
+    if (c->max_conns_per_ip < 0) return DLP_ERR(DLP_ERR_INVALID, "--max-conns-per-ip must be >= 0 (0: no limit)");
     if (c->http_threads < 1 || c->http_threads > 64) return DLP_ERR(DLP_ERR_INVALID, "--http-threads must be in [1, 64]");
     if (c->port < 0 || c->port > 65535) return DLP_ERR(DLP_ERR_INVALID, "--port %d must be in [0, 65535]", c->port);
     if (c->topk < 1 || c->topk > DLP_SERVE_MAX_TOPK) return DLP_ERR(DLP_ERR_INVALID, "top-k must be in [1, %d]", DLP_SERVE_MAX_TOPK);

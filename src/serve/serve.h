@@ -69,7 +69,11 @@ typedef struct dlp_serve_cfg {
     int workers;               // preprocess threads
     int64_t timeout_ns;        // per-request deadline from arrival; expired requests get 504 without running
     int64_t max_body_bytes;    // 413 beyond
-    int max_connections;       // open connections at once (MHD_OPTION_CONNECTION_LIMIT)
+    int max_connections;       // open connections at once; a new one beyond evicts the oldest connection still
+                               // sending its header (MHD_OPTION_CONNECTION_LIMIT is this plus a reserve)
+    int max_conns_per_ip;      // per client address (MHD_OPTION_PER_IP_CONNECTION_LIMIT); 0: no limit
+    int64_t header_timeout_ns; // a request's header must arrive within this of the connection's start or the
+                               // previous answer (keep-alive waits included), else the connection is cut
     int idle_timeout_s;        // a connection with no traffic is closed (MHD_OPTION_CONNECTION_TIMEOUT)
     int64_t read_timeout_ns;   // a whole request (header + body) must arrive within this: slowloris cut-off
     size_t conn_memory_bytes;  // per-connection header/buffer memory (MHD_OPTION_CONNECTION_MEMORY_LIMIT)

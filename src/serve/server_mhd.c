@@ -6,10 +6,16 @@
 // again, which queues the answer. Routes: POST /v1/classify, GET /healthz, GET /metrics; 404 / 405 otherwise.
 //
 // Slow clients: MHD closes a connection idle for idle_timeout_s (MHD_OPTION_CONNECTION_TIMEOUT), limits the
-// number of connections and each one's header memory. MHD's timeout restarts with every byte, so a client
-// that trickles a byte now and then could hold a connection for ever; a reaper thread therefore shuts down
-// (shutdown(2), which MHD then sees as a closed peer) any connection whose current request has not fully
-// arrived within read_timeout of its start. Connections with a complete request in the pipeline are exempt.
+// number of connections (and, optionally, those per client address) and each one's header memory. MHD's timeout
+// restarts with every byte, so a client that trickles a byte now and then could hold a connection for ever; a
+// reaper thread therefore shuts down (shutdown(2), which MHD then sees as a closed peer) any connection whose
+// current request's header has not arrived within header_timeout, or whose whole request has not within
+// read_timeout, of its start. Connections with a complete request in the pipeline are exempt.
+// A flood of slow-header connections must not lock out health checks and well-behaved clients until those
+// timeouts expire: max_connections is a soft limit. A connection that arrives when it is reached evicts the
+// oldest connection still sending its header, if that one has been at it for 0.5 s (a real client's header comes
+// in one packet, so the oldest such is the slowest), and MHD's hard limit is max_connections plus a reserve, so
+// the newcomer is accepted meanwhile.
 //
 // Graceful stop: stop listening (MHD_quiesce_daemon), answer new requests on open connections 503 with
 // "Connection: close", drain the pipeline, wait for the answers to be sent, then stop MHD (which must not be
@@ -22,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -34,6 +42,7 @@ typedef struct conn_ctx {
     int64_t phase_start_ns;  // when the current request began: connection start or the previous answer
     int busy;                // a complete request is in the pipeline or being answered
     int shut;                // the reaper already cut it off
+    int header_done;         // the current request's header has arrived
     struct conn_ctx *prev, *next;
 } conn_ctx;
 
@@ -50,6 +59,8 @@ typedef struct http_req {
     int too_large;
     int responded;  // a response was queued
     int admitted;   // taken by the pipeline (else refused with 503)
+    int fd;         // the connection's socket, for answer_half_closed (-1: unknown)
+    int direct;     // answered by answer_half_closed, not through MHD
     atomic_int state;
     dlp_serve_req req;
 } http_req;
@@ -139,8 +150,55 @@ static conn_ctx *conn_of(struct MHD_Connection *c) {
     return ci ? (conn_ctx *)ci->socket_context : NULL;
 }
 
+static const char *status_text(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Error";
+    }
+}
+
+// A client that half-closed its side after the request (shutdown(SHUT_WR)): its FIN is already queued, and MHD,
+// resuming the connection, would read that EOF first and close before queueing the answer. So answer here on the
+// socket (with Connection: close; MHD does not touch a suspended connection's socket), and let MHD close it on
+// resume. The answer is small and the socket buffer empty, so a non-blocking send takes it whole; if not, it is
+// abandoned like any answer to a client that left. (A FIN arriving between this check and MHD's read still loses
+// the answer: that window is microseconds, not the whole inference.)
+static void answer_half_closed(http_req *h) {
+    char c;
+    if (h->fd < 0 || recv(h->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0) return;  // data, nothing yet, or an error
+    dlp_server *s = h->srv;
+    size_t len = 0;
+    char *b = dlp_serve_answer_json(&h->req, (const char *const *)s->cfg.labels, s->cfg.nlabels, &len);
+    if (!b) return;
+    char date[64] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "%sContent-Length: %zu\r\n\r\n",
+                      h->req.status, status_text(h->req.status), date, h->req.status == 503 ? "Retry-After: 1\r\n" : "",
+                      len);
+    h->direct = 1;
+    struct iovec iov[2] = {{head, (size_t)hn}, {b, len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(h->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    free(b);
+    if (w == (ssize_t)((size_t)hn + len)) {
+        h->responded = 1;
+        dlp_serve_metrics_request(&s->metrics, h->req.status, dlp_now_ns() - h->t_start_ns);
+        dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_REQUESTS, 1);
+    }
+}
+
 static void on_pipeline_done(dlp_serve_req *r) {
     http_req *h = r->user;
+    answer_half_closed(h);
     atomic_store(&h->state, RQ_DONE);
     MHD_resume_connection(h->conn);  // h may be gone once this returns
 }
@@ -166,12 +224,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!h) return MHD_NO;
         h->srv = s;
         h->conn = c;
+        h->fd = -1;
         h->t_start_ns = dlp_now_ns();
         *con_cls = h;
         pthread_mutex_lock(&s->mu);
         s->active++;
         pthread_mutex_unlock(&s->mu);
         h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : ROUTE_OTHER;
+        conn_ctx *hc = conn_of(c);
+        if (hc) {
+            pthread_mutex_lock(&s->mu);
+            hc->header_done = 1;
+            pthread_mutex_unlock(&s->mu);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
             char *e;
@@ -221,7 +286,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply_error(h, 405, "use POST with a JPEG body", "POST");
     }
     int state = atomic_load(&h->state);
-    if (state == RQ_DONE) return answer_classify(h);
+    if (state == RQ_DONE) return h->direct ? MHD_NO : answer_classify(h);  // MHD_NO: close (answered already)
     if (state == RQ_QUEUED) return MHD_YES;  // not expected: suspended connections are not called
     if (*upload_size > 0) {
         if (dlp_now_ns() - h->t_start_ns > s->cfg.read_timeout_ns) {
@@ -271,6 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     h->req.done = on_pipeline_done;
     h->req.user = h;
     conn_ctx *cc = conn_of(c);
+    h->fd = cc ? cc->fd : -1;
     pthread_mutex_lock(&s->mu);
     if (cc) cc->busy = 1;
     pthread_mutex_unlock(&s->mu);
@@ -306,6 +372,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     pthread_mutex_lock(&s->mu);
     if (cc) {
         cc->busy = 0;
+        cc->header_done = 0;
         cc->phase_start_ns = dlp_now_ns();
     }
     s->active--;
@@ -314,6 +381,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     free(h->body);
     free(h);
     *con_cls = NULL;
+}
+
+// A header-phase connection younger than this is never evicted: a real client's header takes one round trip.
+static int64_t evict_min_age_ns(const dlp_serve_cfg *c) {
+    const int64_t half = c->header_timeout_ns / 2;
+    return half < 500000000LL ? half : 500000000LL;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -326,6 +399,21 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         cc->fd = ci ? ci->connect_fd : -1;
         cc->phase_start_ns = dlp_now_ns();
         pthread_mutex_lock(&s->mu);
+        if (s->nconns >= s->cfg.max_connections) {
+            // At the soft limit: cut the oldest connection still sending its header (the list is newest first),
+            // if it has had a fair chance to send it; never one just accepted, which MHD may not even have read
+            // yet (a burst of arrivals would otherwise evict each other, well-behaved clients included).
+            const int64_t now = dlp_now_ns(), min_age = evict_min_age_ns(&s->cfg);
+            conn_ctx *victim = NULL;
+            for (conn_ctx *o = s->conns; o; o = o->next)
+                if (!o->busy && !o->shut && !o->header_done && o->fd >= 0 && now - o->phase_start_ns >= min_age)
+                    victim = o;
+            if (victim) {
+                shutdown(victim->fd, SHUT_RDWR);
+                victim->shut = 1;
+                atomic_fetch_add(&s->metrics.reaped_total, 1);
+            }
+        }
         cc->next = s->conns;
         if (s->conns) s->conns->prev = cc;
         s->conns = cc;
@@ -350,15 +438,34 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void *reaper_main(void *arg) {
     dlp_server *s = arg;
-    int64_t period = s->cfg.read_timeout_ns / 4;
+    int64_t period = (s->cfg.header_timeout_ns < s->cfg.read_timeout_ns ? s->cfg.header_timeout_ns
+                                                                         : s->cfg.read_timeout_ns) / 4;
     if (period > 250000000) period = 250000000;
     if (period < 10000000) period = 10000000;
     pthread_mutex_lock(&s->mu);
     while (!s->reaper_stop) {
         int64_t now = dlp_now_ns();
+        // Above the soft limit (a flood filled the reserve): evict the oldest header-phase connections back down
+        // to it, so that the reserve frees up for newcomers even when no accept happens (at MHD's hard limit).
+        int live = 0;
+        conn_ctx *tail = NULL;
+        for (conn_ctx *cc = s->conns; cc; cc = cc->next) {
+            live += !cc->shut;
+            tail = cc;
+        }
+        const int64_t min_age = evict_min_age_ns(&s->cfg);
+        for (conn_ctx *cc = tail; cc && live > s->cfg.max_connections; cc = cc->prev) {
+            if (cc->busy || cc->shut || cc->header_done || cc->fd < 0 || now - cc->phase_start_ns < min_age) continue;
+            shutdown(cc->fd, SHUT_RDWR);
+            cc->shut = 1;
+            live--;
+            atomic_fetch_add(&s->metrics.reaped_total, 1);
+        }
         for (conn_ctx *cc = s->conns; cc; cc = cc->next) {
             if (cc->busy || cc->shut || cc->fd < 0) continue;
-            if (now - cc->phase_start_ns > s->cfg.read_timeout_ns) {
+            int64_t limit = s->cfg.read_timeout_ns;  // the header's own limit never extends the whole request's
+            if (!cc->header_done && s->cfg.header_timeout_ns < limit) limit = s->cfg.header_timeout_ns;
+            if (now - cc->phase_start_ns > limit) {
                 shutdown(cc->fd, SHUT_RDWR);
                 cc->shut = 1;
                 atomic_fetch_add(&s->metrics.reaped_total, 1);
@@ -370,6 +477,12 @@ static void *reaper_main(void *arg) {
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+// Room above the soft limit for newcomers while the connections they evicted are being closed.
+static int conn_reserve(int max_connections) {
+    int r = max_connections / 8;
+    return r < 16 ? 16 : r;
 }
 
 static dlp_status bind_addr(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
@@ -412,7 +525,8 @@ dlp_status dlp_server_start(const dlp_serve_cfg *cfg, const dlp_serve_engine *en
     if (v6) flags |= MHD_USE_IPv6;
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_SOCK_ADDR, 0, &ss},
-        {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections + conn_reserve(cfg->max_connections), NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_per_ip, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)cfg->conn_memory_bytes, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},

@@ -9,7 +9,7 @@ mkdir -p "$T"
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$DLPERF" serve --help >"$T/out" 2>&1 || fail "--help exited $?"
-for o in --max-batch --max-delay --queue --timeout --max-body --read-timeout --drain-timeout --labels --port-file; do
+for o in --max-batch --max-delay --queue --timeout --max-body --read-timeout --header-timeout --max-conns-per-ip --drain-timeout --labels --port-file; do
   grep -q -- "$o" "$T/out" || fail "--help does not list $o"
 done
 "$DLPERF" serve --nope >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--nope" "$T/err" || fail "unknown option"
@@ -17,6 +17,8 @@ done
 "$DLPERF" serve --max-body 12Q >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--max-body" "$T/err" || fail "bad --max-body"
 "$DLPERF" serve --timeout nan >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--timeout" "$T/err" || fail "NaN --timeout"
 "$DLPERF" serve --read-timeout 1e30 >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--read-timeout" "$T/err" || fail "huge --read-timeout"
+"$DLPERF" serve --header-timeout 0 >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q -- "--header-timeout" "$T/err" || fail "zero --header-timeout"
+"$DLPERF" serve --max-conns-per-ip -1 --model resnet-mini --device ref --size 32 --port 0 >/dev/null 2>"$T/err"; [ $? != 0 ] && grep -q -- "--max-conns-per-ip" "$T/err" || fail "negative --max-conns-per-ip"
 touch "$T/exists.json"
 "$DLPERF" serve --json "$T/exists.json" >/dev/null 2>"$T/err"; [ $? != 0 ] && grep -q "exists" "$T/err" || fail "--json overwrote"
 : >"$T/empty.txt"
