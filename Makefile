@@ -109,6 +109,9 @@ OBJ_CLI  := $(SRC_CLI:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+FUZZ_HARNESSES := safetensors profile catalog dataset_list jpeg serve
+FUZZ_LIB_SRC := $(FUZZ_HARNESSES:%=tests/fuzz/fuzz_%.c) tests/fuzz/fuzz_util.c
+FUZZ_BIN := $(FUZZ_HARNESSES:%=$(BUILD)/tests/fuzz_%)
 
 .PHONY: all lib cli tests setup setup-test run test test-fast asan check-asan clean config bench
 all: config $(BUILD)/dlperf tests
@@ -148,11 +151,21 @@ ifeq ($(HAVE_CMOCKA),1)
 tests: $(TEST_BIN)
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_SUPPORT) $(BUILD)/libdlperf.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(CUDA_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests/unit $(CUDA_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(TEST_EXTRA) $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS) -lcmocka
+# The fuzz harnesses (tests/fuzz/): compiled into test_fuzz_corpus (replays every corpus) and into one plain replay
+# program each, build/tests/fuzz_<name> (also the afl++ target: make fuzz).
+$(BUILD)/tests/test_fuzz_corpus: TEST_EXTRA = -Itests/fuzz $(FUZZ_LIB_SRC)
+$(BUILD)/tests/test_fuzz_corpus: $(FUZZ_LIB_SRC) tests/fuzz/fuzz.h
+tests: $(FUZZ_BIN)
 else
 tests:
 	@echo "cmocka not found: unit tests not built (scripts/setup.sh test installs it)"
 endif
+
+# Plain replay programs (tests/fuzz/main.c): build/tests/fuzz_<name> DIR|FILE...
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/main.c tests/fuzz/fuzz_util.c tests/fuzz/fuzz.h $(BUILD)/libdlperf.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_ENTRY=dlp_fuzz_$* -o $@ tests/fuzz/main.c $< tests/fuzz/fuzz_util.c $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS)
 
 -include $(OBJ_LIB:.o=.d) $(OBJ_CLI:.o=.d)
 
