@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/opts.h"
+#include "dist/launch.h"
 #include "hw/host.h"
 #ifdef DLP_HAVE_NCCL
 #include "backend/cuda/cuda.h"
@@ -127,7 +128,7 @@ static int jint(const json_t *o, const char *path, int def) {
 // mpirun, one per GPU; otherwise 1.
 static int train_ranks(const char *device) {
 #ifdef DLP_HAVE_NCCL
-    if (strcmp(device, "cuda") != 0 || system("command -v mpirun >/dev/null 2>&1") != 0) return 1;
+    if (strcmp(device, "cuda") != 0 || !dlp_mpirun_available()) return 1;
     int n = 0;
     dlp_cuda_device_info d;
     while (n < 64 && dlp_cuda_device_query(n, &d) == DLP_OK) n++;

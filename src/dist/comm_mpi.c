@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dist/comm_impl.h"
+#include "dist/launch.h"
 
 #define MAX_PENDING 256  // allreduces in flight at once (gradient buckets of one step)
 
@@ -36,13 +37,6 @@ static dlp_status mpi_fail(int rc, const char *what) {
     return DLP_ERR(DLP_ERR_IO, "MPI %s failed: %s", what, msg);
 }
 
-// Started by mpirun (Open MPI), or by a PMI/PMIx launcher such as srun.
-static int mpi_launched(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    return 0;
-}
 
 static dlp_status mpi_open(dlp_comm **out) {
     mpi_comm *c = calloc(1, sizeof *c);
@@ -178,7 +172,7 @@ static void mpi_abort(dlp_comm *base, int code) { MPI_Abort(MPI_COMM_WORLD, code
 
 const dlp_comm_ops dlp_comm_mpi = {
     .name = "mpi",
-    .launched = mpi_launched,
+    .launched = dlp_launched_by_mpi,
     .open = mpi_open,
     .free = mpi_free,
     .allreduce_start = mpi_allreduce_start,

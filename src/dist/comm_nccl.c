@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dist/comm_impl.h"
+#include "dist/launch.h"
 
 struct dlp_comm_req {
     cudaEvent_t done;
@@ -43,11 +44,8 @@ typedef struct nccl_comm {
     } while (0)
 
 static int nccl_launched(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
-    int launched = 0;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) launched |= getenv(vars[i]) != NULL;
     int n = 0;
-    return launched && cudaGetDeviceCount(&n) == cudaSuccess && n > 0;  // auto: GPUs and a launcher
+    return dlp_launched_by_mpi() && cudaGetDeviceCount(&n) == cudaSuccess && n > 0;  // auto: GPUs and a launcher
 }
 
 static void nccl_free(dlp_comm *base);
@@ -57,7 +55,7 @@ static dlp_status nccl_open(dlp_comm **out) {
     DLP_TRY_ALLOC(c);
     c->base.size = 1;
     dlp_status st = DLP_OK;
-    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK")) {
+    if (dlp_launched_by_mpi()) {
         st = dlp_comm_open("mpi", &c->boot);
         if (st) {
             free(c);
@@ -113,13 +111,13 @@ static void nccl_free(dlp_comm *base) {
 
 static dlp_status nccl_allreduce_start(dlp_comm *base, float *buf, int64_t count, void *stream, dlp_comm_req **req) {
     nccl_comm *c = (nccl_comm *)base;
-    dlp_comm_req *r = calloc(1, sizeof *r);
-    DLP_TRY_ALLOC(r);
-    r->consumer = (cudaStream_t)stream;
     if (stream) {  // after the work that produced the buffer
         CU_OK(cudaEventRecord(c->ready, (cudaStream_t)stream), "cudaEventRecord");
         CU_OK(cudaStreamWaitEvent(c->stream, c->ready, 0), "cudaStreamWaitEvent");
     }
+    dlp_comm_req *r = calloc(1, sizeof *r);
+    DLP_TRY_ALLOC(r);
+    r->consumer = (cudaStream_t)stream;
     ncclResult_t nr = ncclAllReduce(buf, buf, (size_t)count, ncclFloat, ncclAvg, c->comm, c->stream);
     if (nr != ncclSuccess) {
         free(r);

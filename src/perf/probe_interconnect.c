@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "dist/launch.h"
 #include "perf/probe_impl.h"
 
 static void cleanup(const char *dir, const char *out, const char *log) {
@@ -27,20 +28,9 @@ static void skip(dlp_probe_ctx *c, json_t *d, const char *why) {
 dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
     json_t *d = json_object();
     json_object_set_new(c->details, "interconnect", d);
-    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+    if (!dlp_mpirun_available()) {
         skip(c, d, "no mpirun on this machine");
         return DLP_OK;
-    }
-    char self[PATH_MAX];
-    const char *exe = c->cfg->self_exe;
-    if (!exe) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) {
-            skip(c, d, "cannot find this program's path");
-            return DLP_OK;
-        }
-        self[n] = '\0';
-        exe = self;
     }
     const dlp_device_profile *gpu = dlp_profile_find_device(c->p, "cuda");
     int ranks = 2;
@@ -54,15 +44,17 @@ dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
         skip(c, d, "no temporary directory");
         return DLP_OK;
     }
-    char out[PATH_MAX + 64], log[PATH_MAX + 64], cmd[3 * PATH_MAX];
+    char out[PATH_MAX + 64], log[PATH_MAX + 64], mpirun[PATH_MAX + 128], cmd[3 * PATH_MAX];
     snprintf(out, sizeof out, "%s/bench.json", dir);
     snprintf(log, sizeof log, "%s/log", dir);
     const char *max = c->cfg->quick ? "16M" : "64M";
-    // Open MPI as root needs its allow switches; oversubscription lets 2 ranks share fewer cores; one thread each
-    snprintf(cmd, sizeof cmd,
-             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 timeout 120 mpirun "
-             "--oversubscribe -np %d '%s' dist bench --dist %s -b 64K -e %s -n %d -w 2 --json '%s' >'%s' 2>&1",
-             ranks, exe, dist, max, c->cfg->quick ? 5 : 10, out, log);
+    if (dlp_mpirun_prefix(mpirun, sizeof mpirun, ranks, c->cfg->self_exe, 120)) {
+        cleanup(dir, out, log);
+        skip(c, d, "cannot find this program's path");
+        return DLP_OK;
+    }
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dist bench --dist %s -b 64K -e %s -n %d -w 2 --json '%s' "
+             ">'%s' 2>&1", mpirun, dist, max, c->cfg->quick ? 5 : 10, out, log);
     dlp_probe_say(c, "interconnect: mpirun -np %d dlperf dist bench --dist %s (64 KiB to %s)", ranks, dist, max);
     int rc = system(cmd);
     json_error_t je;

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
+#include "dist/launch.h"
 #include "perf/validate.h"
 #include "run/train.h"
 
@@ -120,18 +121,13 @@ static double json_num(const json_t *o, const char *a, const char *b, const char
 // its result — the steady images/s of rank 0's loop times the ranks (every rank steps in lock-step through the
 // allreduce), its data-wait share and its loader's read share.
 static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
-    char self[4096], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[64] = "";
-    const char *exe = vc->self_exe;
-    if (!exe) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) {
-            snprintf(row->error, sizeof row->error, "run: cannot find this program's path for mpirun");
-            return;
-        }
-        self[n] = '\0';
-        exe = self;
+    char mpirun[4400], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[64] = "";
+    if (dlp_mpirun_prefix(mpirun, sizeof mpirun, c->ranks, vc->self_exe,
+                          (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600))) {
+        snprintf(row->error, sizeof row->error, "run: cannot find this program's path for mpirun");
+        return;
     }
-    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+    if (!dlp_mpirun_available()) {
         snprintf(row->error, sizeof row->error, "run: %d ranks need mpirun (Open MPI), which is not here", c->ranks);
         return;
     }
@@ -144,11 +140,10 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " --read-limit %lld", (long long)c->read_limit_bytes_per_s);
     const int warm = 2 * c->workers + 2 > 3 ? 2 * c->workers + 2 : 3, steps = warm + (vc->min_steps > 12 ? vc->min_steps : 12);
     snprintf(cmd, sizeof cmd,
-             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout %d mpirun --oversubscribe -np %d '%s' "
-             "train --data '%s' --val-data none --no-eval --model %s --size %d --batch %d --device %s --threads %d "
+             "%s train --data '%s' --val-data none --no-eval --model %s --size %d --batch %d --device %s --threads %d "
              "--workers %d --precision %s --steps %d --measure-warmup %d --lr 0.01 --peak off --no-monitor --seed %llu "
              "--quiet%s%s --json '%s' >'%s' 2>&1",
-             (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600), c->ranks, exe, vc->ds->root, c->model,
+             mpirun, vc->ds->root, c->model,
              c->size, c->batch, c->device, c->threads, c->workers, c->prec == DLP_PREC_BF16 ? "bf16" : "fp32", steps,
              warm, (unsigned long long)vc->seed, rl, c->cold ? " --drop-cache" : "", out, log);
     int64_t t0 = dlp_now_ns();

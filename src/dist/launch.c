@@ -1,0 +1,31 @@
+// dist/launch: MPI job detection and the mpirun command line dlperf starts its own commands with (dist/launch.h).
+#include "dist/launch.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int dlp_launched_by_mpi(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+int dlp_mpirun_available(void) { return system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+int dlp_mpirun_prefix(char *buf, size_t len, int ranks, const char *exe, int timeout_s) {
+    char self[PATH_MAX];
+    if (!exe) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return -1;
+        self[n] = '\0';
+        exe = self;
+    }
+    char to[32] = "";
+    if (timeout_s > 0) snprintf(to, sizeof to, "timeout %d ", timeout_s);
+    int w = snprintf(buf, len, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %smpirun --oversubscribe -np %d "
+                     "'%s'", to, ranks, exe);
+    return w > 0 && (size_t)w < len ? 0 : -1;
+}

@@ -1,0 +1,19 @@
+// dist/launch: how a process finds itself in an MPI job, and how dlperf starts one of its own commands as an MPI job
+// (the probe's interconnect part, validate's multi-rank configurations, `dlperf run` on a multi-GPU machine).
+// Defines: dlp_launched_by_mpi, dlp_mpirun_available, dlp_mpirun_prefix.
+#ifndef DLP_DIST_LAUNCH_H
+#define DLP_DIST_LAUNCH_H
+#include <stddef.h>
+
+// 1 when mpirun (Open MPI) or a PMI/PMIx launcher such as srun started this process.
+int dlp_launched_by_mpi(void);
+// 1 when `mpirun` is on the PATH.
+int dlp_mpirun_available(void);
+// The start of a shell command running `ranks` copies of exe (NULL: this program) under mpirun, Open MPI's
+// run-as-root switches set, oversubscription allowed (ranks x threads may exceed the cores) and, with timeout_s > 0,
+// under timeout(1), into buf: "OMPI_ALLOW_RUN_AS_ROOT=1 ... timeout 120 mpirun --oversubscribe -np 2 '/path/dlperf'".
+// The caller appends the arguments (and may put more VAR=value assignments in front). Returns 0, or -1 when this
+// program's path cannot be found or buf is too small.
+int dlp_mpirun_prefix(char *buf, size_t len, int ranks, const char *exe, int timeout_s);
+
+#endif
