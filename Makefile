@@ -109,7 +109,7 @@ OBJ_CLI  := $(SRC_CLI:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
-FUZZ_HARNESSES := safetensors profile catalog dataset_list jpeg serve
+FUZZ_HARNESSES := safetensors profile catalog dataset_list jpeg serve http
 FUZZ_LIB_SRC := $(FUZZ_HARNESSES:%=tests/fuzz/fuzz_%.c) tests/fuzz/fuzz_util.c
 FUZZ_BIN := $(FUZZ_HARNESSES:%=$(BUILD)/tests/fuzz_%)
 
@@ -162,10 +162,11 @@ tests:
 	@echo "cmocka not found: unit tests not built (scripts/setup.sh test installs it)"
 endif
 
-# Plain replay programs (tests/fuzz/main.c): build/tests/fuzz_<name> DIR|FILE...
+# Plain replay programs (tests/fuzz/main.c): build/tests/fuzz_<name> DIR|FILE... (fuzz_http runs fuzz_serve's engine)
+$(BUILD)/tests/fuzz_http: FUZZ_USES = tests/fuzz/fuzz_serve.c
 $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/main.c tests/fuzz/fuzz_util.c tests/fuzz/fuzz.h $(BUILD)/libdlperf.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_ENTRY=dlp_fuzz_$* -o $@ tests/fuzz/main.c $< tests/fuzz/fuzz_util.c $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_ENTRY=dlp_fuzz_$* -o $@ tests/fuzz/main.c $< $(FUZZ_USES) tests/fuzz/fuzz_util.c $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS)
 
 -include $(OBJ_LIB:.o=.d) $(OBJ_CLI:.o=.d)
 
@@ -200,18 +201,21 @@ asan: asan-build
 	tests/run.sh --build build-asan --python $(PYTHON) --sanitizer
 
 # Fuzzing (docs/fuzzing.md): the harnesses of tests/fuzz/ built with afl++ (afl-clang-fast, library included, in
-# build-afl/ without the optional parts) and run FUZZ_S seconds each; without afl++ the corpora are only replayed.
+# FUZZ_BUILD=build-afl/ without oneDNN, MPI and CUDA; libmicrohttpd in, for fuzz_http) and run FUZZ_S seconds each,
+# FUZZ_JOBS at once; without afl++ the corpora are only replayed.
 FUZZ_S    ?= 60
 FUZZ_ONLY ?= $(FUZZ_HARNESSES)
+FUZZ_JOBS ?= 1
+FUZZ_BUILD ?= build-afl
 AFL_CC    ?= afl-clang-fast
 # Debian 12's afl++ is clang 14, which has no _Float16 on x86 (clang 15 has): its storage-only __fp16 converts the
 # same way (core/tensor.h's f16 helpers). Debian's afl-gcc-fast does not load into Debian's own gcc 12 (version check).
 AFL_CFLAGS ?= -D_Float16=__fp16 -Wno-unknown-warning-option -Wno-unknown-pragmas
 fuzz:
 	@if command -v $(AFL_CC) >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory BUILD=build-afl CC=$(AFL_CC) OPT=-O2 USE_DNNL=0 USE_MPI=0 USE_MHD=0 USE_CUDA=0 \
+	  $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(AFL_CC) OPT=-O2 USE_DNNL=0 USE_MPI=0 USE_CUDA=0 \
 	    EXTRA_CFLAGS="$(AFL_CFLAGS)" \
-	    HAVE_CMOCKA=0 $(FUZZ_ONLY:%=build-afl/tests/fuzz_%) && tests/fuzz/run.sh build-afl $(FUZZ_S) $(FUZZ_ONLY); \
+	    HAVE_CMOCKA=0 $(FUZZ_ONLY:%=$(FUZZ_BUILD)/tests/fuzz_%) && FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) $(FUZZ_ONLY); \
 	else \
 	  echo "$(AFL_CC) not found (apt-get install afl++): replaying the corpora only"; \
 	  $(MAKE) --no-print-directory $(FUZZ_ONLY:%=$(BUILD)/tests/fuzz_%) && \
@@ -222,4 +226,4 @@ bench: all
 	@echo "benchmarks: see bench/README.md (each script prints side-by-side figures and ratios)"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-afl

@@ -2,8 +2,8 @@
 // POST body (empty -> 400, no SOI marker -> 400), then serve/pipeline (admission, a preprocess worker, the
 // batcher) with the real single-image val transform (data/transform's dlp_transform_jpeg, at 16x16) as the
 // preprocess and a tiny fake classifier as the engine, and the answer's JSON (serve/response.c), which must parse as JSON.
-// Not covered: the HTTP parsing itself (headers, content type, chunking, limits) — that is libmicrohttpd's, inside
-// a socket server (src/serve/server_mhd.c) with no entry without a connection.
+// The HTTP parsing itself (headers, content type, chunking, limits) is fuzz_http's: the real server on loopback.
+// Also defines dlp_fuzz_serve_parts (the fake engine and preprocess both harnesses use).
 #include <jansson.h>
 #include <pthread.h>
 #include <string.h>
@@ -49,24 +49,36 @@ static void shutdown_pipe(void) {
     g_pipe = NULL;
 }
 
+void dlp_fuzz_serve_parts(dlp_serve_cfg *cfg, const dlp_serve_engine **engine, const dlp_serve_preprocess **pre) {
+    static int ready;
+    if (!ready) {
+        dlp_transform_defaults(&g_t, DLP_XFORM_VAL);
+        g_t.out_w = g_t.out_h = OUT;
+        g_t.resize_short = 0;
+        g_t.limits.max_side = 2048;
+        g_t.limits.max_pixels = (int64_t)1 << 20;
+        g_engine = (dlp_serve_engine){"fuzz", NULL, 2, dlp_transform_sample_bytes(&g_t), NCLASS, fake_infer};
+        g_pre = (dlp_serve_preprocess){"fuzz", NULL, pre_run};
+        ready = 1;
+    }
+    dlp_serve_cfg_default(cfg);
+    cfg->max_batch = 2;
+    cfg->workers = 1;
+    cfg->queue_capacity = 4;
+    cfg->max_delay_ns = 100000;
+    cfg->timeout_ns = (int64_t)10 * 1000000000;
+    cfg->topk = 3;
+    *engine = &g_engine;
+    *pre = &g_pre;
+}
+
 static void start(void) {
-    dlp_transform_defaults(&g_t, DLP_XFORM_VAL);
-    g_t.out_w = g_t.out_h = OUT;
-    g_t.resize_short = 0;
-    g_t.limits.max_side = 2048;
-    g_t.limits.max_pixels = (int64_t)1 << 20;
-    g_engine = (dlp_serve_engine){"fuzz", NULL, 2, dlp_transform_sample_bytes(&g_t), NCLASS, fake_infer};
-    g_pre = (dlp_serve_preprocess){"fuzz", NULL, pre_run};
-    dlp_serve_cfg_default(&g_cfg);
-    g_cfg.max_batch = 2;
-    g_cfg.workers = 1;
-    g_cfg.queue_capacity = 4;
-    g_cfg.max_delay_ns = 100000;
-    g_cfg.timeout_ns = (int64_t)10 * 1000000000;
-    g_cfg.topk = 3;
+    const dlp_serve_engine *e;
+    const dlp_serve_preprocess *p;
+    dlp_fuzz_serve_parts(&g_cfg, &e, &p);
     dlp_serve_metrics_init(&g_metrics, g_cfg.max_batch);
-    DLP_FUZZ_CHECK(dlp_serve_cfg_check(&g_cfg, &g_engine) == DLP_OK);
-    DLP_FUZZ_CHECK(dlp_serve_pipeline_create(&g_cfg, &g_engine, &g_pre, &g_metrics, &g_pipe) == DLP_OK);
+    DLP_FUZZ_CHECK(dlp_serve_cfg_check(&g_cfg, e) == DLP_OK);
+    DLP_FUZZ_CHECK(dlp_serve_pipeline_create(&g_cfg, e, p, &g_metrics, &g_pipe) == DLP_OK);
     atexit(shutdown_pipe);
 }
 

@@ -68,11 +68,12 @@ static void test_catalog(void **s) { replay("catalog", dlp_fuzz_catalog); }
 static void test_dataset_list(void **s) { replay("dataset_list", dlp_fuzz_dataset_list); }
 static void test_jpeg(void **s) { replay("jpeg", dlp_fuzz_jpeg); }
 static void test_serve(void **s) { replay("serve", dlp_fuzz_serve); }
+static void test_http(void **s) { replay("http", dlp_fuzz_http); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_safetensors), cmocka_unit_test(test_profile), cmocka_unit_test(test_catalog),
-        cmocka_unit_test(test_dataset_list), cmocka_unit_test(test_jpeg), cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_dataset_list), cmocka_unit_test(test_jpeg), cmocka_unit_test(test_serve), cmocka_unit_test(test_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
