@@ -1,8 +1,10 @@
 // core/fs: atomic writes and small file helpers.
 #include "core/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,30 @@ static void fsync_parent(const char *path) {
         fsync(fd);
         close(fd);
     }
+}
+
+int dlp_pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+
+// Removes "<name>.tmp.<pid>" beside path whose writer is gone (killed mid-write): each kill would otherwise leave a
+// file as large as the result until someone deletes it by hand. Live writers' (another process saving the same
+// path) are left alone.
+static void remove_dead_temps(const char *path) {
+    char dirbuf[4096], basebuf[4096];
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
+    snprintf(basebuf, sizeof basebuf, "%s", path);
+    const char *base = basename(basebuf);
+    const size_t bl = strlen(base);
+    DIR *d = opendir(dirname(dirbuf));
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0) continue;
+        char *end;
+        const long pid = strtol(e->d_name + bl + 5, &end, 10);
+        if (*end || end == e->d_name + bl + 5 || pid == (long)getpid() || dlp_pid_alive(pid)) continue;
+        unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
 }
 
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags) {
@@ -62,6 +88,7 @@ dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int 
         return DLP_ERR(DLP_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     fsync_parent(path);
+    remove_dead_temps(path);
     return DLP_OK;
 }
 

@@ -1,6 +1,6 @@
 // core/fs: files written atomically (temporary file, fsync, rename), never-overwrite creation, whole-file
 // reads, directories, and the cache directory.
-// Defines: dlp_write_atomic, dlp_fopen_new, dlp_read_file, dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
+// Defines: dlp_write_atomic, dlp_pid_alive, dlp_fopen_new, dlp_read_file, dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
 #ifndef DLP_CORE_FS_H
 #define DLP_CORE_FS_H
 #include <stddef.h>
@@ -14,8 +14,11 @@ enum {
     DLP_WRITE_NOCLOBBER = 1,  // fail with DLP_ERR_EXISTS if the file exists (checked atomically with link())
 };
 
-// Writes data to path through path.tmp.<pid>: write, fsync, rename (or link for NOCLOBBER), fsync dir.
+// Writes data to path through path.tmp.<pid>: write, fsync, rename (or link for NOCLOBBER), fsync dir. Then
+// removes path.tmp.<pid> files of writers no longer alive (killed mid-write).
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags);
+// Whether a process with this pid exists (one of another user's counts).
+int dlp_pid_alive(long pid);
 // Opens a new file for writing; fails with DLP_ERR_EXISTS if it exists (O_EXCL). mode "w" semantics.
 dlp_status dlp_fopen_new(const char *path, FILE **out);
 // Fails with DLP_ERR_EXISTS (clear message naming the option) if path exists: for checking outputs up front.

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,8 +94,6 @@ int dlp_ckdir_list(const char *dir, int64_t **steps) {
     return n;
 }
 
-static int pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
-
 dlp_status dlp_ckdir_clean(const char *dir, int *removed) {
     if (removed) *removed = 0;
     int64_t *steps;
@@ -122,7 +119,7 @@ dlp_status dlp_ckdir_clean(const char *dir, int *removed) {
             char *end;
             long pid = strtol(rest + tmp, &end, 10);
             if (*end != '\0' || end == rest + tmp) continue;  // not core/fs's name
-            gone = pid != (long)getpid() && (!pid_alive(pid) || s <= newest);
+            gone = pid != (long)getpid() && (!dlp_pid_alive(pid) || s <= newest);
         } else if (strcmp(rest, ".state.safetensors.next") == 0) {
             // a replacing save killed half-way: finish it (model published) or drop its state (not published)
             char mp[4200];

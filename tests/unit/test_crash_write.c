@@ -3,7 +3,7 @@
 // with new content; the parent SIGKILLs it at random moments, dozens of times, and after each kill loads what is
 // on disk: it must load, be complete (every value of one round) and be a round written no earlier than the one
 // seen after the previous kill. Files left besides the results must be temporaries (".tmp.<pid>", ".next"),
-// never something a load takes. Bounded: ~40 kills, a few seconds.
+// never something a load takes, and the next complete save removes them. Bounded: ~40 kills, a few seconds.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +159,20 @@ static void test_kill_during_writes(void **state) {
     assert_false(dlp_path_exists(np));
     assert_int_equal(check_ck(ck, &net, p, b, m), next);
     assert_int_equal(check_json(js), next);
+    // ...and removes the temporaries the killed writers left beside each file it wrote: nothing else is left
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int left = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (strcmp(e->d_name, "ck.safetensors") && strcmp(e->d_name, "ck.state.safetensors") &&
+            strcmp(e->d_name, "result.json")) {
+            fprintf(stderr, "left after the last save: %s\n", e->d_name);
+            left++;
+        }
+    }
+    closedir(d);
+    assert_int_equal(left, 0);
     fprintf(stderr, "crash_write: %d kills; checkpoint advanced after %d, reached round %lld; %d left a .next to "
             "resolve, %d temporaries seen (cumulative)\n", KILLS, advanced, (long long)last_ck, pending, junk);
     assert_true(advanced > 0);  // the kills did land while rounds were completing
