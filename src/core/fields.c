@@ -109,8 +109,9 @@ static dlp_status read_num(const json_t *o, const dlp_field_def *f, double *v, c
         DLP_CHECK(opt ? dlp_field_opt_nonneg(o, f->key, f->def, v, w) : dlp_field_nonneg(o, f->key, v, w));
     else DLP_CHECK(opt ? dlp_json_opt_num(o, f->key, f->def, v, w) : dlp_json_get_num(o, f->key, v, w));
     char want[80];
-    if ((f->flags & DLP_FF_RANGE) && !(*v >= f->lo && *v <= f->hi)) {
-        snprintf(want, sizeof want, "between %g and %g", f->lo, f->hi);
+    if ((f->flags & DLP_FF_RANGE) && !(*v >= f->lo && *v <= f->hi) && !((f->flags & DLP_FF_UNSET0) && *v == 0)) {
+        snprintf(want, sizeof want, "%sbetween %g and %g", f->flags & DLP_FF_UNSET0 ? "0 (not known) or " : "", f->lo,
+                 f->hi);
         return range_err(w, f->key, want, *v);
     }
     if ((f->flags & DLP_FF_BELOW) && !(*v < f->hi)) {

@@ -57,6 +57,7 @@ enum {
     DLP_FF_RANGE = 1u << 3,   // NUM: then lo <= v <= hi ("must be between lo and hi")
     DLP_FF_BELOW = 1u << 4,   // NUM: then v < hi (every NUM: |v| <= max when max > 0, else <= DLP_FIELD_NUM_MAX)
     DLP_FF_TITLE = 1u << 5,   // STR: the record's name; errors about the rows after it name "where (name)"
+    DLP_FF_UNSET0 = 1u << 6,  // NUM with RANGE: 0 ("not measured") passes too (a rate of 1e-300 B/s does not)
     // writer
     DLP_FF_OMIT0 = 1u << 8,   // left out when unset: INT 0, STR "", NUM not > 0
     DLP_FF_NULLNF = 1u << 9,  // NUM: null when NaN or infinite (json_real refuses those: the key would be lost)

@@ -60,12 +60,17 @@ dlp_status dlp_dataset_stats_normalize(dlp_dataset_stats *s, const char *where) 
     return DLP_OK;
 }
 
+// A measured rate in bytes/s: 0 (not measured) or at least 1 KB/s. Smaller is a corrupt file, and taken it would
+// print times and costs of 1e300.
+#define RATE_ROW(F, m) \
+    { F(m, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE | DLP_FF_UNSET0), .lo = 1e3, .hi = DLP_FIELD_NUM_MAX }
 #define SIZE_F(m, t, fl) DLP_FIELD(dlp_image_size, m, t, fl)
 static const dlp_field_def k_image_size_fields[] = {
     {SIZE_F(w, DLP_FT_INT, 0), .min = 1, .max = 1 << 20},  // pixels
     {SIZE_F(h, DLP_FT_INT, 0), .min = 1, .max = 1 << 20},
     {SIZE_F(weight, DLP_FT_NUM, DLP_FF_POS)},                              // share of the images (normalized)
-    {SIZE_F(mean_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0)},  // 0: the dataset's
+    // 0: the dataset's; at most 1 GB (dlperf decodes at most 100 Mpixels an image: far below 1 GB of JPEG)
+    {SIZE_F(mean_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1000000000},
     {0}};
 
 static dlp_status stats_id_read(const json_t *o, const char *key, const char *where, void *rec) {
@@ -101,7 +106,7 @@ static const dlp_field_def k_stats_fields[] = {
     {STATS_F(name, DLP_FT_STR, DLP_FF_OPT)},
     {DLP_FIELD_CB("id", stats_id_read, NULL)},  // read only: the name when 'name' is absent
     {STATS_F(images, DLP_FT_INT, 0), .min = 1, .max = 1000000000000},  // 1e12: no dataset is larger
-    {STATS_F(mean_bytes, DLP_FT_NUM, DLP_FF_POS)},  // mean JPEG file size
+    {STATS_F(mean_bytes, DLP_FT_NUM, DLP_FF_POS), .max = 1000000000},  // mean JPEG file size (1 GB at most)
     {STATS_F(progressive_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE), .lo = 0, .hi = 1},
     {DLP_FIELD_CB("sizes", stats_sizes_read, stats_sizes_write)},
     {0}};
@@ -172,7 +177,8 @@ static const dlp_field_def k_pipeline_fields[] = {
 #define SCALE_F(m, t, fl) DLP_FIELD(dlp_scaling_point, m, t, fl)
 static const dlp_field_def k_scaling_fields[] = {
     {SCALE_F(threads, DLP_FT_INT, 0), .min = 1, .max = 4096},
-    {SCALE_F(efficiency, DLP_FT_NUM, DLP_FF_POS)},  // rate at `threads` / (threads x the single-thread rate)
+    // rate at `threads` / (threads x the single-thread rate)
+    {SCALE_F(efficiency, DLP_FT_NUM, DLP_FF_POS | DLP_FF_RANGE), .lo = 0.01, .hi = 1.5},
     {0}};
 
 // An optional array of measured points (absent or null: none), at most max of them.
@@ -314,8 +320,8 @@ static const dlp_field_def k_device_fields[] = {
     {DEV_F(kind, DLP_FT_ENUM, 0), .names = k_kind_names, .nnames = 2, .max = 16},
     {DEV_F(source, DLP_FT_STR, DLP_FF_OPT)},  // "measured", "catalog", "custom"
     {DEV_F(fwd_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS | DLP_FF_BELOW), .def = 1.0 / 3.0, .hi = 1},
-    {DEV_F(h2d_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},           // pinned; 0: no copy
-    {DEV_F(h2d_pageable_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    RATE_ROW(DEV_F, h2d_bytes_per_s),           // pinned; 0: no copy
+    RATE_ROW(DEV_F, h2d_pageable_bytes_per_s),
     {DEV_F(h2d_overlap, DLP_FT_BOOL, 0)},
     {DEV_F(contention_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS), .def = 1},  // useful share of shared CPU
     {DEV_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
@@ -411,7 +417,7 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(core_speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_POS), .def = 1},  // to the development core
     {HOST_F(mhz, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {HOST_F(mem_bytes, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
-    {HOST_F(mem_bw_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
+    RATE_ROW(HOST_F, mem_bw_bytes_per_s),
     {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // per training step
     {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},  // per device op, every core busy
     {0}};
@@ -419,8 +425,8 @@ static const dlp_field_def k_host_fields[] = {
 #define STOR_F(m, t, fl) DLP_FIELD(dlp_storage_profile, m, t, fl)
 static const dlp_field_def k_storage_fields[] = {
     {STOR_F(desc, DLP_FT_STR, DLP_FF_OPT)},
-    {STOR_F(cold_read_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},    // many readers together
-    {STOR_F(cold_stream_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // one reader
+    RATE_ROW(STOR_F, cold_read_bytes_per_s),    // many readers together
+    RATE_ROW(STOR_F, cold_stream_bytes_per_s),  // one reader
     {STOR_F(cold_latency_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},           // per file, beyond the transfer
     {STOR_F(cold_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // the same, every core busy
     {STOR_F(page_cache_bytes, DLP_FT_NUM, DLP_FF_NONNEG)},
@@ -428,10 +434,10 @@ static const dlp_field_def k_storage_fields[] = {
 
 #define NET_F(m, t, fl) DLP_FIELD(dlp_interconnect_profile, m, t, fl)
 static const dlp_field_def k_interconnect_fields[] = {
-    {NET_F(pcie_uplink_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // shared by gpus_per_uplink GPUs
+    RATE_ROW(NET_F, pcie_uplink_bytes_per_s),  // shared by gpus_per_uplink GPUs
     {NET_F(gpus_per_uplink, DLP_FT_INT, DLP_FF_OPT), .def = 1, .min = 1, .max = 64},
-    {NET_F(allreduce_busbw_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // nccl-tests bus bandwidth
-    {NET_F(nic_bytes_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},              // per node
+    RATE_ROW(NET_F, allreduce_busbw_bytes_per_s),  // nccl-tests bus bandwidth
+    RATE_ROW(NET_F, nic_bytes_per_s),              // per node
     {0}};
 
 #define COST_F(m, t, fl) DLP_FIELD(dlp_cost_profile, m, t, fl)

@@ -99,7 +99,7 @@ has "$T/src.txt" "estimate"
 "$D" catalog systems --json | "$PYTHON" -c "import json,sys; assert len(json.load(sys.stdin)['systems']) >= 7" || fail "catalog --json"
 if "$D" catalog bogus >/dev/null 2>&1; then fail "catalog bogus accepted"; fi
 # implausible profile values (issue 18): refused, naming the file, the object and the field, instead of "inf ms"
-for mut in "pipeline.read_per_file_s=1e308" "cost.power_w=1e308" "host.mem_bw_bytes_per_s=1e300" "stats.images=9223372036854775807"; do
+for mut in "pipeline.read_per_file_s=1e308" "cost.power_w=1e308" "host.mem_bw_bytes_per_s=1e300" "host.mem_bw_bytes_per_s=1e-300" "storage.cold_read_bytes_per_s=1e-300" "stats.images=9223372036854775807"; do
   "$PYTHON" - "$DLPERF_ROOT/tests/fixtures/model/profile-dev.json" "$T/bad.json" "$mut" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
