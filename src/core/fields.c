@@ -11,16 +11,42 @@ static dlp_status range_err(const char *where, const char *key, const char *want
     return DLP_ERR(DLP_ERR_FORMAT, "%s: field '%s' must be %s (got %g)", where ? where : "JSON", key, want, got);
 }
 
+// No quantity a record holds (seconds, bytes, bytes/s, watts, dollars) is anywhere near 1e15 of its unit: a larger
+// value is a corrupt or hostile file, and taken it would print "inf" and zero capacities downstream.
+static dlp_status cap_check(const char *where, const char *key, double v, double cap) {
+    if (fabs(v) <= cap) return DLP_OK;
+    char want[80];
+    snprintf(want, sizeof want, "at most %g in size (an implausible value)", cap);
+    return range_err(where, key, want, v);
+}
+
 dlp_status dlp_field_pos(const json_t *o, const char *key, double *out, const char *where) {
     DLP_CHECK(dlp_json_get_num(o, key, out, where));
     if (!(*out > 0) || !isfinite(*out)) return range_err(where, key, "> 0", *out);
-    return DLP_OK;
+    return cap_check(where, key, *out, DLP_FIELD_NUM_MAX);
 }
 
 dlp_status dlp_field_nonneg(const json_t *o, const char *key, double *out, const char *where) {
     DLP_CHECK(dlp_json_get_num(o, key, out, where));
     if (!(*out >= 0) || !isfinite(*out)) return range_err(where, key, ">= 0", *out);
-    return DLP_OK;
+    return cap_check(where, key, *out, DLP_FIELD_NUM_MAX);
+}
+
+dlp_status dlp_field_range(const json_t *o, const char *key, double lo, double hi, double *out, const char *where) {
+    DLP_CHECK(dlp_json_get_num(o, key, out, where));
+    if (*out >= lo && *out <= hi) return DLP_OK;
+    char want[80];
+    snprintf(want, sizeof want, "between %g and %g", lo, hi);
+    return range_err(where, key, want, *out);
+}
+
+dlp_status dlp_field_opt_range(const json_t *o, const char *key, double def, double lo, double hi, double *out,
+                               const char *where) {
+    if (!json_object_get(o, key) || json_is_null(json_object_get(o, key))) {
+        *out = def;
+        return DLP_OK;
+    }
+    return dlp_field_range(o, key, lo, hi, out, where);
 }
 
 dlp_status dlp_field_opt_pos(const json_t *o, const char *key, double def, double *out, const char *where) {
@@ -118,14 +144,7 @@ static dlp_status read_num(const json_t *o, const dlp_field_def *f, double *v, c
         snprintf(want, sizeof want, "< %g", f->hi);
         return range_err(w, f->key, want, *v);
     }
-    // No quantity a record holds (seconds, bytes, bytes/s, watts, dollars) is anywhere near 1e15 of its unit: a
-    // larger value is a corrupt or hostile file, and taken it would print "inf" and zero capacities downstream.
-    const double cap = f->max > 0 ? (double)f->max : DLP_FIELD_NUM_MAX;
-    if (!(fabs(*v) <= cap)) {
-        snprintf(want, sizeof want, "at most %g in size (an implausible value)", cap);
-        return range_err(w, f->key, want, *v);
-    }
-    return DLP_OK;
+    return cap_check(w, f->key, *v, f->max > 0 ? (double)f->max : DLP_FIELD_NUM_MAX);
 }
 
 static dlp_status read_enum(const json_t *o, const dlp_field_def *f, int *v, const char *w) {

@@ -4,7 +4,7 @@
 // Field tables (as fio's options.c): a record's JSON fields are described once, a row per field with its key,
 // type, offsetof, range and defaults, and the reader (dlp_fields_read) and writer (dlp_fields_write) both walk that
 // table, so a field cannot be read under one name and written under another or be forgotten by one side.
-// Defines: dlp_field_pos, dlp_field_nonneg, dlp_field_opt_pos, dlp_field_opt_nonneg, dlp_field_int, dlp_field_str,
+// Defines: dlp_field_pos, dlp_field_nonneg, dlp_field_range, dlp_field_opt_range, dlp_field_opt_pos, dlp_field_opt_nonneg, dlp_field_int, dlp_field_str,
 //          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS,
 //          DLP_FIELD_CB, dlp_fields_read, dlp_fields_read_record, dlp_fields_write, dlp_fields_read_array,
 //          dlp_fields_write_array.
@@ -16,10 +16,19 @@
 
 #include "core/status.h"
 
-// Required number > 0 (finite).
+// The largest magnitude a number field accepts (dlp_field_pos, _nonneg, a table's NUM row unless its .max says
+// otherwise): implausible values are refused.
+#define DLP_FIELD_NUM_MAX 1e15
+
+// Required number > 0 (finite, at most DLP_FIELD_NUM_MAX).
 dlp_status dlp_field_pos(const json_t *o, const char *key, double *out, const char *where);
-// Required number >= 0 (finite).
+// Required number >= 0 (finite, at most DLP_FIELD_NUM_MAX).
 dlp_status dlp_field_nonneg(const json_t *o, const char *key, double *out, const char *where);
+// Required number in [lo, hi]: the plausible range of a quantity in the file's unit (GB/s, W, $...).
+dlp_status dlp_field_range(const json_t *o, const char *key, double lo, double hi, double *out, const char *where);
+// Optional: absent or null -> def; present must be in [lo, hi].
+dlp_status dlp_field_opt_range(const json_t *o, const char *key, double def, double lo, double hi, double *out,
+                               const char *where);
 // Optional: absent or null -> def; present must be a number > 0 (>= 0 for _nonneg).
 dlp_status dlp_field_opt_pos(const json_t *o, const char *key, double def, double *out, const char *where);
 dlp_status dlp_field_opt_nonneg(const json_t *o, const char *key, double def, double *out, const char *where);
@@ -33,8 +42,6 @@ dlp_status dlp_field_str(const json_t *o, const char *key, char *buf, size_t len
 dlp_status dlp_field_opt_str(const json_t *o, const char *key, char *buf, size_t len, const char *where);
 
 // --- field tables --------------------------------------------------------------------------------------------------
-// The largest magnitude a NUM field accepts unless its row says otherwise (.max): implausible values are refused.
-#define DLP_FIELD_NUM_MAX 1e15
 
 typedef enum {
     DLP_FT_NUM,     // double

@@ -13,6 +13,12 @@
 #include "core/fields.h"
 
 enum { F_SOURCES, F_GPUS, F_CPUS, F_SYSTEMS, F_THROUGHPUT, F_DATASETS, F_PIPELINES, F_COUNT };
+// Plausible ranges of catalog figures, in the files' units: a value outside is a typo or a corrupt file, and taken
+// it would print times and prices of 1e300 (the other bounds are written where the field is read).
+#define RATE_MIN_GB_S 1e-6  // 1 KB/s
+#define TFLOPS_MIN 1e-3
+#define TFLOPS_MAX 1e6
+
 static const char *const k_files[F_COUNT] = {"sources", "gpus", "cpus", "systems", "throughput", "datasets", "pipelines"};
 static const char *const k_arrays[F_COUNT] = {"sources", "gpus", "cpus", "systems", "records", "datasets", "pipelines"};
 
@@ -260,18 +266,18 @@ static dlp_status parse_gpu(dlp_catalog *c, const json_t *e, const char *where0,
         if (!json_is_string(json_array_get(al, i)))
             return DLP_ERR(DLP_ERR_FORMAT, "%s: aliases[%zu] is not a string", where, i);
     DLP_CHECK(int_field(e, "year", 1990, 2100, &g->year, where));
-    DLP_CHECK(dlp_field_pos(e, "memory_gb", &g->memory_gb, where));
-    DLP_CHECK(dlp_field_pos(e, "mem_bw_gb_s", &g->mem_bw_gb_s, where));
-    DLP_CHECK(dlp_field_pos(e, "fp32_tflops", &g->fp32_tflops, where));
-    DLP_CHECK(dlp_field_pos(e, "fp16_tflops", &g->fp16_tflops, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "tf32_tflops", 0, &g->tf32_tflops, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "bf16_tflops", 0, &g->bf16_tflops, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "int8_tops", 0, &g->int8_tops, where));
+    DLP_CHECK(dlp_field_range(e, "memory_gb", 0.001, 1e5, &g->memory_gb, where));
+    DLP_CHECK(dlp_field_range(e, "mem_bw_gb_s", 0.1, 1e6, &g->mem_bw_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "fp32_tflops", TFLOPS_MIN, TFLOPS_MAX, &g->fp32_tflops, where));
+    DLP_CHECK(dlp_field_range(e, "fp16_tflops", TFLOPS_MIN, TFLOPS_MAX, &g->fp16_tflops, where));
+    DLP_CHECK(dlp_field_opt_range(e, "tf32_tflops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->tf32_tflops, where));
+    DLP_CHECK(dlp_field_opt_range(e, "bf16_tflops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->bf16_tflops, where));
+    DLP_CHECK(dlp_field_opt_range(e, "int8_tops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->int8_tops, where));
     DLP_CHECK(int_field(e, "pcie_gen", 1, 6, &g->pcie_gen, where));
     DLP_CHECK(int_field(e, "pcie_lanes", 1, 32, &g->pcie_lanes, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "nvlink_gb_s", 0, &g->nvlink_gb_s, where));
-    DLP_CHECK(dlp_field_pos(e, "board_power_w", &g->board_power_w, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "price_usd", 0, &g->price_usd, where));
+    DLP_CHECK(dlp_field_opt_range(e, "nvlink_gb_s", 0, RATE_MIN_GB_S, 1e5, &g->nvlink_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "board_power_w", 1, 1e5, &g->board_power_w, where));
+    DLP_CHECK(dlp_field_opt_range(e, "price_usd", 0, 1, 1e8, &g->price_usd, where));
     DLP_CHECK(opt_int_field(e, "price_year", 1990, 2100, &g->price_year, where));
     return check_sources(c, e, where);
 }
@@ -288,13 +294,13 @@ static dlp_status parse_cpu(dlp_catalog *c, const json_t *e, const char *where0,
     DLP_CHECK(int_field(e, "cores", 1, 4096, &p->cores, where));
     DLP_CHECK(int_field(e, "threads", 1, 8192, &p->threads, where));
     if (p->threads < p->cores) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'threads' (%d) is below 'cores' (%d)", where, p->threads, p->cores);
-    DLP_CHECK(dlp_field_pos(e, "base_ghz", &p->base_ghz, where));
-    DLP_CHECK(dlp_field_pos(e, "boost_ghz", &p->boost_ghz, where));
-    DLP_CHECK(dlp_field_pos(e, "allcore_ghz", &p->allcore_ghz, where));
-    DLP_CHECK(dlp_field_pos(e, "mem_bw_gb_s", &p->mem_bw_gb_s, where));
-    DLP_CHECK(dlp_field_pos(e, "tdp_w", &p->tdp_w, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "price_usd", 0, &p->price_usd, where));
-    DLP_CHECK(dlp_field_pos(e, "core_speed_rel", &p->core_speed_rel, where));
+    DLP_CHECK(dlp_field_range(e, "base_ghz", 0.1, 20, &p->base_ghz, where));
+    DLP_CHECK(dlp_field_range(e, "boost_ghz", 0.1, 20, &p->boost_ghz, where));
+    DLP_CHECK(dlp_field_range(e, "allcore_ghz", 0.1, 20, &p->allcore_ghz, where));
+    DLP_CHECK(dlp_field_range(e, "mem_bw_gb_s", 0.1, 1e5, &p->mem_bw_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "tdp_w", 1, 1e5, &p->tdp_w, where));
+    DLP_CHECK(dlp_field_opt_range(e, "price_usd", 0, 1, 1e8, &p->price_usd, where));
+    DLP_CHECK(dlp_field_range(e, "core_speed_rel", 0.01, 100, &p->core_speed_rel, where));
     DLP_CHECK(dlp_field_frac(e, "smt_yield", &p->smt_yield, where));
     return check_sources(c, e, where);
 }
@@ -321,26 +327,26 @@ static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *wher
         if (strcmp(c->cpus[i].id, cpu) == 0) s->cpu = &c->cpus[i];
     if (!s->cpu) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'cpu' names unknown CPU '%s' (not in %s/cpus.json)", where, cpu, c->dir);
     DLP_CHECK(int_field(e, "sockets", 1, 64, &s->sockets, where));
-    DLP_CHECK(dlp_field_pos(e, "ram_gb", &s->ram_gb, where));
+    DLP_CHECK(dlp_field_range(e, "ram_gb", 0.001, 1e5, &s->ram_gb, where));
     DLP_CHECK(str_field(e, "storage_desc", &s->storage_desc, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_tb", &s->storage_tb, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_read_gb_s", &s->storage_read_gb_s, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_stream_gb_s", &s->storage_stream_gb_s, where));
-    DLP_CHECK(dlp_field_nonneg(e, "storage_latency_us", &s->storage_latency_us, where));
+    DLP_CHECK(dlp_field_range(e, "storage_tb", 0.001, 1e5, &s->storage_tb, where));
+    DLP_CHECK(dlp_field_range(e, "storage_read_gb_s", RATE_MIN_GB_S, 1e4, &s->storage_read_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "storage_stream_gb_s", RATE_MIN_GB_S, 1e4, &s->storage_stream_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "storage_latency_us", 0, 1e7, &s->storage_latency_us, where));  // 10 s
     DLP_CHECK(int_field(e, "pcie_gpus_per_uplink", 1, 64, &s->pcie_gpus_per_uplink, where));
     DLP_CHECK(int_field(e, "pcie_uplink_gen", 1, 6, &s->pcie_uplink_gen, where));
-    DLP_CHECK(dlp_field_opt_pos(e, "allreduce_busbw_gb_s", 0, &s->allreduce_busbw_gb_s, where));
+    DLP_CHECK(dlp_field_opt_range(e, "allreduce_busbw_gb_s", 0, RATE_MIN_GB_S, 1e5, &s->allreduce_busbw_gb_s, where));
     if (s->gpus > 1 && s->allreduce_busbw_gb_s == 0)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'allreduce_busbw_gb_s' is missing (needed for its %d GPUs)", where, s->gpus);
-    DLP_CHECK(dlp_field_opt_pos(e, "nic_gb_s", 0, &s->nic_gb_s, where));
+    DLP_CHECK(dlp_field_opt_range(e, "nic_gb_s", 0, RATE_MIN_GB_S, 1e5, &s->nic_gb_s, where));
     if (s->kind == DLP_SYSTEM_OWNED) {
-        DLP_CHECK(dlp_field_pos(e, "power_w", &s->power_w, where));
-        DLP_CHECK(dlp_field_pos(e, "price_usd", &s->price_usd, where));
+        DLP_CHECK(dlp_field_range(e, "power_w", 1, 1e6, &s->power_w, where));
+        DLP_CHECK(dlp_field_range(e, "price_usd", 1, 1e9, &s->price_usd, where));
         DLP_CHECK(int_field(e, "price_year", 1990, 2100, &s->price_year, where));
     } else {
-        DLP_CHECK(dlp_field_pos(e, "usd_per_hour", &s->usd_per_hour, where));
-        DLP_CHECK(dlp_field_opt_pos(e, "usd_per_hour_alt", 0, &s->usd_per_hour_alt, where));
-        DLP_CHECK(dlp_field_opt_pos(e, "power_w", 0, &s->power_w, where));
+        DLP_CHECK(dlp_field_range(e, "usd_per_hour", 1e-4, 1e5, &s->usd_per_hour, where));
+        DLP_CHECK(dlp_field_opt_range(e, "usd_per_hour_alt", 0, 1e-4, 1e5, &s->usd_per_hour_alt, where));
+        DLP_CHECK(dlp_field_opt_range(e, "power_w", 0, 1, 1e6, &s->power_w, where));
     }
     return check_sources(c, e, where);
 }
@@ -357,7 +363,7 @@ static dlp_status parse_published(dlp_catalog *c, const json_t *e, const char *w
     DLP_CHECK(str_field(e, "precision", &s, where));
     if (dlp_prec_parse(s, &p->prec) != DLP_OK)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'precision' is '%s' (fp32|tf32|bf16|fp16|int8)", where, s);
-    DLP_CHECK(dlp_field_pos(e, "img_per_s", &p->img_per_s, where));
+    DLP_CHECK(dlp_field_range(e, "img_per_s", 0.01, 1e7, &p->img_per_s, where));  // per record: 1e7 img/s is a cluster
     DLP_CHECK(int_field(e, "gpus", 1, 65536, &p->gpus, where));
     DLP_CHECK(int_field(e, "batch", 0, 1 << 20, &p->batch, where));
     DLP_CHECK(str_field(e, "framework", &p->framework, where));

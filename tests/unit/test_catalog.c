@@ -128,6 +128,8 @@ static json_t *entry(json_t *root, const char *arr, size_t i) { return json_arra
 static void m_missing_field(json_t *r) { json_object_del(entry(r, "gpus", 2), "mem_bw_gb_s"); }
 static void m_wrong_type(json_t *r) { json_object_set_new(entry(r, "gpus", 0), "fp32_tflops", json_string("fast")); }
 static void m_negative(json_t *r) { json_object_set_new(entry(r, "gpus", 4), "board_power_w", json_integer(-700)); }
+static void m_price_huge(json_t *r) { json_object_set_new(entry(r, "systems", 0), "price_usd", json_real(1e308)); }
+static void m_rate_tiny(json_t *r) { json_object_set_new(entry(r, "systems", 0), "storage_read_gb_s", json_real(1e-300)); }
 static void m_unknown_gpu(json_t *r) { json_object_set_new(entry(r, "systems", 0), "gpu", json_string("a100-90gb")); }
 static void m_unknown_cpu(json_t *r) { json_object_set_new(entry(r, "systems", 1), "cpu", json_string("pentium")); }
 static void m_unknown_source(json_t *r) {
@@ -170,7 +172,9 @@ static const struct {
 } k_cases[] = {
     {"gpus", m_missing_field, {"gpus.json: gpus[2] (a100-80gb)", "field 'mem_bw_gb_s'", "missing"}},
     {"gpus", m_wrong_type, {"gpus[0] (v100-16gb)", "field 'fp32_tflops'", "not a number"}},
-    {"gpus", m_negative, {"gpus[4] (h200-sxm)", "field 'board_power_w' must be > 0", "-700"}},
+    {"gpus", m_negative, {"gpus[4] (h200-sxm)", "field 'board_power_w' must be between 1 and 100000", "-700"}},
+    {"systems", m_price_huge, {"systems[0] (dgx-a100)", "field 'price_usd' must be between 1 and 1e+09", "1e+308"}},
+    {"systems", m_rate_tiny, {"systems[0] (dgx-a100)", "field 'storage_read_gb_s' must be between 1e-06", "1e-300"}},
     {"systems", m_unknown_gpu, {"systems.json: systems[0] (dgx-a100)", "field 'gpu'", "unknown GPU 'a100-90gb'"}},
     {"systems", m_unknown_cpu, {"systems[1] (dgx-station)", "field 'cpu'", "unknown CPU 'pentium'"}},
     {"gpus", m_unknown_source, {"gpus[1] (a100-40gb)", "src['*']", "unknown source 'nope'"}},
@@ -180,7 +184,7 @@ static const struct {
     {"throughput", m_pub_estimate, {"records[0]", "field 'estimate' must be false", "dle-pyt-rn50"}},
     {"throughput", m_pub_primary8, {"records[1]", "primary figure must be for 1 GPU", NULL}},
     {"throughput", m_pub_second_primary, {"records[4]", "second primary figure for a100-80gb train fp16", NULL}},
-    {"throughput", m_pub_zero, {"records[2]", "field 'img_per_s' must be > 0", NULL}},
+    {"throughput", m_pub_zero, {"records[2]", "field 'img_per_s' must be between 0.01 and 1e+07", NULL}},
     {"throughput", m_pub_precision, {"records[2]", "field 'precision' is 'fp8'", NULL}},
     {"cpus", m_cpu_threads, {"cpus.json: cpus[0] (epyc-7742)", "field 'threads' (32) is below 'cores' (64)", NULL}},
     {"datasets", m_dataset_size, {"datasets.json: datasets[0] (imagenet-train): sizes[0]", "field 'w'", NULL}},
