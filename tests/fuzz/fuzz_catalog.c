@@ -2,11 +2,16 @@
 // hw/catalog's dlp_catalog_load, which has no single-file entry: the harness keeps a copy of the real catalog in
 // a temporary directory and replaces ONE of its seven files with the input. The first input byte picks which
 // (byte % 7, in the order below); the rest is that file's content. Every reference the loader accepts
-// (published rows to GPUs, sources) is then looked up again.
+// (published rows to GPUs, sources) is then looked up again, and the first system, made into a machine profile
+// as `dlperf predict --system` does, either is refused or predicts finite, positive figures on the ImageNet
+// training set (a catalog the loader takes must not print "inf" or "0 img/s").
+#include <math.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "hw/catalog.h"
+#include "hw/derive.h"
+#include "perf/model.h"
 
 static const char *const k_files[7] = {"sources.json", "gpus.json",     "cpus.json",     "systems.json",
                                        "throughput.json", "datasets.json", "pipelines.json"};
@@ -65,6 +70,22 @@ int dlp_fuzz_catalog(const uint8_t *data, size_t size) {
         }
         for (int i = 0; i < c->ngpus; i++)
             for (int p = 0; p < DLP_PREC_COUNT; p++) (void)dlp_gpu_peak(&c->gpus[i], (dlp_prec)p);
+        const dlp_catalog_dataset *ds = dlp_catalog_dataset_find(c, "imagenet-train");
+        static dlp_profile prof;  // large: off the stack
+        if (c->nsystems > 0 && ds && dlp_derive_system(c, &c->systems[0], "dlperf", &prof) == DLP_OK &&
+            prof.ndevices > 0) {
+            dlp_workload w;
+            dlp_workload_init(&w);
+            w.stats = ds->stats;
+            w.samples = 64;
+            w.prec = DLP_PREC_FP16;
+            w.batch = 256;
+            dlp_prediction pr;
+            if (dlp_predict(&prof, &prof.devices[0], &w, &pr) == DLP_OK) {
+                DLP_FUZZ_CHECK(isfinite(pr.img_per_s) && pr.img_per_s > 0);
+                DLP_FUZZ_CHECK(isfinite(pr.epoch_s) && pr.epoch_s > 0 && isfinite(pr.total_s) && pr.total_s > 0);
+            }
+        }
         dlp_catalog_free(c);
     }
     dlp_fuzz_tmpfile(k_files[which], (const uint8_t *)g_orig[which], g_orig_len[which]);  // restore
