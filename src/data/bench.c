@@ -30,6 +30,7 @@ static dlp_status measure(const dlp_data_bench_cfg *cfg, int workers, double *se
     lc.workers = workers;
     if (cfg->images > 0) lc.limit_samples = cfg->images;
     lc.drop_last = 0;
+    lc.no_lookahead = 1;  // one pass, timed: no work on a next epoch counted in it
     dlp_loader *l;
     DLP_CHECK(dlp_loader_create(&lc, &l));
     int64_t c0 = dlp_cpu_ns(), t0 = dlp_now_ns();

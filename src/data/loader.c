@@ -5,6 +5,13 @@
 // slots they run ahead by up to `prefetch` batches. Sample p goes to batch p / B, slot (p / B) % prefetch; a
 // slot takes a new batch only after the consumer released the one before. Everything random about a sample comes
 // from (seed, epoch, position), so the output does not depend on the number of workers or on timing.
+//
+// Epochs follow each other without a gap: once every position of the current epoch is claimed, the workers go on
+// with the next epoch's (its order is known: the permutation of (seed, epoch + 1)) into the free slots, so when the
+// consumer starts that epoch its first batches are ready, and a small dataset or a pass of a few batches does not
+// drain the ring at every epoch end. Batches are numbered in one sequence across epochs (seq): batch b of the
+// current epoch is seq_base + b, of the next one seq_base + nbatches + b; slot = seq % nslots. Starting any other
+// epoch (or mid-epoch) discards the work done ahead.
 #include "data/loader.h"
 
 #include <errno.h>
@@ -26,6 +33,8 @@ typedef enum { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_HELD } slot_state;
 
 typedef struct slot {
     dlp_batch b;
+    dlp_loader_stats acc;  // the batch's share of the stats beyond b's own sums, added to them when delivered
+    int64_t seq;  // the batch's number in the sequence across epochs
     slot_state state;
     int done;  // samples finished
 } slot;
@@ -49,6 +58,7 @@ struct dlp_loader {
     int64_t nbatches;       // batches per epoch
     size_t sample_bytes;
     int64_t *order;         // (shard_n) dataset indices in this epoch's order
+    int64_t *order_next;    // (shard_n) the next epoch's, once the workers went on into it (order_next_ok)
     slot *slots;
     int nslots;
     worker *w;
@@ -61,7 +71,10 @@ struct dlp_loader {
     int64_t epoch;
     int started, active;
     uint64_t gen;             // bumped by start_epoch; a finishing sample from an older generation is dropped
-    int64_t next_sample;      // next position to claim
+    int64_t claim_epoch;      // the epoch of the next claim: epoch, or epoch + 1 when working ahead
+    int order_next_ok;
+    int64_t next_sample;      // next position of claim_epoch to claim
+    int64_t seq_base;         // seq of the current epoch's batch 0
     int64_t next_out;         // next batch dlp_loader_next returns
     int inflight;
     int stop;
@@ -218,10 +231,35 @@ static dlp_status process_sample(dlp_loader *l, worker *w, const int64_t *order,
                    "JPEG; nothing to load", (long long)l->shard_n, l->ds->root);
 }
 
-// A slot can take batch b when it is free, or already filling b.
-static int claimable(const dlp_loader *l, int64_t b) {
-    const slot *s = &l->slots[b % l->nslots];
-    return s->state == SLOT_FREE || (s->state == SLOT_FILLING && s->b.index == b);
+// Fills order for an epoch: the permutation of the used samples, this rank's part, mapped to dataset indices.
+static dlp_status make_order(dlp_loader *l, int64_t epoch, int64_t *order) {
+    DLP_CHECK(dlp_epoch_order(l->n_used, l->cfg.seed, epoch, l->cfg.shuffle, l->cfg.rank, l->cfg.world, order));
+    if (l->subset)
+        for (int64_t i = 0; i < l->shard_n; i++) order[i] = l->subset[order[i]];
+    return DLP_OK;
+}
+
+// Under mu. The seq of the batch the next claim falls in.
+static int64_t claim_seq(const dlp_loader *l) {
+    return l->seq_base + (l->claim_epoch - l->epoch) * l->nbatches + l->next_sample / l->cfg.batch;
+}
+
+// Under mu. Whether a worker can claim the next position now: its slot is free, or already filling that batch.
+// When the current epoch is all claimed, the claim moves on into the next one (at most one epoch ahead).
+static int can_claim(dlp_loader *l) {
+    if (!l->active || l->fatal != DLP_OK) return 0;
+    if (l->next_sample >= l->samples_epoch) {
+        if (l->cfg.no_lookahead || l->claim_epoch != l->epoch) return 0;
+        if (!l->order_next_ok) {
+            if (make_order(l, l->epoch + 1, l->order_next) != DLP_OK) return 0;  // cannot fail: sizes are checked
+            l->order_next_ok = 1;
+        }
+        l->claim_epoch = l->epoch + 1;
+        l->next_sample = 0;
+    }
+    const int64_t seq = claim_seq(l);
+    const slot *s = &l->slots[seq % l->nslots];
+    return s->state == SLOT_FREE || (s->state == SLOT_FILLING && s->seq == seq);
 }
 
 static void *worker_main(void *arg) {
@@ -230,28 +268,30 @@ static void *worker_main(void *arg) {
     const int B = l->cfg.batch;
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!l->stop && !(l->active && l->fatal == DLP_OK && l->next_sample < l->samples_epoch &&
-                             claimable(l, l->next_sample / B)))
-            pthread_cond_wait(&l->work_cv, &l->mu);
+        while (!l->stop && !can_claim(l)) pthread_cond_wait(&l->work_cv, &l->mu);
         if (l->stop) break;
+        const int64_t seq = claim_seq(l);
         int64_t p = l->next_sample++;
         int64_t b = p / B;
-        slot *s = &l->slots[b % l->nslots];
+        slot *s = &l->slots[seq % l->nslots];
         if (s->state == SLOT_FREE) {
             int64_t first = b * B;
             int64_t n = l->samples_epoch - first < B ? l->samples_epoch - first : B;
             dlp_batch *bb = &s->b;
             bb->n = (int)n;
             bb->index = b;
-            bb->epoch = l->epoch;
+            bb->epoch = l->claim_epoch;
+            s->seq = seq;
             bb->read_ns = bb->decode_ns = bb->augment_ns = bb->bytes_read = bb->wait_ns = 0;
             bb->bad = 0;
+            memset(&s->acc, 0, sizeof s->acc);
             s->done = 0;
             s->state = SLOT_FILLING;
         }
         uint64_t gen = l->gen;
-        uint64_t epoch = (uint64_t)l->epoch;
-        const int64_t *order = l->order;
+        uint64_t epoch = (uint64_t)l->claim_epoch;
+        const int64_t *order = l->claim_epoch == l->epoch ? l->order : l->order_next;  // both stay put until the
+        // consumer has taken every batch of the epoch they serve (start_epoch swaps them only then)
         int j = (int)(p - b * B);
         l->inflight++;
         pthread_mutex_unlock(&l->mu);
@@ -284,21 +324,16 @@ static void *worker_main(void *arg) {
         s->b.augment_ns += a.augment_ns;
         s->b.bytes_read += a.bytes;
         s->b.bad += a.bad;
-        dlp_loader_stats *t = &l->stats;
-        t->read_ns += a.read_ns;
-        t->decode_ns += a.decode_ns;
-        t->augment_ns += a.augment_ns;
-        t->throttle_ns += a.throttle_ns;
-        t->bytes_read += a.bytes;
-        t->bad += a.bad;
+        dlp_loader_stats *t = &l->stats;  // files found bad count at once; the rest when the batch is delivered
         for (int k = 0; k < DLP_BAD_KIND_COUNT; k++) {
             t->bad_by_kind[k] += a.new_bad[k];
             t->bad_files += a.new_bad[k];
         }
-        t->dct_scale_count[a.scale]++;
-        t->decoded_pixels += a.decoded_pixels;
-        t->source_pixels += a.source_pixels;
-        t->images++;
+        t->images_made++;
+        s->acc.throttle_ns += a.throttle_ns;
+        s->acc.dct_scale_count[a.scale]++;
+        s->acc.decoded_pixels += a.decoded_pixels;
+        s->acc.source_pixels += a.source_pixels;
         if (++s->done == s->b.n) {
             s->state = SLOT_READY;
             pthread_cond_broadcast(&l->ready_cv);
@@ -334,6 +369,7 @@ void dlp_loader_free(dlp_loader *l) {
     }
     free(l->slots);
     free(l->order);
+    free(l->order_next);
     free(l->subset);
     free((void *)l->bad_mark);
     dlp_throttle_destroy(&l->throttle);
@@ -342,14 +378,6 @@ void dlp_loader_free(dlp_loader *l) {
     pthread_cond_destroy(&l->ready_cv);
     pthread_cond_destroy(&l->idle_cv);
     free(l);
-}
-
-// Fills l->order for an epoch: the permutation of the used samples, this rank's part, mapped to dataset indices.
-static dlp_status make_order(dlp_loader *l, int64_t epoch) {
-    DLP_CHECK(dlp_epoch_order(l->n_used, l->cfg.seed, epoch, l->cfg.shuffle, l->cfg.rank, l->cfg.world, l->order));
-    if (l->subset)
-        for (int64_t i = 0; i < l->shard_n; i++) l->order[i] = l->subset[l->order[i]];
-    return DLP_OK;
 }
 
 dlp_status dlp_loader_create(const dlp_loader_cfg *cfg, dlp_loader **out) {
@@ -399,12 +427,13 @@ dlp_status dlp_loader_create(const dlp_loader_cfg *cfg, dlp_loader **out) {
     }
     l->sample_bytes = dlp_transform_sample_bytes(&cfg->transform);
     l->order = malloc(sizeof(int64_t) * (size_t)l->shard_n);
+    l->order_next = malloc(sizeof(int64_t) * (size_t)l->shard_n);
     l->bad_mark = calloc((size_t)ds->n, 1);
     l->nslots = l->cfg.prefetch;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     l->nworkers = cfg->workers;
     l->w = calloc((size_t)l->nworkers, sizeof *l->w);
-    if (!l->order || !l->bad_mark || !l->slots || !l->w) {
+    if (!l->order || !l->order_next || !l->bad_mark || !l->slots || !l->w) {
         st = DLP_ERR(DLP_ERR_NOMEM, "out of memory creating the loader");
         goto fail;
     }
@@ -422,7 +451,7 @@ dlp_status dlp_loader_create(const dlp_loader_cfg *cfg, dlp_loader **out) {
         }
     }
     if (cfg->drop_cache) {
-        DLP_CHECK_GOTO(st, make_order(l, 0), fail);  // the shard's files (any epoch's order has the same set)
+        DLP_CHECK_GOTO(st, make_order(l, 0, l->order), fail);  // the shard's files (any epoch's order has the same set)
         int64_t t0 = dlp_now_ns();
         dlp_dataset_drop_cache(ds, l->order, l->shard_n, &l->stats.dropped_files);
         DLP_INFO("dropped %lld files of %s from the page cache in %.0f ms", (long long)l->stats.dropped_files, ds->root,
@@ -456,13 +485,34 @@ static dlp_status start_epoch_locked(dlp_loader *l, int64_t epoch, int64_t first
         if (l->slots[i].state == SLOT_HELD)
             return DLP_ERR(DLP_ERR_BUSY, "batch %lld of epoch %lld is still held: release every batch before starting "
                            "an epoch", (long long)l->slots[i].b.index, (long long)l->slots[i].b.epoch);
+    if (l->started && l->active && l->fatal == DLP_OK && epoch == l->epoch + 1 && first_batch == 0 &&
+        l->next_out == l->nbatches) {
+        // The epoch after the one just finished: keep what the workers made ahead of it.
+        if (l->claim_epoch == l->epoch + 1) {
+            int64_t *t = l->order;
+            l->order = l->order_next;
+            l->order_next = t;
+        } else {  // they had not gone on yet
+            DLP_CHECK(make_order(l, epoch, l->order));
+            l->claim_epoch = epoch;
+            l->next_sample = 0;
+        }
+        l->order_next_ok = 0;
+        l->epoch = epoch;
+        l->seq_base += l->nbatches;
+        l->next_out = 0;
+        pthread_cond_broadcast(&l->work_cv);
+        return DLP_OK;
+    }
     l->active = 0;
     l->gen++;
     while (l->inflight > 0) pthread_cond_wait(&l->idle_cv, &l->mu);
     for (int i = 0; i < l->nslots; i++) l->slots[i].state = SLOT_FREE;
-    DLP_CHECK(make_order(l, epoch));
-    l->epoch = epoch;
+    DLP_CHECK(make_order(l, epoch, l->order));
+    l->epoch = l->claim_epoch = epoch;
+    l->order_next_ok = 0;
     l->next_sample = first_batch * l->cfg.batch;  // batch b holds positions [b * B, (b + 1) * B)
+    l->seq_base = 0;
     l->next_out = first_batch;
     l->fatal = DLP_OK;
     l->fatal_msg[0] = '\0';
@@ -491,15 +541,15 @@ dlp_status dlp_loader_next(dlp_loader *l, dlp_batch **out) {
         pthread_mutex_unlock(&l->mu);
         return st;
     }
-    int64_t b = l->next_out;
-    slot *s = &l->slots[b % l->nslots];
+    const int64_t seq = l->seq_base + l->next_out;
+    slot *s = &l->slots[seq % l->nslots];
     if (s->state == SLOT_HELD) {
         pthread_mutex_unlock(&l->mu);
         return DLP_ERR(DLP_ERR_BUSY, "the consumer holds all %d prefetch slots (batch %lld is still out): release a "
                        "batch before asking for the next", l->nslots, (long long)s->b.index);
     }
     int64_t t0 = dlp_now_ns();
-    while (!(s->state == SLOT_READY && s->b.index == b) && l->fatal == DLP_OK) pthread_cond_wait(&l->ready_cv, &l->mu);
+    while (!(s->state == SLOT_READY && s->seq == seq) && l->fatal == DLP_OK) pthread_cond_wait(&l->ready_cv, &l->mu);
     int64_t waited = dlp_now_ns() - t0;
     l->stats.wait_ns += waited;
     if (l->fatal) {
@@ -509,7 +559,18 @@ dlp_status dlp_loader_next(dlp_loader *l, dlp_batch **out) {
     }
     s->state = SLOT_HELD;
     s->b.wait_ns = waited;
-    l->stats.batches++;
+    dlp_loader_stats *t = &l->stats;
+    t->batches++;
+    t->images += s->b.n;
+    t->read_ns += s->b.read_ns;
+    t->decode_ns += s->b.decode_ns;
+    t->augment_ns += s->b.augment_ns;
+    t->bytes_read += s->b.bytes_read;
+    t->bad += s->b.bad;
+    t->throttle_ns += s->acc.throttle_ns;
+    for (int k = 0; k < 9; k++) t->dct_scale_count[k] += s->acc.dct_scale_count[k];
+    t->decoded_pixels += s->acc.decoded_pixels;
+    t->source_pixels += s->acc.source_pixels;
     l->next_out++;
     pthread_mutex_unlock(&l->mu);
     *out = &s->b;
@@ -539,6 +600,7 @@ json_t *dlp_loader_stats_to_json(const dlp_loader_stats *s) {
     json_t *o = json_object();
     double n = s->images > 0 ? (double)s->images : 1.0;
     json_object_set_new(o, "images", json_integer(s->images));
+    json_object_set_new(o, "images_made", json_integer(s->images_made));
     json_object_set_new(o, "batches", json_integer(s->batches));
     json_object_set_new(o, "bytes_read", json_integer(s->bytes_read));
     json_t *ms = json_object();

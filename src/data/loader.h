@@ -41,6 +41,7 @@ typedef struct dlp_loader_cfg {
     int drop_cache;               // drop the shard's files from the page cache when the loader is created
     int64_t max_file_bytes;       // larger files are bad (too_large) without being read; default 64 MiB
     int64_t limit_samples;        // > 0: use only this many samples, spread evenly over the dataset
+    int no_lookahead;             // 1: stop at the end of an epoch (default 0: go on into the next epoch's batches)
 } dlp_loader_cfg;
 
 void dlp_loader_cfg_defaults(dlp_loader_cfg *c, const dlp_dataset *ds, dlp_xform_kind kind);
@@ -59,8 +60,11 @@ typedef struct dlp_batch {
     size_t sample_bytes;  // bytes per sample in data
 } dlp_batch;
 
+// The batches delivered (dlp_loader_next), except the bad-file counts (as found) and images_made.
 typedef struct dlp_loader_stats {
     int64_t images, batches, bytes_read;
+    int64_t images_made;                     // made by the workers: also those made ahead and dropped (a start
+                                             // that was not the next epoch), or never asked for
     int64_t read_ns, decode_ns, augment_ns;  // summed worker time per stage
     int64_t throttle_ns;                     // of read_ns: sleeping for the read limit
     int64_t wait_ns;                         // consumer time blocked in dlp_loader_next (data stall)
@@ -78,7 +82,9 @@ dlp_status dlp_loader_create(const dlp_loader_cfg *cfg, dlp_loader **out);
 // Stops the workers and frees the slots (batches still held become invalid).
 void dlp_loader_free(dlp_loader *l);
 // Begins an epoch: the order is the permutation of (seed, epoch), this rank's shard. Every batch of the previous
-// epoch must have been released (DLP_ERR_BUSY otherwise); unfinished work of the previous epoch is discarded.
+// epoch must have been released (DLP_ERR_BUSY otherwise). The epoch right after one the consumer took every batch
+// of keeps the batches the workers already made of it (they go on into the next epoch when the current one is all
+// claimed); any other start discards unfinished work.
 dlp_status dlp_loader_start_epoch(dlp_loader *l, int64_t epoch);
 // The same epoch, starting at batch first_batch (0..batches_per_epoch): the batches delivered are exactly batches
 // first_batch, first_batch + 1, ... of dlp_loader_start_epoch(l, epoch) — same samples, same augmentation (it

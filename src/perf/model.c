@@ -402,10 +402,10 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         o->ring_factor = dlp_ring_factor(b / xl, b / o->device_img_per_s, cv, slots);
         x *= o->ring_factor;
     }
-    // Each epoch ends with the ring drained; the next one's first batch is made while the device waits for it (the
-    // loop starts the next epoch when it has taken the last batch). That costs time per epoch (not in the steady
-    // rate) only when the loader keeps ahead: a loader that sets the pace never stops.
-    o->epoch_refill_s = xl > x * 1.001 && isfinite(xl) ? n * b / xl : 0;
+    // The device waits for the loader's first batch once per run: the loader goes on into the next epoch's batches
+    // when an epoch's are all claimed (data/loader), so epoch ends and evaluation passes do not drain the ring.
+    // Only when the loader keeps ahead is that wait not already in the steady rate.
+    o->first_batch_s = xl > x * 1.001 && isfinite(xl) ? n * b / xl : 0;
     o->img_per_s = x;
     o->bottleneck = bn;
     o->busy_img_per_s = dmax(x, x_busy);
@@ -413,7 +413,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->per_device_img_per_s = x / n;
     o->cluster_img_per_s = x * nodes;
     o->step_s = n * b / x;
-    o->epoch_s = (double)stats.images / o->cluster_img_per_s + o->epoch_refill_s;
+    o->epoch_s = (double)stats.images / o->cluster_img_per_s;
 
     // What would keep the devices busy.
     const double target = o->busy_img_per_s;
@@ -531,7 +531,7 @@ dlp_status dlp_predict(const dlp_profile *p, const dlp_device_profile *dev, cons
         }
     }
     int epochs = w->epochs > 0 ? w->epochs : 1;
-    out->total_s = out->first_epoch_s + (epochs - 1) * out->epoch_s;
+    out->total_s = out->first_batch_s + out->first_epoch_s + (epochs - 1) * out->epoch_s;
     write_fixes(p, dev, w, out);
     return DLP_OK;
 }

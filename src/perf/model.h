@@ -94,7 +94,7 @@ typedef struct dlp_prediction {
     double per_device_img_per_s;
     dlp_stage bottleneck;
     double ring_factor;             // throughput / the slower of loader and device, from the ring's slack (<= 1)
-    double epoch_refill_s;          // per epoch: the device waits for the new epoch's first batch (in epoch_s)
+    double first_batch_s;           // once per run: the device waits for the loader's first batch (in total_s)
     double data_stall_fraction;     // 1 - img_per_s / busy_img_per_s
     double step_s;                  // wall time per step
     double epoch_s;                 // steady-state epoch (warm when the dataset stays cached)

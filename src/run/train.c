@@ -238,7 +238,7 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
     if (!t->vl) return DLP_OK;
     int64_t t0 = dlp_now_ns();
     set_phase(t, "eval");
-    DLP_CHECK(dlp_loader_start_epoch(t->vl, 0));
+    DLP_CHECK(dlp_loader_start_epoch(t->vl, t->eval_passes++));
     int64_t n = 0, c1 = 0, c5 = 0;
     double loss_sum = 0;
     dlp_status st = DLP_OK;

@@ -70,6 +70,8 @@ typedef struct dlp_trainer {
     json_t *evals;                  // array of eval records
     double best_top1, last_top1, last_top5;
     int64_t last_eval_step, last_ck_step;
+    int64_t eval_passes;  // the validation loader's "epoch": consecutive, so it makes the next pass's first batches
+                          // while training goes on (val order and crops do not depend on it)
     json_t *ck_written;             // array of paths
     int ck_lock_fd;                 // the checkpoint directory's writer lock (-1: none)
     char last_ck[1024];

@@ -194,6 +194,7 @@ static void test_workers_prefetch_matrix(void **state) {
                 c.batch = batches[bi];
                 c.workers = w;
                 c.prefetch = prefetches[pi];
+                c.no_lookahead = w % 2 == 0;  // half the runs stop at each epoch end: the batches must not differ
                 dlp_loader *l;
                 assert_int_equal(dlp_loader_create(&c, &l), DLP_OK);
                 for (int e = 0; e < 2; e++) {
@@ -213,11 +214,81 @@ static void test_workers_prefetch_matrix(void **state) {
                 }
                 dlp_loader_stats s;
                 dlp_loader_get_stats(l, &s);
-                assert_int_equal(s.images, 66);
+                assert_int_equal(s.images, 66);  // delivered
+                // Working ahead, the loader also made (some of) epoch 2's first batches: at most its free slots.
+                if (c.no_lookahead) assert_int_equal(s.images_made, 66);
+                else assert_true(s.images_made >= 66 && s.images_made <= 66 + (int64_t)c.prefetch * c.batch);
                 assert_int_equal(s.bad, 0);
                 assert_true(s.bytes_read > 0 && s.decode_ns > 0 && s.augment_ns > 0 && s.read_ns > 0);
                 dlp_loader_free(l);
             }
+    dlp_dataset_free(ds);
+}
+
+static int64_t images_done(dlp_loader *l) {
+    dlp_loader_stats s;
+    dlp_loader_get_stats(l, &s);
+    return s.images_made;
+}
+
+// Waits (at most 30 s) until the loader has made n images in all.
+static void wait_images(dlp_loader *l, int64_t n) {
+    int64_t t0 = dlp_now_ns();
+    while (images_done(l) < n && dlp_now_ns() - t0 < 30000000000LL) usleep(2000);
+    assert_true(images_done(l) >= n);
+}
+
+// Epochs without a gap: after the consumer took the last batch of epoch 0, the workers go on into epoch 1 (its
+// first batches fill the free slots while nobody asks), and starting epoch 1 delivers them at once, the same
+// batches a loader that stopped at the epoch end makes. Starting any other epoch discards the work done ahead.
+static void test_lookahead(void **state) {
+    (void)state;
+    dlp_dataset *ds;
+    assert_int_equal(dlp_dataset_open(g_dir, &ds), DLP_OK);
+    dlp_loader_cfg c;
+    small_cfg(&c, ds);
+    c.batch = 4;
+    c.workers = 2;
+    c.prefetch = 3;
+    dlp_loader *l, *ref;
+    assert_int_equal(dlp_loader_create(&c, &l), DLP_OK);
+    c.no_lookahead = 1;
+    assert_int_equal(dlp_loader_create(&c, &ref), DLP_OK);
+    int seen[33] = {0};
+    assert_int_equal(run_epoch(l, ds, &c, 0, seen, NULL), 33);
+    wait_images(l, 33 + 3 * 4);  // the 3 free slots: epoch 1's batches 0..2, and no more than that
+    usleep(20000);
+    assert_int_equal(images_done(l), 33 + 3 * 4);
+
+    uint64_t want[16], got[16];
+    memset(seen, 0, sizeof seen);
+    assert_int_equal(run_epoch(ref, ds, &c, 1, seen, want), 33);
+    assert_int_equal(dlp_loader_start_epoch(l, 1), DLP_OK);
+    dlp_batch *b;
+    int64_t k = 0;
+    while (dlp_loader_next(l, &b) == DLP_OK && b) {
+        assert_int_equal(b->epoch, 1);
+        assert_int_equal(b->index, k);
+        if (k < 3 && b->wait_ns > 50000000)  // made ahead: ready when asked for
+            fail_msg("batch %lld of epoch 1 was made ahead but the consumer waited %.1f ms for it", (long long)k,
+                     b->wait_ns / 1e6);
+        got[k] = hash_bytes(b->data, b->sample_bytes * (size_t)b->n);
+        assert_true(got[k] == want[k]);
+        dlp_loader_release(l, b);
+        k++;
+    }
+    assert_int_equal(k, dlp_loader_batches_per_epoch(l));
+
+    // Epoch 2's first batches get made ahead too; starting epoch 5 instead drops them and delivers epoch 5.
+    wait_images(l, 2 * 33 + 3 * 4);
+    memset(seen, 0, sizeof seen);
+    assert_int_equal(run_epoch(l, ds, &c, 5, seen, got), 33);
+    memset(seen, 0, sizeof seen);
+    assert_int_equal(run_epoch(ref, ds, &c, 5, seen, want), 33);
+    for (int64_t i = 0; i < k; i++) assert_true(got[i] == want[i]);
+    for (int i = 0; i < 33; i++) assert_int_equal(seen[i], 1);
+    dlp_loader_free(l);
+    dlp_loader_free(ref);
     dlp_dataset_free(ds);
 }
 
@@ -275,6 +346,7 @@ static void test_bad_inputs(void **state) {
         c.batch = 4;  // unshuffled, the first batch is all bad files: it must still come out full
         c.workers = 3;
         c.prefetch = 2;
+        c.no_lookahead = 1;  // the counts below are one epoch's
         c.shuffle = shuffle;
         dlp_loader *l;
         assert_int_equal(dlp_loader_create(&c, &l), DLP_OK);
@@ -406,6 +478,7 @@ static void test_allocator_and_read_limit(void **state) {
     c.alloc = &al;
     c.prefetch = 3;
     c.workers = 2;
+    c.no_lookahead = 1;  // one epoch's bytes set the read limit below
     dlp_loader *l;
     assert_int_equal(dlp_loader_create(&c, &l), DLP_OK);
     assert_int_equal(ca.allocs, 3);
@@ -490,6 +563,7 @@ int main(void) {
     alarm(300);  // a deadlock fails the test instead of hanging the suite
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workers_prefetch_matrix),
+        cmocka_unit_test(test_lookahead),
         cmocka_unit_test(test_shards_through_loader),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_all_bad),
