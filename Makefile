@@ -143,6 +143,8 @@ $(BUILD)/src/%_nccl.o: src/%_nccl.c
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+# the report page's script and style are built into report/assets.o (.incbin): rebuild it when they change
+$(BUILD)/src/report/assets.o: src/report/report.js src/report/report.css
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
