@@ -33,7 +33,7 @@
   function fmt(v) {
     if (!isNum(v)) return '–';
     var a = Math.abs(v);
-    if (a >= 1000) return v.toFixed(0);
+    if (Number.isInteger(v) || a >= 1000) return v.toFixed(0);
     if (a >= 100) return v.toFixed(1);
     if (a >= 1) return v.toFixed(2);
     if (a === 0) return '0';
