@@ -194,9 +194,11 @@
   runs.forEach(function (r) { Object.keys(get(r.run, 'versions') || {}).forEach(function (k) { if (vkeys.indexOf(k) < 0) vkeys.push(k); }); });
   vkeys.forEach(function (k) { MROWS.push([k, function (r) { var v = (get(r.run, 'versions') || {})[k]; return v === undefined ? null : v; }]); });
   if (vkeys.indexOf('dlperf commit') < 0) MROWS.push(['dlperf commit', function () { return 'not recorded by this build'; }]);
-  sm.appendChild(table(['', ].concat(runs.map(function (r) { return r.name; })), MROWS.map(function (m) {
+  var mt = table([''].concat(runs.map(function (r) { return r.name; })), MROWS.map(function (m) {
     return [m[0]].concat(runs.map(function (r) { var v = m[1](r); return v === null || v === undefined ? '–' : String(v); }));
-  })));
+  }));
+  mt.setAttribute('class', 'text');
+  sm.appendChild(mt);
 
   // ---- the input pipeline ----
   var sp = section('The input pipeline', 'Read, JPEG decode, random-resized crop, flip and normalize, alone (no model to feed), over loader threads.');
@@ -308,19 +310,35 @@
   if (!withTrain.length) {
     figure(stn, 'Training', null, null, 'not measured (' + gapWhy('training') + ')');
   } else {
-    // throughput over time from the monitor (per sampling interval)
-    var tl = [];
+    // throughput over time from the monitor's per-interval counts, over a trailing window of a few steps (a step
+    // longer than the sampling interval would otherwise show as spikes)
+    var tl = [], wins = [];
     withTrain.forEach(function (i) {
       var p = series(runs[i]).filter(function (q) { return q.stage === 'training'; });
       if (!p.length) return;
-      tl.push({ label: (multi ? runName(i) + ' ' : '') + 'img/s', data: pts(p, 'run.images_per_s') });
-      tl.push({ label: (multi ? runName(i) + ' ' : '') + 'data wait %', data: pts(p, 'run.data_wait_pct'), y2: true });
+      var c = p[0].m.cols, t = p[0].t, img = c['run.images_per_s'], wt = c['run.data_wait_pct'], dt = c.dt_s;
+      if (!img || !dt) return;
+      var W = Math.max(2.5, 3 * (get(runs[i].train, 'throughput.ms_per_step') || 0) / 1000), rate = [], wait = [];
+      wins.push((multi ? runName(i) + ': ' : '') + W.toFixed(1) + ' s');
+      for (var k = 0; k < t.length; k++) {
+        var n = 0, w = 0, span = 0;
+        for (var j = k; j >= 0 && t[j] > t[k] - W; j--) {
+          var d = isNum(dt[j]) ? dt[j] : 0;
+          span += d;
+          if (isNum(img[j])) n += img[j] * d;
+          if (wt && isNum(wt[j])) w += Math.min(100, wt[j]) * d;
+        }
+        rate.push({ x: t[k], y: span > 0 ? n / span : null });
+        wait.push({ x: t[k], y: span > 0 && wt ? w / span : null });
+      }
+      tl.push({ label: (multi ? runName(i) + ' ' : '') + 'img/s', data: rate });
+      if (wt) tl.push({ label: (multi ? runName(i) + ' ' : '') + 'data wait %', data: wait, y2: true });
     });
     var tlf = tl.filter(function (s) { return s.data; });
     if (!tlf.length) figure(stn, 'Training throughput and data wait over time', null, null, 'no monitor series of the training stage (' + gapWhy('monitor: training') + ')');
     else {
       var p0 = series(runs[withTrain[0]]).filter(function (q) { return q.stage === 'training'; });
-      figure(stn, 'Training throughput and data-wait share over time (per monitor interval)', {
+      figure(stn, 'Training throughput and data-wait share over time (trailing window of ' + wins.join(', ') + ')', {
         type: 'line', xType: 'linear', x: 'time since the training stage started, s', y: 'images per second', y2: 'data wait, % of the interval',
         lines: multi ? [] : boundaries(p0),
         datasets: tlf.map(function (s, i) { return ds(s.label, s.data, i, s.y2 ? { yAxisID: 'y2', borderDash: [5, 3] } : {}); })
