@@ -27,7 +27,11 @@ int dlp_cli_report(int argc, char **argv) {
     if (n < 1) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "report: give a run directory (see --help)"));
     char path[4400];
     if (out) snprintf(path, sizeof path, "%s", out);
-    else if (n == 1) snprintf(path, sizeof path, "%s/report.html", argv[rest]);
+    else if (n == 1) {
+        size_t len = strlen(argv[rest]);
+        while (len > 1 && argv[rest][len - 1] == '/') len--;  // "run/" -> run/report.html
+        snprintf(path, sizeof path, "%.*s/report.html", (int)len, argv[rest]);
+    }
     else snprintf(path, sizeof path, "report.html");
     int64_t t0 = dlp_now_ns();
     dlp_report_info info;

@@ -392,6 +392,17 @@
   // ---- the monitor ----
   var smo = section('The hardware over time', 'The monitor\'s samples (every 500 ms by default) through the training and the inference stage; ' +
     'solid lines mark the stages, dashed lines their phases.' + (multi ? ' One block per run.' : ''));
+  if (multi) {  // the runs overlaid, one series per run, then each run's own block
+    var ov = el('div', { 'class': 'runblock' }, [el('h3', {}, ['All runs, one series each (time since each run\'s first sample)'])]);
+    smo.appendChild(ov);
+    [['CPU busy, all CPUs', 'cpu.all.util_pct', 1, 'CPU busy, %'], ['This stage\'s processes: CPU', 'proc.cpu_pct', 1, 'CPU, % of one core'],
+      ['Memory used', 'mem.used_bytes', 1 / 1073741824, 'memory, GiB']].forEach(function (m) {
+      var list = runs.map(function (r) { return { label: r.name, data: pts(series(r), m[1], m[2]) }; }).filter(function (x) { return x.data; });
+      if (!list.length) { figure(ov, m[0], null, null, 'no monitor series in these runs'); return; }
+      figure(ov, m[0] + ' (runs overlaid)', { type: 'line', xType: 'linear', x: 'time since the run\'s first sample, s', y: m[3],
+        datasets: list.map(function (x, i) { return ds(x.label, x.data, i, { spanGaps: false }); }) }, statTable(list, m[3].replace(/.*, /, '')));
+    });
+  }
   runs.forEach(function (r, ri) {
     var parts = series(r), blk = smo;
     if (multi) { blk = el('div', { 'class': 'runblock' }, [el('h3', {}, [r.name])]); smo.appendChild(blk); }

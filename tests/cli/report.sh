@@ -19,16 +19,13 @@ LOGS=${DLPERF_TEST_LOGDIR:-${DLPERF_TEST_TMP:-/tmp}}/report-sh
 mkdir -p "$LOGS"
 
 # page -> $T/<name>.dom (the DOM after the scripts ran) and $T/<name>.err (console lines); optional screenshot
-render() {  # file name [screenshot.png]
-  timeout 60 "$CHROME" --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions \
-    --user-data-dir="$T/chrome-$2" --enable-logging=stderr --v=0 --virtual-time-budget=5000 \
+render() {  # file name [screenshot.png]: one Chromium run dumps the DOM and takes the screenshot
+  local shot=()
+  [ $# -ge 3 ] && shot=(--hide-scrollbars --window-size=1200,10000 "--screenshot=$3")
+  timeout 90 "$CHROME" --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions \
+    --user-data-dir="$T/chrome-$2" --enable-logging=stderr --v=0 --virtual-time-budget=5000 "${shot[@]}" \
     --dump-dom "file://$1" >"$T/$2.dom" 2>"$T/$2.err" || fail "chromium could not render $1 ($(tail -2 "$T/$2.err"))"
-  if [ $# -ge 3 ]; then
-    timeout 60 "$CHROME" --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions \
-      --user-data-dir="$T/chrome-$2" --hide-scrollbars --window-size=1200,8000 --virtual-time-budget=5000 \
-      --screenshot="$3" "file://$1" >/dev/null 2>&1 || fail "chromium could not screenshot $1"
-    [ -s "$3" ] || fail "no screenshot $3"
-  fi
+  [ $# -lt 3 ] || [ -s "$3" ] || fail "no screenshot $3"
 }
 # the page's self-check and its tables against the run directories' JSON
 check() {  # name mode(full|gaps|nochart|multi) rundir...
@@ -89,7 +86,8 @@ if mode == "gaps":
     assert "Inference throughput over batch size" not in text, "a chart for the failed stage"
 if mode == "multi":
     assert re.search(r'<td class="ratio">[0-9.]+x</td>', text), "no ratio column"
-    assert text.count('class="runblock"') == len(dirs)
+    assert text.count('class="runblock"') == len(dirs) + 1  # the runs overlaid, then one block per run
+    assert "(runs overlaid)" in text
 print("ok: %s page: %d charts drawn, %d table figures equal to the saved JSON, %d gaps stated" % (
     mode, sc["charts"], len(cells), sc["gaps"]))
 PY
