@@ -314,6 +314,9 @@ static dlp_status load_run(const char *dir, json_t **out) {
     json_t *lg = NULL;
     snprintf(path, sizeof path, "%s/loadgen.json", dir);
     if (dlp_path_exists(path)) lg = load_result(dir, "loadgen.json", "LoadGen scenarios", gaps, NULL);
+    json_t *val = NULL;  // `dlperf validate --json DIR/validate.json`: the model's predictions beside measurements
+    snprintf(path, sizeof path, "%s/validate.json", dir);
+    if (dlp_path_exists(path)) val = load_result(dir, "validate.json", "predicted vs measured", gaps, NULL);
     json_t *mon = json_object();
     json_t *mt = load_monitor(dir, "train-monitor.csv", "monitor: training", gaps);
     json_t *mi = load_monitor(dir, "infer-monitor.csv", "monitor: inference", gaps);
@@ -328,6 +331,7 @@ static dlp_status load_run(const char *dir, json_t **out) {
     json_object_set_new(r, "infer", infer ? infer : json_null());
     json_object_set_new(r, "predict", pred ? pred : json_null());
     json_object_set_new(r, "loadgen", lg ? lg : json_null());
+    json_object_set_new(r, "validate", val ? val : json_null());
     json_object_set_new(r, "monitor", mon);
     json_object_set_new(r, "gaps", gaps);
     *out = r;

@@ -495,8 +495,22 @@
   // ---- predicted vs measured, the catalog side by side ----
   var sc = section('This machine beside the catalog\'s systems', 'The catalog\'s systems predicted by the performance model for the same training workload; ' +
     'this machine measured. Epochs are ImageNet-1k epochs (1,281,167 images).');
-  figure(sc, 'Predicted vs measured on this machine', null, null, 'these runs hold no prediction of the measured machine itself ' +
-    '(`dlperf probe` then `dlperf predict --profile`, or `dlperf validate`, compare the model with a measurement)');
+  var withVal = runs.map(function (r, i) { return i; }).filter(function (i) { return runs[i].validate && (runs[i].validate.rows || []).length; });
+  if (!withVal.length) figure(sc, 'Predicted vs measured on this machine', null, null, 'these runs hold no prediction of the measured machine itself ' +
+    '(`dlperf validate --json RUN_DIR/validate.json` runs training configurations and predicts each from the machine\'s profile)');
+  withVal.forEach(function (i) {
+    var rows = runs[i].validate.rows, labs = rows.map(function (r) { return r.config; });
+    figure(sc, 'Predicted vs measured on this machine' + (multi ? ': ' + runName(i) : '') + ' (dlperf validate; MAPE ' +
+      fmt(100 * (runs[i].validate.mape || NaN)) + '%)', {
+      type: 'bar', labels: labs, x: 'training configuration', y: 'images per second', legend: true,
+      datasets: [ds('predicted', rows.map(function (r) { return r.predicted_img_per_s; }), 0),
+        ds('measured', rows.map(function (r) { return r.measured_img_per_s; }), 1)]
+    }, table(['configuration', 'predicted img/s', 'measured img/s', 'error, %', 'predicted bottleneck', 'observed regime'], rows.map(function (r, k) {
+      var p = 'rows.' + k + '.';
+      return [r.config, cell(i, 'validate', p + 'predicted_img_per_s'), cell(i, 'validate', p + 'measured_img_per_s'),
+        cell(i, 'validate', p + 'ape', 100), r.predicted_bottleneck || '–', r.observed_regime || (r.ok ? '–' : 'failed: ' + (r.error || '?'))];
+    })));
+  });
   var bars = [];
   runs.forEach(function (r, i) {
     var s = get(r.run, 'summary') || {};

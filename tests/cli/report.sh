@@ -88,6 +88,8 @@ if mode == "multi":
     assert re.search(r'<td class="ratio">[0-9.]+x</td>', text), "no ratio column"
     assert text.count('class="runblock"') == len(dirs) + 1  # the runs overlaid, then one block per run
     assert "(runs overlaid)" in text
+    assert "Predicted vs measured on this machine: r1 (dlperf validate; MAPE 12.50%)" in text
+    assert '"0|validate|rows.1.measured_img_per_s|1">9.50<' in text
 print("ok: %s page: %d charts drawn, %d table figures equal to the saved JSON, %d gaps stated" % (
     mode, sc["charts"], len(cells), sc["gaps"]))
 PY
@@ -133,7 +135,14 @@ $D report "$T/gaps" >/dev/null || fail "dlperf report of the gaps run"
 render "$T/gaps/report.html" gaps "$LOGS/report-gaps.png"
 check gaps gaps "$T/gaps"
 
-# side by side
+# side by side; the first run also holds a dlperf validate result (made up: a test input) for predicted vs measured
+cat >"$T/r1/validate.json" <<'JSON'
+{"schema": "dlperf.validate/1", "mape": 0.125, "rows": [
+ {"config": "cpu b4 w1", "ok": true, "predicted_img_per_s": 9.5, "measured_img_per_s": 8.25, "ape": 0.1515,
+  "predicted_bottleneck": "compute", "observed_regime": "compute-bound"},
+ {"config": "cpu b4 w2", "ok": true, "predicted_img_per_s": 10.25, "measured_img_per_s": 9.5, "ape": 0.0789,
+  "predicted_bottleneck": "compute", "observed_regime": "compute-bound"}]}
+JSON
 $D report "$T/r1" "$T/gaps" --out "$T/both.html" >/dev/null || fail "dlperf report of two runs"
 render "$T/both.html" multi
 check multi multi "$T/r1" "$T/gaps"
