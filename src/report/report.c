@@ -20,6 +20,7 @@ extern const char dlp_report_js[], dlp_report_css[];  // report/assets.c
 
 #define MAX_RESULT_BYTES (256u << 20)
 #define MAX_CSV_BYTES (256u << 20)
+#define DLP_REPORT_MAX_SAMPLES 1500  // per monitor series on the page (a 500 ms monitor: 12.5 minutes unaveraged)
 
 const char *dlp_report_chartjs_path(void) {
     const char *p = getenv("DLPERF_CHARTJS");
@@ -134,6 +135,39 @@ static int csv_field(char **p, char *out, size_t len) {
     return more;
 }
 
+// A long run's series averaged in groups of consecutive samples so a page holds at most DLP_REPORT_MAX_SAMPLES
+// per series (a default run has a few hundred): the mean of each group's values (null when all are), dt_s summed,
+// the first sample's time and phase. Returns the group size (1: left as it was).
+static int downsample(json_t *cols, json_t *phase, int rows) {
+    int g = (rows + DLP_REPORT_MAX_SAMPLES - 1) / DLP_REPORT_MAX_SAMPLES;
+    if (g <= 1) return 1;
+    const char *k;
+    json_t *a;
+    json_object_foreach(cols, k, a) {
+        json_t *out = json_array();
+        int first = strcmp(k, "t_s") == 0 || strcmp(k, "unix_s") == 0, sum = strcmp(k, "dt_s") == 0;
+        for (int i = 0; i < rows; i += g) {
+            double s = 0;
+            int n = 0;
+            for (int j = i; j < i + g && j < rows; j++) {
+                json_t *v = json_array_get(a, (size_t)j);
+                if (!json_is_number(v)) continue;
+                if (first && n) continue;
+                s += json_number_value(v);
+                n++;
+            }
+            json_array_append_new(out, n ? json_real(first || sum ? s : s / n) : json_null());
+        }
+        json_object_set_new(cols, k, out);  // replaces a while iterating: the key stays, allowed by jansson
+    }
+    json_t *ph = json_array();
+    for (int i = 0; i < rows; i += g) json_array_append(ph, json_array_get(phase, (size_t)i));
+    json_array_clear(phase);
+    json_array_extend(phase, ph);
+    json_decref(ph);
+    return g;
+}
+
 // The monitor's CSV (t_s,dt_s,unix_s,phase,<fields>) as {"fields": [...], "phase": [...], "cols": {name: [...]}}
 // with null for a missing value; NULL (and a gap) when absent or empty.
 static json_t *load_monitor(const char *dir, const char *file, const char *what, json_t *gaps) {
@@ -206,7 +240,9 @@ static json_t *load_monitor(const char *dir, const char *file, const char *what,
         return gap(gaps, what, why);
     }
     json_object_del(cols, "phase");
-    return json_pack("{s:o, s:o, s:o, s:i}", "fields", fields, "phase", phase, "cols", cols, "rows", rows);
+    int group = downsample(cols, phase, rows);
+    return json_pack("{s:o, s:o, s:o, s:i, s:i}", "fields", fields, "phase", phase, "cols", cols, "rows", rows,
+                     "group", group);
 }
 
 // ---- the verdict ----

@@ -390,8 +390,14 @@
   }
 
   // ---- the monitor ----
+  var grouped = [];
+  runs.forEach(function (r) { ['training', 'inference'].forEach(function (st) {
+    var m = r.monitor[st];
+    if (m && m.group > 1) grouped.push((multi ? r.name + ' ' : '') + st + ': ' + m.rows + ' samples averaged in groups of ' + m.group);
+  }); });
   var smo = section('The hardware over time', 'The monitor\'s samples (every 500 ms by default) through the training and the inference stage; ' +
-    'solid lines mark the stages, dashed lines their phases.' + (multi ? ' One block per run.' : ''));
+    'solid lines mark the stages, dashed lines their phases.' + (multi ? ' One block per run.' : '') +
+    (grouped.length ? ' Long series are averaged to fit the page (' + grouped.join('; ') + ').' : ''));
   if (multi) {  // the runs overlaid, one series per run, then each run's own block
     var ov = el('div', { 'class': 'runblock' }, [el('h3', {}, ['All runs, one series each (time since each run\'s first sample)'])]);
     smo.appendChild(ov);

@@ -1,8 +1,8 @@
 // Unit tests for report/report: the verdict in words for each bottleneck (a table of cases); the page of a
 // hand-made run directory: results embedded with every '<' escaped (a "</script>" in a string cannot end the
-// block), the monitor's CSV as columns (quoted phase, empty cells as null, a cut last line), missing stages and
-// series listed as gaps with their reason, the chart library inlined or, when absent, the page still written;
-// a directory without run.json refused with its name.
+// block), the monitor's CSV as columns (quoted phase, empty cells as null, a cut last line, a long one averaged in
+// groups), missing stages and series listed as gaps with their reason, the chart library inlined or, when absent,
+// the page still written; a directory without run.json refused with its name.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +131,26 @@ static void test_page(void **state) {
     assert_non_null(strstr(page, "\"charts\":false"));
     assert_non_null(strstr(page, "nothing-here.js not found"));
     free(page);
+
+    // a long series: averaged in groups so the page holds at most 1500 samples per series
+    {
+        size_t cap = 4000 * 64, n = 0;
+        char *csv = malloc(cap);
+        assert_non_null(csv);
+        n += (size_t)snprintf(csv + n, cap - n, "t_s,dt_s,unix_s,phase,x\n");
+        for (int i = 0; i < 3001; i++)
+            n += (size_t)snprintf(csv + n, cap - n, "%d.5,0.5,%d.5,%s,%d\n", i, 100 + i, i < 6 ? "warm-up" : "epoch 1", i);
+        put(dir, "train-monitor.csv", csv);
+        free(csv);
+        page = page_of(dir, lib, &info);
+        assert_non_null(strstr(page, "\"rows\":3001,\"group\":3"));
+        assert_non_null(strstr(page, "\"x\":[1.0,4.0,7.0,"));        // the means of 0..2, 3..5, 6..8
+        assert_non_null(strstr(page, "\"dt_s\":[1.5,1.5,"));          // summed
+        assert_non_null(strstr(page, "\"unix_s\":[100.5,103.5,"));    // the first of each group
+        assert_non_null(strstr(page, "\"phase\":[\"warm-up\",\"warm-up\",\"epoch 1\","));
+        assert_non_null(strstr(page, ",3000.0]"));                     // the last group holds one sample
+        free(page);
+    }
 
     // not a run directory
     char sub[4300];
