@@ -487,15 +487,23 @@
   if (!withLg.length) figure(son, 'LoadGen scenarios', null, null, 'no LoadGen result in the run director' + (multi ? 'ies' : 'y') +
     ' (dlperf run does not run LoadGen; `dlperf loadgen --json RUN_DIR/loadgen.json` adds one)');
   else withLg.forEach(function (i) {
-    var lg = runs[i].loadgen, rows = [];
-    Object.keys(lg).forEach(function (k) {
-      var v = lg[k];
-      if (isNum(v)) rows.push([k, cell(i, 'loadgen', k)]);
-      else if (typeof v === 'string' && k !== 'created') rows.push([k, v]);
-      else if (v && typeof v === 'object' && !Array.isArray(v) && k !== 'host' && k !== 'versions' && k !== 'options')
-        Object.keys(v).forEach(function (kk) { if (isNum(v[kk])) rows.push([k + '.' + kk, cell(i, 'loadgen', k + '.' + kk)]); else if (typeof v[kk] === 'string') rows.push([k + '.' + kk, v[kk]]); });
-    });
-    son.appendChild(el('figure', {}, [el('h3', {}, ['LoadGen result' + (multi ? ': ' + runName(i) : '')]), table(['field', 'value'], rows)]));
+    var lg = runs[i].loadgen, r = lg.result || {}, L = 'result.';
+    if (!lg.result) { figure(son, 'LoadGen scenario', null, null, 'loadgen.json has no result'); return; }
+    var PCT = ['p50', 'p90', 'p95', 'p99', 'p99.9', 'max'].filter(function (p) { return isNum(get(r, 'latency_ms')[p]); });
+    var rows = [['scenario, mode', (r.scenario || '?') + ', ' + (r.mode || '?') + ' (SUT ' + (r.sut || '?') + ')'],
+      ['result', r.valid ? 'VALID' : 'INVALID' + (r.reasons && r.reasons.length ? ': ' + r.reasons.join('; ') : '')],
+      [get(r, 'metric.name') || 'metric', cell(i, 'loadgen', L + 'metric.value')],
+      ['completed samples/s', cell(i, 'loadgen', L + 'completed_samples_per_s')],
+      ['QPS without LoadGen overhead', cell(i, 'loadgen', L + 'qps_without_loadgen_overhead')],
+      ['queries issued', cell(i, 'loadgen', L + 'queries_issued')],
+      ['samples ok / over the latency bound', (get(r, 'samples.ok') === null ? '–' : get(r, 'samples.ok')) + ' / ' +
+        (get(r, 'samples.over_latency_bound') === null ? '–' : get(r, 'samples.over_latency_bound'))],
+      ['duration, s', cell(i, 'loadgen', L + 'duration_s')]];
+    PCT.forEach(function (p) { rows.push(['latency ' + p + ', ms', cell(i, 'loadgen', L + 'latency_ms.' + p)]); });
+    figure(son, 'LoadGen ' + (r.scenario || '') + ' latency' + (multi ? ': ' + runName(i) : ''), {
+      type: 'bar', labels: PCT, x: 'percentile of queries', y: 'latency per query, ms',
+      datasets: [ds(r.scenario || 'latency', PCT.map(function (p) { return get(r, 'latency_ms')[p]; }), i)]
+    }, table(['LoadGen', 'value'], rows));
   });
 
   // ---- predicted vs measured, the catalog side by side ----

@@ -90,6 +90,7 @@ if mode == "multi":
     assert "(runs overlaid)" in text
     assert "Predicted vs measured on this machine: r1 (dlperf validate; MAPE 12.50%)" in text
     assert '"0|validate|rows.1.measured_img_per_s|1">9.50<' in text
+    assert "LoadGen SingleStream latency: r1" in text and "0|loadgen|result.latency_ms.p90|1" in text
 print("ok: %s page: %d charts drawn, %d table figures equal to the saved JSON, %d gaps stated" % (
     mode, sc["charts"], len(cells), sc["gaps"]))
 PY
@@ -143,6 +144,10 @@ cat >"$T/r1/validate.json" <<'JSON'
  {"config": "cpu b4 w2", "ok": true, "predicted_img_per_s": 10.25, "measured_img_per_s": 9.5, "ape": 0.0789,
   "predicted_bottleneck": "compute", "observed_regime": "compute-bound"}]}
 JSON
+# and a real LoadGen SingleStream run on the same model (a short one: INVALID by MLPerf's rules, exit status 3)
+$D loadgen --sut local --scenario SingleStream --data "$T/syn" --model resnet18 --size 32 --threads 1 --samples 8 \
+  --min-duration 0.5 --min-queries 8 --max-batch 1 --json "$T/r1/loadgen.json" >"$T/lg.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || [ $rc -eq 3 ] || { tail -5 "$T/lg.out"; fail "dlperf loadgen exited $rc"; }
 $D report "$T/r1" "$T/gaps" --out "$T/both.html" >/dev/null || fail "dlperf report of two runs"
 render "$T/both.html" multi
 check multi multi "$T/r1" "$T/gaps"
