@@ -347,7 +347,8 @@ int dlp_cli_run(int argc, char **argv) {
         "                  [--usd-per-hour X] [--compare ID,..] [--out DIR] [--quick]\n"
         "The whole flow on this machine: host, data preparation rate, a monitored training run through the real\n"
         "input pipeline, inference throughput and latency, what held training back, cost per image, and the\n"
-        "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory.",
+        "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory,\n"
+        "and report.html (charts and tables of them all; `dlperf report DIR` writes it again).",
         argc, argv, &rest);
     if (st) return dlp_cli_fail(st);
     if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
