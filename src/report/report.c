@@ -201,15 +201,22 @@ static json_t *load_monitor(const char *dir, const char *file, const char *what,
             break;
         }
         arr = na;
-        json_array_append_new(fields, json_string(cell));
-        arr[nf] = json_array();
-        json_object_set_new(cols, cell, arr[nf]);
+        arr[nf] = NULL;  // a repeated name: its values are skipped (the first column of that name is kept)
+        if (!json_object_get(cols, cell)) {
+            json_array_append_new(fields, json_string(cell));
+            arr[nf] = json_array();
+            json_object_set_new(cols, cell, arr[nf]);
+        }
         nf++;
     }
     if (*p == '\n') p++;
     if (ok && (nf < 4 || strcmp(json_string_value(json_array_get(fields, 3)), "phase") != 0)) ok = 0;
     int rows = 0;
     while (ok && *p) {
+        if (*p == '\n' || *p == '\r') {  // a blank line
+            p++;
+            continue;
+        }
         int i = 0;
         more = 1;
         for (; i < nf && more; i++) {
@@ -218,13 +225,14 @@ static json_t *load_monitor(const char *dir, const char *file, const char *what,
                 json_array_append_new(phase, json_string(cell));
                 continue;
             }
+            if (!arr[i]) continue;
             char *end;
             double v = strtod(cell, &end);
             json_array_append_new(arr[i], cell[0] && *end == '\0' && isfinite(v) ? json_real(v) : json_null());
         }
         for (; i < nf; i++) {  // a short (cut) line
             if (i == 3) json_array_append_new(phase, json_string(""));
-            else json_array_append_new(arr[i], json_null());
+            else if (arr[i]) json_array_append_new(arr[i], json_null());
         }
         while (more) more = csv_field(&p, cell, sizeof cell);  // extra cells
         rows++;
@@ -263,7 +271,10 @@ char *dlp_report_verdict(const json_t *run, const json_t *predict) {
     int gpu = device && (strncmp(device, "cuda", 4) == 0 || strncmp(device, "sim", 3) == 0);
     char buf[2048];
     size_t n = 0;
-#define PUT(...) n += (size_t)snprintf(buf + n, n < sizeof buf ? sizeof buf - n : 0, __VA_ARGS__)
+#define PUT(...) \
+    do { \
+        if (n < sizeof buf) n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__); \
+    } while (0)
     if (!isfinite(train)) {
         PUT("No verdict: the training stage has no figures (it failed or did not run), so what holds this machine "
             "back is not measured.");
@@ -280,9 +291,9 @@ char *dlp_report_verdict(const json_t *run, const json_t *predict) {
             "%.0f img/s. A faster device would wait for data, so it needs more or faster loader cores with it.",
             train, prep);
     } else {
-        PUT("Compute holds this machine back: training ran at %.1f img/s%s and the loader kept up (data wait %.1f%% of "
+        PUT("Compute holds this machine back: training ran at %.1f img/s and the loader kept up (data wait %.1f%% of "
             "the step; the pipeline alone reaches %.0f img/s, %.0fx this rate).",
-            train, isfinite(frac) ? "" : "", 100 * (isfinite(wait) ? wait : 0), prep, prep / train);
+            train, 100 * (isfinite(wait) ? wait : 0), prep, prep / train);
         if (isfinite(frac)) PUT(" The %s ran at %.0f%% of its measured peak, so the kernels are not what is missing.",
                                 gpu ? "GPU" : "CPU", 100 * frac);
         if (!gpu) PUT(" A GPU would fix it: the same CPU could feed a device about %.0fx faster before JPEG decode "

@@ -95,8 +95,9 @@ static void test_page(void **state) {
     put(dir, "train.json", "{\"schema\": \"dlperf.train/1\", \"loss\": {\"first\": 2.3, \"last\": 1.5}}");
     put(dir, "data.json", "{\"runs\": [1, 2");  // cut: unreadable
     put(dir, "train-monitor.csv",
-        "t_s,dt_s,unix_s,phase,cpu.all.util_pct,run.images_per_s\n"
-        "0.5,0.5,100.5,\"warm-up\",50,\n"
+        "t_s,dt_s,unix_s,phase,cpu.all.util_pct,run.images_per_s,cpu.all.util_pct\n"  // a repeated name: skipped
+        "0.5,0.5,100.5,\"warm-up\",50,,99\n"
+        "\n"  // a blank line: skipped
         "1.0,0.5,101.0,epoch 1,75.5,12\n"
         "1.5,0.5,101.5,epoch 1,80");  // a cut last line
     // a chart library stand-in
