@@ -253,7 +253,8 @@
     ['training', 'inference'].forEach(function (st) {
       var m = r.monitor[st];
       if (!m) return;
-      var u = m.cols.unix_s;
+      var u = m.cols.unix_s || m.cols.t_s;
+      if (!u) return;
       if (t0 === null) t0 = u[0];
       parts.push({ stage: st, m: m, t: u.map(function (x) { return x - t0; }) });
     });
@@ -489,7 +490,8 @@
   else withLg.forEach(function (i) {
     var lg = runs[i].loadgen, r = lg.result || {}, L = 'result.';
     if (!lg.result) { figure(son, 'LoadGen scenario', null, null, 'loadgen.json has no result'); return; }
-    var PCT = ['p50', 'p90', 'p95', 'p99', 'p99.9', 'max'].filter(function (p) { return isNum(get(r, 'latency_ms')[p]); });
+    var lat = get(r, 'latency_ms') || {};
+    var PCT = ['p50', 'p90', 'p95', 'p99', 'p99.9', 'max'].filter(function (p) { return isNum(lat[p]); });
     var rows = [['scenario, mode', (r.scenario || '?') + ', ' + (r.mode || '?') + ' (SUT ' + (r.sut || '?') + ')'],
       ['result', r.valid ? 'VALID' : 'INVALID' + (r.reasons && r.reasons.length ? ': ' + r.reasons.join('; ') : '')],
       [get(r, 'metric.name') || 'metric', cell(i, 'loadgen', L + 'metric.value')],
@@ -502,7 +504,7 @@
     PCT.forEach(function (p) { rows.push(['latency ' + p + ', ms', cell(i, 'loadgen', L + 'latency_ms.' + p)]); });
     figure(son, 'LoadGen ' + (r.scenario || '') + ' latency' + (multi ? ': ' + runName(i) : ''), {
       type: 'bar', labels: PCT, x: 'percentile of queries', y: 'latency per query, ms',
-      datasets: [ds(r.scenario || 'latency', PCT.map(function (p) { return get(r, 'latency_ms')[p]; }), i)]
+      datasets: [ds(r.scenario || 'latency', PCT.map(function (p) { return lat[p]; }), i)]
     }, table(['LoadGen', 'value'], rows));
   });
 
