@@ -5,6 +5,7 @@
 # the chart library. Each page: no console or script errors, every chart's canvas drawn (the page's own self-check,
 # read from the DOM Chromium dumps), every number in a table equal to the run directory's JSON, every gap stated;
 # a screenshot of the full and the gaps page kept under the test's log directory.
+# tags: asan
 # timeout: 300
 set -u
 D=${DLPERF:-build/dlperf}
