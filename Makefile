@@ -143,6 +143,17 @@ $(BUILD)/src/%_nccl.o: src/%_nccl.c
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+# the commit dlperf was built from (`dlperf version`, every result's "versions", the report): hw/host.o is rebuilt
+# when it changes
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(BUILD)/git-commit.txt: FORCE
+	@mkdir -p $(dir $@); echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/src/hw/host.o: $(BUILD)/git-commit.txt
+$(BUILD)/src/hw/host.o: CFLAGS += -DDLP_GIT_COMMIT='"$(GIT_COMMIT)"'
+.PHONY: FORCE
+FORCE:
+# the report page's script and style are built into report/assets.o (.incbin): rebuild it when they change
+$(BUILD)/src/report/assets.o: src/report/report.js src/report/report.css
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@

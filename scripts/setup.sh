@@ -1,13 +1,13 @@
 #!/bin/sh
 # Installs the Debian packages dlperf needs, only those missing. Run as root (or with sudo available).
-#   scripts/setup.sh build   what building and `dlperf run` need
-#   scripts/setup.sh test    that plus what the tests and benchmarks use (cmocka, PyTorch, promtool, wrk)
+#   scripts/setup.sh build   what building and `dlperf run` need (libjs-chart.js: the charts of its report.html)
+#   scripts/setup.sh test    that plus what the tests and benchmarks use (cmocka, PyTorch, promtool, wrk, chromium to render the report)
 set -eu
 mode=${1:-build}
 BUILD_PKGS="build-essential pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libjansson-dev libdnnl-dev
-  libmicrohttpd-dev libopenmpi-dev openmpi-bin"
+  libmicrohttpd-dev libopenmpi-dev openmpi-bin libjs-chart.js"
 TEST_PKGS="libcmocka-dev python3 python3-numpy python3-pil python3-yaml python3-torch python3-torchvision libopenblas0-pthread
-  prometheus wrk curl valgrind"
+  prometheus wrk curl valgrind chromium fonts-dejavu-core"
 case "$mode" in
   build) want="$BUILD_PKGS" ;;
   test) want="$BUILD_PKGS $TEST_PKGS" ;;

@@ -34,6 +34,7 @@ run_pass() {  # build-dir sanitizer(0/1)
   mkdir -p "$logdir"
   tag=""; [ "$san" = 1 ] && tag=" [asan+ubsan]"
   export DLPERF="$ROOT/$b/dlperf" PYTHON="$PY" DLPERF_ROOT="$ROOT" DLPERF_SANITIZER=$san
+  export DLPERF_TEST_LOGDIR="$ROOT/$logdir"  # what a test keeps (screenshots) besides its log
   export DLPERF_TEST_TMP="${TMPDIR:-/tmp}/dlperf-test-$$"
   mkdir -p "$DLPERF_TEST_TMP"
   if [ "$san" = 1 ]; then

@@ -45,6 +45,7 @@ dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, d
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg);
 
 int dlp_cli_version(int argc, char **argv);
+int dlp_cli_report(int argc, char **argv);
 int dlp_cli_data(int argc, char **argv);
 int dlp_cli_nn(int argc, char **argv);
 int dlp_cli_predict(int argc, char **argv);

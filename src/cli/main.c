@@ -11,6 +11,7 @@
 
 static const dlp_cli_cmd k_cmds[] = {
     {"run", dlp_cli_run, "the whole flow on this machine: data preparation, monitored training, inference, bottleneck, cost, catalog"},
+    {"report", dlp_cli_report, "the evaluation report of saved run directories: one HTML page with charts, runs side by side"},
     {"version", dlp_cli_version, "versions of dlperf and the libraries it was built with"},
     {"data", dlp_cli_data, "synthetic ImageNet, the input pipeline benchmark, one-image transforms"},
     {"train", dlp_cli_train, "train a ResNet through the real input pipeline: phases, stall, accuracy, checkpoints"},

@@ -24,6 +24,7 @@
 #include "core/opts.h"
 #include "dist/launch.h"
 #include "hw/host.h"
+#include "report/report.h"
 #ifdef DLP_HAVE_NCCL
 #include "backend/cuda/cuda.h"
 #endif
@@ -346,7 +347,8 @@ int dlp_cli_run(int argc, char **argv) {
         "                  [--usd-per-hour X] [--compare ID,..] [--out DIR] [--quick]\n"
         "The whole flow on this machine: host, data preparation rate, a monitored training run through the real\n"
         "input pipeline, inference throughput and latency, what held training back, cost per image, and the\n"
-        "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory.",
+        "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory,\n"
+        "and report.html (charts and tables of them all; `dlperf report DIR` writes it again).",
         argc, argv, &rest);
     if (st) return dlp_cli_fail(st);
     if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
@@ -697,6 +699,23 @@ int dlp_cli_run(int argc, char **argv) {
     for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) json_decref(stages[i]->result);
     printf("\nrun: %.0f s; %s written%s\n", wall, json_path,
            failed ? " (some stages failed: see above and the stages in the result)" : "");
+    // the report page, from the files just written (what `dlperf report` writes again)
+    if (!st && !o.json) {
+        char page[4200];
+        snprintf(page, sizeof page, "%s/report.html", out);
+        const char *dirs[] = {out};
+        dlp_report_info ri;
+        dlp_status rs = dlp_report_write(dirs, 1, page, &ri);
+        if (rs) {
+            dlp_err_print(stderr);
+            dlp_err_clear();
+        } else {
+            printf("report: %s (%.0f KB%s)\n", page, (double)ri.bytes / 1024,
+                   ri.chartjs ? "" : "; charts unavailable: install libjs-chart.js");
+        }
+    } else if (!st) {
+        printf("report: not written (--json put run.json outside %s; `dlperf report` reads DIR/run.json)\n", out);
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (st) return dlp_cli_fail(st);

@@ -84,6 +84,9 @@ json_t *dlp_versions_to_json(void) {
     json_t *o = json_object();
     char buf[64];
     json_object_set_new(o, "dlperf", json_string(DLP_VERSION));
+#ifdef DLP_GIT_COMMIT  // the Makefile's `git describe` of the tree this binary was built from
+    json_object_set_new(o, "dlperf commit", json_string(DLP_GIT_COMMIT));
+#endif
     json_object_set_new(o, "jansson", json_string(JANSSON_VERSION));
 #ifdef LIBJPEG_TURBO_VERSION
 #define DLP_STR2(x) #x
