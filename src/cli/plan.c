@@ -254,15 +254,20 @@ static void print_balance(const dlp_prediction *o, const dlp_plan_cand *c, int n
     char b1[32], b2[32], m[64], why[400] = "";
     double host = dlp_plan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
     int balanced = fabs(r - 1) <= 0.10;
-    if (!balanced && r > 1) {
+    if (!balanced && !c) {  // a given machine: its changes are listed after the requirements
+        snprintf(why, sizeof why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
+                                              : "the GPUs wait for the CPU input pipeline or storage (see the change below)");
+    } else if (!balanced && r > 1) {
         int k = c ? cheaper_would_do(c, n, chosen, "cpu", tol) : -1;
         if (k >= 0)
             snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: a cheaper part would do (%dx %s, %s "
                      "less)", r, c[k].sockets, c[k].cpu->id, money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
+        else if (c[chosen].sys)
+            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: %s is a whole catalog system (a "
+                     "cloud instance or a fixed build), its CPU comes with it", r, c[chosen].sys->id);
         else
-            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take, and no cheaper CPU or storage %s "
-                     "keeps them fed: the spare cores are the price of the cheapest part that does", r,
-                     c && c[chosen].sys ? "(a whole catalog system: its parts are fixed)" : "the platform takes");
+            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take, and no cheaper CPU or storage the "
+                     "platform takes keeps them fed: the spare cores are the price of the cheapest part that does", r);
     } else if (!balanced) {
         snprintf(why, sizeof why, "the GPUs wait for %s (the CPU pipeline delivers %.2fx what they take)",
                  dlp_stage_name(o->bottleneck), r);
@@ -344,7 +349,17 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, reqs);
     // Changes: each CPU of the catalog with a price (a catalog system only: a profile's CPU is measured, not a part)
     // and each storage option, alone and together.
-    int ncpu = s ? cat->ncpus : 0, nst = parts ? parts->nstorage : 0;
+    // The CPUs a platform built on this system takes, else every priced CPU of the catalog (which board takes which
+    // CPU is recorded only for platforms).
+    const dlp_cpu_spec *cpus[64];
+    int ncpu = 0, nst = parts ? parts->nstorage : 0, from_platform = 0;
+    for (int i = 0; s && parts && i < parts->nplatforms; i++)
+        if (parts->platforms[i].base == s && parts->platforms[i].sockets == s->sockets) {
+            for (int k = 0; k < parts->platforms[i].ncpus && ncpu < 64; k++) cpus[ncpu++] = parts->platforms[i].cpus[k];
+            from_platform = 1;
+            break;
+        }
+    for (int i = 0; s && !from_platform && i < cat->ncpus && ncpu < 64; i++) cpus[ncpu++] = &cat->cpus[i];
     double orig = o->img_per_s, dev = o->device_img_per_s;
     int host_bound = dlp_plan_host_cap(o) < dev * (1 - req->tolerance);
     change best = {0}, cheap = {0};
@@ -352,7 +367,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     json_t *chj = json_array();
     json_object_set_new(res, "changes", chj);
     for (int ic = -1; ic < ncpu; ic++) {
-        const dlp_cpu_spec *cpu = ic < 0 ? NULL : &cat->cpus[ic];
+        const dlp_cpu_spec *cpu = ic < 0 ? NULL : cpus[ic];
         if (cpu && (cpu == s->cpu || !(cpu->price_usd > 0))) continue;
         for (int is = -1; is < nst; is++) {
             const dlp_storage_opt *so = is < 0 ? NULL : &parts->storage[is];
@@ -429,6 +444,9 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         printf("  the %s sets the pace, not the CPU input pipeline: more GPU throughput (faster or more GPUs, or a faster "
                "allreduce/PCIe as above) is the change to buy\n", dlp_stage_name(o->bottleneck));
     }
+    if (s && !from_platform && (have_best || have_cheap))
+        printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
+    json_object_set_new(res, "cpus_from_platform", json_boolean(from_platform));
     if (have_cheap) {
         snprintf(what, sizeof what, "%s%s%s%s%s", cheap.cpu ? "CPU -> " : "", cheap.cpu ? cheap.cpu->id : "",
                  cheap.cpu && cheap.stor ? ", " : "", cheap.stor ? "storage -> " : "", cheap.stor ? cheap.stor->id : "");
