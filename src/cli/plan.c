@@ -68,8 +68,7 @@ static const char *money(double v, int hourly, char *buf, size_t len) {
 
 static void describe(const dlp_plan_cand *c, char *buf, size_t len) {
     if (c->sys)
-        snprintf(buf, len, "%s (%s: %dx %s, %dx %s)%s", c->sys->id, c->sys->name, c->gpus, c->gpu->id, c->sockets,
-                 c->cpu->id, c->nodes > 1 ? "" : "");
+        snprintf(buf, len, "%s: %dx %s, %dx %s (system)", c->sys->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id);
     else
         snprintf(buf, len, "%s: %dx %s, %dx %s, storage %s", c->plat->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id,
                  c->stor ? c->stor->id : "base");
@@ -438,8 +437,8 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         json_object_set_new(e, "img_per_s", json_real(best.img_per_s));
         json_object_set_new(res, "cheapest_fix", e);
     } else if (host_bound) {
-        printf("  no CPU or storage of the catalog (%d changes tried) feeds the GPUs: the requirement lines above say "
-               "what would\n", tried);
+        printf("  no CPU or storage of the catalog (%d change%s tried) feeds the GPUs: the requirement lines above say "
+               "what would\n", tried, tried == 1 ? "" : "s");
     } else {
         printf("  the %s sets the pace, not the CPU input pipeline: more GPU throughput (faster or more GPUs, or a faster "
                "allreduce/PCIe as above) is the change to buy\n", dlp_stage_name(o->bottleneck));
@@ -625,8 +624,10 @@ int dlp_cli_plan(int argc, char **argv) {
                grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req.w.epochs,
                c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
         printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
-        printf("  (the cheapest configuration within %.0f%% of the fastest %s)\n", 100 * req.tolerance,
-               req.deadline_s > 0 ? "that meets the deadline" : "affordable one");
+        if (req.deadline_s > 0)
+            printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
+        else
+            printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req.tolerance);
         print_balance(o, c, n, chosen, req.tolerance, hourly, res);
         json_t *reqs = json_array();
         json_object_set_new(res, "requirements", reqs);
@@ -635,7 +636,7 @@ int dlp_cli_plan(int argc, char **argv) {
         int sp = better_spent(c, n, chosen, req.tolerance, &part);
         if (sp >= 0) {
             describe(&c[sp], d, sizeof d);
-            printf("  money better spent: %s (%s %s more): %s img/s (+%.0f%%)%s\n", part,
+            printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
                    money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
                    100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
             json_object_set_new(res, "better_spent", cand_json(&c[sp]));

@@ -194,14 +194,15 @@ int dlp_plan_choose(dlp_plan_cand *c, int n, const dlp_plan_req *req) {
         if (c[i].feasible && c[i].img_per_s > best) best = c[i].img_per_s;
     }
     int pick = -1;
+    // Under a deadline every feasible configuration qualifies and the cheapest that meets it wins — for a purchase
+    // the price, for rent what the whole run costs (a faster rent may cost less in all); else those within the
+    // tolerance of the fastest qualify, and the cheapest of them wins.
+    int run_cost = req->deadline_s > 0 && req->mode == DLP_PLAN_HOURLY;
     for (int i = 0; i < n; i++) {
         if (!c[i].feasible) continue;
-        // Under a deadline every feasible configuration qualifies (the cheapest that meets it); else those within
-        // the tolerance of the fastest.
         if (req->deadline_s <= 0 && c[i].img_per_s < (1 - req->tolerance) * best) continue;
-        if (pick < 0 || c[i].budget_cost < c[pick].budget_cost ||
-            (c[i].budget_cost == c[pick].budget_cost && c[i].img_per_s > c[pick].img_per_s))
-            pick = i;
+        double ki = run_cost ? c[i].usd_total : c[i].budget_cost, kp = pick < 0 ? 0 : run_cost ? c[pick].usd_total : c[pick].budget_cost;
+        if (pick < 0 || ki < kp || (ki == kp && c[i].img_per_s > c[pick].img_per_s)) pick = i;
     }
     return pick;
 }

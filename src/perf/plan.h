@@ -2,7 +2,8 @@
 // GPUs per node x CPU x storage option x nodes, and the catalog's whole systems x nodes — becomes a catalog system
 // record, a machine profile (hw/derive) and a prediction (perf/model) with its cost (perf/cost). The choice under a
 // budget: the cheapest configuration within a tolerance of the fastest affordable one (so no cheaper one is faster,
-// and a larger budget never gives a slower plan); under a deadline: the cheapest that meets it. docs/model.md, "Plan".
+// and a larger budget never gives a slower plan); under a deadline: the cheapest that meets it (rent: the cheapest
+// run). docs/model.md, "Plan".
 // Defines: dlp_plan_mode, dlp_plan_req, dlp_plan_req_init, dlp_plan_cand, dlp_plan_enumerate, dlp_plan_choose,
 //          dlp_plan_frontier, dlp_plan_neighbor, dlp_plan_host_cap, dlp_plan_predict_spec.
 #ifndef DLP_PERF_PLAN_H

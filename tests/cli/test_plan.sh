@@ -34,7 +34,7 @@ echo "ok buy: $(grep -F 'best box' "$T/buy.txt")"
 # 2. Hourly budget: four 1-GPU cloud nodes ($4/h, about 7,800 img/s) beat the 4-GPU node ($10/h, its 8 cores
 #    starve four 4,000 img/s GPUs) even when $12/h would allow it.
 "$D" plan --catalog "$FX" --budget-usd-h 12 --json "$T/rent.json" >"$T/rent.txt" 2>&1 || { cat "$T/rent.txt"; fail "plan --budget-usd-h 12"; }
-has "$T/rent.txt" "best cloud-small"
+has "$T/rent.txt" "best cloud-small: 1x gpu-a"
 has "$T/rent.txt" "x 4 nodes"
 has "$T/rent.txt" '$4.00/h'
 echo "ok rent: $(grep -F 'best cloud-small' "$T/rent.txt")"
