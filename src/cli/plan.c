@@ -1,5 +1,5 @@
 // cli/plan: `dlperf plan` — under a purchase budget ($) or an hourly one ($/h), or a deadline, the configuration of
-// the catalog's parts and systems that trains fastest (perf/plan), the next best ones, whether the chosen one is
+// the catalog's parts and systems that trains fastest (perf/hwplan), the next best ones, whether the chosen one is
 // balanced, and what each part must deliver to keep its GPUs fed; with --system or --profile, the cheapest change
 // that removes a machine's bottleneck.
 #include <math.h>
@@ -15,7 +15,7 @@
 #include "hw/derive.h"
 #include "hw/host.h"
 #include "hw/parts.h"
-#include "perf/plan.h"
+#include "perf/hwplan.h"
 
 typedef struct {
     const char *system, *profile, *model, *dataset, *pipeline, *catalog, *json;
@@ -66,7 +66,7 @@ static const char *money(double v, int hourly, char *buf, size_t len) {
     return buf;
 }
 
-static void describe(const dlp_plan_cand *c, char *buf, size_t len) {
+static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
     if (c->sys)
         snprintf(buf, len, "%s: %dx %s, %dx %s (system)", c->sys->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id);
     else
@@ -78,7 +78,7 @@ static void describe(const dlp_plan_cand *c, char *buf, size_t len) {
     }
 }
 
-static json_t *cand_json(const dlp_plan_cand *c) {
+static json_t *cand_json(const dlp_hwplan_cand *c) {
     json_t *e = json_object();
     json_object_set_new(e, "id", json_string(c->id));
     json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
@@ -128,11 +128,11 @@ static void add_line(json_t *arr, const req_line *l) {
 
 // The cheapest neighbor of `chosen` (one part swapped, `what`) that is about as fast (a cheaper part would do), or
 // the one with the most images/s per extra dollar among those faster (money better spent here).
-static int cheaper_would_do(const dlp_plan_cand *c, int n, int chosen, const char *part, double tol) {
+static int cheaper_would_do(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol) {
     int best = -1;
     for (int i = 0; i < n; i++) {
         const char *what;
-        if (!c[i].ok || !dlp_plan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
         if (c[i].budget_cost < c[chosen].budget_cost && c[i].img_per_s >= (1 - tol) * c[chosen].img_per_s &&
             (best < 0 || c[i].budget_cost < c[best].budget_cost))
             best = i;
@@ -140,12 +140,12 @@ static int cheaper_would_do(const dlp_plan_cand *c, int n, int chosen, const cha
     return best;
 }
 
-static int better_spent(const dlp_plan_cand *c, int n, int chosen, double tol, const char **part) {
+static int better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part) {
     int best = -1;
     double best_gain = 0;
     for (int i = 0; i < n; i++) {
         const char *what;
-        if (!c[i].ok || !dlp_plan_neighbor(&c[chosen], &c[i], &what)) continue;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what)) continue;
         double dcost = c[i].budget_cost - c[chosen].budget_cost, dimg = c[i].img_per_s - c[chosen].img_per_s;
         if (dimg <= tol * c[chosen].img_per_s || dcost <= 0) continue;
         if (dimg / dcost > best_gain) {
@@ -157,7 +157,7 @@ static int better_spent(const dlp_plan_cand *c, int n, int chosen, double tol, c
     return best;
 }
 
-static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_plan_cand *c, int n, int chosen,
+static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
                                double tol, int hourly, json_t *arr) {
     char b1[32], b2[32], m[64];
     int N = o->devices;
@@ -248,10 +248,10 @@ static void print_requirements(const dlp_profile *p, const dlp_prediction *o, co
 }
 
 // Balance of one prediction: the input pipeline's capacity over the devices'.
-static void print_balance(const dlp_prediction *o, const dlp_plan_cand *c, int n, int chosen, double tol, int hourly,
+static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen, double tol, int hourly,
                           json_t *res) {
     char b1[32], b2[32], m[64], why[400] = "";
-    double host = dlp_plan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
+    double host = dlp_hwplan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
     int balanced = fabs(r - 1) <= 0.10;
     if (!balanced && !c) {  // a given machine: its changes are listed after the requirements
         snprintf(why, sizeof why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
@@ -273,7 +273,7 @@ static void print_balance(const dlp_prediction *o, const dlp_plan_cand *c, int n
         int best = -1;
         for (int i = 0; c && i < n; i++) {
             const char *what;
-            if (!c[i].ok || !dlp_plan_neighbor(&c[chosen], &c[i], &what) || (strcmp(what, "cpu") && strcmp(what, "storage")))
+            if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || (strcmp(what, "cpu") && strcmp(what, "storage")))
                 continue;
             if (c[i].ratio >= 0.9 && (best < 0 || c[i].budget_cost < c[best].budget_cost)) best = i;
         }
@@ -309,7 +309,7 @@ typedef struct change {
     dlp_stage bottleneck;
 } change;
 
-static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_plan_req *req, const opts_t *op,
+static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
                           json_t *res) {
     dlp_profile *p = malloc(sizeof *p), *p2 = malloc(sizeof *p2);
     dlp_prediction *o = malloc(sizeof *o), *o2 = malloc(sizeof *o2);
@@ -321,7 +321,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     if (!st && op->system) {
         s = dlp_catalog_system(cat, op->system);
         if (!s) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--system");
-        if (!st) st = dlp_plan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
+        if (!st) st = dlp_hwplan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
     } else if (!st) {
         st = dlp_profile_read(op->profile, p);
         if (!st && p->ndevices == 0) st = DLP_ERR(DLP_ERR_INVALID, "profile %s has no devices", p->id);
@@ -360,7 +360,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         }
     for (int i = 0; s && !from_platform && i < cat->ncpus && ncpu < 64; i++) cpus[ncpu++] = &cat->cpus[i];
     double orig = o->img_per_s, dev = o->device_img_per_s;
-    int host_bound = dlp_plan_host_cap(o) < dev * (1 - req->tolerance);
+    int host_bound = dlp_hwplan_host_cap(o) < dev * (1 - req->tolerance);
     change best = {0}, cheap = {0};
     int have_best = 0, have_cheap = 0, tried = 0;
     json_t *chj = json_array();
@@ -386,7 +386,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
                     spec.storage_tb = so->tb;
                 }
                 dlp_workload w2;
-                st = dlp_plan_predict_spec(cat, &spec, 1, req, p2, &w2, o2, &cost);
+                st = dlp_hwplan_predict_spec(cat, &spec, 1, req, p2, &w2, o2, &cost);
             } else {
                 *p2 = *p;
                 snprintf(p2->storage.desc, sizeof p2->storage.desc, "%s", so->desc);
@@ -524,10 +524,10 @@ int dlp_cli_plan(int argc, char **argv) {
         dlp_catalog_free(cat);
         return dlp_cli_fail(st);
     }
-    dlp_plan_req req;
-    dlp_plan_req_init(&req);
-    req.mode = op.budget_h > 0 || (op.cloud && !(op.budget > 0)) ? DLP_PLAN_HOURLY : DLP_PLAN_PURCHASE;
-    req.budget = req.mode == DLP_PLAN_HOURLY ? op.budget_h : op.budget;
+    dlp_hwplan_req req;
+    dlp_hwplan_req_init(&req);
+    req.mode = op.budget_h > 0 || (op.cloud && !(op.budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
+    req.budget = req.mode == DLP_HWPLAN_HOURLY ? op.budget_h : op.budget;
     req.deadline_s = op.deadline_h * 3600;
     req.tolerance = op.tolerance;
     req.max_nodes = op.max_nodes;
@@ -550,12 +550,12 @@ int dlp_cli_plan(int argc, char **argv) {
     req.cp.usd_per_kwh = op.kwh;
     req.cp.pue = op.pue;
     req.cp.alt_rate = op.alt;
-    int hourly = req.mode == DLP_PLAN_HOURLY;
+    int hourly = req.mode == DLP_HWPLAN_HOURLY;
 
     json_t *res = dlp_json_result_new("dlperf.plan/1", 0, NULL);
     json_object_set_new(res, "options", dlp_opts_to_json(table));
     json_object_set_new(res, "versions", dlp_versions_to_json());
-    dlp_plan_cand *c = NULL;
+    dlp_hwplan_cand *c = NULL;
     int n = 0;
     dlp_profile *p = NULL;
     dlp_prediction *o = NULL;
@@ -563,9 +563,9 @@ int dlp_cli_plan(int argc, char **argv) {
         st = inverse(cat, parts, &req, &op, res);
         goto done;
     }
-    if (!st) st = dlp_plan_enumerate(cat, parts, &req, &c, &n);
+    if (!st) st = dlp_hwplan_enumerate(cat, parts, &req, &c, &n);
     if (st) goto done;
-    int chosen = dlp_plan_choose(c, n, &req);
+    int chosen = dlp_hwplan_choose(c, n, &req);
     int nfeas = 0;
     for (int i = 0; i < n; i++) nfeas += c[i].feasible;
     char b1[32], b2[32], b3[32], m[64], d[300];
@@ -593,12 +593,12 @@ int dlp_cli_plan(int argc, char **argv) {
             printf("- (none could be predicted)\n");
         }
     } else {
-        int idx[64], k = dlp_plan_frontier(c, n, chosen, idx, op.top < 64 ? op.top : 64);
+        int idx[64], k = dlp_hwplan_frontier(c, n, chosen, idx, op.top < 64 ? op.top : 64);
         printf("\n  %-4s %-58s %11s %9s %13s %9s %-15s %9s\n", "", "configuration", hourly ? "$/h" : "price", "img/s",
                "time to train", "$/1M img", "bottleneck", "CPU/GPU");
         json_t *top = json_array();
         for (int i = 0; i < k; i++) {
-            const dlp_plan_cand *x = &c[idx[i]];
+            const dlp_hwplan_cand *x = &c[idx[i]];
             describe(x, d, sizeof d);
             printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
                    money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
@@ -614,10 +614,10 @@ int dlp_cli_plan(int argc, char **argv) {
             goto done;
         }
         dlp_system_spec spec;
-        dlp_plan_spec(&c[chosen], &spec);
+        dlp_hwplan_spec(&c[chosen], &spec);
         dlp_workload w;
         dlp_cost cost;
-        st = dlp_plan_predict_spec(cat, &spec, c[chosen].nodes, &req, p, &w, o, &cost);
+        st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, &req, p, &w, o, &cost);
         if (st) goto done;
         describe(&c[chosen], d, sizeof d);
         printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,

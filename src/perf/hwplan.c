@@ -1,5 +1,5 @@
-// perf/plan: the configurations a catalog can build, each predicted and costed, and the choice among them.
-#include "perf/plan.h"
+// perf/hwplan: the configurations a catalog can build, each predicted and costed, and the choice among them.
+#include "perf/hwplan.h"
 
 #include "hw/derive.h"
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dlp_plan_req_init(dlp_plan_req *r) {
+void dlp_hwplan_req_init(dlp_hwplan_req *r) {
     memset(r, 0, sizeof *r);
     r->tolerance = 0.02;
     r->max_nodes = 4;
@@ -17,7 +17,7 @@ void dlp_plan_req_init(dlp_plan_req *r) {
     dlp_cost_params_init(&r->cp);
 }
 
-double dlp_plan_host_cap(const dlp_prediction *o) {
+double dlp_hwplan_host_cap(const dlp_prediction *o) {
     static const dlp_stage k_host[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
     double x = INFINITY;
     for (size_t i = 0; i < sizeof k_host / sizeof k_host[0]; i++)
@@ -25,7 +25,7 @@ double dlp_plan_host_cap(const dlp_prediction *o) {
     return x;
 }
 
-void dlp_plan_spec(const dlp_plan_cand *c, dlp_system_spec *s) {
+void dlp_hwplan_spec(const dlp_hwplan_cand *c, dlp_system_spec *s) {
     if (c->sys) {
         *s = *c->sys;
         return;
@@ -51,7 +51,7 @@ void dlp_plan_spec(const dlp_plan_cand *c, dlp_system_spec *s) {
     s->usd_per_hour = s->usd_per_hour_alt = 0;
 }
 
-dlp_status dlp_plan_predict_spec(const dlp_catalog *cat, const dlp_system_spec *spec, int nodes, const dlp_plan_req *req,
+dlp_status dlp_hwplan_predict_spec(const dlp_catalog *cat, const dlp_system_spec *spec, int nodes, const dlp_hwplan_req *req,
                                  dlp_profile *p, dlp_workload *w, dlp_prediction *o, dlp_cost *cost) {
     DLP_CHECK(dlp_derive_system(cat, spec, req->pipeline, p));
     const dlp_device_profile *d = &p->devices[0];
@@ -68,10 +68,10 @@ dlp_status dlp_plan_predict_spec(const dlp_catalog *cat, const dlp_system_spec *
     return DLP_OK;
 }
 
-void dlp_plan_fill(dlp_plan_cand *c, const dlp_prediction *o, const dlp_cost *cost, dlp_plan_mode mode) {
+void dlp_hwplan_fill(dlp_hwplan_cand *c, const dlp_prediction *o, const dlp_cost *cost, dlp_hwplan_mode mode) {
     c->ok = 1;
     c->img_per_s = o->cluster_img_per_s;
-    c->host_img_per_s = dlp_plan_host_cap(o);
+    c->host_img_per_s = dlp_hwplan_host_cap(o);
     c->device_img_per_s = o->device_img_per_s;
     c->ratio = c->host_img_per_s / c->device_img_per_s;
     c->epoch_s = o->epoch_s;
@@ -80,43 +80,43 @@ void dlp_plan_fill(dlp_plan_cand *c, const dlp_prediction *o, const dlp_cost *co
     c->usd_per_hour = cost->known ? cost->usd_per_hour : 0;
     c->usd_per_million = cost->known ? cost->usd_per_million_images : 0;
     c->usd_total = cost->known ? cost->usd_total : 0;
-    c->budget_cost = mode == DLP_PLAN_HOURLY ? c->usd_per_hour : c->price_usd;
+    c->budget_cost = mode == DLP_HWPLAN_HOURLY ? c->usd_per_hour : c->price_usd;
 }
 
 typedef struct {
-    dlp_plan_cand *v;
+    dlp_hwplan_cand *v;
     int n, cap;
 } cand_vec;
 
-static dlp_plan_cand *push(cand_vec *cv) {
+static dlp_hwplan_cand *push(cand_vec *cv) {
     if (cv->n == cv->cap) {
         int cap = cv->cap ? 2 * cv->cap : 256;
-        dlp_plan_cand *nv = realloc(cv->v, (size_t)cap * sizeof *nv);
+        dlp_hwplan_cand *nv = realloc(cv->v, (size_t)cap * sizeof *nv);
         if (!nv) return NULL;
         cv->v = nv;
         cv->cap = cap;
     }
-    dlp_plan_cand *c = &cv->v[cv->n++];
+    dlp_hwplan_cand *c = &cv->v[cv->n++];
     memset(c, 0, sizeof *c);
     return c;
 }
 
-dlp_status dlp_plan_enumerate(const dlp_catalog *cat, const dlp_parts *parts, const dlp_plan_req *req,
-                              dlp_plan_cand **out, int *n) {
+dlp_status dlp_hwplan_enumerate(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req,
+                              dlp_hwplan_cand **out, int *n) {
     *out = NULL;
     *n = 0;
     cand_vec cv = {0};
     int node_counts[8], nnc = 0;
     for (int k = 1; k <= req->max_nodes && nnc < 8; k *= 2) node_counts[nnc++] = k;
     // Built from parts (purchase only: clouds rent whole instances).
-    for (int ip = 0; req->mode == DLP_PLAN_PURCHASE && parts && ip < parts->nplatforms; ip++) {
+    for (int ip = 0; req->mode == DLP_HWPLAN_PURCHASE && parts && ip < parts->nplatforms; ip++) {
         const dlp_platform *pl = &parts->platforms[ip];
         for (int ig = 0; ig < pl->ngpus; ig++)
             for (int ic = 0; ic < pl->ncounts; ic++)
                 for (int iu = 0; iu < pl->ncpus; iu++)
                     for (int is = -1; is < parts->nstorage; is++)
                         for (int in = 0; in < nnc && node_counts[in] <= pl->max_nodes; in++) {
-                            dlp_plan_cand *c = push(&cv);
+                            dlp_hwplan_cand *c = push(&cv);
                             if (!c) goto nomem;
                             c->plat = pl;
                             c->gpu = pl->gpus[ig];
@@ -137,11 +137,11 @@ dlp_status dlp_plan_enumerate(const dlp_catalog *cat, const dlp_parts *parts, co
     // Whole catalog systems: owned ones with a price (purchase), cloud ones with a rent (hourly).
     for (int i = 0; i < cat->nsystems; i++) {
         const dlp_system_spec *s = &cat->systems[i];
-        int want = req->mode == DLP_PLAN_PURCHASE ? s->kind == DLP_SYSTEM_OWNED && s->price_usd > 0
+        int want = req->mode == DLP_HWPLAN_PURCHASE ? s->kind == DLP_SYSTEM_OWNED && s->price_usd > 0
                                                   : s->kind == DLP_SYSTEM_CLOUD && s->usd_per_hour > 0;
         for (int in = 0; want && in < nnc; in++) {
             if (node_counts[in] > 1 && !(s->nic_gb_s > 0)) break;
-            dlp_plan_cand *c = push(&cv);
+            dlp_hwplan_cand *c = push(&cv);
             if (!c) goto nomem;
             c->sys = s;
             c->gpu = s->gpu;
@@ -163,18 +163,18 @@ dlp_status dlp_plan_enumerate(const dlp_catalog *cat, const dlp_parts *parts, co
         goto nomem;
     }
     for (int i = 0; i < cv.n; i++) {
-        dlp_plan_cand *c = &cv.v[i];
+        dlp_hwplan_cand *c = &cv.v[i];
         dlp_system_spec spec;
-        dlp_plan_spec(c, &spec);
+        dlp_hwplan_spec(c, &spec);
         dlp_workload w;
         dlp_cost cost;
-        dlp_status st = dlp_plan_predict_spec(cat, &spec, c->nodes, req, p, &w, o, &cost);
+        dlp_status st = dlp_hwplan_predict_spec(cat, &spec, c->nodes, req, p, &w, o, &cost);
         if (st) {
             snprintf(c->err, sizeof c->err, "%s", dlp_err_msg());
             dlp_err_clear();
             continue;
         }
-        dlp_plan_fill(c, o, &cost, req->mode);
+        dlp_hwplan_fill(c, o, &cost, req->mode);
     }
     free(p);
     free(o);
@@ -186,7 +186,7 @@ nomem:
     return DLP_ERR(DLP_ERR_NOMEM, "out of memory enumerating configurations");
 }
 
-int dlp_plan_choose(dlp_plan_cand *c, int n, const dlp_plan_req *req) {
+int dlp_hwplan_choose(dlp_hwplan_cand *c, int n, const dlp_hwplan_req *req) {
     double best = 0;
     for (int i = 0; i < n; i++) {
         c[i].feasible = c[i].ok && c[i].budget_cost > 0 && (req->budget <= 0 || c[i].budget_cost <= req->budget) &&
@@ -197,7 +197,7 @@ int dlp_plan_choose(dlp_plan_cand *c, int n, const dlp_plan_req *req) {
     // Under a deadline every feasible configuration qualifies and the cheapest that meets it wins — for a purchase
     // the price, for rent what the whole run costs (a faster rent may cost less in all); else those within the
     // tolerance of the fastest qualify, and the cheapest of them wins.
-    int run_cost = req->deadline_s > 0 && req->mode == DLP_PLAN_HOURLY;
+    int run_cost = req->deadline_s > 0 && req->mode == DLP_HWPLAN_HOURLY;
     for (int i = 0; i < n; i++) {
         if (!c[i].feasible) continue;
         if (req->deadline_s <= 0 && c[i].img_per_s < (1 - req->tolerance) * best) continue;
@@ -207,15 +207,15 @@ int dlp_plan_choose(dlp_plan_cand *c, int n, const dlp_plan_req *req) {
     return pick;
 }
 
-static const dlp_plan_cand *g_sort;
+static const dlp_hwplan_cand *g_sort;
 static int by_speed(const void *a, const void *b) {
-    const dlp_plan_cand *x = &g_sort[*(const int *)a], *y = &g_sort[*(const int *)b];
+    const dlp_hwplan_cand *x = &g_sort[*(const int *)a], *y = &g_sort[*(const int *)b];
     if (x->img_per_s != y->img_per_s) return x->img_per_s < y->img_per_s ? 1 : -1;
     if (x->budget_cost != y->budget_cost) return x->budget_cost < y->budget_cost ? -1 : 1;
     return strcmp(x->id, y->id);
 }
 
-int dlp_plan_frontier(const dlp_plan_cand *c, int n, int chosen, int *idx, int max) {
+int dlp_hwplan_frontier(const dlp_hwplan_cand *c, int n, int chosen, int *idx, int max) {
     int *all = malloc((size_t)(n ? n : 1) * sizeof *all), m = 0;
     if (!all) return 0;
     for (int i = 0; i < n; i++) {
@@ -241,7 +241,7 @@ int dlp_plan_frontier(const dlp_plan_cand *c, int n, int chosen, int *idx, int m
     return k;
 }
 
-int dlp_plan_neighbor(const dlp_plan_cand *a, const dlp_plan_cand *b, const char **what) {
+int dlp_hwplan_neighbor(const dlp_hwplan_cand *a, const dlp_hwplan_cand *b, const char **what) {
     if (a == b || a->sys || b->sys || a->plat != b->plat) return 0;
     int d = 0;
     const char *w = "";
