@@ -18,8 +18,8 @@
 #include "perf/hwplan.h"
 
 typedef struct {
-    const char *system, *profile, *model, *dataset, *pipeline, *catalog, *json;
-    int classes, batch, size, epochs, precision, storage, alt, cloud, top, max_nodes;
+    const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
+    int classes, batch, size, epochs, precision, storage, alt, cloud, top, max_nodes, devices;
     int64_t images;
     double budget, budget_h, deadline_h, tolerance, lifetime, utilization, kwh, pue;
 } opts_t;
@@ -116,7 +116,7 @@ typedef struct req_line {
 } req_line;
 
 static void add_line(json_t *arr, const req_line *l) {
-    printf("    %-15s %-42s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
+    printf("    %-15s %-50s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
     if (!arr) return;
     json_t *e = json_object();
     json_object_set_new(e, "part", json_string(l->part));
@@ -158,7 +158,7 @@ static int better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol,
 }
 
 static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
-                               double tol, int hourly, json_t *arr) {
+                               double tol, int hourly, const char *pipe, json_t *arr) {
     char b1[32], b2[32], m[64];
     int N = o->devices;
     double target = o->busy_img_per_s;
@@ -176,9 +176,8 @@ static void print_requirements(const dlp_profile *p, const dlp_prediction *o, co
     // CPU cores
     memset(&l, 0, sizeof l);
     l.part = "cores per GPU";
-    snprintf(l.need, sizeof l.need, ">= %.1f at pipeline %s, %.2fx core", o->loader_cores_needed / N, p->pipeline.name[0] ? "" : "",
+    snprintf(l.need, sizeof l.need, ">= %.1f (%s pipeline, cores %.2fx the dev core)", o->loader_cores_needed / N, pipe,
              p->host.core_speed_rel);
-    snprintf(l.need, sizeof l.need, ">= %.1f (%.2fx the development core)", o->loader_cores_needed / N, p->host.core_speed_rel);
     snprintf(l.has, sizeof l.has, "has %.1f free (%s)", o->loader_cores / N, p->host.cpu_model);
     double head = o->loader_cores / o->loader_cores_needed;
     if (head < 1 - 1e-9) snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for the CPU");
@@ -324,17 +323,31 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         if (!st) st = dlp_hwplan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
     } else if (!st) {
         st = dlp_profile_read(op->profile, p);
-        if (!st && p->ndevices == 0) st = DLP_ERR(DLP_ERR_INVALID, "profile %s has no devices", p->id);
+        if (!st && op->device) {  // a catalog GPU put into the measured host
+            dlp_sim_spec sim;
+            st = dlp_sim_spec_parse(strncmp(op->device, "sim:", 4) == 0 ? op->device + 4 : op->device, &sim);
+            if (!st) st = dlp_sim_device(&sim, cat, &p->devices[0]);
+            if (!st) {
+                p->ndevices = 1;
+                p->devices_per_node = op->devices > 0 ? op->devices : p->devices_per_node > 0 ? p->devices_per_node : 1;
+            }
+        } else if (!st) {  // the profile's GPU first
+            for (int i = 1; i < p->ndevices; i++)
+                if (p->devices[i].kind == DLP_DEVICE_GPU && p->devices[0].kind != DLP_DEVICE_GPU) p->devices[0] = p->devices[i];
+        }
+        if (!st && (p->ndevices == 0 || p->devices[0].kind != DLP_DEVICE_GPU))
+            st = DLP_ERR(DLP_ERR_INVALID, "plan: profile %s has no GPU device (plan sizes GPU machines): give --device <gpu> "
+                         "(e.g. --device a100) to put a catalog GPU into it, or measure one with dlperf probe --device cuda",
+                         p->id);
         if (!st) {
             w = req->w;
-            w.devices = 0;
+            w.devices = op->devices;
             w.nodes = 1;
-            if (!req->prec_given && p->devices[0].kind != DLP_DEVICE_CPU) w.prec = DLP_PREC_FP16;
+            if (!req->prec_given) w.prec = DLP_PREC_FP16;
             if (w.batch <= 0) {
                 const dlp_rate *r = dlp_device_find_rate(&p->devices[0], w.task, w.prec, 0);
                 w.batch = r && r->batch_ref > 0 ? r->batch_ref : 256;
             }
-            if (!w.stats.images && p->has_stats) w.stats = p->stats;
             st = dlp_predict(p, &p->devices[0], &w, o);
         }
     }
@@ -345,7 +358,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     print_balance(o, NULL, 0, -1, req->tolerance, 0, res);
     json_t *reqs = json_array();
     json_object_set_new(res, "requirements", reqs);
-    print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, reqs);
+    print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
     // Changes: each CPU of the catalog with a price (a catalog system only: a profile's CPU is measured, not a part)
     // and each storage option, alone and together.
     // The CPUs a platform built on this system takes, else every priced CPU of the catalog (which board takes which
@@ -470,6 +483,8 @@ int dlp_cli_plan(int argc, char **argv) {
         {"cloud", 0, DLP_OPT_FLAG, &op.cloud, NULL, NULL, "with --deadline-h alone: rent (cloud systems) instead of buying", NULL, 0},
         {"system", 0, DLP_OPT_STR, &op.system, NULL, "ID", "inverse: the cheapest change that removes this catalog system's bottleneck", NULL, 0},
         {"profile", 0, DLP_OPT_STR, &op.profile, NULL, "FILE", "inverse: the same for a machine profile (storage changes)", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &op.device, NULL, "GPU", "with --profile: put this catalog GPU (or sim:<gpu>[,...]) in the machine", NULL, 0},
+        {"devices", 0, DLP_OPT_INT, &op.devices, "0", NULL, "with --profile: GPUs per node (0: the profile's, at least 1)", NULL, 0},
         {"model", 0, DLP_OPT_STR, &op.model, "resnet50", "M", "resnet18|resnet34|resnet50|resnet101|resnet152", NULL, 0},
         {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per GPU (0: each GPU's published figure's batch)", NULL, 0},
@@ -502,6 +517,8 @@ int dlp_cli_plan(int argc, char **argv) {
     if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: unexpected argument '%s'", argv[rest]));
     int inv = op.system || op.profile;
     if (op.system && op.profile) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give --system or --profile, not both"));
+    if ((op.device || op.devices) && !op.profile)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: --device and --devices go with --profile (a catalog system has its GPUs)"));
     if (!inv && !(op.budget > 0) && !(op.budget_h > 0) && !(op.deadline_h > 0))
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give a budget (--budget-usd $ or --budget-usd-h $/h), a deadline "
                                     "(--deadline-h H), or a machine (--system ID, --profile FILE)"));
@@ -533,8 +550,8 @@ int dlp_cli_plan(int argc, char **argv) {
     req.max_nodes = op.max_nodes;
     req.pipeline = op.pipeline;
     static const dlp_prec k_prec[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
-    req.prec_given = 1;
-    req.w.prec = k_prec[op.precision];
+    req.prec_given = dlp_opt_given(table, "precision");
+    req.w.prec = req.prec_given ? k_prec[op.precision] : DLP_PREC_FP16;
     snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
     req.w.classes = op.classes;
     req.w.batch = op.batch;
@@ -631,7 +648,7 @@ int dlp_cli_plan(int argc, char **argv) {
         print_balance(o, c, n, chosen, req.tolerance, hourly, res);
         json_t *reqs = json_array();
         json_object_set_new(res, "requirements", reqs);
-        print_requirements(p, o, c, n, chosen, req.tolerance, hourly, reqs);
+        print_requirements(p, o, c, n, chosen, req.tolerance, hourly, op.pipeline, reqs);
         const char *part = "";
         int sp = better_spent(c, n, chosen, req.tolerance, &part);
         if (sp >= 0) {

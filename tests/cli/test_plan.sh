@@ -88,6 +88,14 @@ has "$T/dl.txt" "best box: 1x gpu-b, 1x cpu-6, storage ssd"
 has "$T/inv.txt" "cheapest change that removes the bottleneck: CPU -> cpu-6, storage -> ssd (+\$350)"
 has "$T/inv.txt" "SHORT: the GPUs wait for storage"
 
+# 6b. Inverse on a measured profile (the 2-core fixture host) with a catalog GPU put in: SHORT lines, JSON result.
+"$D" plan --profile "${DLPERF_ROOT:-.}/tests/fixtures/model/profile-dev.json" --device a100 --json "$T/inv.json" >"$T/invp.txt" 2>&1 \
+  || { cat "$T/invp.txt"; fail "--profile --device a100"; }
+has "$T/invp.txt" "SHORT: the GPUs wait for the CPU"
+"$PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["schema"]=="dlperf.plan/1" and not r["balance"]["balanced"] and r["requirements"], r' "$T/inv.json" || fail "inverse JSON"
+if "$D" plan --profile "${DLPERF_ROOT:-.}/tests/fixtures/model/profile-dev.json" >"$T/e0.txt" 2>&1; then fail "a CPU-only profile was sized"; fi
+has "$T/e0.txt" "has no GPU device"
+
 # 7. The real catalog: parts load with their sources, both modes plan.
 "$D" plan --budget-usd 50000 >"$T/real.txt" 2>&1 || { cat "$T/real.txt"; fail "real catalog, purchase"; }
 has "$T/real.txt" "best "
