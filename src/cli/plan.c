@@ -283,8 +283,9 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
                      money(c[best].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m),
                      c[best].feasible ? "" : ", over the budget");
         else
-            snprintf(why + ln, sizeof why - ln, "; no CPU or storage this platform takes feeds them (fewer or slower GPUs "
-                     "would cost less for the same images/s)");
+            snprintf(why + ln, sizeof why - ln, "%s", c[chosen].sys
+                     ? "; a whole catalog system's CPU and storage come with it: the requirement lines say what would feed them"
+                     : "; no CPU or storage this platform takes feeds them: the requirement lines say what would");
     }
     printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n", grp(host, b1, sizeof b1),
            grp(dev, b2, sizeof b2), r, balanced ? "balanced (within 10%)" : "not balanced: ", why);
