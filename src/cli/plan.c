@@ -184,7 +184,9 @@ static void print_requirements(const dlp_profile *p, const dlp_prediction *o, co
     else if (c && (k = cheaper_would_do(c, n, chosen, "cpu", tol)) >= 0)
         snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %dx %s saves %s", head, c[k].sockets, c[k].cpu->id,
                  money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
-    else if (head > 1.5) snprintf(l.mark, sizeof l.mark, "%.1fx headroom%s", head, c ? " (no cheaper CPU this platform takes)" : "");
+    else if (head > 1.5)
+        snprintf(l.mark, sizeof l.mark, "%.1fx headroom%s", head, !c ? "" : c[chosen].sys ? " (the CPU comes with the system)"
+                                                                                       : " (no cheaper CPU this platform takes)");
     else snprintf(l.mark, sizeof l.mark, "ok (%.1fx)", head);
     add_line(arr, &l);
     // Storage (cold reads: the first epoch, or every epoch when the dataset does not stay cached)
