@@ -97,10 +97,21 @@ if "$D" plan --profile "${DLPERF_ROOT:-.}/tests/fixtures/model/profile-dev.json"
 has "$T/e0.txt" "has no GPU device"
 
 # 7. The real catalog: parts load with their sources, both modes plan.
-"$D" plan --budget-usd 50000 >"$T/real.txt" 2>&1 || { cat "$T/real.txt"; fail "real catalog, purchase"; }
+"$D" plan --budget-usd 250000 >"$T/real.txt" 2>&1 || { cat "$T/real.txt"; fail "real catalog, purchase"; }
 has "$T/real.txt" "best "
-"$D" plan --budget-usd-h 200 >"$T/realh.txt" 2>&1 || { cat "$T/realh.txt"; fail "real catalog, hourly"; }
+"$D" plan --budget-usd-h 100 >"$T/realh.txt" 2>&1 || { cat "$T/realh.txt"; fail "real catalog, hourly"; }
 has "$T/realh.txt" "best aws-"
+
+# 7b. README's examples are what this build prints (the chosen rows of the purchase and the hourly example).
+R=${DLPERF_ROOT:-.}/README.md
+if [ -f "$R" ]; then
+  for f in real realh; do
+    row=$(grep -E '^  best ' "$T/$f.txt" | head -1)
+    [ -n "$row" ] || fail "$f: no best row"
+    grep -qF -- "    $row" "$R" || { echo "output: $row"; fail "README's Plan example for $f is out of date"; }
+  done
+  echo "ok README rows"
+fi
 
 # 8. Errors: no budget, both budgets, and --json never overwrites.
 if "$D" plan --catalog "$FX" >"$T/e1.txt" 2>&1; then fail "plan without a budget succeeded"; fi
