@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/fs.h"
@@ -368,13 +369,15 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     // CPU is recorded only for platforms).
     const dlp_cpu_spec *cpus[64];
     int ncpu = 0, nst = parts ? parts->nstorage : 0, from_platform = 0;
+    if (s && s->kind == DLP_SYSTEM_CLOUD) nst = 0;  // an instance comes as it is: another instance is the change
     for (int i = 0; s && parts && i < parts->nplatforms; i++)
         if (parts->platforms[i].base == s && parts->platforms[i].sockets == s->sockets) {
             for (int k = 0; k < parts->platforms[i].ncpus && ncpu < 64; k++) cpus[ncpu++] = parts->platforms[i].cpus[k];
             from_platform = 1;
             break;
         }
-    for (int i = 0; s && !from_platform && i < cat->ncpus && ncpu < 64; i++) cpus[ncpu++] = &cat->cpus[i];
+    for (int i = 0; s && s->kind == DLP_SYSTEM_OWNED && !from_platform && i < cat->ncpus && ncpu < 64; i++)
+        cpus[ncpu++] = &cat->cpus[i];
     double orig = o->img_per_s, dev = o->device_img_per_s;
     int host_bound = dlp_hwplan_host_cap(o) < dev * (1 - req->tolerance);
     change best = {0}, cheap = {0};
@@ -452,6 +455,9 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         json_object_set_new(e, "delta_usd", json_real(best.dusd));
         json_object_set_new(e, "img_per_s", json_real(best.img_per_s));
         json_object_set_new(res, "cheapest_fix", e);
+    } else if (host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
+        printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
+               "--budget-usd-h)\n", s->id);
     } else if (host_bound) {
         printf("  no CPU or storage of the catalog (%d change%s tried) feeds the GPUs: the requirement lines above say "
                "what would\n", tried, tried == 1 ? "" : "s");
@@ -538,7 +544,10 @@ int dlp_cli_plan(int argc, char **argv) {
     dlp_catalog *cat = NULL;
     dlp_parts *parts = NULL;
     st = dlp_catalog_load(op.catalog, &cat);
-    if (!st) st = dlp_parts_load(cat, &parts);
+    char parts_path[700] = "";
+    if (!st) snprintf(parts_path, sizeof parts_path, "%s/parts.json", cat->dir);
+    if (!st && access(parts_path, F_OK) == 0) st = dlp_parts_load(cat, &parts);
+    else if (!st) fprintf(stderr, "plan: %s does not exist: whole catalog systems only, nothing built from parts\n", parts_path);
     if (st) {
         dlp_parts_free(parts);
         dlp_catalog_free(cat);
