@@ -49,6 +49,7 @@ int dlp_cli_report(int argc, char **argv);
 int dlp_cli_data(int argc, char **argv);
 int dlp_cli_nn(int argc, char **argv);
 int dlp_cli_predict(int argc, char **argv);
+int dlp_cli_plan(int argc, char **argv);
 int dlp_cli_probe(int argc, char **argv);
 int dlp_cli_validate(int argc, char **argv);
 int dlp_cli_catalog(int argc, char **argv);

@@ -17,6 +17,7 @@ static const dlp_cli_cmd k_cmds[] = {
     {"train", dlp_cli_train, "train a ResNet through the real input pipeline: phases, stall, accuracy, checkpoints"},
     {"nn", dlp_cli_nn, "the model and its backends: info, bench, step, init"},
     {"predict", dlp_cli_predict, "predict throughput, bottleneck, stall, epoch time and cost (catalog system or profile)"},
+    {"plan", dlp_cli_plan, "under a budget or deadline, the configuration that trains fastest and what each part must deliver"},
     {"probe", dlp_cli_probe, "measure this machine into a machine profile (storage, pipeline, compute, contention)"},
     {"validate", dlp_cli_validate, "run real training configurations and compare each with its prediction (MAPE)"},
     {"catalog", dlp_cli_catalog, "list the catalog: GPUs, CPUs, systems, published throughput, with sources"},

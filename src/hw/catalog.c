@@ -179,7 +179,7 @@ static int has_number(const json_t *v) {
 
 // Every figure of an entry (a field holding a number, or numbers inside it) must resolve to a known source:
 // its own name in "src", or "*" there.
-static dlp_status check_sources(const dlp_catalog *c, const json_t *entry, const char *where) {
+dlp_status dlp_catalog_check_sources(const dlp_catalog *c, const json_t *entry, const char *where) {
     const json_t *src = json_object_get(entry, "src");
     if (!json_is_object(src))
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'src' is missing or not an object (it names each figure's source)", where);
@@ -279,7 +279,7 @@ static dlp_status parse_gpu(dlp_catalog *c, const json_t *e, const char *where0,
     DLP_CHECK(dlp_field_range(e, "board_power_w", 1, 1e5, &g->board_power_w, where));
     DLP_CHECK(dlp_field_opt_range(e, "price_usd", 0, 1, 1e8, &g->price_usd, where));
     DLP_CHECK(opt_int_field(e, "price_year", 1990, 2100, &g->price_year, where));
-    return check_sources(c, e, where);
+    return dlp_catalog_check_sources(c, e, where);
 }
 
 static dlp_status parse_cpu(dlp_catalog *c, const json_t *e, const char *where0, dlp_cpu_spec *p) {
@@ -302,7 +302,7 @@ static dlp_status parse_cpu(dlp_catalog *c, const json_t *e, const char *where0,
     DLP_CHECK(dlp_field_opt_range(e, "price_usd", 0, 1, 1e8, &p->price_usd, where));
     DLP_CHECK(dlp_field_range(e, "core_speed_rel", 0.01, 100, &p->core_speed_rel, where));
     DLP_CHECK(dlp_field_frac(e, "smt_yield", &p->smt_yield, where));
-    return check_sources(c, e, where);
+    return dlp_catalog_check_sources(c, e, where);
 }
 
 static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *where0, dlp_system_spec *s) {
@@ -348,7 +348,7 @@ static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *wher
         DLP_CHECK(dlp_field_opt_range(e, "usd_per_hour_alt", 0, 1e-4, 1e5, &s->usd_per_hour_alt, where));
         DLP_CHECK(dlp_field_opt_range(e, "power_w", 0, 1, 1e6, &s->power_w, where));
     }
-    return check_sources(c, e, where);
+    return dlp_catalog_check_sources(c, e, where);
 }
 
 static dlp_status parse_published(dlp_catalog *c, const json_t *e, const char *where, dlp_published *p) {
@@ -387,7 +387,7 @@ static dlp_status parse_dataset(dlp_catalog *c, const json_t *e, const char *whe
     snprintf(where, sizeof where, "%s (%s)", where0, d->id);
     d->json = e;
     DLP_CHECK(dlp_dataset_stats_from_json(e, where, &d->stats));
-    return check_sources(c, e, where);
+    return dlp_catalog_check_sources(c, e, where);
 }
 
 static dlp_status parse_pipeline(dlp_catalog *c, const json_t *e, const char *where0, dlp_catalog_pipeline *p) {
@@ -399,7 +399,7 @@ static dlp_status parse_pipeline(dlp_catalog *c, const json_t *e, const char *wh
     memset(&p->prof, 0, sizeof p->prof);
     snprintf(p->prof.name, sizeof p->prof.name, "%s", p->id);
     DLP_CHECK(dlp_pipeline_coeffs_from_json(e, where, &p->prof));
-    return check_sources(c, e, where);
+    return dlp_catalog_check_sources(c, e, where);
 }
 
 // --- loading -----------------------------------------------------------------------------------------------------------

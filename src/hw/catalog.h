@@ -107,6 +107,9 @@ const dlp_catalog_dataset *dlp_catalog_dataset_find(const dlp_catalog *c, const 
 const dlp_catalog_pipeline *dlp_catalog_pipeline_find(const dlp_catalog *c, const char *id);
 // The primary single-GPU figure for (gpu, task, prec); NULL if none (no error recorded).
 const dlp_published *dlp_catalog_primary(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_task task, dlp_prec prec);
+// Every figure of a catalog entry (a field holding numbers) must name a known source in its "src" object (its
+// own field name or "*"); errors name `where`. Used by the files loaded beside the catalog (hw/parts).
+dlp_status dlp_catalog_check_sources(const dlp_catalog *c, const json_t *entry, const char *where);
 // Peak dense rate of a GPU at a precision in TFLOPS (TOPS for int8); 0 if not supported.
 double dlp_gpu_peak(const dlp_gpu_spec *g, dlp_prec prec);
 // Per-direction rate of a PCIe x`lanes` link of generation `gen` in bytes/s (PCI-SIG rates after encoding).

@@ -1,0 +1,687 @@
+// cli/plan: `dlperf plan` — under a purchase budget ($) or an hourly one ($/h), or a deadline, the configuration of
+// the catalog's parts and systems that trains fastest (perf/hwplan), the next best ones, whether the chosen one is
+// balanced, and what each part must deliver to keep its GPUs fed; with --system or --profile, the cheapest change
+// that removes a machine's bottleneck.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "core/opts.h"
+#include "hw/catalog.h"
+#include "hw/derive.h"
+#include "hw/host.h"
+#include "hw/parts.h"
+#include "perf/hwplan.h"
+
+typedef struct {
+    const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
+    int classes, batch, size, epochs, precision, storage, alt, cloud, top, max_nodes, devices;
+    int64_t images;
+    double budget, budget_h, deadline_h, tolerance, lifetime, utilization, kwh, pue;
+} opts_t;
+
+static const char *grp(double v, char *buf, size_t len) {
+    if (!isfinite(v)) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    char raw[48];
+    snprintf(raw, sizeof raw, "%.0f", v);
+    int neg = raw[0] == '-';
+    const char *d = raw + neg;
+    size_t nd = strlen(d), o = 0;
+    if (neg && o + 1 < len) buf[o++] = '-';
+    for (size_t i = 0; i < nd && o + 2 < len; i++) {
+        if (i > 0 && (nd - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = d[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *dur(double s, char *buf, size_t len) {
+    if (!isfinite(s)) snprintf(buf, len, "-");
+    else if (s < 60) snprintf(buf, len, "%.1f s", s);
+    else if (s < 3600) snprintf(buf, len, "%d min", (int)(s / 60 + 0.5));
+    else if (s < 48 * 3600) snprintf(buf, len, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else snprintf(buf, len, "%.1f days", s / 86400);
+    return buf;
+}
+
+static const char *rate(double bps, char *buf, size_t len) {
+    if (bps >= 1e9) snprintf(buf, len, "%.1f GB/s", bps / 1e9);
+    else snprintf(buf, len, "%.0f MB/s", bps / 1e6);
+    return buf;
+}
+
+// "$12,345" or "$12.34/h"
+static const char *money(double v, int hourly, char *buf, size_t len) {
+    char g[32];
+    if (hourly) snprintf(buf, len, "$%.2f/h", v);
+    else snprintf(buf, len, "$%s", grp(v, g, sizeof g));
+    return buf;
+}
+
+static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
+    if (c->sys)
+        snprintf(buf, len, "%s: %dx %s, %dx %s (system)", c->sys->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id);
+    else
+        snprintf(buf, len, "%s: %dx %s, %dx %s, storage %s", c->plat->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id,
+                 c->stor ? c->stor->id : "base");
+    if (c->nodes > 1) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, " x %d nodes", c->nodes);
+    }
+}
+
+static json_t *cand_json(const dlp_hwplan_cand *c) {
+    json_t *e = json_object();
+    json_object_set_new(e, "id", json_string(c->id));
+    json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
+    json_object_set_new(e, "platform", c->plat ? json_string(c->plat->id) : json_null());
+    json_object_set_new(e, "gpu", json_string(c->gpu->id));
+    json_object_set_new(e, "gpus_per_node", json_integer(c->gpus));
+    json_object_set_new(e, "cpu", json_string(c->cpu->id));
+    json_object_set_new(e, "sockets", json_integer(c->sockets));
+    json_object_set_new(e, "storage", c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base"));
+    json_object_set_new(e, "nodes", json_integer(c->nodes));
+    json_object_set_new(e, "ok", json_boolean(c->ok));
+    if (!c->ok) json_object_set_new(e, "error", json_string(c->err));
+    json_object_set_new(e, "feasible", json_boolean(c->feasible));
+    json_object_set_new(e, "price_usd", json_real(c->price_usd));
+    json_object_set_new(e, "usd_per_hour", json_real(c->usd_per_hour));
+    json_object_set_new(e, "budget_cost", json_real(c->budget_cost));
+    if (c->ok) {
+        json_object_set_new(e, "img_per_s", json_real(c->img_per_s));
+        json_object_set_new(e, "host_img_per_s_per_node", dlp_json_real_or_null(c->host_img_per_s));
+        json_object_set_new(e, "device_img_per_s_per_node", json_real(c->device_img_per_s));
+        json_object_set_new(e, "host_over_device", dlp_json_real_or_null(c->ratio));
+        json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(c->bottleneck)));
+        json_object_set_new(e, "total_s", json_real(c->total_s));
+        json_object_set_new(e, "usd_per_million_images", json_real(c->usd_per_million));
+        json_object_set_new(e, "usd_total", json_real(c->usd_total));
+    }
+    return e;
+}
+
+// --- what each part must deliver -----------------------------------------------------------------------------------
+
+typedef struct req_line {
+    const char *part;
+    char need[120], has[160], mark[240];
+} req_line;
+
+static void add_line(json_t *arr, const req_line *l) {
+    printf("    %-15s %-50s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
+    if (!arr) return;
+    json_t *e = json_object();
+    json_object_set_new(e, "part", json_string(l->part));
+    json_object_set_new(e, "need", json_string(l->need));
+    json_object_set_new(e, "has", json_string(l->has));
+    json_object_set_new(e, "mark", json_string(l->mark));
+    json_array_append_new(arr, e);
+}
+
+// The cheapest neighbor of `chosen` (one part swapped, `what`) that is about as fast (a cheaper part would do), or
+// the one with the most images/s per extra dollar among those faster (money better spent here).
+static int cheaper_would_do(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const char *what;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
+        if (c[i].budget_cost < c[chosen].budget_cost && c[i].img_per_s >= (1 - tol) * c[chosen].img_per_s &&
+            (best < 0 || c[i].budget_cost < c[best].budget_cost))
+            best = i;
+    }
+    return best;
+}
+
+static int better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part) {
+    int best = -1;
+    double best_gain = 0;
+    for (int i = 0; i < n; i++) {
+        const char *what;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what)) continue;
+        double dcost = c[i].budget_cost - c[chosen].budget_cost, dimg = c[i].img_per_s - c[chosen].img_per_s;
+        if (dimg <= tol * c[chosen].img_per_s || dcost <= 0) continue;
+        if (dimg / dcost > best_gain) {
+            best_gain = dimg / dcost;
+            best = i;
+            *part = what;
+        }
+    }
+    return best;
+}
+
+static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
+                               double tol, int hourly, const char *pipe, json_t *arr) {
+    char b1[32], b2[32], m[64];
+    int N = o->devices;
+    double target = o->busy_img_per_s;
+    printf("  what each part must deliver to keep the %d GPU%s per node busy at %s img/s:\n", N, N > 1 ? "s" : "",
+           grp(target, b1, sizeof b1));
+    req_line l;
+    int k;
+    // GPUs
+    memset(&l, 0, sizeof l);
+    l.part = "GPUs";
+    snprintf(l.need, sizeof l.need, "%s img/s per GPU (%s)", grp(o->device_img_per_s / N, b1, sizeof b1),
+             o->step.rate ? "the device profile" : "-");
+    snprintf(l.has, sizeof l.has, "compute %s img/s per GPU", grp(o->stages[DLP_STAGE_COMPUTE].img_per_s / N, b1, sizeof b1));
+    add_line(arr, &l);
+    // CPU cores
+    memset(&l, 0, sizeof l);
+    l.part = "cores per GPU";
+    snprintf(l.need, sizeof l.need, ">= %.1f (%s pipeline, cores %.2fx the dev core)", o->loader_cores_needed / N, pipe,
+             p->host.core_speed_rel);
+    snprintf(l.has, sizeof l.has, "has %.1f free (%s)", o->loader_cores / N, p->host.cpu_model);
+    double head = o->loader_cores / o->loader_cores_needed;
+    if (head < 1 - 1e-9) snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for the CPU");
+    else if (c && (k = cheaper_would_do(c, n, chosen, "cpu", tol)) >= 0)
+        snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %dx %s saves %s", head, c[k].sockets, c[k].cpu->id,
+                 money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
+    else if (head > 1.5)
+        snprintf(l.mark, sizeof l.mark, "%.1fx headroom%s", head, !c ? "" : c[chosen].sys ? " (the CPU comes with the system)"
+                                                                                       : " (no cheaper CPU this platform takes)");
+    else snprintf(l.mark, sizeof l.mark, "ok (%.1fx)", head);
+    add_line(arr, &l);
+    // Storage (cold reads: the first epoch, or every epoch when the dataset does not stay cached)
+    memset(&l, 0, sizeof l);
+    l.part = "storage";
+    snprintf(l.need, sizeof l.need, ">= %s cold", rate(o->storage_bytes_per_s_needed, b1, sizeof b1));
+    snprintf(l.has, sizeof l.has, "has %s (%s)", rate(p->storage.cold_read_bytes_per_s, b2, sizeof b2), p->storage.desc);
+    head = p->storage.cold_read_bytes_per_s / o->storage_bytes_per_s_needed;
+    if (o->stages[DLP_STAGE_READ].present && o->stages[DLP_STAGE_READ].img_per_s < target * (1 - 1e-9))
+        snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for storage");
+    else if (c && (k = cheaper_would_do(c, n, chosen, "storage", tol)) >= 0)
+        snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %s", head, c[k].stor ? c[k].stor->id : "the base drive");
+    else snprintf(l.mark, sizeof l.mark, "%.1fx%s", head, o->storage_cold ? "" : " (read cold in the first epoch only)");
+    add_line(arr, &l);
+    // Memory: the page cache that keeps the dataset warm
+    memset(&l, 0, sizeof l);
+    l.part = "memory";
+    snprintf(l.need, sizeof l.need, ">= %.0f GB page cache to read warm", o->page_cache_bytes_needed / 1e9);
+    snprintf(l.has, sizeof l.has, "has %.0f GB (%.0f GB RAM)", p->storage.page_cache_bytes / 1e9, p->host.mem_bytes / 1e9);
+    snprintf(l.mark, sizeof l.mark, "%s", o->storage_cold ? "every epoch reads cold: storage must keep up" : "ok");
+    add_line(arr, &l);
+    if (o->stages[DLP_STAGE_HOSTMEM].present) {
+        memset(&l, 0, sizeof l);
+        l.part = "memory bw";
+        double need = p->host.mem_bw_bytes_per_s * target / o->stages[DLP_STAGE_HOSTMEM].img_per_s;
+        snprintf(l.need, sizeof l.need, ">= %s", rate(need, b1, sizeof b1));
+        snprintf(l.has, sizeof l.has, "has %s", rate(p->host.mem_bw_bytes_per_s, b2, sizeof b2));
+        snprintf(l.mark, sizeof l.mark, "%s", need > p->host.mem_bw_bytes_per_s ? "SHORT" : "ok");
+        add_line(arr, &l);
+    }
+    // PCIe
+    memset(&l, 0, sizeof l);
+    l.part = "PCIe";
+    snprintf(l.need, sizeof l.need, ">= %s per GPU host-to-device", rate(o->h2d_bytes_per_s_needed, b1, sizeof b1));
+    snprintf(l.has, sizeof l.has, "has %s per GPU", rate(o->h2d_bytes_per_s, b2, sizeof b2));
+    snprintf(l.mark, sizeof l.mark, "%s", o->h2d_bytes_per_s < o->h2d_bytes_per_s_needed ? "SHORT" : "ok");
+    add_line(arr, &l);
+    // Allreduce
+    if (N * o->nodes > 1) {
+        memset(&l, 0, sizeof l);
+        l.part = "allreduce";
+        if (o->busbw_needed > 0) snprintf(l.need, sizeof l.need, ">= %.0f GB/s bus bandwidth", o->busbw_needed / 1e9);
+        else snprintf(l.need, sizeof l.need, "hidden under backward");
+        snprintf(l.has, sizeof l.has, "has %.0f GB/s in the node%s", p->net.allreduce_busbw_bytes_per_s / 1e9,
+                 o->nodes > 1 ? " + the network between nodes" : "");
+        if (o->nodes > 1) {
+            size_t ln = strlen(l.has);
+            snprintf(l.has + ln, sizeof l.has - ln, " (%.1f GB/s)", p->net.nic_bytes_per_s / 1e9);
+        }
+        // Exposed beyond 2% of the step: the allreduce must get faster by t / (t - exposed) to hide under backward.
+        int short_ar = o->allreduce_exposed_s > 0.02 * o->device_step_s;
+        double factor = o->allreduce_s > o->allreduce_exposed_s ? o->allreduce_s / (o->allreduce_s - o->allreduce_exposed_s) : 0;
+        if (short_ar && o->nodes > 1 && factor > 0)
+            snprintf(l.need, sizeof l.need, ">= %.1f GB/s between nodes (%.1fx)", factor * p->net.nic_bytes_per_s / 1e9, factor);
+        else if (short_ar && factor > 0)
+            snprintf(l.need, sizeof l.need, ">= %.0f GB/s bus bandwidth", factor * p->net.allreduce_busbw_bytes_per_s / 1e9);
+        snprintf(l.mark, sizeof l.mark, "%s (%.2f ms exposed per step)", short_ar ? "SHORT" : "ok", o->allreduce_exposed_s * 1e3);
+        add_line(arr, &l);
+    }
+}
+
+// Balance of one prediction: the input pipeline's capacity over the devices'.
+static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen, double tol, int hourly,
+                          json_t *res) {
+    char b1[32], b2[32], m[64], why[400] = "";
+    double host = dlp_hwplan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
+    int balanced = fabs(r - 1) <= 0.10;
+    if (!balanced && !c) {  // a given machine: its changes are listed after the requirements
+        snprintf(why, sizeof why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
+                                              : "the GPUs wait for the CPU input pipeline or storage (see the change below)");
+    } else if (!balanced && r > 1) {
+        int k = c ? cheaper_would_do(c, n, chosen, "cpu", tol) : -1;
+        if (k >= 0)
+            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: a cheaper part would do (%dx %s, %s "
+                     "less)", r, c[k].sockets, c[k].cpu->id, money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
+        else if (c[chosen].sys)
+            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: %s is a whole catalog system (a "
+                     "cloud instance or a fixed build), its CPU comes with it", r, c[chosen].sys->id);
+        else
+            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take, and no cheaper CPU or storage the "
+                     "platform takes keeps them fed: the spare cores are the price of the cheapest part that does", r);
+    } else if (!balanced) {
+        snprintf(why, sizeof why, "the GPUs wait for %s (the CPU pipeline delivers %.2fx what they take)",
+                 dlp_stage_name(o->bottleneck), r);
+        int best = -1;
+        for (int i = 0; c && i < n; i++) {
+            const char *what;
+            if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || (strcmp(what, "cpu") && strcmp(what, "storage")))
+                continue;
+            if (c[i].ratio >= 0.9 && (best < 0 || c[i].budget_cost < c[best].budget_cost)) best = i;
+        }
+        size_t ln = strlen(why);
+        if (best >= 0)
+            snprintf(why + ln, sizeof why - ln, "; buy %s (%s more%s)", c[best].stor != c[chosen].stor
+                     ? (c[best].stor ? c[best].stor->id : "the base drive") : c[best].cpu->id,
+                     money(c[best].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m),
+                     c[best].feasible ? "" : ", over the budget");
+        else
+            snprintf(why + ln, sizeof why - ln, "%s", c[chosen].sys
+                     ? "; a whole catalog system's CPU and storage come with it: the requirement lines say what would feed them"
+                     : "; no CPU or storage this platform takes feeds them: the requirement lines say what would");
+    }
+    printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n", grp(host, b1, sizeof b1),
+           grp(dev, b2, sizeof b2), r, balanced ? "balanced (within 10%)" : "not balanced: ", why);
+    if (res) {
+        json_t *b = json_object();
+        json_object_set_new(b, "host_img_per_s", dlp_json_real_or_null(host));
+        json_object_set_new(b, "device_img_per_s", json_real(dev));
+        json_object_set_new(b, "ratio", dlp_json_real_or_null(r));
+        json_object_set_new(b, "balanced", json_boolean(balanced));
+        json_object_set_new(b, "why", json_string(why));
+        json_object_set_new(res, "balance", b);
+    }
+}
+
+// --- the inverse: a machine's cheapest change --------------------------------------------------------------------------
+
+typedef struct change {
+    const dlp_cpu_spec *cpu;
+    const dlp_storage_opt *stor;
+    double dusd, img_per_s;
+    dlp_stage bottleneck;
+} change;
+
+static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
+                          json_t *res) {
+    dlp_profile *p = malloc(sizeof *p), *p2 = malloc(sizeof *p2);
+    dlp_prediction *o = malloc(sizeof *o), *o2 = malloc(sizeof *o2);
+    dlp_status st = p && p2 && o && o2 ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    const dlp_system_spec *s = NULL;
+    dlp_workload w;
+    dlp_cost cost;
+    char b1[32], b2[32], m[64];
+    if (!st && op->system) {
+        s = dlp_catalog_system(cat, op->system);
+        if (!s) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--system");
+        if (!st) st = dlp_hwplan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
+    } else if (!st) {
+        st = dlp_profile_read(op->profile, p);
+        if (!st && op->device) {  // a catalog GPU put into the measured host
+            dlp_sim_spec sim;
+            st = dlp_sim_spec_parse(strncmp(op->device, "sim:", 4) == 0 ? op->device + 4 : op->device, &sim);
+            if (!st) st = dlp_sim_device(&sim, cat, &p->devices[0]);
+            if (!st) {
+                p->ndevices = 1;
+                p->devices_per_node = op->devices > 0 ? op->devices : p->devices_per_node > 0 ? p->devices_per_node : 1;
+            }
+        } else if (!st) {  // the profile's GPU first
+            for (int i = 1; i < p->ndevices; i++)
+                if (p->devices[i].kind == DLP_DEVICE_GPU && p->devices[0].kind != DLP_DEVICE_GPU) p->devices[0] = p->devices[i];
+        }
+        if (!st && (p->ndevices == 0 || p->devices[0].kind != DLP_DEVICE_GPU))
+            st = DLP_ERR(DLP_ERR_INVALID, "plan: profile %s has no GPU device (plan sizes GPU machines): give --device <gpu> "
+                         "(e.g. --device a100) to put a catalog GPU into it, or measure one with dlperf probe --device cuda",
+                         p->id);
+        if (!st) {
+            w = req->w;
+            w.devices = op->devices;
+            w.nodes = 1;
+            if (!req->prec_given) w.prec = DLP_PREC_FP16;
+            if (w.batch <= 0) {
+                const dlp_rate *r = dlp_device_find_rate(&p->devices[0], w.task, w.prec, 0);
+                w.batch = r && r->batch_ref > 0 ? r->batch_ref : 256;
+            }
+            st = dlp_predict(p, &p->devices[0], &w, o);
+        }
+    }
+    if (st) goto out;
+    printf("%s: %s; %d x %s, %s; bottleneck %s; %s img/s (GPUs alone %s img/s)\n", p->id, p->name, o->devices,
+           p->devices[0].name, p->host.cpu_model, dlp_stage_name(o->bottleneck), grp(o->img_per_s, b1, sizeof b1),
+           grp(o->device_img_per_s, b2, sizeof b2));
+    print_balance(o, NULL, 0, -1, req->tolerance, 0, res);
+    json_t *reqs = json_array();
+    json_object_set_new(res, "requirements", reqs);
+    print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
+    // Changes: each CPU of the catalog with a price (a catalog system only: a profile's CPU is measured, not a part)
+    // and each storage option, alone and together.
+    // The CPUs a platform built on this system takes, else every priced CPU of the catalog (which board takes which
+    // CPU is recorded only for platforms).
+    const dlp_cpu_spec *cpus[64];
+    int ncpu = 0, nst = parts ? parts->nstorage : 0, from_platform = 0;
+    if (s && s->kind == DLP_SYSTEM_CLOUD) nst = 0;  // an instance comes as it is: another instance is the change
+    for (int i = 0; s && parts && i < parts->nplatforms; i++)
+        if (parts->platforms[i].base == s && parts->platforms[i].sockets == s->sockets) {
+            for (int k = 0; k < parts->platforms[i].ncpus && ncpu < 64; k++) cpus[ncpu++] = parts->platforms[i].cpus[k];
+            from_platform = 1;
+            break;
+        }
+    for (int i = 0; s && s->kind == DLP_SYSTEM_OWNED && !from_platform && i < cat->ncpus && ncpu < 64; i++)
+        cpus[ncpu++] = &cat->cpus[i];
+    double orig = o->img_per_s, dev = o->device_img_per_s;
+    int host_bound = dlp_hwplan_host_cap(o) < dev * (1 - req->tolerance);
+    change best = {0}, cheap = {0};
+    int have_best = 0, have_cheap = 0, tried = 0;
+    json_t *chj = json_array();
+    json_object_set_new(res, "changes", chj);
+    for (int ic = -1; ic < ncpu; ic++) {
+        const dlp_cpu_spec *cpu = ic < 0 ? NULL : cpus[ic];
+        if (cpu && (cpu == s->cpu || !(cpu->price_usd > 0))) continue;
+        for (int is = -1; is < nst; is++) {
+            const dlp_storage_opt *so = is < 0 ? NULL : &parts->storage[is];
+            if (!cpu && !so) continue;
+            double dusd = 0;
+            if (s) {
+                dlp_system_spec spec = *s;
+                if (cpu) {
+                    spec.cpu = cpu;
+                    dusd += spec.sockets * (cpu->price_usd - s->cpu->price_usd);
+                }
+                if (so) {
+                    spec.storage_desc = so->desc;
+                    spec.storage_read_gb_s = so->read_gb_s;
+                    spec.storage_stream_gb_s = so->stream_gb_s;
+                    spec.storage_latency_us = so->latency_us;
+                    spec.storage_tb = so->tb;
+                }
+                dlp_workload w2;
+                st = dlp_hwplan_predict_spec(cat, &spec, 1, req, p2, &w2, o2, &cost);
+            } else {
+                *p2 = *p;
+                snprintf(p2->storage.desc, sizeof p2->storage.desc, "%s", so->desc);
+                p2->storage.cold_read_bytes_per_s = so->read_gb_s * 1e9;
+                p2->storage.cold_stream_bytes_per_s = so->stream_gb_s * 1e9;
+                p2->storage.cold_latency_s = so->latency_us * 1e-6;
+                st = dlp_predict(p2, &p2->devices[0], &w, o2);
+            }
+            if (st) {
+                dlp_err_clear();
+                st = DLP_OK;
+                continue;
+            }
+            if (so) dusd += so->price_usd;
+            tried++;
+            change ch = {cpu, so, dusd, o2->img_per_s, o2->bottleneck};
+            json_t *e = json_object();
+            json_object_set_new(e, "cpu", cpu ? json_string(cpu->id) : json_null());
+            json_object_set_new(e, "storage", so ? json_string(so->id) : json_null());
+            json_object_set_new(e, "delta_usd", json_real(dusd));
+            json_object_set_new(e, "img_per_s", json_real(o2->img_per_s));
+            json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(o2->bottleneck)));
+            json_array_append_new(chj, e);
+            // Removes a host-side bottleneck: the GPUs are fed (within the tolerance of their own rate).
+            if (host_bound && o2->img_per_s >= dev * (1 - req->tolerance) && (!have_best || dusd < best.dusd)) {
+                best = ch;
+                have_best = 1;
+            }
+            // Keeps the throughput for less money.
+            if (o2->img_per_s >= orig * (1 - req->tolerance) && dusd < 0 && (!have_cheap || dusd < cheap.dusd)) {
+                cheap = ch;
+                have_cheap = 1;
+            }
+        }
+    }
+    printf("\n");
+    char what[200];
+    if (host_bound && have_best) {
+        snprintf(what, sizeof what, "%s%s%s%s%s", best.cpu ? "CPU -> " : "", best.cpu ? best.cpu->id : "",
+                 best.cpu && best.stor ? ", " : "", best.stor ? "storage -> " : "", best.stor ? best.stor->id : "");
+        printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n", what,
+               best.dusd >= 0 ? "+" : "-", money(fabs(best.dusd), 0, m, sizeof m), grp(orig, b1, sizeof b1),
+               grp(best.img_per_s, b2, sizeof b2), dlp_stage_name(best.bottleneck));
+        json_t *e = json_object();
+        json_object_set_new(e, "cpu", best.cpu ? json_string(best.cpu->id) : json_null());
+        json_object_set_new(e, "storage", best.stor ? json_string(best.stor->id) : json_null());
+        json_object_set_new(e, "delta_usd", json_real(best.dusd));
+        json_object_set_new(e, "img_per_s", json_real(best.img_per_s));
+        json_object_set_new(res, "cheapest_fix", e);
+    } else if (host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
+        printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
+               "--budget-usd-h)\n", s->id);
+    } else if (host_bound) {
+        printf("  no CPU or storage of the catalog (%d change%s tried) feeds the GPUs: the requirement lines above say "
+               "what would\n", tried, tried == 1 ? "" : "s");
+    } else {
+        printf("  the %s sets the pace, not the CPU input pipeline: more GPU throughput (faster or more GPUs, or a faster "
+               "allreduce/PCIe as above) is the change to buy\n", dlp_stage_name(o->bottleneck));
+    }
+    if (s && !from_platform && (have_best || have_cheap))
+        printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
+    json_object_set_new(res, "cpus_from_platform", json_boolean(from_platform));
+    if (have_cheap) {
+        snprintf(what, sizeof what, "%s%s%s%s%s", cheap.cpu ? "CPU -> " : "", cheap.cpu ? cheap.cpu->id : "",
+                 cheap.cpu && cheap.stor ? ", " : "", cheap.stor ? "storage -> " : "", cheap.stor ? cheap.stor->id : "");
+        printf("  a cheaper part would do: %s saves %s at %s img/s\n", what, money(-cheap.dusd, 0, m, sizeof m),
+               grp(cheap.img_per_s, b1, sizeof b1));
+    }
+out:
+    free(p);
+    free(p2);
+    free(o);
+    free(o2);
+    return st;
+}
+
+int dlp_cli_plan(int argc, char **argv) {
+    opts_t op;
+    memset(&op, 0, sizeof op);
+    dlp_opt table[] = {
+        {"budget-usd", 0, DLP_OPT_DOUBLE, &op.budget, "0", NULL, "purchase budget in $ (all nodes)", NULL, 0},
+        {"budget-usd-h", 0, DLP_OPT_DOUBLE, &op.budget_h, "0", NULL, "hourly budget in $ per hour: rent the catalog's cloud systems", NULL, 0},
+        {"deadline-h", 0, DLP_OPT_DOUBLE, &op.deadline_h, "0", NULL, "train within this many hours: the cheapest configuration that does", NULL, 0},
+        {"cloud", 0, DLP_OPT_FLAG, &op.cloud, NULL, NULL, "with --deadline-h alone: rent (cloud systems) instead of buying", NULL, 0},
+        {"system", 0, DLP_OPT_STR, &op.system, NULL, "ID", "inverse: the cheapest change that removes this catalog system's bottleneck", NULL, 0},
+        {"profile", 0, DLP_OPT_STR, &op.profile, NULL, "FILE", "inverse: the same for a machine profile (storage changes)", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &op.device, NULL, "GPU", "with --profile: put this catalog GPU (or sim:<gpu>[,...]) in the machine", NULL, 0},
+        {"devices", 0, DLP_OPT_INT, &op.devices, "0", NULL, "with --profile: GPUs per node (0: the profile's, at least 1)", NULL, 0},
+        {"model", 0, DLP_OPT_STR, &op.model, "resnet50", "M", "resnet18|resnet34|resnet50|resnet101|resnet152", NULL, 0},
+        {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per GPU (0: each GPU's published figure's batch)", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
+        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "fp16", NULL, "compute precision", "fp32|tf32|bf16|fp16", 0},
+        {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs to train", NULL, 0},
+        {"dataset", 0, DLP_OPT_STR, &op.dataset, "imagenet-train", "ID", "catalog dataset", NULL, 0},
+        {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
+        {"pipeline", 0, DLP_OPT_STR, &op.pipeline, "dlperf", "ID", "input pipeline: dlperf|torchvision", NULL, 0},
+        {"storage", 0, DLP_OPT_CHOICE, &op.storage, "auto", NULL, "page cache state (auto: warm if the dataset fits)", "auto|warm|cold", 0},
+        {"tolerance", 0, DLP_OPT_DOUBLE, &op.tolerance, "0.02", NULL, "throughputs within this fraction of the fastest count as as fast (the cheapest is chosen)", NULL, 0},
+        {"max-nodes", 0, DLP_OPT_INT, &op.max_nodes, "4", NULL, "most nodes of one configuration (1, 2, 4, ...)", NULL, 0},
+        {"top", 0, DLP_OPT_INT, &op.top, "5", NULL, "configurations to list", NULL, 0},
+        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of a purchase ($ per million images)", NULL, 0},
+        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime a machine works", NULL, 0},
+        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
+        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness", NULL, 0},
+        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory with parts.json (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
+        {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.plan/1)", NULL, 0},
+        {0},
+    };
+    int rest;
+    dlp_status st = dlp_opts_parse(table, "usage: dlperf plan (--budget-usd $ | --budget-usd-h $/h | --deadline-h H) [options]\n"
+                                   "       dlperf plan (--system ID | --profile FILE) [options]\n\n"
+                                   "Searches the catalog's parts and systems for the configuration that trains fastest within "
+                                   "a budget\n(or the cheapest within a deadline), and says what each part must deliver to "
+                                   "keep its GPUs fed\n(docs/model.md, \"Plan\").", argc, argv, &rest);
+    if (st) return dlp_cli_fail(st);
+    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: unexpected argument '%s'", argv[rest]));
+    int inv = op.system || op.profile;
+    if (op.system && op.profile) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give --system or --profile, not both"));
+    if ((op.device || op.devices) && !op.profile)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: --device and --devices go with --profile (a catalog system has its GPUs)"));
+    if (!inv && !(op.budget > 0) && !(op.budget_h > 0) && !(op.deadline_h > 0))
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give a budget (--budget-usd $ or --budget-usd-h $/h), a deadline "
+                                    "(--deadline-h H), or a machine (--system ID, --profile FILE)"));
+    if (op.budget > 0 && op.budget_h > 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: --budget-usd (buy) and --budget-usd-h (rent) exclude each other"));
+    if (op.budget < 0 || op.budget_h < 0 || op.deadline_h < 0 || !(op.tolerance >= 0 && op.tolerance < 0.5) ||
+        op.max_nodes < 1 || op.max_nodes > 64 || op.top < 1 || op.epochs < 1 || op.size < 32 || op.batch < 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: budgets and deadline >= 0, --tolerance in [0, 0.5), --max-nodes in "
+                                    "[1, 64], --top >= 1, --epochs >= 1, --size >= 32, --batch >= 0"));
+    if (op.json) {
+        st = dlp_check_new_output(op.json, "--json");
+        if (st) return dlp_cli_fail(st);
+    }
+    dlp_catalog *cat = NULL;
+    dlp_parts *parts = NULL;
+    st = dlp_catalog_load(op.catalog, &cat);
+    char parts_path[700] = "";
+    if (!st) snprintf(parts_path, sizeof parts_path, "%s/parts.json", cat->dir);
+    if (!st && access(parts_path, F_OK) == 0) st = dlp_parts_load(cat, &parts);
+    else if (!st) fprintf(stderr, "plan: %s does not exist: whole catalog systems only, nothing built from parts\n", parts_path);
+    if (st) {
+        dlp_parts_free(parts);
+        dlp_catalog_free(cat);
+        return dlp_cli_fail(st);
+    }
+    dlp_hwplan_req req;
+    dlp_hwplan_req_init(&req);
+    req.mode = op.budget_h > 0 || (op.cloud && !(op.budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
+    req.budget = req.mode == DLP_HWPLAN_HOURLY ? op.budget_h : op.budget;
+    req.deadline_s = op.deadline_h * 3600;
+    req.tolerance = op.tolerance;
+    req.max_nodes = op.max_nodes;
+    req.pipeline = op.pipeline;
+    static const dlp_prec k_prec[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
+    req.prec_given = dlp_opt_given(table, "precision");
+    req.w.prec = req.prec_given ? k_prec[op.precision] : DLP_PREC_FP16;
+    snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
+    req.w.classes = op.classes;
+    req.w.batch = op.batch;
+    dlp_img_transform_init(&req.w.tf, 1, op.size);
+    req.w.storage = (dlp_storage_state)op.storage;
+    req.w.epochs = op.epochs;
+    const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op.dataset);
+    if (!cd) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
+    else req.w.stats = cd->stats;
+    if (op.images > 0) req.w.stats.images = op.images;
+    req.cp.lifetime_years = op.lifetime;
+    req.cp.utilization = op.utilization;
+    req.cp.usd_per_kwh = op.kwh;
+    req.cp.pue = op.pue;
+    req.cp.alt_rate = op.alt;
+    int hourly = req.mode == DLP_HWPLAN_HOURLY;
+
+    json_t *res = dlp_json_result_new("dlperf.plan/1", 0, NULL);
+    json_object_set_new(res, "options", dlp_opts_to_json(table));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
+    dlp_hwplan_cand *c = NULL;
+    int n = 0;
+    dlp_profile *p = NULL;
+    dlp_prediction *o = NULL;
+    if (!st && inv) {
+        st = inverse(cat, parts, &req, &op, res);
+        goto done;
+    }
+    if (!st) st = dlp_hwplan_enumerate(cat, parts, &req, &c, &n);
+    if (st) goto done;
+    int chosen = dlp_hwplan_choose(c, n, &req);
+    int nfeas = 0;
+    for (int i = 0; i < n; i++) nfeas += c[i].feasible;
+    char b1[32], b2[32], b3[32], m[64], d[300];
+    printf("plan: %s", hourly ? "rent (cloud systems)" : "buy (platforms x GPUs x CPUs x storage, and whole systems)");
+    if (req.budget > 0) printf(", budget %s", money(req.budget, hourly, m, sizeof m));
+    if (req.deadline_s > 0) printf(", deadline %s", dur(req.deadline_s, b1, sizeof b1));
+    printf("\n  workload %s train %s, %s: %s images x %d epochs; pipeline %s\n", req.w.model, dlp_prec_name(req.w.prec),
+           cd->id, grp((double)req.w.stats.images, b1, sizeof b1), req.w.epochs, op.pipeline);
+    printf("  %d configurations, %d within the %s\n", n, nfeas,
+           req.budget > 0 && req.deadline_s > 0 ? "budget and the deadline" : req.budget > 0 ? "budget" : "deadline");
+    json_object_set_new(res, "mode", json_string(hourly ? "hourly" : "purchase"));
+    json_object_set_new(res, "budget", json_real(req.budget));
+    json_object_set_new(res, "deadline_s", json_real(req.deadline_s));
+    json_object_set_new(res, "tolerance", json_real(req.tolerance));
+    json_object_set_new(res, "chosen", chosen >= 0 ? json_string(c[chosen].id) : json_null());
+    if (chosen < 0) {
+        printf("\n  no configuration fits: the cheapest one costs ");
+        int cheapest = -1;
+        for (int i = 0; i < n; i++)
+            if (c[i].ok && c[i].budget_cost > 0 && (cheapest < 0 || c[i].budget_cost < c[cheapest].budget_cost)) cheapest = i;
+        if (cheapest >= 0) {
+            describe(&c[cheapest], d, sizeof d);
+            printf("%s (%s, %s)\n", money(c[cheapest].budget_cost, hourly, m, sizeof m), d, dur(c[cheapest].total_s, b1, sizeof b1));
+        } else {
+            printf("- (none could be predicted)\n");
+        }
+    } else {
+        int idx[64], k = dlp_hwplan_frontier(c, n, chosen, idx, op.top < 64 ? op.top : 64);
+        printf("\n  %-4s %-58s %11s %9s %13s %9s %-15s %9s\n", "", "configuration", hourly ? "$/h" : "price", "img/s",
+               "time to train", "$/1M img", "bottleneck", "CPU/GPU");
+        json_t *top = json_array();
+        for (int i = 0; i < k; i++) {
+            const dlp_hwplan_cand *x = &c[idx[i]];
+            describe(x, d, sizeof d);
+            printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
+                   money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
+                   dur(x->total_s, b2, sizeof b2), x->usd_per_million, dlp_stage_name(x->bottleneck), x->ratio);
+            json_array_append_new(top, cand_json(x));
+        }
+        json_object_set_new(res, "top", top);
+        // The chosen one in full.
+        p = malloc(sizeof *p);
+        o = malloc(sizeof *o);
+        if (!p || !o) {
+            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        dlp_system_spec spec;
+        dlp_hwplan_spec(&c[chosen], &spec);
+        dlp_workload w;
+        dlp_cost cost;
+        st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, &req, p, &w, o, &cost);
+        if (st) goto done;
+        describe(&c[chosen], d, sizeof d);
+        printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
+               grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req.w.epochs,
+               c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
+        printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
+        if (req.deadline_s > 0)
+            printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
+        else
+            printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req.tolerance);
+        print_balance(o, c, n, chosen, req.tolerance, hourly, res);
+        json_t *reqs = json_array();
+        json_object_set_new(res, "requirements", reqs);
+        print_requirements(p, o, c, n, chosen, req.tolerance, hourly, op.pipeline, reqs);
+        const char *part = "";
+        int sp = better_spent(c, n, chosen, req.tolerance, &part);
+        if (sp >= 0) {
+            describe(&c[sp], d, sizeof d);
+            printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
+                   money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
+                   100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
+            json_object_set_new(res, "better_spent", cand_json(&c[sp]));
+        }
+        json_object_set_new(res, "best", cand_json(&c[chosen]));
+    }
+    json_t *all = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(all, cand_json(&c[i]));
+    json_object_set_new(res, "configurations", all);
+done:
+    if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
+    json_decref(res);
+    free(c);
+    free(p);
+    free(o);
+    dlp_parts_free(parts);
+    dlp_catalog_free(cat);
+    return dlp_cli_fail(st);
+}
