@@ -11,7 +11,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 command -v curl >/dev/null || { echo "skipped: curl not installed"; exit 77; }
 
-"$D" monitor -q -i 100 --metrics-port 0 -- sleep 4 2>"$T/err" &
+"$D" monitor -q --interval 100 --metrics-port 0 -- sleep 4 2>"$T/err" &
 pid=$!
 port=""
 for _ in $(seq 50); do  # the server prints its address once it listens
