@@ -113,7 +113,7 @@ FUZZ_HARNESSES := safetensors profile catalog dataset_list jpeg serve http
 FUZZ_LIB_SRC := $(FUZZ_HARNESSES:%=tests/fuzz/fuzz_%.c) tests/fuzz/fuzz_util.c
 FUZZ_BIN := $(FUZZ_HARNESSES:%=$(BUILD)/tests/fuzz_%)
 
-.PHONY: all lib cli tests setup setup-test run test test-fast asan check-asan clean config bench fuzz
+.PHONY: all lib cli tests setup setup-test run test test-fast asan check-asan clean config bench fuzz man install uninstall
 all: config $(BUILD)/dlperf tests
 
 config:
@@ -180,6 +180,26 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/main.c tests/fuzz/fuzz_uti
 	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_ENTRY=dlp_fuzz_$* -o $@ tests/fuzz/main.c $< $(FUZZ_USES) tests/fuzz/fuzz_util.c $(BUILD)/libdlperf.a $(LDFLAGS) $(LDLIBS)
 
 -include $(OBJ_LIB:.o=.d) $(OBJ_CLI:.o=.d)
+
+# --- install: the binary, the catalog it finds from its own location (../share/dlperf/catalog), the man page -----
+# make install PREFIX=$HOME/.local (default /usr/local); DESTDIR for packaging. The man page is generated from the
+# options tables (every command's --help) by tools/gen-man.sh.
+PREFIX ?= /usr/local
+DESTDIR ?=
+man: $(BUILD)/dlperf.1
+$(BUILD)/dlperf.1: $(BUILD)/dlperf tools/gen-man.sh
+	tools/gen-man.sh $(BUILD)/dlperf > $@.tmp && mv $@.tmp $@
+
+install: $(BUILD)/dlperf $(BUILD)/dlperf.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dlperf/catalog $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BUILD)/dlperf $(DESTDIR)$(PREFIX)/bin/dlperf
+	install -m 644 catalog/*.json $(DESTDIR)$(PREFIX)/share/dlperf/catalog/
+	install -m 644 $(BUILD)/dlperf.1 $(DESTDIR)$(PREFIX)/share/man/man1/dlperf.1
+	@echo "installed: $(DESTDIR)$(PREFIX)/bin/dlperf, its catalog in $(DESTDIR)$(PREFIX)/share/dlperf/catalog, man dlperf"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/dlperf $(DESTDIR)$(PREFIX)/share/man/man1/dlperf.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/dlperf
 
 # --- the two README commands -------------------------------------------------------------------------------
 setup:

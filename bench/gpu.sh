@@ -217,7 +217,7 @@ export -f profile
 # ---- 7a: the nccl communicator on this GPU (one rank: the real NCCL calls; issue 13) ----------------------------------
 nccl() {
   dl "$DL" dist bench --help 2>/dev/null | grep -q -- "--dist" || { echo "skipped: no dist bench in this build"; return 77; }
-  dl "$DL" dist bench --dist nccl -b 1M -e 256M -f 4 -n 20 -w 5 --json "$WORK/nccl-bench.json" 2>&1 | tee "$WORK/nccl.log"
+  dl "$DL" dist bench --dist nccl --min-bytes 1M --max-bytes 256M --factor 4 -n 20 --warmup 5 --json "$WORK/nccl-bench.json" 2>&1 | tee "$WORK/nccl.log"
   local rc=${PIPESTATUS[0]}
   grep -q "this build has no nccl communicator" "$WORK/nccl.log" && { echo "skipped: built without NCCL"; return 77; }
   return "$rc"

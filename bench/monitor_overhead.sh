@@ -29,7 +29,7 @@ if what == "threads":  # 64 sleeping threads: a bigger tree walk
     cmd = [sys.executable, "-c", "import threading, time\n"
            "ts = [threading.Thread(target=time.sleep, args=(%f,)) for _ in range(64)]\n"
            "[t.start() for t in ts]; [t.join() for t in ts]" % dur]
-args = [d, "monitor", "-q", "-i", str(iv), "--csv", out + ".csv", "--jsonl", out + ".jsonl", "--json", out + ".json",
+args = [d, "monitor", "-q", "--interval", str(iv), "--csv", out + ".csv", "--jsonl", out + ".jsonl", "--json", out + ".json",
         "--"] + cmd
 p = subprocess.Popen(args)
 _, status, ru = os.wait4(p.pid, 0)

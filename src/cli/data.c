@@ -91,9 +91,9 @@ static int cmd_gen(int argc, char **argv) {
     dlp_opt opts[] = {
         {"out", 'o', DLP_OPT_STR, &out, NULL, "DIR", "write here (must not exist); default: the cache, printed", NULL, 0},
         {"classes", 'c', DLP_OPT_INT, &p.classes, def_classes, "N", "number of classes", NULL, 0},
-        {"per-class", 'n', DLP_OPT_INT, &p.per_class, def_pc, "N", "training images per class", NULL, 0},
+        {"per-class", 0, DLP_OPT_INT, &p.per_class, def_pc, "N", "training images per class", NULL, 0},
         {"val-per-class", 0, DLP_OPT_INT, &p.val_per_class, def_vpc, "N", "validation images per class", NULL, 0},
-        {"size", 's', DLP_OPT_STR, &size, "imagenet", "MIN-MAX", "shorter side range in pixels, or imagenet", NULL, 0},
+        {"size", 0, DLP_OPT_STR, &size, "imagenet", "MIN-MAX", "shorter side range in pixels, or imagenet", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "random seed (same seed, same files)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &p.workers, "0", "N", "generator threads (0: all CPUs; output is the same)", NULL, 0},
         {0},
@@ -164,7 +164,7 @@ static int cmd_bench(int argc, char **argv) {
         {"batch", 'b', DLP_OPT_INT, &batch, "32", NULL, "batch size", NULL, 0},
         {"workers", 'w', DLP_OPT_STR, &workers_s, def_workers, "N[,N..]", "loader threads; a list measures scaling", NULL, 0},
         {"prefetch", 0, DLP_OPT_INT, &prefetch, "0", NULL, "batch slots in the ring (0: 2 x workers)", NULL, 0},
-        {"images", 'n', DLP_OPT_I64, &images, "0", NULL, "images per measurement (0: the whole dataset once)", NULL, 0},
+        {"images", 0, DLP_OPT_I64, &images, "0", NULL, "images per measurement (0: the whole dataset once)", NULL, 0},
         {"repeat", 'r', DLP_OPT_INT, &repeat, "1", NULL, "measurements per worker count (median reported)", NULL, 0},
         {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
         {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
@@ -270,7 +270,7 @@ static int cmd_crop(int argc, char **argv) {
     int64_t seed = 0;
     xform_opts xo = {0};
     dlp_opt opts[] = {
-        {"in", 'i', DLP_OPT_STR, &in, NULL, "FILE", "JPEG file", NULL, 0},
+        {"in", 0, DLP_OPT_STR, &in, NULL, "FILE", "JPEG file", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out, NULL, "FILE", "raw tensor output (3 x H x W or H x W x 3; never overwritten)", NULL, 0},
         {"box", 0, DLP_OPT_STR, &box, NULL, "X,Y,W,H", "crop this box (image pixels), then resize (RandomResizedCrop's op)", NULL, 0},
         {"val", 0, DLP_OPT_FLAG, &val, NULL, NULL, "validation transform: resize shorter side to 256 (x crop/224), centre crop", NULL, 0},

@@ -15,11 +15,11 @@ static int cmd_bench(int argc, char **argv) {
     int factor, iters, warmup;
     dlp_opt opts[] = {
         {"dist", 0, DLP_OPT_STR, &dist, "auto", "KIND", "communicator: auto (mpi under mpirun/srun, else local), local, mpi", NULL, 0},
-        {"min-bytes", 'b', DLP_OPT_SIZE, &min_bytes, "8", NULL, "smallest message", NULL, 0},
-        {"max-bytes", 'e', DLP_OPT_SIZE, &max_bytes, "64M", NULL, "largest message", NULL, 0},
-        {"factor", 'f', DLP_OPT_INT, &factor, "2", "N", "size multiplier between messages", NULL, 0},
+        {"min-bytes", 0, DLP_OPT_SIZE, &min_bytes, "8", NULL, "smallest message", NULL, 0},
+        {"max-bytes", 0, DLP_OPT_SIZE, &max_bytes, "64M", NULL, "largest message", NULL, 0},
+        {"factor", 0, DLP_OPT_INT, &factor, "2", "N", "size multiplier between messages", NULL, 0},
         {"iters", 'n', DLP_OPT_INT, &iters, "20", "N", "timed allreduces per size", NULL, 0},
-        {"warmup", 'w', DLP_OPT_INT, &warmup, "5", "N", "untimed allreduces per size", NULL, 0},
+        {"warmup", 0, DLP_OPT_INT, &warmup, "5", "N", "untimed allreduces per size", NULL, 0},
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result (dlperf.dist-bench/1; rank 0, never overwritten)", NULL, 0},
         {0},
     };

@@ -52,7 +52,7 @@ static dlp_status write_json(json_t *o, const char *path) {
 static int gpu_info(int argc, char **argv) {
     const char *device = "cuda", *json = NULL;
     dlp_opt opts[] = {
-        {"device", 'd', DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU to describe", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU to describe", NULL, 0},
         {"json", 0, DLP_OPT_STR, &json, NULL, "FILE", "also write the facts as JSON", NULL, 0},
         {0},
     };
@@ -82,7 +82,7 @@ static int gpu_bench(int argc, char **argv) {
     const char *device = "cuda", *model = "resnet50", *json = NULL;
     int batch = 256, prec = 2, steps = 30, warmup = 10, image = 224, classes = 1000, tf32 = 0, h2d = 0, infer = 0;
     dlp_opt opts[] = {
-        {"device", 'd', DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
         {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", "resnet18|34|50|101|152|resnet-mini", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &batch, "256", "N", "samples per step", NULL, 0},
         {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp16", NULL, "compute type", k_prec, 0},
@@ -169,7 +169,7 @@ static int gpu_probe(int argc, char **argv) {
     const char *profile = NULL, *gpu_id = NULL, *catalog = NULL;
     int prec = 2, steps = 15, warmup = 5, image = 224;
     dlp_opt opts[] = {
-        {"device", 'd', DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
         {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", "resnet18|34|50|101|152|resnet-mini", NULL, 0},
         {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp16", NULL, "compute type", k_prec, 0},
         {"batches", 0, DLP_OPT_STR, &batches_s, "1,8,32,64,128,256", "LIST", "batch sizes to time", NULL, 0},

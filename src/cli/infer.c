@@ -310,7 +310,7 @@ int dlp_cli_infer(int argc, char **argv) {
     dlp_opt opts[] = {
         {"model", 'm', DLP_OPT_STR, &o.model, NULL, "NAME", "model: resnet18|34|50|101|152|resnet-mini... (default: the "
          "weights' arch, else resnet50)", NULL, 0},
-        {"weights", 'w', DLP_OPT_STR, &o.weights, NULL, "FILE", "safetensors weights: a dlperf checkpoint or torchvision "
+        {"weights", 0, DLP_OPT_STR, &o.weights, NULL, "FILE", "safetensors weights: a dlperf checkpoint or torchvision "
          "weights converted by tools/torchvision_to_safetensors.py (none: seeded random init, meaningless answers)", NULL, 0},
         {"classes", 0, DLP_OPT_INT, &o.classes, "0", "N", "classes (0: from the weights, else 1000)", NULL, 0},
         {"size", 0, DLP_OPT_INT, &o.size, "224", "PX", "input side (the shorter side is resized to size*256/224 first)", NULL, 0},
@@ -321,9 +321,9 @@ int dlp_cli_infer(int argc, char **argv) {
          "through (--from jpeg inline)", NULL, 0},
         {"batch", 'b', DLP_OPT_STR, &o.batches, "1,8,32", "LIST", "batch sizes to measure, e.g. 1,8,32", NULL, 0},
         {"precision", 'p', DLP_OPT_CHOICE, &o.precision, "fp32", NULL, "compute precision", "fp32|bf16|fp16", 0},
-        {"device", 'd', DLP_OPT_STR, &o.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
+        {"device", 0, DLP_OPT_STR, &o.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
-        {"workers", 'j', DLP_OPT_INT, &o.workers, "0", "N", "--from jpeg: loader threads decoding ahead (0: decode "
+        {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "--from jpeg: loader threads decoding ahead (0: decode "
          "inline, on the calling thread, before each call)", NULL, 0},
         {"from", 0, DLP_OPT_CHOICE, &o.from, "tensor", NULL, "inputs: tensor (preprocessed once into memory, inference "
          "timed alone) or jpeg (read + decode + resize each call, timed apart)", "tensor|jpeg", 0},

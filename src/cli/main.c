@@ -56,7 +56,7 @@ dlp_status dlp_cli_write_result(json_t *result, const char *path) {
 }
 
 int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "-v") != 0) {
+    if (argc >= 2) {
         for (const dlp_cli_cmd *c = cmds; c->name; c++)
             if (strcmp(c->name, argv[1]) == 0) return c->main(argc - 1, argv + 1);
     }
@@ -65,13 +65,48 @@ int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char *
     if (argc >= 2 && !help) fprintf(stderr, "%s: unknown command '%s'\n\n", prog, argv[1]);
     fprintf(f, "usage: %s <command> [options]   (%s <command> --help for its options)\n\ncommands:\n", prog, prog);
     for (const dlp_cli_cmd *c = cmds; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    if (cmds == k_cmds)
+        fprintf(f, "\noptions (before the command):\n  -V, --version  dlperf's version and the libraries it was built "
+                   "with\n  -v, --verbose  errors name the source places they passed through (every command also "
+                   "takes -v)\n");
     return help ? 0 : 2;
+}
+
+// `dlperf --version`: the first line is "dlperf X.Y.Z", as scripts expect; then the libraries (dlperf version
+// --json has them as JSON, with the host).
+static int print_version(void) {
+    json_t *v = dlp_versions_to_json();
+    printf("dlperf %s\n", json_string_value(json_object_get(v, "dlperf")));
+    const char *k;
+    json_t *x;
+    int first = 1;
+    json_object_foreach(v, k, x) {
+        if (strcmp(k, "dlperf") == 0 || strncmp(k, "oneDNN ", 7) == 0) continue;  // ISA, kernels: dlperf version
+        printf("%s%s %s", first ? "built with: " : ", ", k, json_string_value(x));
+        first = 0;
+    }
+    if (!first) putchar('\n');
+    json_decref(v);
+    return 0;
 }
 
 int main(int argc, char **argv) {
     dlp_json_set_argv(argc, argv);
     const char *q = getenv("DLPERF_LOG");
-    if (q && strcmp(q, "debug") == 0) dlp_log_set_level(DLP_LOG_DEBUG);
+    if (q && strcmp(q, "debug") == 0) dlp_log_set_level(DLP_LOG_DEBUG), dlp_err_set_verbose(1);
     if (q && strcmp(q, "quiet") == 0) dlp_log_set_level(DLP_LOG_WARN);
+    // Options before the command: -v/--verbose (kept for commands that run dlperf again, through the environment),
+    // -V/--version.
+    while (argc >= 2 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "--verbose") == 0)) {
+        setenv("DLPERF_VERBOSE", "1", 1);
+        argv++, argc--;  // dispatch reads argv[1] on; the argv recorded in results stays whole
+    }
+    // An output named "-" (or /dev/stdout) gets the real standard output; what the command prints for people then
+    // goes to stderr.
+    for (int i = 2; i < argc; i++)
+        if (argv[i - 1][0] == '-' && dlp_path_is_stdout(argv[i])) dlp_stdout_claim();
+    const char *vb = getenv("DLPERF_VERBOSE");
+    if (vb && strcmp(vb, "1") == 0) dlp_err_set_verbose(1);
+    if (argc >= 2 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) return print_version();
     return dlp_cli_dispatch("dlperf", k_cmds, argc, argv);
 }

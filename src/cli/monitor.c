@@ -189,7 +189,7 @@ int dlp_cli_monitor(int argc, char **argv) {
     const char *csv = NULL, *jsonl = NULL, *json_path = NULL, *metrics_addr = NULL, *sources = NULL, *root = NULL,
                *nvml_lib = NULL;
     dlp_opt opts[] = {
-        {"interval", 'i', DLP_OPT_INT, &interval_ms, "500", "MS", "sampling interval in milliseconds", NULL, 0},
+        {"interval", 0, DLP_OPT_INT, &interval_ms, "500", "MS", "sampling interval in milliseconds", NULL, 0},
         {"csv", 0, DLP_OPT_STR, &csv, NULL, "FILE", "time series as CSV, one row per sample (new file)", NULL, 0},
         {"jsonl", 0, DLP_OPT_STR, &jsonl, NULL, "FILE", "time series as JSON lines, one per sample per metric set",
          NULL, 0},

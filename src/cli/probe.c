@@ -49,7 +49,7 @@ int dlp_cli_probe(int argc, char **argv) {
     dlp_opt opts[] = {
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "dataset whose storage and images are measured", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out, NULL, "FILE", "write the profile here (required; never overwritten)", NULL, 0},
-        {"quick", 'q', DLP_OPT_FLAG, &quick, NULL, NULL, "fewer points: about a minute instead of 3-5", NULL, 0},
+        {"quick", 0, DLP_OPT_FLAG, &quick, NULL, NULL, "fewer points: about a minute instead of 3-5", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, NULL, "LIST", "compute backends to measure: ref,cpu (default), cuda", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "loader and compute threads up to N (0: all allowed CPUs)", NULL, 0},
         {"models", 0, DLP_OPT_STR, &models, NULL, "LIST", "models of the step-time fits, each at every --sizes (default: ResNet-18 at 64 and 112 px, ResNet-50 at 64 and 224; --quick: resnet18 at 64)", NULL, 0},

@@ -335,7 +335,7 @@ int dlp_cli_run(int argc, char **argv) {
         {"bench-images", 0, DLP_OPT_INT, &o.bench_images, "512", "N", "images per data-preparation measurement", NULL, 0},
         {"compare", 0, DLP_OPT_STR, &o.compare, "dgx-a100,dgx-station,desktop-4090", "ID,..", "catalog systems predicted for the same workload (none: skip)", NULL, 0},
         {"usd-per-hour", 0, DLP_OPT_DOUBLE, &o.usd_per_hour, "0", "X", "what an hour of this machine costs (rent, or amortization + power): prices its images", NULL, 0},
-        {"quick", 'q', DLP_OPT_FLAG, &o.quick, NULL, NULL, "a short run for a first look and tests: resnet18 at 112 px, batch 16, 15 s of training, 1 s per inference batch", NULL, 0},
+        {"quick", 0, DLP_OPT_FLAG, &o.quick, NULL, NULL, "a short run for a first look and tests: resnet18 at 112 px, batch 16, 15 s of training, 1 s per inference batch", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &o.out, NULL, "DIR", "run directory for every stage's result and time series (new; default dlperf-run-<UTC time>)", NULL, 0},
         {"json", 'j', DLP_OPT_STR, &o.json, NULL, "FILE", "the summary (dlperf.run/1; default <out>/run.json)", NULL, 0},
         {0},

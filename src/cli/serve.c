@@ -50,7 +50,7 @@ int dlp_cli_serve(int argc, char **argv) {
     int64_t max_body = 8 << 20;
     dlp_opt opts[] = {
         {"host", 0, DLP_OPT_STR, &cfg.host, "127.0.0.1", "ADDR", "address to listen on (0.0.0.0 or :: for every interface)", NULL, 0},
-        {"port", 'p', DLP_OPT_INT, &cfg.port, "8080", "N", "TCP port (0: any free port; see --port-file)", NULL, 0},
+        {"port", 0, DLP_OPT_INT, &cfg.port, "8080", "N", "TCP port (0: any free port; see --port-file)", NULL, 0},
         {"port-file", 0, DLP_OPT_STR, &port_file, NULL, "FILE", "write the port here once listening", NULL, 0},
         dlp_cli_engine_opt(DLP_CLI_SERVE, DLP_CLI_ENGINE_MODEL, &eo),
         dlp_cli_engine_opt(DLP_CLI_SERVE, DLP_CLI_ENGINE_DEVICE, &eo),
@@ -66,7 +66,7 @@ int dlp_cli_serve(int argc, char **argv) {
         dlp_cli_engine_opt(DLP_CLI_SERVE, DLP_CLI_ENGINE_SINGLE_PLAN, &eo),
         {"max-delay", 0, DLP_OPT_DOUBLE, &delay_ms, "2", "MS", "dynamic batching: longest wait of a batch's oldest request", NULL, 0},
         {"queue", 'Q', DLP_OPT_INT, &cfg.queue_capacity, "64", "N", "requests admitted at once; beyond: 503 with Retry-After", NULL, 0},
-        {"workers", 'j', DLP_OPT_INT, &cfg.workers, "2", "N", "JPEG decode/resize threads", NULL, 0},
+        {"workers", 'w', DLP_OPT_INT, &cfg.workers, "2", "N", "JPEG decode/resize threads", NULL, 0},
         {"timeout", 0, DLP_OPT_DOUBLE, &timeout_ms, "5000", "MS", "per-request deadline; expired requests get 504 unrun", NULL, 0},
         {"max-body", 0, DLP_OPT_SIZE, &max_body, "8M", NULL, "largest request body (413 beyond)", NULL, 0},
         {"max-conns", 0, DLP_OPT_INT, &cfg.max_connections, "256", "N", "open connections at most; a new one beyond evicts the oldest still sending its header", NULL, 0},

@@ -47,10 +47,10 @@ int dlp_cli_validate(int argc, char **argv) {
     double seconds, max_seconds;
     int64_t seed;
     dlp_opt opts[] = {
-        {"profile", 'p', DLP_OPT_STR, &profile_path, NULL, "FILE", "the machine profile (dlperf probe); none: probe first (--quick)", NULL, 0},
-        {"configs", 'c', DLP_OPT_STR, &configs_path, NULL, "FILE", "a JSON list of configurations (default: the built-in sweep)", NULL, 0},
+        {"profile", 0, DLP_OPT_STR, &profile_path, NULL, "FILE", "the machine profile (dlperf probe); none: probe first (--quick)", NULL, 0},
+        {"configs", 0, DLP_OPT_STR, &configs_path, NULL, "FILE", "a JSON list of configurations (default: the built-in sweep)", NULL, 0},
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "the training set every run reads", NULL, 0},
-        {"quick", 'q', DLP_OPT_FLAG, &quick, NULL, NULL, "the built-in sweep's short version (and a quick probe)", NULL, 0},
+        {"quick", 0, DLP_OPT_FLAG, &quick, NULL, NULL, "the built-in sweep's short version (and a quick probe)", NULL, 0},
         {"steps", 's', DLP_OPT_INT, &steps, "8", "N", "measured steps per configuration at least (after the warm-up)", NULL, 0},
         {"seconds", 0, DLP_OPT_DOUBLE, &seconds, "10", "S", "measured seconds per configuration at least", NULL, 0},
         {"max-seconds", 0, DLP_OPT_DOUBLE, &max_seconds, "30", "S", "measured seconds per configuration at most", NULL, 0},

@@ -45,7 +45,63 @@ static void remove_dead_temps(const char *path) {
     closedir(d);
 }
 
+static int g_stdout_fd = -1;  // where "-" goes once dlp_stdout_claim moved the human-readable output
+
+void dlp_stdout_claim(void) {
+    if (g_stdout_fd >= 0) return;
+    // dlperf train runs itself again (exec): the new process finds the claimed descriptor in the environment.
+    const char *env = getenv("DLPERF_STDOUT_FD");
+    if (env && atoi(env) > 2 && fcntl(atoi(env), F_GETFD) >= 0) {
+        g_stdout_fd = atoi(env);
+        return;
+    }
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD, 3);
+    if (fd < 0) return;
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        close(fd);
+        return;
+    }
+    g_stdout_fd = fd;
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", fd);
+    setenv("DLPERF_STDOUT_FD", buf, 1);
+}
+
+int dlp_path_is_stdout(const char *path) { return path && (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0); }
+
+// An existing file that is not a regular one (/dev/stderr, a FIFO, a terminal): written in place.
+static int is_special(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+static dlp_status write_all(int fd, const char *what, const void *data, size_t len) {
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return DLP_ERR(DLP_ERR_IO, "cannot write %s: %s", what, strerror(errno));
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return DLP_OK;
+}
+
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags) {
+    if (dlp_path_is_stdout(path)) {
+        fflush(stdout);
+        return write_all(g_stdout_fd >= 0 ? g_stdout_fd : STDOUT_FILENO, "the standard output", data, len);
+    }
+    if (is_special(path)) {
+        int sfd = open(path, O_WRONLY | O_CLOEXEC);
+        if (sfd < 0) return DLP_ERR(DLP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        dlp_status st = write_all(sfd, path, data, len);
+        close(sfd);
+        return st;
+    }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     // O_EXCL | O_NOFOLLOW: never write through a link planted at the temporary name. A file already there has
@@ -93,7 +149,15 @@ dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int 
 }
 
 dlp_status dlp_fopen_new(const char *path, FILE **out) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd;
+    if (dlp_path_is_stdout(path)) {
+        fflush(stdout);
+        fd = fcntl(g_stdout_fd >= 0 ? g_stdout_fd : STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    } else if (is_special(path)) {
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    } else {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (fd < 0) {
         if (errno == EEXIST) return DLP_ERR(DLP_ERR_EXISTS, "%s already exists; not overwriting it", path);
         return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", path, strerror(errno));
@@ -107,7 +171,7 @@ dlp_status dlp_fopen_new(const char *path, FILE **out) {
 }
 
 dlp_status dlp_check_new_output(const char *path, const char *what) {
-    if (path && path[0] && dlp_path_exists(path))
+    if (path && path[0] && !dlp_path_is_stdout(path) && !is_special(path) && dlp_path_exists(path))
         return DLP_ERR(DLP_ERR_EXISTS, "%s %s already exists; dlperf never overwrites results: choose another name",
                        what, path);
     return DLP_OK;

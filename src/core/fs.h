@@ -1,6 +1,7 @@
 // core/fs: files written atomically (temporary file, fsync, rename), never-overwrite creation, whole-file
 // reads, directories, and the cache directory.
-// Defines: dlp_write_atomic, dlp_pid_alive, dlp_fopen_new, dlp_read_file, dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
+// Defines: dlp_write_atomic, dlp_pid_alive, dlp_fopen_new, dlp_path_is_stdout, dlp_stdout_claim, dlp_read_file,
+//          dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
 #ifndef DLP_CORE_FS_H
 #define DLP_CORE_FS_H
 #include <stddef.h>
@@ -14,6 +15,12 @@ enum {
     DLP_WRITE_NOCLOBBER = 1,  // fail with DLP_ERR_EXISTS if the file exists (checked atomically with link())
 };
 
+// Every writer below takes "-" (or /dev/stdout) for the standard output, and writes an existing file that is not a
+// regular one (/dev/stderr, a FIFO) in place.
+int dlp_path_is_stdout(const char *path);  // "-" or /dev/stdout
+// Moves what the program prints (printf) to stderr, keeping the real stdout for the files written to "-": called
+// by cli/main when an option's value is "-", so a JSON result on stdout is not mixed with the summary.
+void dlp_stdout_claim(void);
 // Writes data to path through path.tmp.<pid>: write, fsync, rename (or link for NOCLOBBER), fsync dir. Then
 // removes path.tmp.<pid> files of writers no longer alive (killed mid-write).
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags);

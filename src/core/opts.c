@@ -159,6 +159,13 @@ static const char *default_meta(const dlp_opt *o) {
     return "";
 }
 
+// -v/--verbose is every command's, unless its table has its own.
+static int table_has_verbose(const dlp_opt *table) {
+    for (const dlp_opt *o = table; o->name; o++)
+        if (o->short_name == 'v' || strcmp(o->name, "verbose") == 0) return 1;
+    return 0;
+}
+
 void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
     if (usage) fprintf(f, "%s\n\noptions:\n", usage);
     for (const dlp_opt *o = table; o->name; o++) {
@@ -172,14 +179,16 @@ void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
         if (o->def && o->type != DLP_OPT_FLAG) fprintf(f, " (default %s)", o->def);
         fputc('\n', f);
     }
+    if (!table_has_verbose(table))
+        fprintf(f, "  -v, --verbose                    errors name the source places they passed through\n");
     fprintf(f, "  -h, --help                       this help\n");
 }
 
 dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **argv, int *rest) {
     int n = 0;
     for (dlp_opt *o = table; o->name; o++) n++;
-    struct option *lo = calloc((size_t)n + 2, sizeof *lo);
-    char *shorts = calloc((size_t)n * 2 + 4, 1);
+    struct option *lo = calloc((size_t)n + 3, sizeof *lo);
+    char *shorts = calloc((size_t)n * 2 + 5, 1);
     if (!lo || !shorts) {
         free(lo);
         free(shorts);
@@ -209,6 +218,12 @@ dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **ar
     lo[n].has_arg = no_argument;
     lo[n].val = 'h';
     *sp++ = 'h';
+    if (!table_has_verbose(table)) {
+        lo[n + 1].name = "verbose";  // every command: -v, like -h
+        lo[n + 1].has_arg = no_argument;
+        lo[n + 1].val = 'v';
+        *sp++ = 'v';
+    }
     *sp = '\0';
 
     dlp_status st = DLP_OK;
@@ -220,6 +235,10 @@ dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **ar
             dlp_opts_help(stdout, usage, table);
             st = DLP_ERR_CANCELLED;
             break;
+        }
+        if (c == 'v' && !table_has_verbose(table)) {
+            dlp_err_set_verbose(1);
+            continue;
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];

@@ -31,7 +31,8 @@ typedef struct dlp_opt {
 } dlp_opt;
 
 // Applies defaults, then parses argv[first..argc). Non-option arguments are moved to the end; *rest is set to
-// the index of the first one. "-h/--help" prints help to stdout and returns DLP_ERR_CANCELLED.
+// the index of the first one. "-h/--help" prints help to stdout and returns DLP_ERR_CANCELLED;
+// "-v/--verbose" (every table has it) turns on dlp_err_set_verbose.
 dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **argv, int *rest);
 void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table);
 // A JSON object {"name": value, ...} of every option's value after parsing (jansson json_t*).

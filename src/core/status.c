@@ -15,6 +15,10 @@ typedef struct {
 } dlp_err_state;
 
 static _Thread_local dlp_err_state g_err;
+static int g_err_verbose;  // print the chain of places (-v); users get the message alone
+
+void dlp_err_set_verbose(int on) { g_err_verbose = on; }
+int dlp_err_verbose(void) { return g_err_verbose; }
 
 static const char *const k_status_str[DLP_STATUS_COUNT] = {
     [DLP_OK] = "ok",
@@ -87,6 +91,7 @@ dlp_status dlp_err_status(void) { return g_err.status; }
 
 void dlp_err_print(FILE *f) {
     fprintf(f, "error: %s\n", g_err.msg[0] ? g_err.msg : "unknown error");
+    if (!g_err_verbose) return;
     for (int i = 0; i < g_err.ntrace; i++) fprintf(f, "  at %s\n", g_err.trace[i]);
 }
 

@@ -1,5 +1,6 @@
 // core/status: status codes and a per-thread error chain (message + the places it passed through).
-// Defines: dlp_status, dlp_status_str, DLP_ERR, DLP_CHECK, DLP_TRY_ALLOC, dlp_err_msg, dlp_err_print, dlp_err_clear.
+// Defines: dlp_status, dlp_status_str, DLP_ERR, DLP_CHECK, DLP_TRY_ALLOC, dlp_err_msg, dlp_err_print, dlp_err_clear,
+//          dlp_err_set_verbose.
 #ifndef DLP_CORE_STATUS_H
 #define DLP_CORE_STATUS_H
 #include <stdio.h>
@@ -32,7 +33,11 @@ dlp_status dlp_err_trace(dlp_status s, const char *file, int line, const char *e
 void dlp_err_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *dlp_err_msg(void);   // "" when no error was recorded
 dlp_status dlp_err_status(void); // last recorded status
-void dlp_err_print(FILE *f);     // "error: <msg>\n  at file:line (expr)\n..."
+void dlp_err_print(FILE *f);     // "error: <msg>\n"; verbose: then "  at file:line (expr)\n..."
+// The source locations of the chain are for developers: printed only after dlp_err_set_verbose(1) (-v, --verbose
+// or DLPERF_LOG=debug).
+void dlp_err_set_verbose(int on);
+int dlp_err_verbose(void);
 void dlp_err_clear(void);
 
 #define DLP_ERR(s, ...) dlp_err_set((s), __FILE__, __LINE__, __VA_ARGS__)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,290 @@ static dlp_status walk(const char *root, const char *rel, int depth, walk_vec *w
     return st;
 }
 
+// ---- ImageNet's validation folder as shipped: flat (val/ILSVRC2012_val_00000001.JPEG ...), its labels in a file
+// beside it: Kaggle's LOC_val_solution.csv ("ImageId,PredictionString": the synset first), or the devkit's
+// ILSVRC2012_validation_ground_truth.txt (line i: the devkit ID of ILSVRC2012_val_<i>) with a devkit ID -> synset
+// list (ILSVRC2012_mapping.txt: "ID wnid" lines; the devkit keeps it in meta.mat, which is not read).
+
+typedef struct flat_label {
+    char id[64];    // "ILSVRC2012_val_00000001"
+    char wnid[32];  // "n01751748"
+} flat_label;
+
+static int cmp_flat(const void *a, const void *b) { return strcmp(((const flat_label *)a)->id, ((const flat_label *)b)->id); }
+
+// The folders searched for the label files: the val folder, up to 4 above it (Kaggle's root is 4 above
+// ILSVRC/Data/CLS-LOC/val), and the devkit's data/ folder in each.
+#define FLAT_NDIRS 10
+static int flat_dirs(const char *dir, char out[FLAT_NDIRS][4096]) {
+    static const char *const up[] = {"", "/..", "/../..", "/../../..", "/../../../.."};
+    int n = 0;
+    for (int i = 0; i < 5; i++) {
+        snprintf(out[n++], 4096, "%s%s", dir, up[i]);
+        snprintf(out[n++], 4096, "%s%s/ILSVRC2012_devkit_t12/data", dir, up[i]);
+    }
+    return n;
+}
+
+static int flat_find(char dirs[FLAT_NDIRS][4096], int nd, const char *name, char *path, size_t len) {
+    for (int i = 0; i < nd; i++) {
+        snprintf(path, len, "%s/%s", dirs[i], name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            char real[PATH_MAX];
+            if (realpath(path, real) && strlen(real) < len) snprintf(path, len, "%s", real);  // without the ../..
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static dlp_status flat_push(flat_label **v, size_t *n, size_t *cap, const char *id, const char *wnid) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        flat_label *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv) return DLP_ERR(DLP_ERR_NOMEM, "out of memory reading validation labels");
+        *v = nv;
+        *cap = nc;
+    }
+    snprintf((*v)[*n].id, sizeof (*v)[*n].id, "%s", id);
+    snprintf((*v)[*n].wnid, sizeof (*v)[*n].wnid, "%s", wnid);
+    (*n)++;
+    return DLP_OK;
+}
+
+static dlp_status flat_read_csv(const char *path, flat_label **v, size_t *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return DLP_ERR(DLP_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    char line[8192];
+    size_t cap = 0;
+    long lineno = 0;
+    dlp_status st = DLP_OK;
+    while (st == DLP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (lineno == 1 && strncmp(line, "ImageId", 7) == 0) continue;
+        char *comma = strchr(line, ',');
+        if (!comma) {
+            if (line[strspn(line, " \t\r\n")] == '\0') continue;
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: expected 'ImageId,synset ...'", path, lineno);
+            break;
+        }
+        *comma = '\0';
+        char *w = comma + 1;
+        w[strcspn(w, " \t\r\n")] = '\0';
+        if (strlen(line) >= sizeof((flat_label *)0)->id || w[0] == '\0' || strlen(w) >= sizeof((flat_label *)0)->wnid) {
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: expected 'ImageId,synset ...'", path, lineno);
+            break;
+        }
+        st = flat_push(v, n, &cap, line, w);
+    }
+    fclose(f);
+    return st;
+}
+
+static dlp_status flat_read_devkit(const char *gt, const char *map, flat_label **v, size_t *n) {
+    // the mapping: "ID wnid" per line (or "wnid": the line number is the ID)
+    char (*wnids)[32] = calloc(100000, sizeof *wnids);
+    DLP_TRY_ALLOC(wnids);
+    FILE *f = fopen(map, "r");
+    if (!f) {
+        free(wnids);
+        return DLP_ERR(DLP_ERR_IO, "cannot read %s: %s", map, strerror(errno));
+    }
+    char line[1024];
+    long lineno = 0;
+    dlp_status st = DLP_OK;
+    while (st == DLP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        char a[64] = "", b[64] = "";
+        int k = sscanf(line, "%63s %63s", a, b);
+        if (k < 1) continue;
+        char *end;
+        long id = strtol(a, &end, 10);
+        const char *w = b;
+        if (*end || k < 2) id = lineno, w = a;
+        if (id < 1 || id >= 100000 || w[0] != 'n' || strlen(w) >= 32) {
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: expected 'ID wnid' (e.g. '1 n02119789')", map, lineno);
+            break;
+        }
+        snprintf(wnids[id], sizeof wnids[id], "%s", w);
+    }
+    fclose(f);
+    f = NULL;
+    if (st == DLP_OK && !(f = fopen(gt, "r"))) st = DLP_ERR(DLP_ERR_IO, "cannot read %s: %s", gt, strerror(errno));
+    size_t cap = 0;
+    lineno = 0;
+    while (st == DLP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *end;
+        long id = strtol(line, &end, 10);
+        if (end == line || id < 1 || id >= 100000 || !wnids[id][0]) {
+            st = DLP_ERR(DLP_ERR_FORMAT, "%s:%ld: '%.20s' is not a devkit ID that %s maps to a synset", gt, lineno,
+                         line, map);
+            break;
+        }
+        char img[64];
+        snprintf(img, sizeof img, "ILSVRC2012_val_%08ld", lineno);
+        st = flat_push(v, n, &cap, img, wnids[id]);
+    }
+    if (f) fclose(f);
+    free(wnids);
+    return st;
+}
+
+// Class names in label order: the sibling train/ folder's classes (so labels match the training set's), else every
+// synset the labels name, sorted (the order of ImageNet's train/ folders).
+static dlp_status flat_classes(const char *dir, const flat_label *v, size_t n, char ***names, int *nnames) {
+    char train[4096];
+    snprintf(train, sizeof train, "%s/../train", dir);
+    *names = NULL;
+    *nnames = 0;
+    DIR *d = opendir(train);
+    size_t cap = 0, k = 0;
+    char **out = NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.' || !is_dir_entry(train, e)) continue;
+            if (k == cap) {
+                cap = cap ? cap * 2 : 1024;
+                char **nn = realloc(out, cap * sizeof *nn);
+                if (!nn) break;
+                out = nn;
+            }
+            if (!(out[k] = strdup(e->d_name))) break;
+            k++;
+        }
+        closedir(d);
+    }
+    if (k == 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (k == cap) {
+                cap = cap ? cap * 2 : 1024;
+                char **nn = realloc(out, cap * sizeof *nn);
+                if (!nn) break;
+                out = nn;
+            }
+            if (!(out[k] = strdup(v[i].wnid))) break;
+            k++;
+        }
+    }
+    if (k > 1) qsort(out, k, sizeof *out, cmp_str);
+    size_t u = 0;  // unique
+    for (size_t i = 0; i < k; i++) {
+        if (u > 0 && strcmp(out[u - 1], out[i]) == 0) {
+            free(out[i]);
+            continue;
+        }
+        out[u++] = out[i];
+    }
+    if (u == 0 || u > 100000) {
+        for (size_t i = 0; i < u; i++) free(out[i]);
+        free(out);
+        return DLP_ERR(DLP_ERR_FORMAT, "%s: no classes in the validation labels", dir);
+    }
+    *names = out;
+    *nnames = (int)u;
+    return DLP_OK;
+}
+
+static dlp_status open_flat_val(const char *dir, dlp_dataset **out) {
+    char dirs[FLAT_NDIRS][4096], csv[4200], gt[4200], map[4200];
+    const int nd = flat_dirs(dir, dirs);
+    const int have_csv = flat_find(dirs, nd, "LOC_val_solution.csv", csv, sizeof csv);
+    const int have_gt = !have_csv && flat_find(dirs, nd, "ILSVRC2012_validation_ground_truth.txt", gt, sizeof gt);
+    const int have_map = have_gt && flat_find(dirs, nd, "ILSVRC2012_mapping.txt", map, sizeof map);
+    if (!have_csv && !have_gt)
+        return DLP_ERR(DLP_ERR_NOTFOUND,
+                       "%s has no class folders (ImageFolder: <dir>/<class>/<image>.JPEG) and no labels for a flat "
+                       "ImageNet val/: looked for LOC_val_solution.csv (Kaggle's ImageNet), or the devkit's "
+                       "ILSVRC2012_validation_ground_truth.txt with ILSVRC2012_mapping.txt ('ID wnid' lines), in it, "
+                       "the 4 folders above it and their ILSVRC2012_devkit_t12/data/; hint: put one there, or give "
+                       "a list file of 'path label' lines", dir);
+    if (have_gt && !have_map)
+        return DLP_ERR(DLP_ERR_NOTFOUND,
+                       "%s is a flat ImageNet val/ with the devkit's labels %s, but their IDs need the devkit ID -> "
+                       "synset list: looked for ILSVRC2012_mapping.txt ('ID wnid' lines, e.g. '1 n02119789'; the "
+                       "devkit keeps it in meta.mat, which dlperf does not read) in %s, the 4 folders above it and "
+                       "their ILSVRC2012_devkit_t12/data/; or use Kaggle's LOC_val_solution.csv", dir, gt, dir);
+    flat_label *v = NULL;
+    size_t n = 0;
+    dlp_status st = have_csv ? flat_read_csv(csv, &v, &n) : flat_read_devkit(gt, map, &v, &n);
+    if (st) {
+        free(v);
+        return st;
+    }
+    if (n > 1) qsort(v, n, sizeof *v, cmp_flat);
+    char **names = NULL;
+    int nnames = 0;
+    if ((st = flat_classes(dir, v, n, &names, &nnames))) {
+        free(v);
+        return st;
+    }
+    // the images: files in the folder, sorted (ImageFolder's order within a class)
+    DIR *d = opendir(dir);
+    char **files = NULL;
+    size_t nf = 0, cap = 0;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && st == DLP_OK) {
+            if (e->d_name[0] == '.' || !has_image_ext(e->d_name) || is_dir_entry(dir, e)) continue;
+            if (nf == cap) {
+                cap = cap ? cap * 2 : 1024;
+                char **nn = realloc(files, cap * sizeof *nn);
+                if (!nn) {
+                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
+                    break;
+                }
+                files = nn;
+            }
+            if (!(files[nf] = strdup(e->d_name))) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
+            else nf++;
+        }
+        closedir(d);
+    }
+    if (nf > 1) qsort(files, nf, sizeof *files, cmp_str);
+    dlp_dataset *ds = st ? NULL : ds_new(dir);
+    if (!st && !ds) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    int64_t unlabeled = 0, unknown = 0;
+    for (size_t i = 0; i < nf && st == DLP_OK; i++) {
+        flat_label key;
+        snprintf(key.id, sizeof key.id, "%.*s", (int)strcspn(files[i], "."), files[i]);
+        const flat_label *l = bsearch(&key, v, n, sizeof *v, cmp_flat);
+        if (!l) {
+            unlabeled++;
+            continue;
+        }
+        const char *wn = l->wnid;
+        char **c = bsearch(&wn, names, (size_t)nnames, sizeof *names, cmp_str);
+        if (!c) {
+            unknown++;
+            continue;
+        }
+        st = ds_add(ds, files[i], (int32_t)(c - names));
+    }
+    for (size_t i = 0; i < nf; i++) free(files[i]);
+    free(files);
+    free(v);
+    if (st == DLP_OK && ds->n == 0)
+        st = DLP_ERR(DLP_ERR_NOTFOUND, "%s: none of its %zu images has a label in %s", dir, nf, have_csv ? csv : gt);
+    if (st) {
+        for (int i = 0; i < nnames; i++) free(names[i]);
+        free(names);
+        dlp_dataset_free(ds);
+        return st;
+    }
+    if (unlabeled) DLP_WARN("%s: %lld images have no label in %s; left out", dir, (long long)unlabeled, have_csv ? csv : gt);
+    if (unknown) DLP_WARN("%s: %lld images are labelled with a synset %s/../train has no folder for; left out", dir,
+                          (long long)unknown, dir);
+    ds->class_names = names;
+    ds->nclasses = nnames;
+    DLP_DEBUG("%s: a flat ImageNet val/ labelled by %s (%lld images, %d classes)", dir, have_csv ? csv : gt,
+             (long long)ds->n, nnames);
+    *out = ds;
+    return DLP_OK;
+}
+
 dlp_status dlp_dataset_open_folder(const char *dir, dlp_dataset **out) {
     *out = NULL;
     DIR *d = opendir(dir);
@@ -187,9 +472,10 @@ dlp_status dlp_dataset_open_folder(const char *dir, dlp_dataset **out) {
         n++;
     }
     closedir(d);
-    if (st == DLP_OK && n == 0)
-        st = DLP_ERR(DLP_ERR_NOTFOUND, "%s has no class folders: expected ImageFolder layout <dir>/<class>/<image>.JPEG "
-                     "(for ImageNet give the train or val folder)", dir);
+    if (st == DLP_OK && n == 0) {
+        free(names);
+        return open_flat_val(dir, out);  // ImageNet's val/ as shipped, or an error saying what it looked for
+    }
     if (st) {
         for (size_t i = 0; i < n; i++) free(names[i]);
         free(names);

@@ -53,8 +53,10 @@ dlp_status dlp_catalog_default_dir(char *buf, size_t len) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
-        static const char *const k_up[] = {"", "/..", "/../..", "/../../.."};
-        for (int i = 0; i < 4; i++) {
+        // PREFIX/bin/dlperf finds PREFIX/share/dlperf/catalog (make install); a build in the source tree, the
+        // catalog/ next to or above it
+        static const char *const k_up[] = {"/../share/dlperf", "", "/..", "/../..", "/../../.."};
+        for (int i = 0; i < 5; i++) {
             snprintf(probe, sizeof probe, "%s%s/catalog/gpus.json", exe, k_up[i]);
             if (dlp_path_exists(probe)) {
                 snprintf(probe, sizeof probe, "%s%s/catalog", exe, k_up[i]);
@@ -69,8 +71,9 @@ dlp_status dlp_catalog_default_dir(char *buf, size_t len) {
         return DLP_OK;
     }
     return DLP_ERR(DLP_ERR_NOTFOUND,
-                   "no catalog found (looked for catalog/gpus.json next to and above the dlperf executable and in the "
-                   "current directory); hint: set DLPERF_CATALOG=DIR");
+                   "no catalog found (looked for ../share/dlperf/catalog/gpus.json from the dlperf executable's "
+                   "directory, catalog/gpus.json next to and above it, and in the current directory); hint: "
+                   "make install PREFIX=DIR installs it, or set DLPERF_CATALOG=DIR");
 }
 
 // --- lookups ---------------------------------------------------------------------------------------------------------

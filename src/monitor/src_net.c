@@ -160,7 +160,7 @@ static void net_prom(void *state, dlp_prom_buf *b) {
         dlp_prom_family(b, rows[r].name, "counter", rows[r].help);
         for (int i = 0; i < s->n; i++)
             if (s->ifs[i].present && s->ifs[i].have_prev)
-                dlp_prom_sample(b, rows[r].name, (double)s->ifs[i].raw[rows[r].k], "interface", s->ifs[i].name,
+                dlp_prom_sample(b, rows[r].name, (double)s->ifs[i].raw[rows[r].k], "device", s->ifs[i].name,
                                 (char *)NULL);
     }
 }

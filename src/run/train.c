@@ -360,6 +360,13 @@ static dlp_status train_loop(dlp_trainer *t) {
     int64_t tprev = dlp_now_ns();
     t->t_loop0 = tprev;
     t->log_step0 = t->pos.step;
+    if (c->callback) {  // setup is done: what the run will be (an MLPerf log's init_stop and run_start)
+        dlp_train_event ev = {.kind = DLP_TRAIN_EV_START, .epoch = epoch, .step_in_epoch = skip, .world = t->world,
+                              .train_images = dlp_loader_samples_per_epoch(t->tl),
+                              .val_images = t->vl ? dlp_loader_samples_per_epoch(t->vl) : 0};
+        if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+        tprev = dlp_now_ns();
+    }
     dlp_status st = DLP_OK;
     while (t->pos.step < t->stop_at && !stop_now(t)) {
         if (!epoch_started) DLP_CHECK(dlp_loader_start_epoch_at(t->tl, epoch, skip));

@@ -42,6 +42,7 @@ typedef enum {
     DLP_TRAIN_EV_EVAL,        // a validation pass finished
     DLP_TRAIN_EV_CHECKPOINT,  // a checkpoint was written (path)
     DLP_TRAIN_EV_EPOCH,       // an epoch of training data was completed
+    DLP_TRAIN_EV_START,       // once, set up and about to take the first step (world, train_images, val_images)
 } dlp_train_event_kind;
 
 // What a callback sees. Figures marked "interval" cover the steps since the previous LOG event.
@@ -64,6 +65,8 @@ typedef struct dlp_train_event {
     const char *path;         // CHECKPOINT: the model file written
     const double *phase_ms;   // STEP: this step's phase times (DLP_TRAIN_PH_COUNT)
     int rank;                 // the process's rank (data-parallel runs: only rank 0 reports)
+    int world;                // START: the number of ranks (global batch = batch x world)
+    int64_t train_images;     // START: this rank's training samples per epoch
 } dlp_train_event;
 
 // Return non-zero to stop the run after this step (the result then says "stopped by the caller").

@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 if $D dist bench --dist mpi -e 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 0; fi
 
 # ---- dist bench ----
-"${MPI[@]}" $D dist bench -b 8 -e 4M -n 5 -w 2 --json "$T/bench.json" >"$T/bench.out" 2>&1 || { cat "$T/bench.out"; fail "dist bench"; }
+"${MPI[@]}" $D dist bench --min-bytes 8 --max-bytes 4M -n 5 --warmup 2 --json "$T/bench.json" >"$T/bench.out" 2>&1 || { cat "$T/bench.out"; fail "dist bench"; }
 [ "$(grep -c '^# dlperf dist bench: mpi communicator, 2 ranks' "$T/bench.out")" = 1 ] || { cat "$T/bench.out"; fail "rank 0 alone prints"; }
 $PY - "$T/bench.json" <<'PY' || fail "dist bench result"
 import json, sys

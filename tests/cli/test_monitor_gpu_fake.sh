@@ -17,7 +17,7 @@ CC=${CC:-cc}
 command -v "$CC" >/dev/null || { echo "skipped: no C compiler to build the stand-in NVML"; exit 77; }
 "$CC" -shared -fPIC -O1 -o "$T/libfake_nvml.so" "$ROOT/tests/fixtures/monitor/fake_nvml.c" || fail "cannot build fake NVML"
 export FAKE_NVML_LOG="$T/calls"
-"$D" monitor -i 100 --sources gpu --nvml-lib "$T/libfake_nvml.so" --json "$T/m.json" --jsonl "$T/m.jsonl" \
+"$D" monitor --interval 100 --sources gpu --nvml-lib "$T/libfake_nvml.so" --json "$T/m.json" --jsonl "$T/m.jsonl" \
   --metrics-port 0 -- sh -c 'sleep 0.6; curl -s --max-time 5 -o "$0/metrics.txt" "$(grep -o "http://[0-9.:]*/metrics" "$0/err")"; sleep 0.6' "$T" \
   2>"$T/err"
 rc=$?

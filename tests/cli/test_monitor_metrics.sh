@@ -11,7 +11,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 command -v curl >/dev/null || { echo "skipped: curl not installed"; exit 77; }
 
-"$D" monitor -q -i 100 --metrics-port 0 -- sleep 4 2>"$T/err" &
+"$D" monitor -q --interval 100 --metrics-port 0 -- sleep 4 2>"$T/err" &
 pid=$!
 port=""
 for _ in $(seq 50); do  # the server prints its address once it listens
@@ -30,10 +30,12 @@ grep -qi '^content-type: text/plain; version=0.0.4' "$T/headers" || { cat "$T/he
 echo "ok: GET $url: $(wc -l <"$T/metrics.txt") lines"
 for name in 'dlperf_cpu_seconds_total{cpu="0",mode="user"}' dlperf_memory_available_bytes \
             dlperf_network_receive_bytes_total dlperf_process_cpu_seconds_total dlperf_process_resident_memory_bytes \
-            dlperf_images_processed_total dlperf_data_wait_seconds_total dlperf_requests_total \
+            dlperf_images_processed_total dlperf_data_wait_seconds_total 'dlperf_build_info{version="' \
             dlperf_monitor_cpu_seconds_total 'dlperf_phase_info{phase="command"} 1'; do
   grep -qF "$name" "$T/metrics.txt" || fail "no $name in /metrics"
 done
+grep -q 'dlperf_network_receive_bytes_total{device="' "$T/metrics.txt" || fail "network metrics lack node_exporter's device label"
+grep -q 'dlperf_requests_total' "$T/metrics.txt" && fail "dlperf_requests_total is back (dlperf_serve_requests_total{code} counts requests)"
 grep -q '^dlperf_processes 1$' "$T/metrics.txt" || fail "the monitored tree (sleep) is not one process"
 code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -X POST "$url"); [ "$code" = 405 ] || fail "POST: HTTP $code"
 code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/"); [ "$code" = 404 ] || fail "GET /: HTTP $code"

@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 expect_code() {  # want, then the command after --
   local want=$1; shift
-  "$D" monitor -q -i 100 -- "$@" 2>"$T/err"; local rc=$?
+  "$D" monitor -q --interval 100 -- "$@" 2>"$T/err"; local rc=$?
   [ "$rc" = "$want" ] || { cat "$T/err"; fail "'$*' gave $rc, expected $want"; }
   echo "ok: exit $rc from: $*"
 }
@@ -21,20 +21,20 @@ expect_code 143 sh -c 'kill -TERM $$'      # 128 + 15
 expect_code 127 /nonexistent/command
 grep -q "cannot run '/nonexistent/command'" "$T/err" || fail "no message for a command that cannot run"
 # Options before the command without "--", and option errors.
-"$D" monitor -q -i 100 false 2>/dev/null; [ $? = 1 ] || fail "command without -- did not run"
+"$D" monitor -q --interval 100 false 2>/dev/null; [ $? = 1 ] || fail "command without -- did not run"
 "$D" monitor -q sh -c 'exit 5' 2>"$T/err"; [ $? = 2 ] && grep -q "go after --" "$T/err" || fail "no hint about --"
 "$D" monitor --interval 5 -- true 2>"$T/err"; [ $? = 2 ] || fail "--interval 5 accepted"
 "$D" monitor 2>"$T/err"; [ $? = 2 ] && grep -q "no command" "$T/err" || fail "no command: wrong error"
 
 # SIGTERM to dlperf is passed on to the command: a trap in the command answers with its own exit code.
-"$D" monitor -q -i 100 -- sh -c 'trap "exit 7" TERM; while :; do sleep 0.05; done' 2>"$T/err" &
+"$D" monitor -q --interval 100 -- sh -c 'trap "exit 7" TERM; while :; do sleep 0.05; done' 2>"$T/err" &
 pid=$!
 sleep 1
 kill -TERM $pid
 wait $pid; rc=$?
 [ "$rc" = 7 ] || { cat "$T/err"; fail "forwarded SIGTERM: exit $rc, expected 7"; }
 echo "ok: SIGTERM forwarded (the command's trap exited 7)"
-"$D" monitor -q -i 100 -- sleep 30 2>"$T/err" &
+"$D" monitor -q --interval 100 -- sleep 30 2>"$T/err" &
 pid=$!
 sleep 1
 kill -INT $pid
@@ -43,7 +43,7 @@ wait $pid; rc=$?
 echo "ok: SIGINT forwarded, sleep died of it: 130"
 
 # Outputs: a busy shell loop for ~1.5 s, three files, parsed back.
-"$D" monitor -i 100 --csv "$T/m.csv" --jsonl "$T/m.jsonl" --json "$T/m.json" -- \
+"$D" monitor --interval 100 --csv "$T/m.csv" --jsonl "$T/m.jsonl" --json "$T/m.json" -- \
   sh -c 'end=$(($(date +%s%N) + 1500000000)); while [ $(date +%s%N) -lt $end ]; do :; done; exit 4' 2>"$T/summary"
 rc=$?
 [ "$rc" = 4 ] || { cat "$T/summary"; fail "busy loop: exit $rc, expected 4"; }

@@ -57,6 +57,34 @@ static void test_parse_size(void **state) {
     assert_int_equal(dlp_parse_int_list("1,x", xs, 8), -1);
 }
 
+// Every table gets -v/--verbose (error locations) unless it has its own; error locations are printed only then.
+static void test_opts_verbose(void **state) {
+    (void)state;
+    int batch = 0;
+    dlp_opt t[] = {{"batch", 'b', DLP_OPT_INT, &batch, "32", NULL, "batch size", NULL, 0}, {0}};
+    char *argv[] = {"x", "-b", "8", NULL};
+    dlp_err_set_verbose(0);
+    assert_int_equal(dlp_opts_parse(t, NULL, 3, argv, NULL), DLP_OK);
+    assert_int_equal(dlp_err_verbose(), 0);
+    dlp_err_clear();
+    dlp_err_set(DLP_ERR_INVALID, "src/core/x.c", 7, "bad thing");
+    char buf[256] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    dlp_err_print(f);
+    fclose(f);
+    assert_string_equal(buf, "error: bad thing\n");  // no "at core/x.c:7" for users
+    char *argv2[] = {"x", "--verbose", NULL};
+    assert_int_equal(dlp_opts_parse(t, NULL, 2, argv2, NULL), DLP_OK);
+    assert_int_equal(dlp_err_verbose(), 1);
+    memset(buf, 0, sizeof buf);
+    f = fmemopen(buf, sizeof buf, "w");
+    dlp_err_print(f);
+    fclose(f);
+    assert_string_equal(buf, "error: bad thing\n  at core/x.c:7\n");
+    dlp_err_set_verbose(0);
+    dlp_err_clear();
+}
+
 static void test_opts(void **state) {
     (void)state;
     int batch = 0, flag = 0, prec = 0;
@@ -220,7 +248,7 @@ static void test_stats(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_chain), cmocka_unit_test(test_stats), cmocka_unit_test(test_parse_size), cmocka_unit_test(test_opts),
+        cmocka_unit_test(test_status_chain), cmocka_unit_test(test_stats), cmocka_unit_test(test_parse_size), cmocka_unit_test(test_opts), cmocka_unit_test(test_opts_verbose),
         cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_json_errors), cmocka_unit_test(test_rng),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

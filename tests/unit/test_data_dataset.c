@@ -80,6 +80,74 @@ static void test_image_folder_order(void **state) {
     dlp_test_rmtree(dir);
 }
 
+static void write_text(const char *dir, const char *rel, const char *text) {
+    touch(dir, rel);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+// ImageNet's validation folder as shipped: flat, labelled by Kaggle's LOC_val_solution.csv (4 folders up) or by
+// the devkit's ground truth with its ID -> synset list; labels follow the sibling train/ classes when there is one;
+// without label files the error names the files it looked for.
+static void test_flat_imagenet_val(void **state) {
+    (void)state;
+    char root[256], val[512], p[600];
+    dlp_test_tmpdir(root, sizeof root);
+    dlp_dataset *ds = NULL;
+    // Kaggle: <root>/ILSVRC/Data/CLS-LOC/{train/<wnid>/, val/ flat}, <root>/LOC_val_solution.csv
+    touch(root, "ILSVRC/Data/CLS-LOC/train/n3/a.JPEG");
+    touch(root, "ILSVRC/Data/CLS-LOC/train/n1/b.JPEG");
+    touch(root, "ILSVRC/Data/CLS-LOC/train/n2/c.JPEG");
+    for (int i = 1; i <= 4; i++) {
+        snprintf(p, sizeof p, "ILSVRC/Data/CLS-LOC/val/ILSVRC2012_val_%08d.JPEG", i);
+        touch(root, p);
+    }
+    snprintf(val, sizeof val, "%s/ILSVRC/Data/CLS-LOC/val", root);
+    assert_int_equal(dlp_dataset_open(val, &ds), DLP_ERR_NOTFOUND);  // no labels yet: what was looked for
+    assert_non_null(strstr(dlp_err_msg(), "LOC_val_solution.csv"));
+    assert_non_null(strstr(dlp_err_msg(), "ILSVRC2012_validation_ground_truth.txt"));
+    write_text(root, "LOC_val_solution.csv",
+               "ImageId,PredictionString\nILSVRC2012_val_00000002,n1 1 2 3 4 n1 5 6 7 8\n"
+               "ILSVRC2012_val_00000001,n3 1 2 3 4\nILSVRC2012_val_00000003,n2 1 2 3 4\n");  // 4: no label
+    if (dlp_dataset_open(val, &ds) != DLP_OK) fail_msg("%s", dlp_err_msg());
+    assert_int_equal(ds->n, 3);
+    assert_int_equal(ds->nclasses, 3);
+    assert_string_equal(ds->class_names[0], "n1");
+    assert_string_equal(ds->class_names[2], "n3");
+    assert_string_equal(dlp_dataset_relpath(ds, 0), "ILSVRC2012_val_00000001.JPEG");
+    assert_int_equal(ds->labels[0], 2);  // n3
+    assert_int_equal(ds->labels[1], 0);  // n1
+    assert_int_equal(ds->labels[2], 1);  // n2
+    dlp_dataset_free(ds);
+    ds = NULL;
+
+    // the devkit: IDs in its own order, mapped by ILSVRC2012_mapping.txt; no train/ beside: the synsets sorted
+    dlp_test_rmtree(root);
+    char root2[256];
+    dlp_test_tmpdir(root2, sizeof root2);
+    for (int i = 1; i <= 3; i++) {
+        snprintf(p, sizeof p, "val/ILSVRC2012_val_%08d.JPEG", i);
+        touch(root2, p);
+    }
+    write_text(root2, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", "2\n3\n1\n");
+    snprintf(val, sizeof val, "%s/val", root2);
+    assert_int_equal(dlp_dataset_open(val, &ds), DLP_ERR_NOTFOUND);  // the ID -> synset list is missing
+    assert_non_null(strstr(dlp_err_msg(), "ILSVRC2012_mapping.txt"));
+    write_text(root2, "ILSVRC2012_mapping.txt", "1 n9\n2 n5\n3 n7\n");
+    assert_int_equal(dlp_dataset_open(val, &ds), DLP_OK);
+    assert_int_equal(ds->n, 3);
+    assert_string_equal(ds->class_names[0], "n5");
+    assert_int_equal(ds->labels[0], 0);  // ID 2 = n5
+    assert_int_equal(ds->labels[1], 1);  // ID 3 = n7
+    assert_int_equal(ds->labels[2], 2);  // ID 1 = n9
+    dlp_dataset_free(ds);
+    dlp_test_rmtree(root2);
+}
+
 static void test_errors(void **state) {
     (void)state;
     char dir[256], p[512];
@@ -224,6 +292,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_image_folder_order),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_flat_imagenet_val),
         cmocka_unit_test(test_epoch_order),
         cmocka_unit_test(test_shards),
     };

@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/fs.h"
 #include "core/json.h"
+#include "core/version.h"
 #include "monitor/monitor.h"
 #include "monitor/monitor_impl.h"
 #include "monitor/prom.h"
@@ -805,10 +806,10 @@ static void test_prom_monitor(void **state) {
     static const char *const lines[] = {
         "dlperf_images_processed_total 256\n",
         "dlperf_data_wait_seconds_total 1.5\n",
-        "dlperf_requests_total 0\n",
+        "dlperf_build_info{version=\"" DLP_VERSION "\",",
         "dlperf_memory_available_bytes 20480000000\n",
         "dlperf_disk_read_bytes_total{device=\"vda\"} 2280252416\n",  // 4453618 sectors * 512
-        "dlperf_network_receive_bytes_total{interface=\"eth0\"} 152311590\n",
+        "dlperf_network_receive_bytes_total{device=\"eth0\"} 152311590\n",  // node_exporter's label
         "dlperf_rapl_energy_joules_total{domain=\"package-0\"} 50\n",  // since the monitor started
         "dlperf_rapl_energy_joules_total{domain=\"package-0/dram\"} 5\n",
         "dlperf_monitor_source_available{source=\"gpu\"} 0\n",

@@ -108,7 +108,7 @@ static void tiny_cfg(dlp_train_cfg *c) {
 
 #define MAX_STEPS 64
 typedef struct rec {
-    int steps, logs, evals, epochs, checkpoints;
+    int steps, logs, evals, epochs, checkpoints, starts;
     double loss[MAX_STEPS + 1];  // by step number (1-based)
     double phase_ms[DLP_TRAIN_PH_COUNT];
     int stop_at;                 // return 1 at this step
@@ -126,6 +126,10 @@ static int on_ev(void *ctx, const dlp_train_event *ev) {
     case DLP_TRAIN_EV_EVAL: r->evals++; break;
     case DLP_TRAIN_EV_EPOCH: r->epochs++; break;
     case DLP_TRAIN_EV_CHECKPOINT: r->checkpoints++; break;
+    case DLP_TRAIN_EV_START:
+        r->starts++;
+        assert_true(ev->world >= 1 && ev->train_images > 0 && ev->steps_per_epoch > 0);
+        break;
     }
     return 0;
 }
@@ -163,6 +167,7 @@ static void test_bookkeeping_and_schema(void **state) {
     assert_int_equal(ev.logs, 18);
     assert_int_equal(ev.epochs, 2);
     assert_int_equal(ev.evals, 2);
+    assert_int_equal(ev.starts, 1);  // before the first step, once
     assert_int_equal(r.nevals, 2);
     // The phases add up to the loop's time, and to the per-step figures the events carried.
     double sum = 0;
