@@ -423,7 +423,7 @@ static void test_single_stream(void **state) {
     assert_true(r.qps_without_overhead > 10 && r.qps_without_overhead <= 500);
     char *txt = dlp_lg_summary_text(&r);
     assert_non_null(strstr(txt, "Scenario : SingleStream"));
-    assert_non_null(strstr(txt, "90th percentile latency (ns) : "));
+    assert_non_null(strstr(txt, "90.0th percentile latency (ns) : "));
     assert_non_null(strstr(txt, "Result is : VALID"));
     free(txt);
     dlp_lg_result_free(&r);
@@ -459,7 +459,7 @@ static void test_multi_stream(void **state) {
     assert_true(r.metric_value == (double)r.query_latency.p99_ns);
     assert_true(r.query_latency.p99_ns >= r.sample_latency.p50_ns);
     char *txt = dlp_lg_summary_text(&r);
-    assert_non_null(strstr(txt, "99th percentile latency (ns) : "));
+    assert_non_null(strstr(txt, "99.0th percentile latency (ns) : "));
     assert_non_null(strstr(txt, "Per-query latency:"));
     free(txt);
     dlp_lg_result_free(&r);
