@@ -835,7 +835,37 @@ static void test_mlperf_rules(void **state) {
     }
 }
 
-int main(void) {
+// Helper mode for bench/loadgen_vs_mlperf.sh: `test_loadgen --summarize P < latencies_ns` prints, as JSON, what
+// dlperf's arithmetic makes of those sample latencies (the summary's block and early stopping at percentile P),
+// to compare with real LoadGen's summary of the same samples.
+static int summarize_main(double p) {
+    size_t n = 0, cap = 1024;
+    int64_t *lat = malloc(cap * sizeof *lat);
+    long long v;
+    while (lat && scanf("%lld", &v) == 1) {
+        if (n == cap) {
+            int64_t *nl = realloc(lat, (cap *= 2) * sizeof *lat);
+            if (!nl) break;
+            lat = nl;
+        }
+        lat[n++] = v;
+    }
+    if (!lat) return 1;
+    dlp_lg_latency l;
+    dlp_lg_latency_summarize(lat, n, &l);  // sorts
+    int64_t est = 0, disc = 0, need = 0;
+    int ok = dlp_lg_es_estimate(lat, (int64_t)n, p, 0.99, &est, &disc, &need);
+    printf("{\"count\": %lld, \"min\": %lld, \"max\": %lld, \"mean\": %lld, \"p50\": %lld, \"p90\": %lld, \"p95\": %lld, "
+           "\"p97\": %lld, \"p99\": %lld, \"p99.9\": %lld, \"es_ok\": %d, \"es_estimate\": %lld, \"es_discard\": %lld, "
+           "\"es_need\": %lld}\n", (long long)l.count, (long long)l.min_ns, (long long)l.max_ns, (long long)l.mean_ns,
+           (long long)l.p50_ns, (long long)l.p90_ns, (long long)l.p95_ns, (long long)l.p97_ns, (long long)l.p99_ns,
+           (long long)l.p999_ns, ok, (long long)est, (long long)disc, (long long)need);
+    free(lat);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--summarize") == 0) return summarize_main(atof(argv[2]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_poisson_schedule),
