@@ -243,6 +243,40 @@ static dlp_status open_local_sut(const dlp_cli_engine_opts *eo, const char *data
     return DLP_OK;
 }
 
+// "A", "A:B" or "A:B:S" (perf_analyzer's ranges; step 1 by default).
+static dlp_status parse_range(const char *s, const char *what, double *a, double *b, double *step) {
+    char *e;
+    *a = strtod(s, &e);
+    *b = *a;
+    *step = 1;
+    if (*e == ':') *b = strtod(e + 1, &e);
+    if (*e == ':') *step = strtod(e + 1, &e);
+    if (*e || !(*a > 0) || !(*b >= *a) || !(*step > 0))
+        return DLP_ERR(DLP_ERR_INVALID, "%s '%s': expected start:end:step with 0 < start <= end, step > 0", what, s);
+    return DLP_OK;
+}
+
+static void print_point(void *ctx, const dlp_lg_sweep_point *p) {
+    int by_rate = *(const int *)ctx;
+    fprintf(stderr, "%s: %g, throughput: %.2f infer/sec, latency %.0f usec (p99 %.0f usec)%s, %d windows%s\n",
+            by_rate ? "Request Rate" : "Concurrency", p->level, p->infer_per_s, p->avg_ns / 1e3, p->p99_ns / 1e3,
+            p->failed ? " with failures" : "", p->windows, p->stable ? "" : ": NOT STABLE (reported: the last 3 windows)");
+}
+
+static json_t *sweep_json(const dlp_lg_sweep_point *p, int n, int by_rate) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:f, s:b, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",
+                                           by_rate ? "request_rate" : "concurrency", p[i].level, "stable", p[i].stable,
+                                           "windows", p[i].windows, "count", (json_int_t)p[i].count, "failed",
+                                           (json_int_t)p[i].failed, "infer_per_s", p[i].infer_per_s, "avg_ms",
+                                           p[i].avg_ns / 1e6, "p50_ms", p[i].p50_ns / 1e6, "p90_ms", p[i].p90_ns / 1e6,
+                                           "p95_ms", p[i].p95_ns / 1e6, "p99_ms", p[i].p99_ns / 1e6, "server_reported",
+                                           (json_int_t)p[i].server_count, "server_queue_ms", p[i].server_queue_ns / 1e6,
+                                           "server_infer_ms", p[i].server_infer_ns / 1e6));
+    return a;
+}
+
 static int opt_given(const dlp_opt *o, const char *name) {
     for (; o->name; o++)
         if (strcmp(o->name, name) == 0) return o->given;
@@ -322,7 +356,9 @@ static dlp_status probe_url(const char *url, double connect_ms) {
 
 int dlp_cli_loadgen(int argc, char **argv) {
     int scenario_i = 2, sut_i = 0, connections = 16, spq = 0, early = 1, search = 0, offline_batch = 0, samples = 1024;
-    int mode_i = 0, rules = 0;
+    int mode_i = 0, rules = 0, max_trials = 10;
+    const char *conc_range = NULL, *rate_range = NULL, *csv_path = NULL;
+    double interval_ms = 5000, stability_pct = 10;
     const char *url = NULL, *images = NULL, *json_path = NULL, *summary_path = NULL, *out_dir = NULL;
     const char *user_conf = NULL, *mlperf_conf = NULL, *conf_model = NULL, *labels_path = NULL;
     double qps = 10, bound_ms = 15, pct = 0, min_dur_s = 10, max_dur_s = 0, max_failed = 0, idle_s = 60;
@@ -376,6 +412,12 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"search-max-qps", 0, DLP_OPT_DOUBLE, &max_qps, "0", "X", "search: never try above this (0: no cap)", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "0", "N", "schedule and sample seed (0: MLPerf's seeds)", NULL, 0},
         {"progress", 0, DLP_OPT_DOUBLE, &progress_s, "2", "S", "a progress line on stderr this often (0: none)", NULL, 0},
+        {"concurrency-range", 0, DLP_OPT_STR, &conc_range, NULL, "A:B:S", "perf_analyzer's sweep: closed loop at concurrency A, A+S, .. B (instead of a scenario)", NULL, 0},
+        {"request-rate-range", 0, DLP_OPT_STR, &rate_range, NULL, "A:B:S", "perf_analyzer's sweep: constant request rates A, A+S, .. B per second", NULL, 0},
+        {"measurement-interval", 0, DLP_OPT_DOUBLE, &interval_ms, "5000", "MS", "sweep: the measurement window", NULL, 0},
+        {"stability-percentage", 0, DLP_OPT_DOUBLE, &stability_pct, "10", "P", "sweep: 3 windows in a row within +-P% on throughput and latency make a level stable", NULL, 0},
+        {"max-trials", 0, DLP_OPT_INT, &max_trials, "10", "N", "sweep: windows per level before it is reported unstable", NULL, 0},
+        {"csv", 'f', DLP_OPT_STR, &csv_path, NULL, "FILE", "sweep: perf_analyzer's CSV (-f) here (never overwritten)", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out_dir, NULL, "DIR", "write mlperf_log_summary.txt, mlperf_log_detail.txt (and mlperf_log_accuracy.json) here; default mlperf_logs/<Scenario>-<Mode>-<UTC time>; never overwritten", NULL, 0},
         {"summary", 0, DLP_OPT_STR, &summary_path, NULL, "FILE", "also write the summary text here (never overwritten)", NULL, 0},
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the JSON result here (never overwritten)", NULL, 0},
@@ -394,6 +436,19 @@ int dlp_cli_loadgen(int argc, char **argv) {
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     if (summary_path && (st = dlp_check_new_output(summary_path, "--summary"))) return dlp_cli_fail(st);
     if (samples < 1) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--samples must be >= 1"));
+    int sweeping = conc_range || rate_range, by_rate = rate_range != NULL;
+    dlp_lg_sweep_cfg swc = {.by_rate = by_rate, .window_ns = (int64_t)(interval_ms * 1e6), .stability = stability_pct / 100,
+                            .windows = 3, .max_windows = max_trials, .on_point = print_point, .on_point_ctx = &by_rate};
+    if (conc_range && rate_range)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "give --concurrency-range or --request-rate-range, not both"));
+    if (sweeping && (search || mode_i == 1 || out_dir))
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "a sweep is its own run: no --search, AccuracyOnly or --out (use --csv, --json)"));
+    if (sweeping && (st = parse_range(conc_range ? conc_range : rate_range,
+                                      conc_range ? "--concurrency-range" : "--request-rate-range", &swc.start, &swc.end,
+                                      &swc.step)))
+        return dlp_cli_fail(st);
+    if (csv_path && !sweeping) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--csv is for a sweep (--concurrency-range)"));
+    if (csv_path && (st = dlp_check_new_output(csv_path, "--csv"))) return dlp_cli_fail(st);
     if (labels_path && sut_i == 1)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--labels is for --sut http; --sut local takes the labels of --data"));
 
@@ -432,7 +487,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
     if ((st = dlp_lg_settings_check(&s))) return dlp_cli_fail(st);
 
     char out_buf[512];
-    if (!out_dir) {
+    if (!out_dir && !sweeping) {
         time_t now = time(NULL);
         struct tm tm;
         char stamp[32] = "run";
@@ -441,7 +496,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
                  stamp, (int)getpid());
         out_dir = out_buf;
     }
-    if ((st = out_dir_prepare(out_dir))) return dlp_cli_fail(st);
+    if (!sweeping && (st = out_dir_prepare(out_dir))) return dlp_cli_fail(st);
 
     image_set imgs = {0};
     dlp_lg_sut sut = {0};
@@ -465,7 +520,11 @@ int dlp_cli_loadgen(int argc, char **argv) {
             st = dlp_lg_sut_http_create(&hc, &sut);
             double kb = 0;
             for (int i = 0; i < imgs.n; i++) kb += (double)imgs.lens[i] / 1024.0 / imgs.n;
-            if (st == DLP_OK)
+            if (st == DLP_OK && sweeping)
+                DLP_INFO("loadgen: %s sweep %s against %s, %d images (%.1f KB mean), %d connections",
+                         by_rate ? "request-rate" : "concurrency", by_rate ? rate_range : conc_range, url, imgs.n, kb,
+                         connections);
+            else if (st == DLP_OK)
                 DLP_INFO("loadgen: %s %s against %s, %d images (%.1f KB mean), %d connections; logs in %s/",
                          dlp_lg_scenario_name(sc), dlp_lg_mode_name(s.mode), url, imgs.n, kb, connections, out_dir);
         }
@@ -473,6 +532,42 @@ int dlp_cli_loadgen(int argc, char **argv) {
     if (st) {
         images_free(&imgs);
         return dlp_cli_fail(st);
+    }
+
+    if (sweeping) {
+        if (!local && swc.end > connections && !by_rate)
+            fprintf(stderr, "loadgen: note: concurrency above --connections %d waits for a free connection "
+                    "(raise --connections)\n", connections);
+        swc.sample_count = s.sample_count;
+        swc.max_outstanding = connections * 4 < 4096 ? connections * 4 : 4096;
+        dlp_lg_sweep_point *pts = NULL;
+        int npts = 0;
+        st = dlp_lg_sweep(&swc, &sut, &pts, &npts);
+        if (st == DLP_OK && npts > 0) {
+            char *csv = dlp_lg_sweep_csv(pts, npts, by_rate);
+            if (csv) fputs(csv, stdout);
+            if (csv && csv_path) {
+                dlp_status ws = dlp_write_atomic(csv_path, csv, strlen(csv), DLP_WRITE_NOCLOBBER);
+                if (ws) dlp_err_print(stderr), dlp_err_clear();
+                else fprintf(stderr, "loadgen: CSV written to %s\n", csv_path);
+            }
+            free(csv);
+            if (json_path) {
+                json_t *j = dlp_json_result_new("dlperf.loadgen/1", 0, NULL);
+                json_object_set_new(j, "options", dlp_opts_to_json(opts));
+                json_object_set_new(j, "sweep", sweep_json(pts, npts, by_rate));
+                dlp_status ws = dlp_cli_write_result(j, json_path);
+                if (ws) dlp_err_print(stderr), dlp_err_clear();
+            }
+        }
+        int stable = 1;
+        for (int i = 0; i < npts; i++) stable &= pts[i].stable && pts[i].failed == 0;
+        free(pts);
+        dlp_lg_sut_destroy(&sut);
+        if (local) local_free(local);
+        images_free(&imgs);
+        if (st) return dlp_cli_fail(st);
+        return stable ? 0 : 3;
     }
 
     dlp_lg_result res;

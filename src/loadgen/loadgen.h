@@ -111,6 +111,8 @@ typedef struct dlp_lg_response {
     uint64_t id;
     dlp_lg_outcome outcome;
     int32_t top1;  // predicted class when known (-1 otherwise); for accuracy runs
+    int has_server_times;             // the service reported where the time went (dlperf serve's JSON does)
+    int64_t server_queue_ns, server_infer_ns;
 } dlp_lg_response;
 
 // Where a SUT reports responses: fn(ctx, responses, n) from any thread, exactly once per sample.
@@ -274,6 +276,41 @@ typedef struct dlp_lg_search_result {
 dlp_status dlp_lg_search(const dlp_lg_settings *base, const dlp_lg_sut *sut, const dlp_lg_search_cfg *cfg,
                          dlp_lg_search_result *out);
 void dlp_lg_search_result_free(dlp_lg_search_result *r);
+
+// --- perf_analyzer-style sweep ---------------------------------------------------------------------
+// Closed loop at each concurrency (that many requests always outstanding) or open loop at each request rate
+// (constant inter-arrival times, perf_analyzer's default distribution), measured in windows of window_ns until
+// `windows` consecutive ones agree within ±stability on throughput and on mean latency (perf_analyzer's
+// --measurement-interval, --stability-percentage and 3 windows), or max_windows passed (then unstable).
+typedef struct dlp_lg_sweep_point {
+    double level;                 // concurrency or requests/s
+    int stable, windows;          // windows measured
+    int64_t count, failed;        // requests in the stable windows (answered OK / not)
+    double infer_per_s;
+    double avg_ns, p50_ns, p90_ns, p95_ns, p99_ns;
+    int64_t server_count;         // responses that reported server times
+    double server_queue_ns, server_infer_ns;  // their means
+} dlp_lg_sweep_point;
+
+typedef struct dlp_lg_sweep_cfg {
+    int by_rate;                  // 0: concurrency levels, 1: request rates
+    double start, end, step;      // the levels: start, start + step, ... <= end
+    int64_t window_ns;            // perf_analyzer's default: 5 s
+    double stability;             // 0.10
+    int windows;                  // 3
+    int max_windows;              // 10
+    int64_t sample_count;         // the library the samples are drawn from (in turn)
+    int64_t max_outstanding;      // request-rate mode: beyond this many unanswered, arrivals are skipped (counted)
+    void (*on_point)(void *ctx, const dlp_lg_sweep_point *p);  // optional progress
+    void *on_point_ctx;
+} dlp_lg_sweep_cfg;
+
+// Runs every level in turn against sut; out gets one point per level (*n_out of them, malloc'd).
+dlp_status dlp_lg_sweep(const dlp_lg_sweep_cfg *cfg, const dlp_lg_sut *sut, dlp_lg_sweep_point **out, int *n_out);
+// perf_analyzer's -f CSV: header "Concurrency" or "Request Rate", then Inferences/Second, Client Send,
+// Network+Server Send/Recv, Server Queue, Server Compute Input, Server Compute Infer, Server Compute Output,
+// Client Recv, p50/p90/p95/p99 latency (µs), rows sorted by throughput as perf_analyzer sorts them.
+char *dlp_lg_sweep_csv(const dlp_lg_sweep_point *p, int n, int by_rate);
 
 // --- output ----------------------------------------------------------------------------------------
 // mlperf_log_summary.txt in LoadGen's format, then a "dlperf Additional Stats" section (malloc'd; caller frees).

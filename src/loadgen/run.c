@@ -183,7 +183,7 @@ dlp_status dlp_lg_issue(dlp_lg_issuer *is, int64_t sched_ns, int32_t n) {
     if (ist != DLP_OK) {  // none taken: answer them ourselves, as failed
         dlp_lg_response *resp = malloc((size_t)n * sizeof *resp);
         if (!resp) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        for (int32_t j = 0; j < n; j++) resp[j] = (dlp_lg_response){is->buf[j].id, DLP_LG_ERROR, -1};
+        for (int32_t j = 0; j < n; j++) resp[j] = (dlp_lg_response){.id = is->buf[j].id, .outcome = DLP_LG_ERROR, .top1 = -1};
         on_done(r, resp, (size_t)n);
         free(resp);
         dlp_err_clear();

@@ -69,7 +69,7 @@ static void *delay_main(void *arg) {
         }
         d->outstanding--;
         pthread_mutex_unlock(&d->mu);
-        dlp_lg_response r = {s.id, DLP_LG_OK, (int32_t)s.index};
+        dlp_lg_response r = {.id = s.id, .outcome = DLP_LG_OK, .top1 = (int32_t)s.index};
         done->fn(done->ctx, &r, 1);
         if ((int64_t)s.id == d->answer_twice_id) done->fn(done->ctx, &r, 1);
         pthread_mutex_lock(&d->mu);
@@ -118,7 +118,7 @@ static void delay_destroy(void *ctx) {
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->th, NULL);
     for (int i = 0; i < d->ndropped; i++) {  // late answers after the harness gave up: must be harmless
-        dlp_lg_response r = {d->dropped[i].s.id, DLP_LG_ERROR, -1};
+        dlp_lg_response r = {.id = d->dropped[i].s.id, .outcome = DLP_LG_ERROR, .top1 = -1};
         d->dropped[i].done->fn(d->dropped[i].done->ctx, &r, 1);
     }
     free(d->q);
