@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "data/source.h"
+#include "data/transform.h"
 #include "loadgen/http_client.h"
 #include "loadgen/loadgen.h"
 #include "run/infer.h"
@@ -277,6 +278,36 @@ static json_t *sweep_json(const dlp_lg_sweep_point *p, int n, int by_rate) {
     return a;
 }
 
+// --request-format kserve-json|kserve-binary: each image preprocessed (Resize + CenterCrop to size, ImageNet's
+// normalization, FP32 NCHW) and made a KServe v2 request body in place of the JPEG.
+static dlp_status images_to_kserve(image_set *s, int size, const char *input_name, int binary, size_t *header_len) {
+    dlp_transform t;
+    dlp_transform_defaults(&t, DLP_XFORM_VAL);
+    t.out_w = t.out_h = size;
+    DLP_CHECK(dlp_transform_check(&t));
+    float *chw = malloc(dlp_transform_sample_bytes(&t));
+    DLP_TRY_ALLOC(chw);
+    dlp_status st = DLP_OK;
+    for (int i = 0; i < s->n && st == DLP_OK; i++) {
+        st = dlp_transform_jpeg(&t, s->bodies[i], s->lens[i], chw);
+        if (st) {
+            dlp_err_context("preprocessing %s for --request-format", s->paths[i]);
+            break;
+        }
+        char *body;
+        size_t len, hl;
+        st = dlp_lg_kserve_body(chw, size, size, input_name, binary, &body, &len, &hl);
+        if (st) break;
+        if (i > 0 && hl != *header_len) st = DLP_ERR(DLP_ERR_INVALID, "KServe headers differ in length");
+        *header_len = hl;
+        free(s->bodies[i]);
+        s->bodies[i] = body;
+        s->lens[i] = len;
+    }
+    free(chw);
+    return st;
+}
+
 static int opt_given(const dlp_opt *o, const char *name) {
     for (; o->name; o++)
         if (strcmp(o->name, name) == 0) return o->given;
@@ -356,7 +387,8 @@ static dlp_status probe_url(const char *url, double connect_ms) {
 
 int dlp_cli_loadgen(int argc, char **argv) {
     int scenario_i = 2, sut_i = 0, connections = 16, spq = 0, early = 1, search = 0, offline_batch = 0, samples = 1024;
-    int mode_i = 0, rules = 0, max_trials = 10;
+    int mode_i = 0, rules = 0, max_trials = 10, format_i = 0, input_size = 224;
+    const char *input_name = NULL;
     const char *conc_range = NULL, *rate_range = NULL, *csv_path = NULL;
     double interval_ms = 5000, stability_pct = 10;
     const char *url = NULL, *images = NULL, *json_path = NULL, *summary_path = NULL, *out_dir = NULL;
@@ -373,6 +405,9 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"mode", 0, DLP_OPT_CHOICE, &mode_i, "PerformanceOnly", NULL, "LoadGen's test mode: timing, or every sample once with mlperf_log_accuracy.json", "PerformanceOnly|AccuracyOnly", 0},
         {"url", 'u', DLP_OPT_STR, &url, NULL, "URL", "the service to load (POSTs each image), e.g. http://127.0.0.1:8080/v1/classify", NULL, 0},
         {"sut", 0, DLP_OPT_CHOICE, &sut_i, "http", NULL, "system under test: http (--url) or local (in-process engine)", "http|local", 0},
+        {"request-format", 0, DLP_OPT_CHOICE, &format_i, "jpeg", NULL, "HTTP bodies: the JPEG (dlperf serve's /v1/classify), or a KServe v2 / Triton inference request (POST /v2/models/NAME/infer) with the preprocessed FP32 (1,3,S,S) tensor as JSON or with the binary-data extension", "jpeg|kserve-json|kserve-binary", 0},
+        {"input-name", 0, DLP_OPT_STR, &input_name, "input", "NAME", "kserve: the model's input tensor name", NULL, 0},
+        {"input-size", 0, DLP_OPT_INT, &input_size, "224", "S", "kserve: the tensor's height and width (Resize + CenterCrop, ImageNet normalization)", NULL, 0},
         {"images", 'i', DLP_OPT_STR, &images, NULL, "PATH", "a JPEG file or a directory of them (searched recursively, sorted)", NULL, 0},
         {"labels", 0, DLP_OPT_STR, &labels_path, NULL, "FILE", "ImageNet val_map.txt ('path label' lines): the library is these images of the --images directory, in this order; AccuracyOnly reports top-1", NULL, 0},
         {"data", 0, DLP_OPT_STR, &data, "synthetic", "DIR|synthetic", "local: the dataset whose val images form the sample library (when no --images)", NULL, 0},
@@ -449,6 +484,8 @@ int dlp_cli_loadgen(int argc, char **argv) {
         return dlp_cli_fail(st);
     if (csv_path && !sweeping) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--csv is for a sweep (--concurrency-range)"));
     if (csv_path && (st = dlp_check_new_output(csv_path, "--csv"))) return dlp_cli_fail(st);
+    if (format_i > 0 && sut_i == 1)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--request-format is for --sut http"));
     if (labels_path && sut_i == 1)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--labels is for --sut http; --sut local takes the labels of --data"));
 
@@ -500,6 +537,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
 
     image_set imgs = {0};
     dlp_lg_sut sut = {0};
+    char kheader[96] = "";  // the HTTP SUT keeps a pointer to it: lives as long as the SUT
     if (sut_i == 1) {
         if (url) st = DLP_ERR(DLP_ERR_INVALID, "--url is for --sut http; --sut local runs the engine in this process");
         if (st == DLP_OK) st = open_local_sut(&eo, data, images, samples, sut_threads, &sut, &local);
@@ -510,13 +548,18 @@ int dlp_cli_loadgen(int argc, char **argv) {
             st = DLP_ERR(DLP_ERR_INVALID, "give the images to send with --images (a JPEG file or a directory, e.g. an "
                          "ImageNet val/ folder)");
         else st = images_load(images, labels_path, samples, &imgs);
+        size_t header_len = 0;
+        if (st == DLP_OK && format_i > 0) st = images_to_kserve(&imgs, input_size, input_name, format_i == 2, &header_len);
+        if (format_i == 2) snprintf(kheader, sizeof kheader, "Inference-Header-Content-Length: %zu\r\n", header_len);
         if (st == DLP_OK) st = probe_url(url, connect_ms);
         if (st == DLP_OK) {
             s.sample_count = imgs.n;
+            static const char *const ctypes[] = {"image/jpeg", "application/json", "application/octet-stream"};
             dlp_lg_http_cfg hc = {.url = url, .bodies = (const void *const *)imgs.bodies, .body_lens = imgs.lens,
-                                  .nbodies = imgs.n, .content_type = "image/jpeg", .connections = connections,
+                                  .nbodies = imgs.n, .content_type = ctypes[format_i], .connections = connections,
                                   .connect_timeout_ns = (int64_t)(connect_ms * 1e6),
-                                  .recv_timeout_ns = (int64_t)(recv_ms * 1e6)};
+                                  .recv_timeout_ns = (int64_t)(recv_ms * 1e6),
+                                  .extra_headers = format_i == 2 ? kheader : NULL, .kserve = format_i > 0};
             st = dlp_lg_sut_http_create(&hc, &sut);
             double kb = 0;
             for (int i = 0; i < imgs.n; i++) kb += (double)imgs.lens[i] / 1024.0 / imgs.n;

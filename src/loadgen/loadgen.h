@@ -161,7 +161,18 @@ typedef struct dlp_lg_http_cfg {
     int connections;                 // >= 1
     int64_t connect_timeout_ns, send_timeout_ns, recv_timeout_ns;
     int64_t max_pending;             // samples waiting for a free connection beyond this are REJECTED locally
+    const char *extra_headers;       // NULL or "Name: value\r\n" lines sent with every request
+    int kserve;                      // answers are KServe v2 inference responses: top-1 is the argmax of
+                                     // outputs[0].data (else the first "class" of dlperf serve's answer)
 } dlp_lg_http_cfg;
+
+// KServe v2 / Triton request bodies for one preprocessed image: a (1, 3, h, w) FP32 tensor named input_name, as
+// JSON ("data": [...], every float exact) or with the binary-data extension (a JSON header, then the raw little-endian
+// floats; *header_len is its length, for the Inference-Header-Content-Length header). Output asked as JSON.
+dlp_status dlp_lg_kserve_body(const float *chw, int h, int w, const char *input_name, int binary, char **body,
+                              size_t *len, size_t *header_len);
+// The argmax of outputs[0].data in a KServe v2 JSON response, or -1.
+int32_t dlp_lg_kserve_top1(const char *body, size_t len);
 dlp_status dlp_lg_sut_http_create(const dlp_lg_http_cfg *cfg, dlp_lg_sut *out);
 
 // --- statistics (percentiles by MLPerf's rule: core/stats' dlp_stats_rank_i64) ---------------------------------

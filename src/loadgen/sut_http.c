@@ -88,7 +88,7 @@ static void *http_worker_main(void *arg) {
         dlp_http_response resp;
         dlp_http_error err = DLP_HTTP_ERR_NONE;
         dlp_status st = dlp_http_request(w->conn, "POST", h->url.path, h->cfg.content_type, h->cfg.bodies[bi],
-                                         h->cfg.body_lens[bi], NULL, &resp, &err);
+                                         h->cfg.body_lens[bi], h->cfg.extra_headers, &resp, &err);
         dlp_lg_outcome o;
         int32_t top1 = -1;
         dlp_lg_response r = {0};
@@ -100,7 +100,7 @@ static void *http_worker_main(void *arg) {
             if (resp.status >= 0 && resp.status < 1000) h->status[resp.status]++;
             if (resp.status == 200) {
                 o = DLP_LG_OK;
-                top1 = parse_top1(resp.body);
+                top1 = h->cfg.kserve ? dlp_lg_kserve_top1(resp.body, resp.body_len) : parse_top1(resp.body);
                 double qms = parse_ms(resp.body, "\"queue_ms\""), ims = parse_ms(resp.body, "\"infer_ms\"");
                 if (qms >= 0 && ims >= 0) {
                     r.has_server_times = 1;
