@@ -3,6 +3,7 @@
 # (Python, here): every request must be a valid v2 inference request (POST /v2/models/m/infer, FP32 [1,3,S,S]
 # as JSON "data" or with the binary-data extension and its Inference-Header-Content-Length), the two formats must
 # carry the same tensors, and top-1 is read from the JSON response (AccuracyOnly scores it). Bounded: ~10 s.
+# tags: asan
 # timeout: 90
 set -u
 T="$DLPERF_TEST_TMP/loadgen_kserve.$$"
