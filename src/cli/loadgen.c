@@ -346,11 +346,12 @@ static dlp_status out_dir_prepare(const char *dir) {
         if (dlp_path_exists(p))
             return DLP_ERR(DLP_ERR_EXISTS, "%s already exists: give --out a new directory (nothing is overwritten)", p);
     }
-    return dlp_mkdirs(dir);
+    return DLP_OK;  // created when the logs are written: a run that fails before leaves no empty directory
 }
 
 static dlp_status write_logs(const char *dir, const dlp_lg_result *r, json_t *extra, const char *summary) {
     char p[4096];
+    DLP_CHECK(dlp_mkdirs(dir));
     snprintf(p, sizeof p, "%s/%s", dir, lg_files[0]);
     DLP_CHECK(dlp_write_atomic(p, summary, strlen(summary), DLP_WRITE_NOCLOBBER));
     FILE *f;
