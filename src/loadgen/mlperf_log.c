@@ -74,6 +74,16 @@ dlp_status dlp_lg_detail_write(FILE *f, const dlp_lg_result *r, json_t *extra) {
     MLLOG(&d, "qsl_name", json_string("dlperf sample library"));
     MLLOG(&d, "qsl_reported_total_count", json_integer(s->sample_count));
     MLLOG(&d, "qsl_reported_performance_count", json_integer(s->sample_count));
+    // LogRequestedTestSettings: dlperf does not adjust what was asked, so requested and effective agree
+    MLLOG(&d, "requested_scenario", json_string(dlp_lg_scenario_name(s->scenario)));
+    MLLOG(&d, "requested_test_mode", json_string(dlp_lg_mode_name(s->mode)));
+    MLLOG(&d, "requested_min_duration_ms", json_integer(s->min_duration_ns / 1000000));
+    MLLOG(&d, "requested_max_duration_ms", json_integer(s->max_duration_ns / 1000000));
+    MLLOG(&d, "requested_min_query_count", json_integer(s->min_query_count));
+    MLLOG(&d, "requested_max_query_count", json_integer(s->max_query_count));
+    MLLOG(&d, "requested_sample_index_rng_seed", u64_json(s->sample_seed));
+    MLLOG(&d, "requested_schedule_rng_seed", u64_json(s->schedule_seed));
+    MLLOG(&d, "requested_performance_sample_count_override", json_integer(s->sample_count));
     // LogEffectiveSettings
     MLLOG(&d, "effective_scenario", json_string(dlp_lg_scenario_name(s->scenario)));
     MLLOG(&d, "effective_test_mode", json_string(dlp_lg_mode_name(s->mode)));
@@ -101,8 +111,12 @@ dlp_status dlp_lg_detail_write(FILE *f, const dlp_lg_result *r, json_t *extra) {
     MLLOG(&d, "effective_performance_issue_same_index", json_integer(0));
     MLLOG(&d, "effective_performance_sample_count", json_integer(s->sample_count));
     MLLOG(&d, "effective_accuracy_sample_count", json_integer(s->sample_count));
+    MLLOG(&d, "effective_sample_concatenate_permutation", json_false());
     MLLOG(&d, "generic_message", json_string(s->mode == DLP_LG_ACCURACY ? "Starting accuracy mode"
                                                                            : "Starting performance mode"));
+    MLLOG(&d, "generated_query_count", json_integer(r->queries_issued));
+    MLLOG(&d, "generated_samples_per_query", json_integer(s->scenario == DLP_LG_OFFLINE ? r->samples_issued
+                                                                                       : s->samples_per_query));
     d.time_ns = r->duration_ns > 0 ? r->duration_ns : 0;
     for (int i = 0; i < r->nwarnings; i++) mllog_at(&d, "warning_generic_message", json_string(r->warnings[i]), 1, __LINE__);
 

@@ -278,7 +278,7 @@ void dlp_lg_es_percentile_rule(const dlp_lg_tally *t, const dlp_lg_settings *s, 
         o->es_estimate_ns = est;
         snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
                  " * Processed at least %lld queries (%lld).\n * Would discard %lld highest latency queries.\n"
-                 " * Early stopping %.0fth percentile estimate: %lld", (long long)need, (long long)n,
+                 " * Early stopping %.1fth percentile estimate: %lld", (long long)need, (long long)n,
                  (long long)disc, p * 100, (long long)(est == INT64_MAX ? -1 : est));
     } else {
         o->early_stopping_met = 0;
