@@ -123,6 +123,14 @@ void dlp_http_conn_close(dlp_http_conn *c) {
 
 int64_t dlp_http_conn_connects(const dlp_http_conn *c) { return c->connects; }
 
+static dlp_status do_connect(dlp_http_conn *c, dlp_http_error *err);
+
+dlp_status dlp_http_conn_probe(dlp_http_conn *c) {
+    if (c->fd >= 0) return DLP_OK;
+    dlp_http_error err = DLP_HTTP_ERR_NONE;
+    return do_connect(c, &err);
+}
+
 void dlp_http_response_free(dlp_http_response *r) {
     if (!r) return;
     free(r->body);

@@ -57,6 +57,8 @@ dlp_status dlp_http_conn_open(const dlp_http_url *url, const dlp_http_timeouts *
 dlp_status dlp_http_request(dlp_http_conn *c, const char *method, const char *path, const char *content_type,
                             const void *body, size_t len, const char *extra_headers, dlp_http_response *resp,
                             dlp_http_error *err);
+// Connects now (when not connected), so a caller can tell "nothing listens there" before sending anything.
+dlp_status dlp_http_conn_probe(dlp_http_conn *c);
 void dlp_http_conn_close(dlp_http_conn *c);
 void dlp_http_response_free(dlp_http_response *r);
 // Connections opened so far (reconnects included): to check that keep-alive is really used.

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/status.h"
 
@@ -32,8 +33,14 @@ const char *dlp_lg_scenario_choices(void);
 // Whether dlp_lg_search can search the scenario's target_qps (Server).
 int dlp_lg_scenario_searchable(dlp_lg_scenario s);
 
+// MLPerf's test modes: PerformanceOnly times the scenario; AccuracyOnly sends every sample of the library
+// once (in the scenario's pattern, no timing rules) and keeps each answer for mlperf_log_accuracy.json.
+typedef enum { DLP_LG_PERFORMANCE = 0, DLP_LG_ACCURACY } dlp_lg_mode;
+const char *dlp_lg_mode_name(dlp_lg_mode m);  // "PerformanceOnly", "AccuracyOnly"
+
 typedef struct dlp_lg_settings {
     dlp_lg_scenario scenario;
+    dlp_lg_mode mode;
     double target_qps;                 // Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)
     int64_t target_latency_ns;         // Server: the latency bound (MLPerf ResNet-50: 15 ms)
     double target_latency_percentile;  // 0.90 SingleStream, 0.99 MultiStream and Server
@@ -49,6 +56,8 @@ typedef struct dlp_lg_settings {
     double max_failed_fraction;        // failed samples (503, timeouts, errors) allowed; MLPerf: 0
     int offline_batch;                 // Offline: issue the samples as queries of this many (0: one query)
     int64_t idle_timeout_ns;           // give up when no response arrived for this long (samples then "lost")
+    int64_t progress_interval_ns;      // > 0: a progress line on stderr this often while the run goes on
+    int mlperf_rules;                  // a run that breaks an MLPerf minimum is INVALID (the reason names it)
 } dlp_lg_settings;
 
 // Our defaults for a small machine (see docs/serving.md for MLPerf's): min duration 10 s; min queries 64
@@ -56,6 +65,32 @@ typedef struct dlp_lg_settings {
 // early-stopping rule can accept at its percentile.
 void dlp_lg_settings_default(dlp_lg_settings *s, dlp_lg_scenario scenario);
 dlp_status dlp_lg_settings_check(const dlp_lg_settings *s);
+
+// MLPerf's official minimums for ResNet-50 (mlperf.conf and LoadGen's defaults): min_duration 600 s,
+// performance_sample_count 1024, early stopping, no failed sample; SingleStream p90 and 100 queries;
+// MultiStream p99, 8 samples a query, 662 queries; Server p99 within 15 ms; Offline 24,576 samples.
+// Sets them on s (target_qps and the rest stay as they are).
+void dlp_lg_settings_mlperf(dlp_lg_settings *s);
+// The MLPerf rules these settings break, one line each naming the rule, the value used and the one required
+// ("min_duration 10000 ms < 600000 ms"). Returns how many (at most max lines written).
+int dlp_lg_settings_mlperf_breaks(const dlp_lg_settings *s, char (*lines)[160], int max);
+
+// Settings from LoadGen's config files (mlperf.conf, user.conf): lines `model.scenario.key = value`, '#'
+// comments, '*' wildcards for model or scenario; the most specific match wins (model.scenario, *.scenario,
+// model.*, *.*), later lines override earlier ones. Keys understood, with LoadGen's units (times in ms,
+// percentiles in %): target_qps, target_latency, target_latency_percentile, samples_per_query, min_duration,
+// max_duration, min_query_count, max_query_count, performance_sample_count_override, schedule_rng_seed,
+// sample_index_rng_seed, mode (1 AccuracyOnly, 2 PerformanceOnly). Other LoadGen keys are accepted and
+// listed in *ignored (a '\n'-separated list, may be NULL). An unparsable line is an error naming its number.
+// *set_mask gets a bit per key applied (DLP_LG_CONF_*), so the CLI can tell what the file set.
+enum {
+    DLP_LG_CONF_TARGET_QPS = 1 << 0, DLP_LG_CONF_TARGET_LATENCY = 1 << 1, DLP_LG_CONF_PERCENTILE = 1 << 2,
+    DLP_LG_CONF_SPQ = 1 << 3, DLP_LG_CONF_MIN_DURATION = 1 << 4, DLP_LG_CONF_MAX_DURATION = 1 << 5,
+    DLP_LG_CONF_MIN_QUERIES = 1 << 6, DLP_LG_CONF_MAX_QUERIES = 1 << 7, DLP_LG_CONF_SAMPLES = 1 << 8,
+    DLP_LG_CONF_SEEDS = 1 << 9, DLP_LG_CONF_MODE = 1 << 10,
+};
+dlp_status dlp_lg_conf_apply(const char *text, const char *model, dlp_lg_settings *s, unsigned *set_mask,
+                             char *ignored, size_t ignored_cap);
 
 // --- the System Under Test interface (MLPerf's SystemUnderTest: IssueQuery / FlushQueries) ---------------
 typedef struct dlp_lg_sample {
@@ -76,6 +111,8 @@ typedef struct dlp_lg_response {
     uint64_t id;
     dlp_lg_outcome outcome;
     int32_t top1;  // predicted class when known (-1 otherwise); for accuracy runs
+    int has_server_times;             // the service reported where the time went (dlperf serve's JSON does)
+    int64_t server_queue_ns, server_infer_ns;
 } dlp_lg_response;
 
 // Where a SUT reports responses: fn(ctx, responses, n) from any thread, exactly once per sample.
@@ -124,7 +161,18 @@ typedef struct dlp_lg_http_cfg {
     int connections;                 // >= 1
     int64_t connect_timeout_ns, send_timeout_ns, recv_timeout_ns;
     int64_t max_pending;             // samples waiting for a free connection beyond this are REJECTED locally
+    const char *extra_headers;       // NULL or "Name: value\r\n" lines sent with every request
+    int kserve;                      // answers are KServe v2 inference responses: top-1 is the argmax of
+                                     // outputs[0].data (else the first "class" of dlperf serve's answer)
 } dlp_lg_http_cfg;
+
+// KServe v2 / Triton request bodies for one preprocessed image: a (1, 3, h, w) FP32 tensor named input_name, as
+// JSON ("data": [...], every float exact) or with the binary-data extension (a JSON header, then the raw little-endian
+// floats; *header_len is its length, for the Inference-Header-Content-Length header). Output asked as JSON.
+dlp_status dlp_lg_kserve_body(const float *chw, int h, int w, const char *input_name, int binary, char **body,
+                              size_t *len, size_t *header_len);
+// The argmax of outputs[0].data in a KServe v2 JSON response, or -1.
+int32_t dlp_lg_kserve_top1(const char *body, size_t len);
 dlp_status dlp_lg_sut_http_create(const dlp_lg_http_cfg *cfg, dlp_lg_sut *out);
 
 // --- statistics (percentiles by MLPerf's rule: core/stats' dlp_stats_rank_i64) ---------------------------------
@@ -154,8 +202,20 @@ int dlp_lg_es_estimate(const int64_t *sorted, int64_t n, double p, double c, int
 // --- running ---------------------------------------------------------------------------------------
 #define DLP_LG_MAX_REASONS 8
 
+// AccuracyOnly: one answered sample (LoadGen's accuracy log entry; top1 -1 when the SUT gave none).
+typedef struct dlp_lg_accuracy_entry {
+    int64_t seq_id;
+    uint32_t qsl_idx;
+    int32_t top1;
+} dlp_lg_accuracy_entry;
+
 typedef struct dlp_lg_result {
     dlp_lg_settings settings;
+    int nbreaks;                     // MLPerf rules the settings break (dlp_lg_settings_mlperf_breaks)
+    char breaks[8][160];
+    dlp_lg_accuracy_entry *accuracy; // AccuracyOnly: the answered samples in issue order (owned)
+    int64_t naccuracy;
+    int64_t t0_unix_ns;              // wall-clock time of the run's start (for the detail log's times)
     char sut_name[64];
     int valid;
     int min_duration_met, min_queries_met, perf_constraints_met, early_stopping_met, none_lost;
@@ -228,9 +288,54 @@ dlp_status dlp_lg_search(const dlp_lg_settings *base, const dlp_lg_sut *sut, con
                          dlp_lg_search_result *out);
 void dlp_lg_search_result_free(dlp_lg_search_result *r);
 
+// --- perf_analyzer-style sweep ---------------------------------------------------------------------
+// Closed loop at each concurrency (that many requests always outstanding) or open loop at each request rate
+// (constant inter-arrival times, perf_analyzer's default distribution), measured in windows of window_ns until
+// `windows` consecutive ones agree within ±stability on throughput and on mean latency (perf_analyzer's
+// --measurement-interval, --stability-percentage and 3 windows), or max_windows passed (then unstable).
+typedef struct dlp_lg_sweep_point {
+    double level;                 // concurrency or requests/s
+    int stable, windows;          // windows measured
+    int64_t count, failed;        // requests in the stable windows (answered OK / not)
+    double infer_per_s;
+    double avg_ns, p50_ns, p90_ns, p95_ns, p99_ns;
+    int64_t server_count;         // responses that reported server times
+    double server_queue_ns, server_infer_ns;  // their means
+} dlp_lg_sweep_point;
+
+typedef struct dlp_lg_sweep_cfg {
+    int by_rate;                  // 0: concurrency levels, 1: request rates
+    double start, end, step;      // the levels: start, start + step, ... <= end
+    int64_t window_ns;            // perf_analyzer's default: 5 s
+    double stability;             // 0.10
+    int windows;                  // 3
+    int max_windows;              // 10
+    int64_t sample_count;         // the library the samples are drawn from (in turn)
+    int64_t max_outstanding;      // request-rate mode: beyond this many unanswered, arrivals are skipped (counted)
+    void (*on_point)(void *ctx, const dlp_lg_sweep_point *p);  // optional progress
+    void *on_point_ctx;
+} dlp_lg_sweep_cfg;
+
+// Runs every level in turn against sut; out gets one point per level (*n_out of them, malloc'd).
+dlp_status dlp_lg_sweep(const dlp_lg_sweep_cfg *cfg, const dlp_lg_sut *sut, dlp_lg_sweep_point **out, int *n_out);
+// perf_analyzer's -f CSV: header "Concurrency" or "Request Rate", then Inferences/Second, Client Send,
+// Network+Server Send/Recv, Server Queue, Server Compute Input, Server Compute Infer, Server Compute Output,
+// Client Recv, p50/p90/p95/p99 latency (µs), rows sorted by throughput as perf_analyzer sorts them.
+char *dlp_lg_sweep_csv(const dlp_lg_sweep_point *p, int n, int by_rate);
+
 // --- output ----------------------------------------------------------------------------------------
-// The mlperf_log_summary.txt-style text (malloc'd; caller frees).
+// mlperf_log_summary.txt in LoadGen's format, then a "dlperf Additional Stats" section (malloc'd; caller frees).
 char *dlp_lg_summary_text(const dlp_lg_result *r);
+// What follows "Result is : ": VALID, INVALID, or "VALID for these settings only, not under MLPerf's rules
+// (<the rules broken>); ..." when the run met its own settings but those are below MLPerf's minimums.
+void dlp_lg_result_line(const dlp_lg_result *r, char *out, size_t cap);
+// mlperf_log_detail.txt: LoadGen's ":::MLLOG {...}" JSON lines with its keys (effective_* settings, result_*
+// figures, result_validity, ...), times relative to the run's start. extra: NULL or an object of dlperf's
+// own keys logged after LoadGen's (each as its own line). Returns DLP_ERR_IO on a write error.
+dlp_status dlp_lg_detail_write(FILE *f, const dlp_lg_result *r, json_t *extra);
+// mlperf_log_accuracy.json: LoadGen's list of {"seq_id", "qsl_idx", "data"}, data the hex bytes of the
+// predicted class as one little-endian float32 (what MLPerf's ResNet reference and accuracy-imagenet.py use).
+dlp_status dlp_lg_accuracy_write(FILE *f, const dlp_lg_result *r);
 // {"scenario", "mode", "valid", "reasons", "metric", "latency_ms", counts, "settings", "sut"} for the result.
 json_t *dlp_lg_result_to_json(const dlp_lg_result *r);
 json_t *dlp_lg_search_to_json(const dlp_lg_search_result *r);

@@ -37,6 +37,8 @@ typedef struct lg_sample {
     atomic_char answered;  // set once by the first answer (a second one is a duplicate)
     char recorded;         // the answer was recorded (before the harness stopped listening)
     char outcome;
+    uint32_t index;        // which sample of the library it carried
+    int32_t top1;          // the SUT's answer (-1: none)
 } lg_sample;
 
 typedef struct lg_run {
@@ -49,6 +51,7 @@ typedef struct lg_run {
     int64_t recorded;
     int64_t queries_done;
     int64_t duplicates, unknown;
+    int64_t failed;     // recorded answers that were not OK (for the progress line)
     int64_t last_progress_ns;
     int abandoned;      // the harness stopped recording
     int harness_done;   // the harness no longer touches the records: the last answer frees
@@ -101,7 +104,9 @@ static void on_done(void *ctx, const dlp_lg_response *resp, size_t n) {
         s->done_ns = now;
         s->outcome = (char)((unsigned)resp[k].outcome < DLP_LG_OUTCOME_COUNT ? resp[k].outcome : DLP_LG_ERROR);
         s->recorded = 1;
+        s->top1 = resp[k].top1;
         r->recorded++;
+        if (s->outcome != DLP_LG_OK) r->failed++;
         lg_query *q = qrec(r, s->query);
         if (s->outcome != DLP_LG_OK) q->failed++;
         if (now > q->done_ns) q->done_ns = now;
@@ -159,9 +164,15 @@ dlp_status dlp_lg_issue(dlp_lg_issuer *is, int64_t sched_ns, int32_t n) {
     q->nsamples = n;
     q->remaining = n;
     for (int32_t j = 0; j < n; j++) {
-        srec(r, s0 + j)->query = qi;
+        lg_sample *sm = srec(r, s0 + j);
+        sm->query = qi;
+        sm->top1 = -1;
         is->buf[j].id = (uint64_t)(s0 + j);
-        is->buf[j].index = (uint32_t)dlp_rng_below(&is->rng, (uint64_t)is->sample_count);
+        // AccuracyOnly walks the library in order (each sample once); PerformanceOnly draws at random.
+        is->buf[j].index = is->s->mode == DLP_LG_ACCURACY
+                               ? (uint32_t)((s0 + j) % is->sample_count)
+                               : (uint32_t)dlp_rng_below(&is->rng, (uint64_t)is->sample_count);
+        sm->index = is->buf[j].index;
     }
     r->nq = qi + 1;
     r->ns = s0 + n;
@@ -172,7 +183,7 @@ dlp_status dlp_lg_issue(dlp_lg_issuer *is, int64_t sched_ns, int32_t n) {
     if (ist != DLP_OK) {  // none taken: answer them ourselves, as failed
         dlp_lg_response *resp = malloc((size_t)n * sizeof *resp);
         if (!resp) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        for (int32_t j = 0; j < n; j++) resp[j] = (dlp_lg_response){is->buf[j].id, DLP_LG_ERROR, -1};
+        for (int32_t j = 0; j < n; j++) resp[j] = (dlp_lg_response){.id = is->buf[j].id, .outcome = DLP_LG_ERROR, .top1 = -1};
         on_done(r, resp, (size_t)n);
         free(resp);
         dlp_err_clear();
@@ -267,7 +278,7 @@ void dlp_lg_es_percentile_rule(const dlp_lg_tally *t, const dlp_lg_settings *s, 
         o->es_estimate_ns = est;
         snprintf(o->early_stopping_text, sizeof o->early_stopping_text,
                  " * Processed at least %lld queries (%lld).\n * Would discard %lld highest latency queries.\n"
-                 " * Early stopping %.0fth percentile estimate: %lld", (long long)need, (long long)n,
+                 " * Early stopping %.1fth percentile estimate: %lld", (long long)need, (long long)n,
                  (long long)disc, p * 100, (long long)(est == INT64_MAX ? -1 : est));
     } else {
         o->early_stopping_met = 0;
@@ -362,14 +373,15 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, const dlp_lg_scen
     int64_t span = ops->min_duration_span == DLP_LG_SPAN_SCHEDULE ? o->last_scheduled_ns
                    : ops->min_duration_span == DLP_LG_SPAN_RUN    ? o->duration_ns
                                                                   : o->last_issued_ns;
-    o->min_duration_met = span >= s->min_duration_ns;
+    const int acc = s->mode == DLP_LG_ACCURACY;  // no timing rule: every sample answered is what counts
+    o->min_duration_met = acc || span >= s->min_duration_ns;
     int64_t counted = ops->counts_samples ? ns : nq;
-    o->min_queries_met = counted >= s->min_query_count;
+    o->min_queries_met = acc || counted >= s->min_query_count;
     o->perf_constraints_met = 1;
-    if (ops->perf_constraints) ops->perf_constraints(&t, s, o);
+    if (!acc && ops->perf_constraints) ops->perf_constraints(&t, s, o);
     o->early_stopping_met = 1;
     o->es_estimate_ns = 0;
-    if (s->early_stopping && ops->early_stopping) ops->early_stopping(&t, s, o);
+    if (!acc && s->early_stopping && ops->early_stopping) ops->early_stopping(&t, s, o);
     if (!o->min_duration_met)
         dlp_lg_add_reason(o, "min duration not met: %s lasted %.3f s of %.3f s (%s)",
                           span_what[ops->min_duration_span], dlp_ns_to_s(span), dlp_ns_to_s(s->min_duration_ns),
@@ -391,6 +403,20 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, const dlp_lg_scen
         dlp_lg_add_reason(o, "the SUT answered %lld samples twice or with unknown ids (a SUT bug)",
                           (long long)o->duplicate_responses);
     if (ns == 0) dlp_lg_add_reason(o, "no query was issued");
+    for (int i = 0; s->mlperf_rules && i < o->nbreaks; i++)
+        dlp_lg_add_reason(o, "MLPerf rule broken: %s", o->breaks[i]);
+    if (acc && o->samples_by_outcome[DLP_LG_OK] > 0) {
+        o->accuracy = malloc((size_t)ns * sizeof *o->accuracy);
+        if (!o->accuracy) {
+            free(ok_lat), free(all_lat), free(q_lat), free(q_all), free(lag);
+            return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the accuracy log");
+        }
+        for (int64_t i = 0; i < ns; i++) {
+            lg_sample *sm = srec(r, i);
+            if (!sm->recorded || sm->outcome != DLP_LG_OK) continue;  // LoadGen logs completed samples only
+            o->accuracy[o->naccuracy++] = (dlp_lg_accuracy_entry){i, sm->index, sm->top1};
+        }
+    }
     o->valid = o->nreasons == 0;
 
     ops->measure(&t, s, o);
@@ -398,12 +424,64 @@ static dlp_status analyze(lg_run *r, const dlp_lg_settings *s, const dlp_lg_scen
     return DLP_OK;
 }
 
-dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_result *o) {
+// The progress line on stderr every progress_interval_ns while the run goes on (humans read stderr).
+typedef struct lg_progress {
+    lg_run *r;
+    const dlp_lg_settings *s;
+    int64_t t0;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+} lg_progress;
+
+static void *progress_main(void *arg) {
+    lg_progress *p = arg;
+    int64_t last_ans = 0, last_t = dlp_now_ns();
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);  // the condition variable's clock
+        int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + p->s->progress_interval_ns;
+        ts.tv_sec = at / 1000000000LL;
+        ts.tv_nsec = at % 1000000000LL;
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        if (p->stop) break;
+        pthread_mutex_lock(&p->r->mu);
+        int64_t nq = p->r->nq, ns = p->r->ns, ans = p->r->answered, failed = p->r->failed;
+        pthread_mutex_unlock(&p->r->mu);
+        int64_t now = dlp_now_ns();
+        double rate = now > last_t ? (double)(ans - last_ans) / dlp_ns_to_s(now - last_t) : 0;
+        fprintf(stderr, "loadgen: %6.1f s  queries issued %lld, samples answered %lld of %lld (%lld failed), "
+                "%.1f samples/s in the last %.0f s\n", dlp_ns_to_s(now - p->t0), (long long)nq, (long long)ans,
+                (long long)ns, (long long)failed, rate, dlp_ns_to_s(now - last_t));
+        last_ans = ans;
+        last_t = now;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+dlp_status dlp_lg_run(const dlp_lg_settings *s_in, const dlp_lg_sut *sut, dlp_lg_result *o) {
     memset(o, 0, sizeof *o);
-    DLP_CHECK(dlp_lg_settings_check(s));
+    DLP_CHECK(dlp_lg_settings_check(s_in));
+    dlp_lg_settings acc_settings = *s_in;
+    const dlp_lg_settings *s = s_in;
+    if (s_in->mode == DLP_LG_ACCURACY) {
+        // Every sample of the library once, in the scenario's pattern, with no timing rule.
+        dlp_lg_settings *a = &acc_settings;
+        int64_t per = a->scenario == DLP_LG_MULTI_STREAM ? a->samples_per_query : 1;
+        int64_t queries = a->scenario == DLP_LG_OFFLINE ? a->sample_count : (a->sample_count + per - 1) / per;
+        a->min_duration_ns = 0;
+        a->max_duration_ns = 0;
+        a->min_query_count = a->max_query_count = queries;
+        a->early_stopping = 0;
+        s = a;
+    }
     const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     if (!sut || !sut->issue_query) return DLP_ERR(DLP_ERR_INVALID, "the SUT has no issue_query");
     o->settings = *s;
+    o->nbreaks = dlp_lg_settings_mlperf_breaks(s, o->breaks, 8);
+    if (o->nbreaks > 8) o->nbreaks = 8;
     snprintf(o->sut_name, sizeof o->sut_name, "%s", sut->name ? sut->name : "sut");
 
     lg_run *r = calloc(1, sizeof *r);
@@ -425,6 +503,17 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_re
 
     dlp_lg_issuer is = {.r = r, .sut = sut, .s = s, .sample_count = s->sample_count};
     dlp_rng_init(&is.rng, s->sample_seed, 0x5a3b1e);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    o->t0_unix_ns = (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec;
+    lg_progress prog = {.r = r, .s = s, .t0 = dlp_now_ns()};
+    pthread_t prog_thread;
+    int prog_on = 0;
+    if (s->progress_interval_ns > 0) {
+        pthread_mutex_init(&prog.mu, NULL);
+        pthread_cond_init(&prog.cv, NULL);  // CLOCK_REALTIME: progress_main's deadlines are approximate anyway
+        prog_on = pthread_create(&prog_thread, NULL, progress_main, &prog) == 0;
+    }
     dlp_status st = ops->issue(&is, s, o);
     if (!is.started) dlp_lg_issuer_start(&is);  // the scenario failed before issuing anything
     int64_t t0 = is.t0;
@@ -438,6 +527,17 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s, const dlp_lg_sut *sut, dlp_lg_re
         snprintf(o->stop_reason, sizeof o->stop_reason, "no response for %.1f s", dlp_ns_to_s(s->idle_timeout_ns));
     r->abandoned = 1;  // answers from now on are counted but not recorded
     pthread_mutex_unlock(&r->mu);
+    if (prog_on) {
+        pthread_mutex_lock(&prog.mu);
+        prog.stop = 1;
+        pthread_cond_signal(&prog.cv);
+        pthread_mutex_unlock(&prog.mu);
+        pthread_join(prog_thread, NULL);
+    }
+    if (s->progress_interval_ns > 0) {
+        pthread_mutex_destroy(&prog.mu);
+        pthread_cond_destroy(&prog.cv);
+    }
 
     if (st == DLP_OK) st = analyze(r, s, ops, t0, o);
     if (sut->stats_json) o->sut_stats = sut->stats_json(sut->ctx);
@@ -455,4 +555,7 @@ void dlp_lg_result_free(dlp_lg_result *r) {
     if (!r) return;
     json_decref(r->sut_stats);
     r->sut_stats = NULL;
+    free(r->accuracy);
+    r->accuracy = NULL;
+    r->naccuracy = 0;
 }

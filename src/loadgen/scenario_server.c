@@ -103,12 +103,12 @@ static void server_early_stopping(const dlp_lg_tally *t, const dlp_lg_settings *
 
 static void server_measure(const dlp_lg_tally *t, const dlp_lg_settings *s, dlp_lg_result *o) {
     if (o->last_scheduled_ns > 0) o->scheduled_samples_per_s = (double)(t->ns - 1) / dlp_ns_to_s(o->last_scheduled_ns);
-    o->metric_name = "Scheduled samples per second";
-    o->metric_value = o->scheduled_samples_per_s;
+    o->metric_name = "Completed samples per second";  // LoadGen's Server metric (results.cc)
+    o->metric_value = o->completed_samples_per_s;
 }
 
 static void server_summary_stats(dlp_lg_text *b, const dlp_lg_result *r) {
-    dlp_lg_text_printf(b, "Completed samples per second    : %.2f\n\n", r->completed_samples_per_s);
+    dlp_lg_text_printf(b, "Scheduled samples per second : %.2f\n", r->scheduled_samples_per_s);
 }
 
 static const char *const server_aliases[] = {"server", NULL};
@@ -127,6 +127,6 @@ const dlp_lg_scenario_ops dlp_lg_scenario_server = {
     .early_stopping = server_early_stopping,
     .measure = server_measure,
     .metric_integer = 0,
-    .metric_sep = " : ",
+    .metric_sep = "    : ",
     .summary_stats = server_summary_stats,
 };

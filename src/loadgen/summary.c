@@ -52,44 +52,96 @@ void dlp_lg_text_latency(dlp_lg_text *b, const dlp_lg_latency *l) {
     dlp_lg_text_printf(b, "99.90 percentile latency (ns)   : %lld\n", (long long)l->p999_ns);
 }
 
+// The "Result is" word and, for a run VALID only under shortened settings, which MLPerf rules it breaks
+// (a bare VALID means what it means in MLPerf: every official minimum was met too).
+void dlp_lg_result_line(const dlp_lg_result *r, char *out, size_t cap) {
+    if (!r->valid || r->nbreaks == 0) {
+        snprintf(out, cap, "%s", r->valid ? "VALID" : "INVALID");
+        return;
+    }
+    size_t n = (size_t)snprintf(out, cap, "VALID for these settings only, not under MLPerf's rules (");
+    for (int i = 0; i < r->nbreaks && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "; " : "", r->breaks[i]);
+    if (n < cap) snprintf(out + n, cap - n, "); --mlperf-rules runs the official minimums");
+}
+
+// mlperf_log_summary.txt as LoadGen writes it (loadgen/results.cc PerformanceSummary::LogSummary and
+// test_settings_internal.cc TestSettingsInternal::LogSummary), then dlperf's own section at the end.
 char *dlp_lg_summary_text(const dlp_lg_result *r) {
     const dlp_lg_settings *s = &r->settings;
     const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     if (!ops) return NULL;
     dlp_lg_text b = {0};
     const char *rule = "================================================\n";
-    dlp_lg_text_printf(&b, "%sMLPerf Results Summary (dlperf loadgen)\n%s", rule, rule);
+    dlp_lg_text_printf(&b, "%sMLPerf Results Summary\n%s", rule, rule);
     dlp_lg_text_printf(&b, "SUT name : %s\n", r->sut_name);
     dlp_lg_text_printf(&b, "Scenario : %s\n", dlp_lg_scenario_name(s->scenario));
-    dlp_lg_text_printf(&b, "Mode     : PerformanceOnly\n");
-    if (ops->metric_integer)
-        dlp_lg_text_printf(&b, "%s%s%lld\n", r->metric_name, ops->metric_sep, (long long)r->metric_value);
+    dlp_lg_text_printf(&b, "Mode     : %s\n", dlp_lg_mode_name(s->mode));
+    if (ops->metric_integer)  // LoadGen prints the percentile it used: "90.0th percentile latency (ns) : "
+        dlp_lg_text_printf(&b, "%.1fth percentile latency (ns) : %lld\n", s->target_latency_percentile * 100,
+                           (long long)r->metric_value);
     else
         dlp_lg_text_printf(&b, "%s%s%.2f\n", r->metric_name, ops->metric_sep, r->metric_value);
-    dlp_lg_text_printf(&b, "Result is : %s\n", r->valid ? "VALID" : "INVALID");
+    char line[1400];
+    dlp_lg_result_line(r, line, sizeof line);
+    dlp_lg_text_printf(&b, "Result is : %s\n", line);
     if (ops->perf_constraints)
         dlp_lg_text_printf(&b, "  Performance constraints satisfied : %s\n", yn(r->perf_constraints_met));
     dlp_lg_text_printf(&b, "  Min duration satisfied : %s\n", yn(r->min_duration_met));
     dlp_lg_text_printf(&b, "  Min queries satisfied : %s\n", yn(r->min_queries_met));
-    dlp_lg_text_printf(&b, "  Early stopping satisfied: %s\n",
-                       s->early_stopping ? yn(r->early_stopping_met) : "Skipped");
-    dlp_lg_text_printf(&b, "  Every sample answered : %s\n", yn(r->none_lost));
+    dlp_lg_text_printf(&b, "  Early stopping satisfied: %s\n", yn(r->early_stopping_met));
     if (!r->valid) {
         dlp_lg_text_printf(&b, "Recommendations:\n");
         for (int i = 0; i < r->nreasons; i++) dlp_lg_text_printf(&b, " * %s\n", r->reasons[i]);
     }
-    if (s->early_stopping && ops->early_stopping && r->early_stopping_text[0])
-        dlp_lg_text_printf(&b, "Early Stopping Result:\n%s\n", r->early_stopping_text);
+    if (ops->early_stopping && s->mode == DLP_LG_PERFORMANCE)
+        dlp_lg_text_printf(&b, "Early Stopping Result:\n%s\n",
+                           s->early_stopping && r->early_stopping_text[0] ? r->early_stopping_text
+                                                                           : " * Early stopping was off.");
 
     dlp_lg_text_printf(&b, "\n%sAdditional Stats\n%s", rule, rule);
     if (ops->summary_stats) ops->summary_stats(&b, r);
-    if (ops->per_query) {
+    if (ops->per_query) {  // MultiStream: LoadGen shows the per-query block only
         dlp_lg_text_printf(&b, "Per-query latency:  \n");
         dlp_lg_text_latency(&b, &r->query_latency);
-        dlp_lg_text_printf(&b, "\nPer-sample latency:  \n");
+    } else {
+        dlp_lg_text_latency(&b, &r->sample_latency);
     }
-    dlp_lg_text_latency(&b, &r->sample_latency);
-    dlp_lg_text_printf(&b, "\nQueries issued                  : %lld\n", (long long)r->queries_issued);
+
+    dlp_lg_text_printf(&b, "\n%sTest Parameters Used\n%s", rule, rule);
+    dlp_lg_text_printf(&b, "samples_per_query : %d\n", s->samples_per_query);
+    dlp_lg_text_printf(&b, "target_qps : %g\n", s->target_qps);
+    dlp_lg_text_printf(&b, "target_latency (ns): %lld\n", (long long)s->target_latency_ns);
+    dlp_lg_text_printf(&b, "max_async_queries : 0\n");
+    dlp_lg_text_printf(&b, "min_duration (ms): %lld\n", (long long)(s->min_duration_ns / 1000000));
+    dlp_lg_text_printf(&b, "max_duration (ms): %lld\n", (long long)(s->max_duration_ns / 1000000));
+    dlp_lg_text_printf(&b, "min_query_count : %lld\n", (long long)s->min_query_count);
+    dlp_lg_text_printf(&b, "max_query_count : %lld\n", (long long)s->max_query_count);
+    dlp_lg_text_printf(&b, "qsl_rng_seed : 0\n");
+    dlp_lg_text_printf(&b, "sample_index_rng_seed : %llu\n", (unsigned long long)s->sample_seed);
+    dlp_lg_text_printf(&b, "schedule_rng_seed : %llu\n", (unsigned long long)s->schedule_seed);
+    dlp_lg_text_printf(&b, "accuracy_log_rng_seed : 0\n");
+    dlp_lg_text_printf(&b, "accuracy_log_probability : 0\n");
+    dlp_lg_text_printf(&b, "accuracy_log_sampling_target : 0\n");
+    dlp_lg_text_printf(&b, "print_timestamps : 0\n");
+    dlp_lg_text_printf(&b, "performance_issue_unique : 0\n");
+    dlp_lg_text_printf(&b, "performance_issue_same : 0\n");
+    dlp_lg_text_printf(&b, "performance_issue_same_index : 0\n");
+    dlp_lg_text_printf(&b, "performance_sample_count : %lld\n", (long long)s->sample_count);
+    dlp_lg_text_printf(&b, "accuracy_sample_count : %lld\n", (long long)s->sample_count);
+    dlp_lg_text_printf(&b, "\n");
+    if (r->nwarnings == 0) dlp_lg_text_printf(&b, "No warnings encountered during test.\n");
+    else dlp_lg_text_printf(&b, "%d warning%s encountered. See detailed log.\n", r->nwarnings, r->nwarnings > 1 ? "s" : "");
+    dlp_lg_text_printf(&b, "\nNo errors encountered during test.\n");
+
+    // dlperf's own figures, after everything LoadGen writes (tools that parse the summary stop before).
+    dlp_lg_text_printf(&b, "\n%sdlperf Additional Stats\n%s", rule, rule);
+    if (ops->per_query) {
+        dlp_lg_text_printf(&b, "Per-sample latency:  \n");
+        dlp_lg_text_latency(&b, &r->sample_latency);
+    }
+    dlp_lg_text_printf(&b, "Every sample answered           : %s\n", yn(r->none_lost));
+    dlp_lg_text_printf(&b, "Queries issued                  : %lld\n", (long long)r->queries_issued);
     dlp_lg_text_printf(&b, "Samples issued                  : %lld\n", (long long)r->samples_issued);
     dlp_lg_text_printf(&b, "Samples answered ok             : %lld\n", (long long)r->samples_by_outcome[DLP_LG_OK]);
     dlp_lg_text_printf(&b, "Samples rejected (503)          : %lld\n",
@@ -102,30 +154,14 @@ char *dlp_lg_summary_text(const dlp_lg_result *r) {
         dlp_lg_text_printf(&b, "Samples over the latency bound  : %lld\n", (long long)r->overlatency_count);
     dlp_lg_text_printf(&b, "Duration (ns)                   : %lld\n", (long long)r->duration_ns);
     dlp_lg_text_printf(&b, "Issue lag p99 / max (ns)        : %lld / %lld\n", (long long)r->issue_lag.p99_ns,
-              (long long)r->issue_lag.max_ns);
+                       (long long)r->issue_lag.max_ns);
     dlp_lg_text_printf(&b, "Stopped issuing because         : %s\n", r->stop_reason);
-
-    dlp_lg_text_printf(&b, "\n%sTest Parameters Used\n%s", rule, rule);
-    dlp_lg_text_printf(&b, "samples_per_query : %d\n", s->samples_per_query);
-    dlp_lg_text_printf(&b, "target_qps : %g\n", s->target_qps);
-    dlp_lg_text_printf(&b, "target_latency (ns): %lld\n", (long long)s->target_latency_ns);
     dlp_lg_text_printf(&b, "target_latency_percentile : %g\n", s->target_latency_percentile * 100);
-    dlp_lg_text_printf(&b, "min_duration (ms): %lld\n", (long long)(s->min_duration_ns / 1000000));
-    dlp_lg_text_printf(&b, "max_duration (ms): %lld\n", (long long)(s->max_duration_ns / 1000000));
-    dlp_lg_text_printf(&b, "min_query_count : %lld\n", (long long)s->min_query_count);
-    dlp_lg_text_printf(&b, "max_query_count : %lld\n", (long long)s->max_query_count);
-    dlp_lg_text_printf(&b, "performance_sample_count : %lld\n", (long long)s->sample_count);
-    dlp_lg_text_printf(&b, "sample_index_rng_seed : %llu\n", (unsigned long long)s->sample_seed);
-    dlp_lg_text_printf(&b, "schedule_rng_seed : %llu\n", (unsigned long long)s->schedule_seed);
     dlp_lg_text_printf(&b, "early_stopping : %d\n", s->early_stopping);
     dlp_lg_text_printf(&b, "max_failed_fraction : %g\n", s->max_failed_fraction);
     if (ops->summary_settings) ops->summary_settings(&b, s);
     dlp_lg_text_printf(&b, "idle_timeout (ms): %lld\n", (long long)(s->idle_timeout_ns / 1000000));
-    dlp_lg_text_printf(&b, "\n");
-    if (r->nwarnings == 0) dlp_lg_text_printf(&b, "No warnings encountered during test.\n");
     for (int i = 0; i < r->nwarnings; i++) dlp_lg_text_printf(&b, "Warning: %s\n", r->warnings[i]);
-    dlp_lg_text_printf(&b, "\n%s\n",
-                       r->valid ? "No errors encountered during test." : "The result is INVALID (see Recommendations).");
     return b.p;
 }
 
@@ -173,7 +209,7 @@ json_t *dlp_lg_result_to_json(const dlp_lg_result *r) {
     const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     json_t *o = json_object();
     json_object_set_new(o, "scenario", json_string(dlp_lg_scenario_name(s->scenario)));
-    json_object_set_new(o, "mode", json_string("PerformanceOnly"));
+    json_object_set_new(o, "mode", json_string(dlp_lg_mode_name(s->mode)));
     json_object_set_new(o, "sut", json_string(r->sut_name));
     json_object_set_new(o, "valid", json_boolean(r->valid));
     json_t *reasons = json_array();
@@ -182,6 +218,9 @@ json_t *dlp_lg_result_to_json(const dlp_lg_result *r) {
     json_t *warn = json_array();
     for (int i = 0; i < r->nwarnings; i++) json_array_append_new(warn, json_string(r->warnings[i]));
     json_object_set_new(o, "warnings", warn);
+    json_t *br = json_array();
+    for (int i = 0; i < r->nbreaks; i++) json_array_append_new(br, json_string(r->breaks[i]));
+    json_object_set_new(o, "mlperf_rules_broken", br);
     json_t *m = json_object();
     json_object_set_new(m, "name", json_string(r->metric_name ? r->metric_name : ""));
     json_object_set_new(m, "value", json_real(r->metric_value));

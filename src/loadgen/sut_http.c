@@ -41,9 +41,20 @@ struct http_sut {
     int64_t errors[DLP_HTTP_ERR_COUNT];
 };
 
-static void answer1(const http_item *it, dlp_lg_outcome o, int32_t top1) {
-    dlp_lg_response r = {it->s.id, o, top1};
-    it->done->fn(it->done->ctx, &r, 1);
+static void answer1(const http_item *it, dlp_lg_response *r) {
+    r->id = it->s.id;
+    it->done->fn(it->done->ctx, r, 1);
+}
+
+// A number after "key": in a JSON answer (dlperf serve's "queue_ms", "infer_ms"); -1 when absent.
+static double parse_ms(const char *body, const char *key) {
+    const char *p = body ? strstr(body, key) : NULL;
+    if (!p) return -1;
+    p += strlen(key);
+    while (*p == ' ' || *p == ':' || *p == '"') p++;
+    char *e;
+    double v = strtod(p, &e);
+    return e == p || !(v >= 0 && v < 1e9) ? -1 : v;
 }
 
 // The first "class": N in a classification answer, or -1.
@@ -77,9 +88,10 @@ static void *http_worker_main(void *arg) {
         dlp_http_response resp;
         dlp_http_error err = DLP_HTTP_ERR_NONE;
         dlp_status st = dlp_http_request(w->conn, "POST", h->url.path, h->cfg.content_type, h->cfg.bodies[bi],
-                                         h->cfg.body_lens[bi], NULL, &resp, &err);
+                                         h->cfg.body_lens[bi], h->cfg.extra_headers, &resp, &err);
         dlp_lg_outcome o;
         int32_t top1 = -1;
+        dlp_lg_response r = {0};
         int64_t connects = dlp_http_conn_connects(w->conn);
         pthread_mutex_lock(&h->mu);
         w->connects = connects;
@@ -88,7 +100,13 @@ static void *http_worker_main(void *arg) {
             if (resp.status >= 0 && resp.status < 1000) h->status[resp.status]++;
             if (resp.status == 200) {
                 o = DLP_LG_OK;
-                top1 = parse_top1(resp.body);
+                top1 = h->cfg.kserve ? dlp_lg_kserve_top1(resp.body, resp.body_len) : parse_top1(resp.body);
+                double qms = parse_ms(resp.body, "\"queue_ms\""), ims = parse_ms(resp.body, "\"infer_ms\"");
+                if (qms >= 0 && ims >= 0) {
+                    r.has_server_times = 1;
+                    r.server_queue_ns = (int64_t)(qms * 1e6);
+                    r.server_infer_ns = (int64_t)(ims * 1e6);
+                }
             } else if (resp.status == 503) {
                 o = DLP_LG_REJECTED;
             } else if (resp.status == 504 || resp.status == 408) {
@@ -109,7 +127,9 @@ static void *http_worker_main(void *arg) {
                                  resp.status, resp.body ? resp.body : "");
         }
         dlp_http_response_free(&resp);
-        answer1(&it, o, top1);
+        r.outcome = o;
+        r.top1 = top1;
+        answer1(&it, &r);
     }
     return NULL;
 }
@@ -152,7 +172,8 @@ static dlp_status http_issue(void *ctx, const dlp_lg_sample *s, size_t n, const 
     pthread_mutex_unlock(&h->mu);
     for (size_t i = rejected_from; i < n; i++) {  // beyond max_pending: answered at once, counted
         http_item it = {s[i], done};
-        answer1(&it, DLP_LG_REJECTED, -1);
+        dlp_lg_response r = {.outcome = DLP_LG_REJECTED, .top1 = -1};
+        answer1(&it, &r);
     }
     return DLP_OK;
 }
@@ -194,7 +215,8 @@ static void http_destroy(void *ctx) {
         http_item it = h->ring[h->head];
         h->head = (h->head + 1) % h->cap;
         h->count--;
-        answer1(&it, DLP_LG_ERROR, -1);
+        dlp_lg_response r = {.outcome = DLP_LG_ERROR, .top1 = -1};
+        answer1(&it, &r);
     }
     for (int i = 0; i < h->cfg.connections; i++) dlp_http_conn_close(h->workers[i].conn);
     free(h->workers);

@@ -147,7 +147,7 @@ EOF
 
 # loadgen with the in-process engine (SingleStream, preprocessed samples from --data)
 $D loadgen --sut local "${M[@]}" --weights "$T/w.safetensors" --data "$T/syn" --scenario SingleStream \
-  --min-duration 0.2 --json "$T/lg.json" >"$T/lg.out" 2>"$T/lg.err" || { cat "$T/lg.out" "$T/lg.err"; fail "loadgen --sut local"; }
+  --min-duration 0.2 --out "$T/lg_logs" --json "$T/lg.json" >"$T/lg.out" 2>"$T/lg.err" || { cat "$T/lg.out" "$T/lg.err"; fail "loadgen --sut local"; }
 grep -q "Result is : VALID" "$T/lg.out" || fail "loadgen summary: $(cat "$T/lg.out")"
 grep -q "top-1 against the dataset's labels" "$T/lg.err" || fail "no accuracy line: $(cat "$T/lg.err")"
 $PY - "$T/lg.json" <<'EOF' || fail "loadgen JSON"

@@ -72,7 +72,7 @@ print(f"  {sys.argv[3]}: dlperf infer ok: {b['conv_prop_kind']}, {b['winograd_co
       f"conv kernels {', '.join(convs)}; reorders {', '.join(sorted(k.split(' ', 1)[1] for k in b['kernels'] if k.startswith('reorder')))}")
 PYEOF
     "${ENVS[@]}" $D loadgen --sut local "${M[@]}" -p $prec --data "$T/syn" --scenario SingleStream --min-duration 0.2 \
-      --samples 4 --json "$T/lg-$label-$prec.json" >"$T/lg.out" 2>&1 && grep -q "Result is : VALID" "$T/lg.out" \
+      --samples 4 --out "$T/lg-$label-$prec" --json "$T/lg-$label-$prec.json" >"$T/lg.out" 2>&1 && grep -q "Result is : VALID" "$T/lg.out" \
       && echo "  $label $prec: dlperf loadgen --sut local ok" || bad "$label $prec: loadgen --sut local: $(tail -3 "$T/lg.out")"
     rm -f "$T/port"
     "${ENVS[@]}" $D serve "${M[@]}" --precision $prec --port 0 --port-file "$T/port" --max-batch 4 --workers 1 \

@@ -69,7 +69,7 @@ static void *delay_main(void *arg) {
         }
         d->outstanding--;
         pthread_mutex_unlock(&d->mu);
-        dlp_lg_response r = {s.id, DLP_LG_OK, (int32_t)s.index};
+        dlp_lg_response r = {.id = s.id, .outcome = DLP_LG_OK, .top1 = (int32_t)s.index};
         done->fn(done->ctx, &r, 1);
         if ((int64_t)s.id == d->answer_twice_id) done->fn(done->ctx, &r, 1);
         pthread_mutex_lock(&d->mu);
@@ -118,7 +118,7 @@ static void delay_destroy(void *ctx) {
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->th, NULL);
     for (int i = 0; i < d->ndropped; i++) {  // late answers after the harness gave up: must be harmless
-        dlp_lg_response r = {d->dropped[i].s.id, DLP_LG_ERROR, -1};
+        dlp_lg_response r = {.id = d->dropped[i].s.id, .outcome = DLP_LG_ERROR, .top1 = -1};
         d->dropped[i].done->fn(d->dropped[i].done->ctx, &r, 1);
     }
     free(d->q);
@@ -423,7 +423,7 @@ static void test_single_stream(void **state) {
     assert_true(r.qps_without_overhead > 10 && r.qps_without_overhead <= 500);
     char *txt = dlp_lg_summary_text(&r);
     assert_non_null(strstr(txt, "Scenario : SingleStream"));
-    assert_non_null(strstr(txt, "90th percentile latency (ns) : "));
+    assert_non_null(strstr(txt, "90.0th percentile latency (ns) : "));
     assert_non_null(strstr(txt, "Result is : VALID"));
     free(txt);
     dlp_lg_result_free(&r);
@@ -459,7 +459,7 @@ static void test_multi_stream(void **state) {
     assert_true(r.metric_value == (double)r.query_latency.p99_ns);
     assert_true(r.query_latency.p99_ns >= r.sample_latency.p50_ns);
     char *txt = dlp_lg_summary_text(&r);
-    assert_non_null(strstr(txt, "99th percentile latency (ns) : "));
+    assert_non_null(strstr(txt, "99.0th percentile latency (ns) : "));
     assert_non_null(strstr(txt, "Per-query latency:"));
     free(txt);
     dlp_lg_result_free(&r);
@@ -757,7 +757,115 @@ static void test_url_parse(void **state) {
     dlp_err_clear();
 }
 
-int main(void) {
+// LoadGen's config files: precedence (model.scenario > *.scenario > model.* > *.*, later lines win), units
+// (ms, percent), the keys of other scenarios left alone, and errors naming the line.
+static void test_user_conf(void **state) {
+    (void)state;
+    static const char conf[] =
+        "# comment line\n"
+        "*.*.min_duration = 100       # ms\n"
+        "resnet50.*.min_duration = 200\n"
+        "*.Server.min_duration = 300\n"
+        "resnet50.Server.min_duration = 400\n"
+        "resnet50.Server.min_duration = 450\n"   // the later line wins
+        "*.Server.target_qps = 123.5\n"
+        "resnet50.Server.target_latency = 7\n"   // ms
+        "*.Server.target_latency_percentile = 97\n"
+        "*.Offline.target_qps = 9999\n"           // another scenario: not read
+        "bert.Server.min_query_count = 5\n"       // another model: not read
+        "*.*.schedule_rng_seed = 0x10\n"
+        "resnet50.Server.coalesce_queries = 1\n"; // a LoadGen key dlperf does not use
+    static const struct {
+        const char *model;
+        dlp_lg_scenario sc;
+        int64_t min_dur_ms;
+        double qps;
+    } rows[] = {
+        {"resnet50", DLP_LG_SERVER, 450, 123.5},
+        {"other", DLP_LG_SERVER, 300, 123.5},
+        {"resnet50", DLP_LG_OFFLINE, 200, 9999},
+        {"other", DLP_LG_SINGLE_STREAM, 100, 10},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        dlp_lg_settings s;
+        dlp_lg_settings_default(&s, rows[i].sc);
+        unsigned mask = 0;
+        char ignored[256];
+        assert_int_equal(dlp_lg_conf_apply(conf, rows[i].model, &s, &mask, ignored, sizeof ignored), DLP_OK);
+        assert_int_equal(s.min_duration_ns, rows[i].min_dur_ms * MS);
+        assert_true(fabs(s.target_qps - rows[i].qps) < 1e-9);
+        assert_int_equal(s.schedule_seed, 16);
+        assert_true(mask & DLP_LG_CONF_MIN_DURATION);
+        assert_non_null(strstr(ignored, "resnet50.Server.coalesce_queries"));
+        if (rows[i].sc == DLP_LG_SERVER) {
+            assert_true(fabs(s.target_latency_percentile - 0.97) < 1e-12);
+            if (strcmp(rows[i].model, "resnet50") == 0) assert_int_equal(s.target_latency_ns, 7 * MS);
+            assert_int_not_equal(s.min_query_count, 5);
+        }
+    }
+    static const char *const bad[] = {"a.b.c = x\n", "a.b.c 5\n", "nodots = 5\n", "*.Server.mode = 3\n"};
+    for (size_t i = 0; i < 4; i++) {
+        dlp_lg_settings s;
+        dlp_lg_settings_default(&s, DLP_LG_SERVER);
+        unsigned mask;
+        assert_int_not_equal(dlp_lg_conf_apply(bad[i], "resnet50", &s, &mask, NULL, 0), DLP_OK);
+        dlp_err_clear();
+    }
+}
+
+// MLPerf's minimums: our defaults break them (and say which), dlp_lg_settings_mlperf meets them.
+static void test_mlperf_rules(void **state) {
+    (void)state;
+    for (int sc = 0; sc < 4; sc++) {
+        dlp_lg_settings s;
+        dlp_lg_settings_default(&s, (dlp_lg_scenario)sc);
+        char lines[8][160];
+        int n = dlp_lg_settings_mlperf_breaks(&s, lines, 8);
+        assert_true(n >= 1);
+        assert_non_null(strstr(lines[0], "min_duration 10000 ms < 600000 ms"));
+        dlp_lg_settings_mlperf(&s);
+        assert_int_equal(dlp_lg_settings_mlperf_breaks(&s, lines, 8), 0);
+        if (sc == DLP_LG_OFFLINE) assert_int_equal(s.min_query_count, 24576);
+        if (sc == DLP_LG_SERVER) assert_int_equal(s.target_latency_ns, 15 * MS);
+        s.target_latency_ns = 20 * MS;
+        if (sc == DLP_LG_SERVER) {
+            assert_int_equal(dlp_lg_settings_mlperf_breaks(&s, lines, 8), 1);
+            assert_non_null(strstr(lines[0], "target_latency 20.000 ms > 15 ms"));
+        }
+    }
+}
+
+// Helper mode for bench/loadgen_vs_mlperf.sh: `test_loadgen --summarize P < latencies_ns` prints, as JSON, what
+// dlperf's arithmetic makes of those sample latencies (the summary's block and early stopping at percentile P),
+// to compare with real LoadGen's summary of the same samples.
+static int summarize_main(double p) {
+    size_t n = 0, cap = 1024;
+    int64_t *lat = malloc(cap * sizeof *lat);
+    long long v;
+    while (lat && scanf("%lld", &v) == 1) {
+        if (n == cap) {
+            int64_t *nl = realloc(lat, (cap *= 2) * sizeof *lat);
+            if (!nl) break;
+            lat = nl;
+        }
+        lat[n++] = v;
+    }
+    if (!lat) return 1;
+    dlp_lg_latency l;
+    dlp_lg_latency_summarize(lat, n, &l);  // sorts
+    int64_t est = 0, disc = 0, need = 0;
+    int ok = dlp_lg_es_estimate(lat, (int64_t)n, p, 0.99, &est, &disc, &need);
+    printf("{\"count\": %lld, \"min\": %lld, \"max\": %lld, \"mean\": %lld, \"p50\": %lld, \"p90\": %lld, \"p95\": %lld, "
+           "\"p97\": %lld, \"p99\": %lld, \"p99.9\": %lld, \"es_ok\": %d, \"es_estimate\": %lld, \"es_discard\": %lld, "
+           "\"es_need\": %lld}\n", (long long)l.count, (long long)l.min_ns, (long long)l.max_ns, (long long)l.mean_ns,
+           (long long)l.p50_ns, (long long)l.p90_ns, (long long)l.p95_ns, (long long)l.p97_ns, (long long)l.p99_ns,
+           (long long)l.p999_ns, ok, (long long)est, (long long)disc, (long long)need);
+    free(lat);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--summarize") == 0) return summarize_main(atof(argv[2]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_poisson_schedule),
@@ -773,6 +881,8 @@ int main(void) {
         cmocka_unit_test(test_lost_and_duplicates),
         cmocka_unit_test(test_failures_and_max_queries),
         cmocka_unit_test(test_server_search),
+        cmocka_unit_test(test_user_conf),
+        cmocka_unit_test(test_mlperf_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
