@@ -21,15 +21,14 @@ typedef struct engine_row {
 static const engine_row k_rows[DLP_CLI_ENGINE_NOPTS] = {
     [DLP_CLI_ENGINE_MODEL] = {"model", DLP_OPT_STR, NULL, "NAME", NULL, OFF(model), {'m', 'm'},
         {"model (default: the weights' arch, else resnet50)", "local: model (default: the weights' arch, else resnet50)"}},
-    [DLP_CLI_ENGINE_DEVICE] = {"device", DLP_OPT_STR, "cpu", "DEV", NULL, OFF(device), {0, 'd'},
+    [DLP_CLI_ENGINE_DEVICE] = {"device", DLP_OPT_STR, "cpu", "DEV", NULL, OFF(device), {0, 0},
         {"backend: cpu | ref | cuda | sim:<gpu>", "local: backend: cpu | ref | cuda | sim:<gpu>"}},
     // one meaning per short option across commands: -p is --precision, -w --workers, -b --batch, -d --data
-    // (loadgen's column is the loadgen CLI's to change)
     [DLP_CLI_ENGINE_PRECISION] = {"precision", DLP_OPT_CHOICE, "fp32", NULL, "fp32|bf16|fp16", OFF(precision), {'p', 'p'},
         {"compute precision", "local: compute precision"}},
     [DLP_CLI_ENGINE_THREADS] = {"threads", DLP_OPT_INT, "0", "N", NULL, OFF(threads), {'t', 't'},
         {"compute threads (0: all allowed CPUs)", "local: compute threads, shared by the SUT threads' plans (0: all)"}},
-    [DLP_CLI_ENGINE_WEIGHTS] = {"weights", DLP_OPT_STR, NULL, "FILE", NULL, OFF(weights), {0, 'w'},
+    [DLP_CLI_ENGINE_WEIGHTS] = {"weights", DLP_OPT_STR, NULL, "FILE", NULL, OFF(weights), {0, 0},
         {"weights: a dlperf checkpoint or torchvision safetensors (none: seeded random init, meaningless answers)",
          "local: safetensors weights (none: seeded random init)"}},
     [DLP_CLI_ENGINE_CLASSES] = {"classes", DLP_OPT_INT, "0", "N", NULL, OFF(classes), {0, 0},
@@ -41,7 +40,7 @@ static const engine_row k_rows[DLP_CLI_ENGINE_NOPTS] = {
     [DLP_CLI_ENGINE_DCT] = {"dct-scale", DLP_OPT_FLAG, NULL, NULL, NULL, OFF(dct), {0, 0},
         {"let the JPEG decoder downscale by a DCT factor where the crop allows (faster; not bit-exact with Pillow)",
          "local: allow DCT-scaled JPEG decoding (not bit-exact with Pillow)"}},
-    [DLP_CLI_ENGINE_MAX_BATCH] = {"max-batch", DLP_OPT_INT, "8", "N", NULL, OFF(max_batch), {0, 'b'},
+    [DLP_CLI_ENGINE_MAX_BATCH] = {"max-batch", DLP_OPT_INT, "8", "N", NULL, OFF(max_batch), {0, 0},
         {"dynamic batching: largest batch (plans of batch 1, 2, 4, .. up to it; each batch runs on the smallest that holds it)",
          "local: samples per call at most (plans of batch 1, 2, 4, .. up to it; each call runs on the smallest that holds it)"}},
     [DLP_CLI_ENGINE_SINGLE_PLAN] = {"single-plan", DLP_OPT_FLAG, NULL, NULL, NULL, OFF(single_plan), {0, 0},

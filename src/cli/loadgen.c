@@ -402,7 +402,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
     dlp_cli_engine_opts eo = {.seed = 1};  // loadgen's --seed is the schedule's; the random init's stays 1
     local_sut *local = NULL;
     dlp_opt opts[] = {
-        {"scenario", 's', DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", dlp_lg_scenario_choices(), 0},
+        {"scenario", 0, DLP_OPT_CHOICE, &scenario_i, "Server", NULL, "MLPerf scenario", dlp_lg_scenario_choices(), 0},
         {"mode", 0, DLP_OPT_CHOICE, &mode_i, "PerformanceOnly", NULL, "LoadGen's test mode: timing, or every sample once with mlperf_log_accuracy.json", "PerformanceOnly|AccuracyOnly", 0},
         {"url", 'u', DLP_OPT_STR, &url, NULL, "URL", "the service to load (POSTs each image), e.g. http://127.0.0.1:8080/v1/classify", NULL, 0},
         {"sut", 0, DLP_OPT_CHOICE, &sut_i, "http", NULL, "system under test: http (--url) or local (in-process engine)", "http|local", 0},
@@ -423,7 +423,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"sut-threads", 0, DLP_OPT_INT, &sut_threads, "1", "N", "local: SUT threads, one inference plan each", NULL, 0},
         dlp_cli_engine_opt(DLP_CLI_LOADGEN, DLP_CLI_ENGINE_DCT, &eo),
         {"samples", 0, DLP_OPT_INT, &samples, "1024", "N", "images loaded as the sample library (MLPerf's performance_sample_count)", NULL, 0},
-        {"qps", 'q', DLP_OPT_DOUBLE, &qps, "10", "X", "Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)", NULL, 0},
+        {"qps", 0, DLP_OPT_DOUBLE, &qps, "10", "X", "Server: Poisson arrival rate; Offline: expected samples/s (sizes the query)", NULL, 0},
         {"latency-bound", 0, DLP_OPT_DOUBLE, &bound_ms, "15", "MS", "Server: the latency bound at the target percentile (MLPerf ResNet-50: 15)", NULL, 0},
         {"percentile", 0, DLP_OPT_DOUBLE, &pct, "0", "P", "target percentile, e.g. 99 (0: 90 SingleStream, 99 otherwise)", NULL, 0},
         {"samples-per-query", 0, DLP_OPT_INT, &spq, "0", "N", "MultiStream query size (0: 8, MLPerf's)", NULL, 0},
@@ -439,7 +439,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
         {"max-failed", 0, DLP_OPT_DOUBLE, &max_failed, "0", "F", "fraction of failed samples (503, timeouts, errors) still VALID", NULL, 0},
         {"offline-batch", 0, DLP_OPT_INT, &offline_batch, "0", "N", "Offline: issue the samples in queries of N (0: one query)", NULL, 0},
         {"idle-timeout", 0, DLP_OPT_DOUBLE, &idle_s, "60", "S", "give up when no response came for this long (the rest count as lost)", NULL, 0},
-        {"connections", 'c', DLP_OPT_INT, &connections, "16", "N", "HTTP: keep-alive connections (one thread each)", NULL, 0},
+        {"connections", 0, DLP_OPT_INT, &connections, "16", "N", "HTTP: keep-alive connections (one thread each)", NULL, 0},
         {"connect-timeout", 0, DLP_OPT_DOUBLE, &connect_ms, "2000", "MS", "HTTP: connect timeout", NULL, 0},
         {"recv-timeout", 0, DLP_OPT_DOUBLE, &recv_ms, "30000", "MS", "HTTP: time for a whole response", NULL, 0},
         {"search", 0, DLP_OPT_FLAG, &search, NULL, NULL, "Server: search for the highest VALID QPS, starting at --qps", NULL, 0},

@@ -46,8 +46,7 @@ grep -Eq '^  at [a-z]+/[a-z_]+\.c:[0-9]+' "$T/err" || fail "-v: no source locati
 grep -Eq '^  at [a-z]+/[a-z_]+\.c:[0-9]+' "$T/err" || fail "dlperf -v predict: no source locations: $(cat "$T/err")"
 echo "ok error locations only with -v"
 
-# 4. one meaning per short option: every command's and sub-command's --help, from its options table. loadgen's
-# options are the loadgen CLI's (issue 17's other half) and are listed apart until that half lands.
+# 4. one meaning per short option: every command's and sub-command's --help, from its options table.
 cmds() { awk '/^commands:/ {on=1; next} on && /^  [a-z]/ {print $1}'; }
 : >"$T/shorts"
 for c in $("$D" --help | cmds); do
@@ -64,7 +63,7 @@ seen = collections.defaultdict(set)
 for line in open(sys.argv[1]):
     cmd, _, text = line.rstrip("\n").partition("\t")
     m = re.match(r"  -(\w), --([\w-]+)", text)
-    if m and not cmd.startswith("loadgen"):
+    if m:
         seen[m.group(1)].add((m.group(2), cmd))
 bad = {k: v for k, v in seen.items() if len({n for n, _ in v}) > 1}
 for k, v in sorted(bad.items()):

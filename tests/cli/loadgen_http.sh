@@ -66,12 +66,12 @@ N1=$(ok_samples "$T/server.json.out")
 [ $? != 0 ] && grep -q "exists" "$T/err.txt" || fail "--json overwrote or did not say why"
 
 # SingleStream and Offline.
-"$DLPERF" loadgen -s SingleStream --url "$URL" --images "$T/imgs" --min-duration 0 --min-queries 64 \
+"$DLPERF" loadgen --scenario SingleStream --url "$URL" --images "$T/imgs" --min-duration 0 --min-queries 64 \
   --json "$T/ss.json" >"$T/out.txt" 2>&1 || fail "SingleStream exited $?"
 grep -q "90.0th percentile latency (ns) : " "$T/out.txt" || fail "no SingleStream metric"
 N2=$(ok_samples "$T/ss.json")
 [ "$N2" = 64 ] || fail "SingleStream answered $N2 of 64"
-"$DLPERF" loadgen -s Offline --url "$URL" --images "$T/imgs/n01/img0.JPEG" --qps 100 --min-duration 0 \
+"$DLPERF" loadgen --scenario Offline --url "$URL" --images "$T/imgs/n01/img0.JPEG" --qps 100 --min-duration 0 \
   --min-queries 200 --json "$T/off.json" >"$T/out.txt" 2>&1 || fail "Offline exited $?"
 grep -q "Samples per second: " "$T/out.txt" || fail "no Offline metric"
 N3=$(ok_samples "$T/off.json")

@@ -69,7 +69,7 @@ URL="http://127.0.0.1:$(cat "$T/port")/v2/models/m/infer"
 cd "$T" || exit 1
 
 for fmt in kserve-json kserve-binary; do
-  "$DLPERF" loadgen -s Offline --url "$URL" --request-format $fmt --input-size 32 --images "$T/imgs" --qps 50 \
+  "$DLPERF" loadgen --scenario Offline --url "$URL" --request-format $fmt --input-size 32 --images "$T/imgs" --qps 50 \
     --min-duration 0 --min-queries 40 --out "$T/$fmt" --json "$T/$fmt.json" >/dev/null 2>"$T/err.txt" \
     || { rc=$?; cat "$T/err.txt" "$T/server.err"; fail "$fmt run exited $rc"; }
   "$PYTHON" -c "import json,sys; s=json.load(open(sys.argv[1]))['result']['samples']; assert s['ok']==40, s" "$T/$fmt.json" \
@@ -77,7 +77,7 @@ for fmt in kserve-json kserve-binary; do
 done
 # AccuracyOnly: the server's class for each image, read back from its responses, scores 100% against the
 # labels the server would give (computed from the sums it logged for the JSON run, in library order).
-"$DLPERF" loadgen -s SingleStream --mode AccuracyOnly --url "$URL" --request-format kserve-binary --input-size 32 \
+"$DLPERF" loadgen --scenario SingleStream --mode AccuracyOnly --url "$URL" --request-format kserve-binary --input-size 32 \
   --images "$T/imgs" --out "$T/acc" --json "$T/acc.json" >/dev/null 2>"$T/err.txt" || { cat "$T/err.txt"; fail "AccuracyOnly exited $?"; }
 "$PYTHON" - "$T/requests.log" "$T/acc/mlperf_log_accuracy.json" <<'PY' || fail "KServe requests"
 import json, struct, sys

@@ -60,7 +60,7 @@ def detail(path):
 PY
 
 # 1. Offline, our short defaults: both files, parsed back and consistent; the result line names the rules.
-"$DLPERF" loadgen -s Offline --url "$URL" --images "$T/imgs" --qps 100 --min-duration 0 --min-queries 200 \
+"$DLPERF" loadgen --scenario Offline --url "$URL" --images "$T/imgs" --qps 100 --min-duration 0 --min-queries 200 \
   --out "$T/off" --json "$T/off.json" >"$T/out.txt" 2>"$T/err.txt" || { rc=$?; cat "$T/out.txt" "$T/err.txt"; fail "Offline exited $rc"; }
 "$PYTHON" - "$T/off" "$T/off.json" <<'PY' || fail "Offline logs"
 import json, sys
@@ -87,7 +87,7 @@ PY
 grep -q "^Result is : VALID$" "$T/out.txt" && fail "a short run printed a bare VALID"
 
 # 2. --mlperf-rules with a short cap: INVALID, exit 3, the rule named.
-"$DLPERF" loadgen -s Server --url "$URL" --images "$T/imgs" --qps 50 --mlperf-rules --max-duration 1 --progress 0.3 \
+"$DLPERF" loadgen --scenario Server --url "$URL" --images "$T/imgs" --qps 50 --mlperf-rules --max-duration 1 --progress 0.3 \
   --out "$T/rules" >"$T/out.txt" 2>"$T/err.txt"
 rc=$?
 [ $rc = 3 ] || { cat "$T/err.txt"; fail "--mlperf-rules short run exited $rc, not 3"; }
@@ -108,7 +108,7 @@ resnet50.Offline.min_query_count = 120
 resnet50.*.max_query_count = 0
 *.Offline.sample_concatenate_permutation = 0
 CONF
-"$DLPERF" loadgen -s Offline --url "$URL" --images "$T/imgs" --user-conf "$T/user.conf" --min-duration 0 \
+"$DLPERF" loadgen --scenario Offline --url "$URL" --images "$T/imgs" --user-conf "$T/user.conf" --min-duration 0 \
   --out "$T/conf" >/dev/null 2>"$T/err.txt" || { rc=$?; cat "$T/out.txt" "$T/err.txt"; fail "user.conf run exited $rc"; }
 "$PYTHON" - "$T/conf" <<'PY' || fail "user.conf settings"
 import sys
@@ -122,12 +122,12 @@ print("ok: user.conf target_qps 300, min_query_count 120; --min-duration wins ov
 PY
 grep -q "keys dlperf does not use: \*.Offline.sample_concatenate_permutation" "$T/err.txt" || fail "ignored key not listed"
 printf 'resnet50.Offline.target_qps = fast\n' >"$T/bad.conf"
-"$DLPERF" loadgen -s Offline --url "$URL" --images "$T/imgs" --user-conf "$T/bad.conf" --out "$T/bad" >/dev/null 2>"$T/err.txt"
+"$DLPERF" loadgen --scenario Offline --url "$URL" --images "$T/imgs" --user-conf "$T/bad.conf" --out "$T/bad" >/dev/null 2>"$T/err.txt"
 [ $? = 1 ] && grep -q "line 1.*'fast'" "$T/err.txt" || { cat "$T/err.txt"; fail "a bad user.conf line not reported"; }
 
 # 4. AccuracyOnly on a labelled set: every sample once in mlperf_log_accuracy.json; top-1 as accuracy-imagenet.py.
 ( cd "$T/imgs" && ls */*.JPEG | sort | awk '{print $1, 0}' ) >"$T/val_map0.txt"
-"$DLPERF" loadgen -s Offline --mode AccuracyOnly --url "$URL" --images "$T/imgs" --labels "$T/val_map0.txt" \
+"$DLPERF" loadgen --scenario Offline --mode AccuracyOnly --url "$URL" --images "$T/imgs" --labels "$T/val_map0.txt" \
   --out "$T/acc0" >/dev/null 2>"$T/err.txt" || { rc=$?; cat "$T/out.txt" "$T/err.txt"; fail "AccuracyOnly exited $rc"; }
 # Labels: the service's own answer for even lines, a wrong one for odd lines -> 50% top-1 expected.
 "$PYTHON" - "$T/acc0/mlperf_log_accuracy.json" "$T/val_map0.txt" "$T/val_map.txt" <<'PY' || fail "accuracy log"
@@ -139,7 +139,7 @@ pred = {e["qsl_idx"]: int(struct.unpack("<f", bytes.fromhex(e["data"]))[0]) for 
 with open(sys.argv[3], "w") as f:
     for i, n in enumerate(names): f.write(f"{n} {pred[i] if i % 2 == 0 else pred[i] + 1}\n")
 PY
-"$DLPERF" loadgen -s Offline --mode AccuracyOnly --url "$URL" --images "$T/imgs" --labels "$T/val_map.txt" \
+"$DLPERF" loadgen --scenario Offline --mode AccuracyOnly --url "$URL" --images "$T/imgs" --labels "$T/val_map.txt" \
   --out "$T/acc" --json "$T/acc.json" >"$T/out.txt" 2>"$T/err.txt" || { rc=$?; cat "$T/out.txt" "$T/err.txt"; fail "AccuracyOnly exited $rc"; }
 grep "accuracy=" "$T/err.txt"
 grep -q "^loadgen: accuracy=50.000%, good=4, total=8" "$T/err.txt" || fail "top-1 not 50%"
@@ -159,7 +159,7 @@ print("ok: accuracy-imagenet.py arithmetic: accuracy={:.3f}%, good={}, total={}"
 PY
 
 # 5. Nothing listening: a connection error naming the URL, exit 1, no run of failed samples.
-"$DLPERF" loadgen -s Server --url "http://127.0.0.1:1/v1/classify" --images "$T/imgs" --out "$T/refused" \
+"$DLPERF" loadgen --scenario Server --url "http://127.0.0.1:1/v1/classify" --images "$T/imgs" --out "$T/refused" \
   >"$T/out.txt" 2>"$T/err.txt"
 rc=$?
 cat "$T/err.txt"
@@ -169,6 +169,6 @@ grep -q "cannot connect to 127.0.0.1:1: Connection refused" "$T/err.txt" && grep
 grep -q "failed" "$T/out.txt" && fail "a refused connection printed a run"
 
 # 6. --out never overwrites.
-"$DLPERF" loadgen -s Offline --url "$URL" --images "$T/imgs" --out "$T/off" >/dev/null 2>"$T/err.txt"
+"$DLPERF" loadgen --scenario Offline --url "$URL" --images "$T/imgs" --out "$T/off" >/dev/null 2>"$T/err.txt"
 [ $? = 1 ] && grep -q "already exists" "$T/err.txt" || fail "--out overwrote or did not say why"
 echo "PASS"
