@@ -44,6 +44,13 @@ dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, d
 // random-init warning are the caller's to set.
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg);
 
+// The one default precision rule (--precision auto) of train, infer, serve, loadgen --sut local, predict and plan:
+// fp16 on a GPU (cuda, or an emulated sim:<gpu>), as the published figures and MLPerf's runs use; fp32 on the cpu
+// and ref devices (where bf16 is a choice to make, not a default: its accuracy differs). `dlperf run` picks for
+// speed instead (its own --precision auto).
+#define DLP_CLI_PRECISION_HELP "compute precision (auto: fp16 on a GPU, cuda or sim:<gpu>; fp32 on the cpu and ref devices)"
+dlp_dtype dlp_cli_auto_precision(const char *device);
+
 int dlp_cli_version(int argc, char **argv);
 int dlp_cli_report(int argc, char **argv);
 int dlp_cli_data(int argc, char **argv);

@@ -24,8 +24,8 @@ static const engine_row k_rows[DLP_CLI_ENGINE_NOPTS] = {
     [DLP_CLI_ENGINE_DEVICE] = {"device", DLP_OPT_STR, "cpu", "DEV", NULL, OFF(device), {0, 0},
         {"backend: cpu | ref | cuda | sim:<gpu>", "local: backend: cpu | ref | cuda | sim:<gpu>"}},
     // one meaning per short option across commands: -p is --precision, -w --workers, -b --batch, -d --data
-    [DLP_CLI_ENGINE_PRECISION] = {"precision", DLP_OPT_CHOICE, "fp32", NULL, "fp32|bf16|fp16", OFF(precision), {'p', 'p'},
-        {"compute precision", "local: compute precision"}},
+    [DLP_CLI_ENGINE_PRECISION] = {"precision", DLP_OPT_CHOICE, "auto", NULL, "auto|fp32|bf16|fp16", OFF(precision),
+        {'p', 'p'}, {DLP_CLI_PRECISION_HELP, "local: " DLP_CLI_PRECISION_HELP}},
     [DLP_CLI_ENGINE_THREADS] = {"threads", DLP_OPT_INT, "0", "N", NULL, OFF(threads), {'t', 't'},
         {"compute threads (0: all allowed CPUs)", "local: compute threads, shared by the SUT threads' plans (0: all)"}},
     [DLP_CLI_ENGINE_WEIGHTS] = {"weights", DLP_OPT_STR, NULL, "FILE", NULL, OFF(weights), {0, 0},
@@ -58,13 +58,19 @@ dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, d
                      r->choices, 0};
 }
 
+dlp_dtype dlp_cli_auto_precision(const char *device) {
+    const int gpu = device && (strncmp(device, "cuda", 4) == 0 || strncmp(device, "sim:", 4) == 0);
+    return gpu ? DLP_DTYPE_F16 : DLP_DTYPE_F32;
+}
+
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg) {
-    static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // the choices' order
+    static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // the choices'
+                                                                                                       // order
     memset(cfg, 0, sizeof *cfg);
     cfg->model = (dlp_infer_model_cfg){.model = o->model, .num_classes = o->classes, .size = o->size,
                                        .weights = o->weights, .seed = (uint64_t)o->seed};
     cfg->device = o->device;
-    cfg->precision = k_prec[o->precision];
+    cfg->precision = o->precision == 0 ? dlp_cli_auto_precision(o->device) : k_prec[o->precision];
     cfg->threads = o->threads;
     cfg->max_batch = o->max_batch;
     cfg->single_plan = o->single_plan;

@@ -498,7 +498,7 @@ int dlp_cli_plan(int argc, char **argv) {
         {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per GPU (0: each GPU's published figure's batch)", NULL, 0},
         {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
-        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "fp16", NULL, "compute precision", "fp32|tf32|bf16|fp16", 0},
+        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP " (plans are for GPUs: fp16)", "auto|fp32|tf32|bf16|fp16", 0},
         {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs to train", NULL, 0},
         {"dataset", 0, DLP_OPT_STR, &op.dataset, "imagenet-train", "ID", "catalog dataset", NULL, 0},
         {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
@@ -561,8 +561,8 @@ int dlp_cli_plan(int argc, char **argv) {
     req.tolerance = op.tolerance;
     req.max_nodes = op.max_nodes;
     req.pipeline = op.pipeline;
-    static const dlp_prec k_prec[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
-    req.prec_given = dlp_opt_given(table, "precision");
+    static const dlp_prec k_prec[] = {DLP_PREC_FP16, DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
+    req.prec_given = op.precision > 0;  // [0]: auto, fp16 on the GPUs plans are made of
     req.w.prec = req.prec_given ? k_prec[op.precision] : DLP_PREC_FP16;
     snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
     req.w.classes = op.classes;
