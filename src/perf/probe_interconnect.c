@@ -53,8 +53,9 @@ dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
         skip(c, d, "cannot find this program's path");
         return DLP_OK;
     }
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dist bench --dist %s -b 64K -e %s -n %d -w 2 --json '%s' "
-             ">'%s' 2>&1", mpirun, dist, max, c->cfg->quick ? 5 : 10, out, log);
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s dist bench --dist %s --min-bytes 64K --max-bytes %s --iters %d --warmup 2 "
+             "--json '%s' >'%s' 2>&1", mpirun, dist, max, c->cfg->quick ? 5 : 10, out, log);
     dlp_probe_say(c, "interconnect: mpirun -np %d dlperf dist bench --dist %s (64 KiB to %s)", ranks, dist, max);
     int rc = system(cmd);
     json_error_t je;
