@@ -51,6 +51,11 @@ void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg);
 #define DLP_CLI_PRECISION_HELP "compute precision (auto: fp16 on a GPU, cuda or sim:<gpu>; fp32 on the cpu and ref devices)"
 dlp_dtype dlp_cli_auto_precision(const char *device);
 
+// cli/fmt: "19,722" ("-" when not finite); "850 ms", "12.3 s", "3 min 04 s", "2 h 05 min", "3.5 days" (coarse:
+// no ms, whole minutes below an hour: "54 min").
+const char *dlp_cli_grp(double v, char *buf, size_t len);
+const char *dlp_cli_dur(double s, int coarse, char *buf, size_t len);
+
 int dlp_cli_version(int argc, char **argv);
 int dlp_cli_report(int argc, char **argv);
 int dlp_cli_data(int argc, char **argv);

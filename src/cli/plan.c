@@ -25,33 +25,8 @@ typedef struct {
     double budget, budget_h, deadline_h, tolerance, lifetime, utilization, kwh, pue;
 } opts_t;
 
-static const char *grp(double v, char *buf, size_t len) {
-    if (!isfinite(v)) {
-        snprintf(buf, len, "-");
-        return buf;
-    }
-    char raw[48];
-    snprintf(raw, sizeof raw, "%.0f", v);
-    int neg = raw[0] == '-';
-    const char *d = raw + neg;
-    size_t nd = strlen(d), o = 0;
-    if (neg && o + 1 < len) buf[o++] = '-';
-    for (size_t i = 0; i < nd && o + 2 < len; i++) {
-        if (i > 0 && (nd - i) % 3 == 0) buf[o++] = ',';
-        buf[o++] = d[i];
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static const char *dur(double s, char *buf, size_t len) {
-    if (!isfinite(s)) snprintf(buf, len, "-");
-    else if (s < 60) snprintf(buf, len, "%.1f s", s);
-    else if (s < 3600) snprintf(buf, len, "%d min", (int)(s / 60 + 0.5));
-    else if (s < 48 * 3600) snprintf(buf, len, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else snprintf(buf, len, "%.1f days", s / 86400);
-    return buf;
-}
+static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
+static const char *dur(double s, char *buf, size_t len) { return dlp_cli_dur(s, 1, buf, len); }
 
 static const char *rate(double bps, char *buf, size_t len) {
     if (bps >= 1e9) snprintf(buf, len, "%.1f GB/s", bps / 1e9);
