@@ -103,8 +103,11 @@ int main(int argc, char **argv) {
     }
     // An output named "-" (or /dev/stdout) gets the real standard output; what the command prints for people then
     // goes to stderr.
-    for (int i = 2; i < argc; i++)
-        if (argv[i - 1][0] == '-' && dlp_path_is_stdout(argv[i])) dlp_stdout_claim();
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {  // not into a wrapped command's arguments
+        const char *eq = strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;  // --json=-
+        if ((argv[i - 1][0] == '-' && dlp_path_is_stdout(argv[i])) || (eq && dlp_path_is_stdout(eq + 1)))
+            dlp_stdout_claim();
+    }
     const char *vb = getenv("DLPERF_VERBOSE");
     if (vb && strcmp(vb, "1") == 0) dlp_err_set_verbose(1);
     if (argc >= 2 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) return print_version();

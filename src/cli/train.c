@@ -340,6 +340,7 @@ static void maybe_reexec(int argc, char **argv, const char *device) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     setenv("DLPERF_OMP_WAIT_POLICY_SET", "dlperf train (re-exec with OMP_WAIT_POLICY=passive)", 1);
     fflush(NULL);
+    dlp_stdout_keep_on_exec();
     execv("/proc/self/exe", nargv);
     // Could not: go on with the current policy.
     DLP_DEBUG("re-exec with OMP_WAIT_POLICY=passive failed; continuing with libgomp's default policy");

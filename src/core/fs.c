@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void fsync_parent(const char *path) {
@@ -25,7 +26,9 @@ int dlp_pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || err
 
 // Removes "<name>.tmp.<pid>" beside path whose writer is gone (killed mid-write): each kill would otherwise leave a
 // file as large as the result until someone deletes it by hand. Live writers' (another process saving the same
-// path) are left alone.
+// path) are left alone, and so is any temporary written to in the last minute: on a shared file system the pid may
+// be another host's, whose writer this host cannot see (a writer's temporary changes while it writes).
+#define DEAD_TEMP_AGE_S 60
 static void remove_dead_temps(const char *path) {
     char dirbuf[4096], basebuf[4096];
     snprintf(dirbuf, sizeof dirbuf, "%s", path);
@@ -40,6 +43,9 @@ static void remove_dead_temps(const char *path) {
         char *end;
         const long pid = strtol(e->d_name + bl + 5, &end, 10);
         if (*end || end == e->d_name + bl + 5 || pid == (long)getpid() || dlp_pid_alive(pid)) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || time(NULL) - st.st_mtime < DEAD_TEMP_AGE_S)
+            continue;
         unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
@@ -49,23 +55,34 @@ static int g_stdout_fd = -1;  // where "-" goes once dlp_stdout_claim moved the 
 
 void dlp_stdout_claim(void) {
     if (g_stdout_fd >= 0) return;
-    // dlperf train runs itself again (exec): the new process finds the claimed descriptor in the environment.
+    // dlperf train runs itself again (exec): the new process finds the claimed descriptor in the environment,
+    // "fd:dev:ino", taken only if that descriptor is still the same file (a child that did not inherit it may
+    // have another file at that number).
     const char *env = getenv("DLPERF_STDOUT_FD");
-    if (env && atoi(env) > 2 && fcntl(atoi(env), F_GETFD) >= 0) {
-        g_stdout_fd = atoi(env);
+    int efd = -1;
+    unsigned long long edev = 0, eino = 0;
+    struct stat st;
+    if (env && sscanf(env, "%d:%llu:%llu", &efd, &edev, &eino) == 3 && efd > 2 && fstat(efd, &st) == 0 &&
+        (unsigned long long)st.st_dev == edev && (unsigned long long)st.st_ino == eino) {
+        g_stdout_fd = efd;
+        fcntl(efd, F_SETFD, FD_CLOEXEC);
         return;
     }
     fflush(stdout);
-    int fd = fcntl(STDOUT_FILENO, F_DUPFD, 3);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);  // children (mpirun, system()) do not get it
     if (fd < 0) return;
-    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0 || fstat(fd, &st) != 0) {
         close(fd);
         return;
     }
     g_stdout_fd = fd;
-    char buf[16];
-    snprintf(buf, sizeof buf, "%d", fd);
+    char buf[80];
+    snprintf(buf, sizeof buf, "%d:%llu:%llu", fd, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
     setenv("DLPERF_STDOUT_FD", buf, 1);
+}
+
+void dlp_stdout_keep_on_exec(void) {
+    if (g_stdout_fd >= 0) fcntl(g_stdout_fd, F_SETFD, 0);
 }
 
 int dlp_path_is_stdout(const char *path) { return path && (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0); }
@@ -110,19 +127,11 @@ dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int 
     if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return DLP_ERR(DLP_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return DLP_ERR(DLP_ERR_IO, "cannot write %s: %s", tmp, strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
+    dlp_status ws = write_all(fd, tmp, data, len);
+    if (ws != DLP_OK) {
+        close(fd);
+        unlink(tmp);
+        return ws;
     }
     int synced = fsync(fd) == 0, sync_errno = errno;
     if (close(fd) != 0 && synced) synced = 0, sync_errno = errno;  // the descriptor is closed either way

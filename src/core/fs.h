@@ -1,7 +1,7 @@
 // core/fs: files written atomically (temporary file, fsync, rename), never-overwrite creation, whole-file
 // reads, directories, and the cache directory.
-// Defines: dlp_write_atomic, dlp_pid_alive, dlp_fopen_new, dlp_path_is_stdout, dlp_stdout_claim, dlp_read_file,
-//          dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
+// Defines: dlp_write_atomic, dlp_pid_alive, dlp_fopen_new, dlp_path_is_stdout, dlp_stdout_claim,
+//          dlp_stdout_keep_on_exec, dlp_read_file, dlp_mkdirs, dlp_path_exists, dlp_cache_dir.
 #ifndef DLP_CORE_FS_H
 #define DLP_CORE_FS_H
 #include <stddef.h>
@@ -21,8 +21,10 @@ int dlp_path_is_stdout(const char *path);  // "-" or /dev/stdout
 // Moves what the program prints (printf) to stderr, keeping the real stdout for the files written to "-": called
 // by cli/main when an option's value is "-", so a JSON result on stdout is not mixed with the summary.
 void dlp_stdout_claim(void);
+// Lets the claimed descriptor survive an exec of dlperf itself (it is close-on-exec otherwise).
+void dlp_stdout_keep_on_exec(void);
 // Writes data to path through path.tmp.<pid>: write, fsync, rename (or link for NOCLOBBER), fsync dir. Then
-// removes path.tmp.<pid> files of writers no longer alive (killed mid-write).
+// removes path.tmp.<pid> files of writers no longer alive (killed mid-write) and untouched for a minute.
 dlp_status dlp_write_atomic(const char *path, const void *data, size_t len, int flags);
 // Whether a process with this pid exists (one of another user's counts).
 int dlp_pid_alive(long pid);

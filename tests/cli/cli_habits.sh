@@ -30,6 +30,9 @@ echo "ok --json -: stdout is the dlperf.predict JSON ($(wc -c <"$T/out.json") by
 "$D" predict --system dgx-a100 --json /dev/stdout >"$T/out2.json" 2>"$T/err" || fail "--json /dev/stdout refused: $(cat "$T/err")"
 $PY -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out2.json" || fail "--json /dev/stdout: not JSON"
 echo "ok --json /dev/stdout"
+"$D" predict --system dgx-a100 --json=- >"$T/out3.json" 2>"$T/err" || fail "--json=- failed: $(cat "$T/err")"
+$PY -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out3.json" || fail "--json=-: stdout is not the JSON alone"
+echo "ok --json=-"
 # a regular file that exists is still never overwritten
 echo '{}' >"$T/exists.json"
 "$D" predict --system dgx-a100 --json "$T/exists.json" >/dev/null 2>"$T/err" && fail "--json overwrote an existing file"
