@@ -523,8 +523,13 @@ int dlp_cli_train(int argc, char **argv) {
         DLP_MLLOG_END(ctx.ml, "run_stop", NULL,
                       dlp_mllog_md("status", json_string(st == DLP_OK && !g_interrupted ? "success" : "aborted")));
     }
-    dlp_mllog_close(ctx.ml);
-    if (ctx.steps) fclose(ctx.steps);
+    dlp_status cst = dlp_mllog_close(ctx.ml);
+    if (st == DLP_OK) st = cst;
+    if (ctx.steps) {
+        const int bad = ferror(ctx.steps);
+        if ((fclose(ctx.steps) != 0 || bad) && st == DLP_OK)
+            st = DLP_ERR(DLP_ERR_IO, "cannot write the per-step file %s: it is incomplete", steps_path);
+    }
     if (st == DLP_OK && reporter) print_summary(&c, &r, json_path);
     if (json_path && r.json && reporter) {
         dlp_status wst = dlp_json_write(r.json, json_path, DLP_WRITE_NOCLOBBER);

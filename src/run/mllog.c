@@ -10,12 +10,14 @@
 
 struct dlp_mllog {
     FILE *f;
+    char path[1024];
 };
 
 dlp_status dlp_mllog_open(const char *path, dlp_mllog **out) {
     *out = NULL;
     dlp_mllog *m = calloc(1, sizeof *m);
     DLP_TRY_ALLOC(m);
+    snprintf(m->path, sizeof m->path, "%s", path);
     dlp_status st = dlp_fopen_new(path, &m->f);
     if (st) {
         free(m);
@@ -71,8 +73,14 @@ void dlp_mllog_event(dlp_mllog *m, dlp_mllog_type type, const char *key, json_t 
     json_decref(o);
 }
 
-void dlp_mllog_close(dlp_mllog *m) {
-    if (!m) return;
-    if (m->f) fclose(m->f);
+dlp_status dlp_mllog_close(dlp_mllog *m) {
+    if (!m) return DLP_OK;
+    dlp_status st = DLP_OK;
+    if (m->f) {
+        const int bad = ferror(m->f);
+        if (fclose(m->f) != 0 || bad)  // a full disk: the log is cut short, and the run must say so
+            st = DLP_ERR(DLP_ERR_IO, "cannot write the MLPerf log %s: it is incomplete", m->path);
+    }
     free(m);
+    return st;
 }

@@ -28,7 +28,7 @@ void dlp_mllog_event(dlp_mllog *m, dlp_mllog_type type, const char *key, json_t 
 // {"k": v} (v taken over): the usual one-entry metadata.
 json_t *dlp_mllog_md(const char *k, json_t *v);
 int64_t dlp_mllog_now_ms(void);
-void dlp_mllog_close(dlp_mllog *m);  // NULL is fine
+dlp_status dlp_mllog_close(dlp_mllog *m);  // NULL is fine; an error if any line could not be written
 
 #define DLP_MLLOG_POINT(m, key, v, md) dlp_mllog_event((m), DLP_MLLOG_POINT_IN_TIME, (key), (v), (md), 0, __FILE__, __LINE__)
 #define DLP_MLLOG_START(m, key, v, md) dlp_mllog_event((m), DLP_MLLOG_INTERVAL_START, (key), (v), (md), 0, __FILE__, __LINE__)

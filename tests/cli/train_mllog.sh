@@ -75,6 +75,15 @@ grep -q '"key": "run_stop"' "$T/stdout" || fail "--mllog -: no run_stop on stdou
 grep -q '^throughput ' "$T/err" || fail "--mllog -: the summary did not move to stderr"
 echo "ok --mllog - (through the OMP re-exec): $(wc -l <"$T/stdout") MLLOG lines on stdout, the summary on stderr"
 
+# 2b. a log that cannot be written (a full disk: /dev/full) fails the run, naming the file, instead of exit 0
+if [ -w /dev/full ]; then
+  if "$D" train --data "$T/ds" "${TINY[@]}" --steps 2 --mllog /dev/full >/dev/null 2>"$T/full.err"; then
+    fail "--mllog /dev/full: exit 0 with the log lost"
+  fi
+  grep -q "cannot write the MLPerf log /dev/full" "$T/full.err" || { cat "$T/full.err"; fail "no message naming the log"; }
+  echo "ok an MLPerf log that cannot be written fails the run"
+fi
+
 # 3. MLCommons' compliance checker, when installed
 CK=${MLPERF_LOGGING_PYTHON:-}
 if [ -z "$CK" ]; then
