@@ -308,12 +308,6 @@ static dlp_status images_to_kserve(image_set *s, int size, const char *input_nam
     return st;
 }
 
-static int opt_given(const dlp_opt *o, const char *name) {
-    for (; o->name; o++)
-        if (strcmp(o->name, name) == 0) return o->given;
-    return 0;
-}
-
 // --mlperf-conf then --user-conf onto s, as LoadGen's FromConfig; what they set is reported on stderr.
 static dlp_status apply_conf(const char *path, const char *model, dlp_lg_settings *s, unsigned *mask) {
     char *text;
@@ -500,19 +494,19 @@ int dlp_cli_loadgen(int argc, char **argv) {
     unsigned conf_mask = 0;
     if (mlperf_conf && (st = apply_conf(mlperf_conf, conf_model, &s, &conf_mask))) return dlp_cli_fail(st);
     if (user_conf && (st = apply_conf(user_conf, conf_model, &s, &conf_mask))) return dlp_cli_fail(st);
-    if (opt_given(opts, "mode") || !(conf_mask & DLP_LG_CONF_MODE)) s.mode = mode_i == 1 ? DLP_LG_ACCURACY : DLP_LG_PERFORMANCE;
-    if (opt_given(opts, "qps") || !(conf_mask & DLP_LG_CONF_TARGET_QPS)) s.target_qps = qps;
-    if (opt_given(opts, "latency-bound") || (!rules && !(conf_mask & DLP_LG_CONF_TARGET_LATENCY)))
+    if (dlp_opt_given(opts, "mode") || !(conf_mask & DLP_LG_CONF_MODE)) s.mode = mode_i == 1 ? DLP_LG_ACCURACY : DLP_LG_PERFORMANCE;
+    if (dlp_opt_given(opts, "qps") || !(conf_mask & DLP_LG_CONF_TARGET_QPS)) s.target_qps = qps;
+    if (dlp_opt_given(opts, "latency-bound") || (!rules && !(conf_mask & DLP_LG_CONF_TARGET_LATENCY)))
         s.target_latency_ns = (int64_t)(bound_ms * 1e6);
     if (pct > 0) s.target_latency_percentile = pct / 100.0;
     if (spq > 0) s.samples_per_query = spq;
-    if (opt_given(opts, "min-duration") || (!rules && !(conf_mask & DLP_LG_CONF_MIN_DURATION)))
+    if (dlp_opt_given(opts, "min-duration") || (!rules && !(conf_mask & DLP_LG_CONF_MIN_DURATION)))
         s.min_duration_ns = (int64_t)(min_dur_s * 1e9);
-    if (opt_given(opts, "max-duration")) s.max_duration_ns = (int64_t)(max_dur_s * 1e9);
+    if (dlp_opt_given(opts, "max-duration")) s.max_duration_ns = (int64_t)(max_dur_s * 1e9);
     if (min_q >= 0) s.min_query_count = min_q;
-    if (opt_given(opts, "max-queries")) s.max_query_count = max_q;
-    if (opt_given(opts, "early-stopping") || !rules) s.early_stopping = early != 0;
-    if (opt_given(opts, "max-failed") || !rules) s.max_failed_fraction = max_failed;
+    if (dlp_opt_given(opts, "max-queries")) s.max_query_count = max_q;
+    if (dlp_opt_given(opts, "early-stopping") || !rules) s.early_stopping = early != 0;
+    if (dlp_opt_given(opts, "max-failed") || !rules) s.max_failed_fraction = max_failed;
     s.offline_batch = offline_batch;
     s.idle_timeout_ns = (int64_t)(idle_s * 1e9);
     s.progress_interval_ns = progress_s > 0 ? (int64_t)(progress_s * 1e9) : 0;
@@ -520,7 +514,7 @@ int dlp_cli_loadgen(int argc, char **argv) {
         s.schedule_seed = (uint64_t)seed;
         s.sample_seed = (uint64_t)seed ^ 0x9e3779b97f4a7c15ULL;
     }
-    if ((conf_mask & DLP_LG_CONF_SAMPLES) && !opt_given(opts, "samples"))
+    if ((conf_mask & DLP_LG_CONF_SAMPLES) && !dlp_opt_given(opts, "samples"))
         samples = s.sample_count > INT32_MAX ? INT32_MAX : (int)s.sample_count;
     if ((st = dlp_lg_settings_check(&s))) return dlp_cli_fail(st);
 

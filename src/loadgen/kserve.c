@@ -56,6 +56,8 @@ dlp_status dlp_lg_kserve_body(const float *chw, int h, int w, const char *input_
     for (size_t i = 0; i < n; i++) pos += (size_t)snprintf(b + pos, cap - pos, i ? ",%.9g" : "%.9g", (double)chw[i]);
     pos += (size_t)snprintf(b + pos, cap - pos, "]%s", at);
     free(head);
+    char *fit = realloc(b, pos + 1);  // 18 bytes a float were reserved; "%.9g" takes ~12: keep what is used
+    if (fit) b = fit;
     *body = b;
     *len = pos;
     return DLP_OK;

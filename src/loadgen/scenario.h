@@ -68,7 +68,10 @@ void dlp_lg_latency_metric(const dlp_lg_tally *t, const dlp_lg_settings *s, doub
                            const char *default_name, dlp_lg_result *o);
 
 // --- the summary text (summary.c) ------------------------------------------------------------------
-typedef struct dlp_lg_text dlp_lg_text;
+typedef struct dlp_lg_text {  // a growing string: {0} to start, p NULL after a failed allocation
+    char *p;
+    size_t len, cap;
+} dlp_lg_text;
 void dlp_lg_text_printf(dlp_lg_text *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlp_lg_text_latency(dlp_lg_text *b, const dlp_lg_latency *l);  // the "Min latency (ns) ..." block
 

@@ -7,10 +7,6 @@
 #include "core/clock.h"
 #include "loadgen/scenario.h"
 
-struct dlp_lg_text {
-    char *p;
-    size_t len, cap;
-};
 
 void dlp_lg_text_printf(dlp_lg_text *b, const char *fmt, ...) {
     if (!b->p && b->cap == (size_t)-1) return;  // an earlier allocation failed

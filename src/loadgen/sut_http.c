@@ -93,6 +93,15 @@ static void *http_worker_main(void *arg) {
         int32_t top1 = -1;
         dlp_lg_response r = {0};
         int64_t connects = dlp_http_conn_connects(w->conn);
+        if (st == DLP_OK && resp.status == 200) {  // parsed before taking the lock every worker shares
+            top1 = h->cfg.kserve ? dlp_lg_kserve_top1(resp.body, resp.body_len) : parse_top1(resp.body);
+            double qms = parse_ms(resp.body, "\"queue_ms\""), ims = parse_ms(resp.body, "\"infer_ms\"");
+            if (qms >= 0 && ims >= 0) {
+                r.has_server_times = 1;
+                r.server_queue_ns = (int64_t)(qms * 1e6);
+                r.server_infer_ns = (int64_t)(ims * 1e6);
+            }
+        }
         pthread_mutex_lock(&h->mu);
         w->connects = connects;
         if (st == DLP_OK) {
@@ -100,13 +109,6 @@ static void *http_worker_main(void *arg) {
             if (resp.status >= 0 && resp.status < 1000) h->status[resp.status]++;
             if (resp.status == 200) {
                 o = DLP_LG_OK;
-                top1 = h->cfg.kserve ? dlp_lg_kserve_top1(resp.body, resp.body_len) : parse_top1(resp.body);
-                double qms = parse_ms(resp.body, "\"queue_ms\""), ims = parse_ms(resp.body, "\"infer_ms\"");
-                if (qms >= 0 && ims >= 0) {
-                    r.has_server_times = 1;
-                    r.server_queue_ns = (int64_t)(qms * 1e6);
-                    r.server_infer_ns = (int64_t)(ims * 1e6);
-                }
             } else if (resp.status == 503) {
                 o = DLP_LG_REJECTED;
             } else if (resp.status == 504 || resp.status == 408) {

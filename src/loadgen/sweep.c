@@ -276,16 +276,11 @@ char *dlp_lg_sweep_csv(const dlp_lg_sweep_point *pin, int n, int by_rate) {
     if (!p) return NULL;
     memcpy(p, pin, (size_t)n * sizeof *p);
     qsort(p, (size_t)n, sizeof *p, by_tput);
-    size_t cap = 512 + (size_t)n * 200, len = 0;
-    char *out = malloc(cap);
-    if (!out) {
-        free(p);
-        return NULL;
-    }
-    len += (size_t)snprintf(out + len, cap - len, "%s,Inferences/Second,Client Send,Network+Server Send/Recv,"
-                            "Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,"
-                            "Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n",
-                            by_rate ? "Request Rate" : "Concurrency");
+    dlp_lg_text t = {0};  // grows as needed: a row's width depends on its numbers
+    dlp_lg_text_printf(&t, "%s,Inferences/Second,Client Send,Network+Server Send/Recv,"
+                       "Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,"
+                       "Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n",
+                       by_rate ? "Request Rate" : "Concurrency");
     for (int i = 0; i < n; i++) {
         // Microseconds, as perf_analyzer writes them. The service's own queue and inference times come from its
         // answers (dlperf serve's queue_ms / infer_ms); the rest of the mean latency is network + server
@@ -293,11 +288,11 @@ char *dlp_lg_sweep_csv(const dlp_lg_sweep_point *pin, int n, int by_rate) {
         double q = p[i].server_count ? p[i].server_queue_ns : 0, inf = p[i].server_count ? p[i].server_infer_ns : 0;
         double net = p[i].avg_ns - q - inf;
         if (net < 0) net = 0;
-        len += (size_t)snprintf(out + len, cap - len, by_rate ? "%.1f" : "%.0f", p[i].level);
-        len += (size_t)snprintf(out + len, cap - len, ",%.1f,0,%.0f,%.0f,0,%.0f,0,0,%.0f,%.0f,%.0f,%.0f\n",
-                                p[i].infer_per_s, net / 1e3, q / 1e3, inf / 1e3, p[i].p50_ns / 1e3, p[i].p90_ns / 1e3,
-                                p[i].p95_ns / 1e3, p[i].p99_ns / 1e3);
+        dlp_lg_text_printf(&t, by_rate ? "%.1f" : "%.0f", p[i].level);
+        dlp_lg_text_printf(&t, ",%.1f,0,%.0f,%.0f,0,%.0f,0,0,%.0f,%.0f,%.0f,%.0f\n", p[i].infer_per_s, net / 1e3,
+                           q / 1e3, inf / 1e3, p[i].p50_ns / 1e3, p[i].p90_ns / 1e3, p[i].p95_ns / 1e3,
+                           p[i].p99_ns / 1e3);
     }
     free(p);
-    return out;
+    return t.p;  // NULL when an allocation failed
 }
