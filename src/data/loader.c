@@ -73,6 +73,7 @@ struct dlp_loader {
     uint64_t gen;             // bumped by start_epoch; a finishing sample from an older generation is dropped
     int64_t claim_epoch;      // the epoch of the next claim: epoch, or epoch + 1 when working ahead
     int order_next_ok;
+    int ordering;             // a worker is making order_next (outside the lock)
     int64_t next_sample;      // next position of claim_epoch to claim
     int64_t seq_base;         // seq of the current epoch's batch 0
     int64_t next_out;         // next batch dlp_loader_next returns
@@ -244,16 +245,19 @@ static int64_t claim_seq(const dlp_loader *l) {
     return l->seq_base + (l->claim_epoch - l->epoch) * l->nbatches + l->next_sample / l->cfg.batch;
 }
 
+// Under mu. Whether the current epoch is all claimed and the workers may go on into the next one.
+static int at_epoch_end(const dlp_loader *l) {
+    return l->active && l->fatal == DLP_OK && l->next_sample >= l->samples_epoch && !l->cfg.no_lookahead &&
+           l->claim_epoch == l->epoch;
+}
+
 // Under mu. Whether a worker can claim the next position now: its slot is free, or already filling that batch.
-// When the current epoch is all claimed, the claim moves on into the next one (at most one epoch ahead).
+// When the current epoch is all claimed and the next one's order is made, the claim moves on into it (at most one
+// epoch ahead).
 static int can_claim(dlp_loader *l) {
     if (!l->active || l->fatal != DLP_OK) return 0;
     if (l->next_sample >= l->samples_epoch) {
-        if (l->cfg.no_lookahead || l->claim_epoch != l->epoch) return 0;
-        if (!l->order_next_ok) {
-            if (make_order(l, l->epoch + 1, l->order_next) != DLP_OK) return 0;  // cannot fail: sizes are checked
-            l->order_next_ok = 1;
-        }
+        if (!at_epoch_end(l) || !l->order_next_ok) return 0;
         l->claim_epoch = l->epoch + 1;
         l->next_sample = 0;
     }
@@ -268,7 +272,25 @@ static void *worker_main(void *arg) {
     const int B = l->cfg.batch;
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!l->stop && !can_claim(l)) pthread_cond_wait(&l->work_cv, &l->mu);
+        while (!l->stop && !can_claim(l)) {
+            if (at_epoch_end(l) && !l->order_next_ok && !l->ordering) {
+                // Make the next epoch's order without the lock (a permutation of the whole shard: ~10 ms for
+                // ImageNet), counted in flight so a restart waits for it; taken only if nothing moved meanwhile.
+                const uint64_t gen = l->gen;
+                const int64_t e = l->epoch + 1;
+                l->ordering = 1;
+                l->inflight++;
+                pthread_mutex_unlock(&l->mu);
+                dlp_status ost = make_order(l, e, l->order_next);  // cannot fail: sizes are checked at create
+                pthread_mutex_lock(&l->mu);
+                l->ordering = 0;
+                if (--l->inflight == 0) pthread_cond_broadcast(&l->idle_cv);
+                if (ost == DLP_OK && gen == l->gen && l->epoch + 1 == e) l->order_next_ok = 1;
+                pthread_cond_broadcast(&l->work_cv);
+                continue;
+            }
+            pthread_cond_wait(&l->work_cv, &l->mu);
+        }
         if (l->stop) break;
         const int64_t seq = claim_seq(l);
         int64_t p = l->next_sample++;
