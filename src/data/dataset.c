@@ -291,6 +291,20 @@ static dlp_status flat_read_devkit(const char *gt, const char *map, flat_label *
 
 // Class names in label order: the sibling train/ folder's classes (so labels match the training set's), else every
 // synset the labels name, sorted (the order of ImageNet's train/ folders).
+// Appends a copy of name to out (k of cap used); -1 when out of memory.
+static int push_name(char ***out, size_t *k, size_t *cap, const char *name) {
+    if (*k == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        char **nn = realloc(*out, nc * sizeof *nn);
+        if (!nn) return -1;
+        *out = nn;
+        *cap = nc;
+    }
+    if (!((*out)[*k] = strdup(name))) return -1;
+    (*k)++;
+    return 0;
+}
+
 static dlp_status flat_classes(const char *dir, const flat_label *v, size_t n, char ***names, int *nnames) {
     char train[4096];
     snprintf(train, sizeof train, "%s/../train", dir);
@@ -299,32 +313,19 @@ static dlp_status flat_classes(const char *dir, const flat_label *v, size_t n, c
     DIR *d = opendir(train);
     size_t cap = 0, k = 0;
     char **out = NULL;
+    int nomem = 0;
     if (d) {
         struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.' || !is_dir_entry(train, e)) continue;
-            if (k == cap) {
-                cap = cap ? cap * 2 : 1024;
-                char **nn = realloc(out, cap * sizeof *nn);
-                if (!nn) break;
-                out = nn;
-            }
-            if (!(out[k] = strdup(e->d_name))) break;
-            k++;
-        }
+        while (!nomem && (e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' && is_dir_entry(train, e)) nomem = push_name(&out, &k, &cap, e->d_name);
         closedir(d);
     }
-    if (k == 0) {
-        for (size_t i = 0; i < n; i++) {
-            if (k == cap) {
-                cap = cap ? cap * 2 : 1024;
-                char **nn = realloc(out, cap * sizeof *nn);
-                if (!nn) break;
-                out = nn;
-            }
-            if (!(out[k] = strdup(v[i].wnid))) break;
-            k++;
-        }
+    const int from_train = k > 0;
+    for (size_t i = 0; !from_train && !nomem && i < n; i++) nomem = push_name(&out, &k, &cap, v[i].wnid);
+    if (nomem) {  // a shortened class list would give every later label the wrong class
+        for (size_t i = 0; i < k; i++) free(out[i]);
+        free(out);
+        return DLP_ERR(DLP_ERR_NOMEM, "%s: out of memory listing the classes", dir);
     }
     if (k > 1) qsort(out, k, sizeof *out, cmp_str);
     size_t u = 0;  // unique
