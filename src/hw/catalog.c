@@ -13,9 +13,7 @@
 #include "core/fields.h"
 
 enum { F_SOURCES, F_GPUS, F_CPUS, F_SYSTEMS, F_THROUGHPUT, F_DATASETS, F_PIPELINES, F_COUNT };
-// Plausible ranges of catalog figures, in the files' units: a value outside is a typo or a corrupt file, and taken
-// it would print times and prices of 1e300 (the other bounds are written where the field is read).
-#define RATE_MIN_GB_S 1e-6  // 1 KB/s
+#define RATE_MIN_GB_S DLP_CATALOG_GB_S_MIN
 #define TFLOPS_MIN 1e-3
 #define TFLOPS_MAX 1e6
 
@@ -332,10 +330,11 @@ static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *wher
     DLP_CHECK(int_field(e, "sockets", 1, 64, &s->sockets, where));
     DLP_CHECK(dlp_field_range(e, "ram_gb", 0.001, 1e5, &s->ram_gb, where));
     DLP_CHECK(str_field(e, "storage_desc", &s->storage_desc, where));
-    DLP_CHECK(dlp_field_range(e, "storage_tb", 0.001, 1e5, &s->storage_tb, where));
-    DLP_CHECK(dlp_field_range(e, "storage_read_gb_s", RATE_MIN_GB_S, 1e4, &s->storage_read_gb_s, where));
-    DLP_CHECK(dlp_field_range(e, "storage_stream_gb_s", RATE_MIN_GB_S, 1e4, &s->storage_stream_gb_s, where));
-    DLP_CHECK(dlp_field_range(e, "storage_latency_us", 0, 1e7, &s->storage_latency_us, where));  // 10 s
+    DLP_CHECK(dlp_field_range(e, "storage_tb", 0.001, DLP_CATALOG_TB_MAX, &s->storage_tb, where));
+    DLP_CHECK(dlp_field_range(e, "storage_read_gb_s", RATE_MIN_GB_S, DLP_CATALOG_GB_S_MAX, &s->storage_read_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "storage_stream_gb_s", RATE_MIN_GB_S, DLP_CATALOG_GB_S_MAX, &s->storage_stream_gb_s,
+                              where));
+    DLP_CHECK(dlp_field_range(e, "storage_latency_us", 0, DLP_CATALOG_LATENCY_US_MAX, &s->storage_latency_us, where));
     DLP_CHECK(int_field(e, "pcie_gpus_per_uplink", 1, 64, &s->pcie_gpus_per_uplink, where));
     DLP_CHECK(int_field(e, "pcie_uplink_gen", 1, 6, &s->pcie_uplink_gen, where));
     DLP_CHECK(dlp_field_opt_range(e, "allreduce_busbw_gb_s", 0, RATE_MIN_GB_S, 1e5, &s->allreduce_busbw_gb_s, where));
@@ -343,8 +342,8 @@ static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *wher
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'allreduce_busbw_gb_s' is missing (needed for its %d GPUs)", where, s->gpus);
     DLP_CHECK(dlp_field_opt_range(e, "nic_gb_s", 0, RATE_MIN_GB_S, 1e5, &s->nic_gb_s, where));
     if (s->kind == DLP_SYSTEM_OWNED) {
-        DLP_CHECK(dlp_field_range(e, "power_w", 1, 1e6, &s->power_w, where));
-        DLP_CHECK(dlp_field_range(e, "price_usd", 1, 1e9, &s->price_usd, where));
+        DLP_CHECK(dlp_field_range(e, "power_w", 1, DLP_CATALOG_W_MAX, &s->power_w, where));
+        DLP_CHECK(dlp_field_range(e, "price_usd", 1, DLP_CATALOG_USD_MAX, &s->price_usd, where));
         DLP_CHECK(int_field(e, "price_year", 1990, 2100, &s->price_year, where));
     } else {
         DLP_CHECK(dlp_field_range(e, "usd_per_hour", 1e-4, 1e5, &s->usd_per_hour, where));

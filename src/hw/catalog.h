@@ -99,6 +99,15 @@ dlp_status dlp_catalog_load(const char *dir, dlp_catalog **out);
 void dlp_catalog_free(dlp_catalog *c);
 
 // Lookups by id (or alias for GPUs; case-insensitive). NULL + a recorded error (naming the known ids) if absent.
+// Plausible ranges of catalog figures in the files' units (catalog.c, parts.c): a value outside is a typo or a
+// corrupt file, and taken it would print times and prices of 1e300.
+#define DLP_CATALOG_GB_S_MIN 1e-6           // 1 KB/s
+#define DLP_CATALOG_GB_S_MAX 1e4
+#define DLP_CATALOG_TB_MAX 1e5
+#define DLP_CATALOG_LATENCY_US_MAX 1e7      // 10 s
+#define DLP_CATALOG_USD_MAX 1e9
+#define DLP_CATALOG_W_MAX 1e6               // 1 MW
+
 const dlp_gpu_spec *dlp_catalog_gpu(const dlp_catalog *c, const char *name);
 const dlp_cpu_spec *dlp_catalog_cpu(const dlp_catalog *c, const char *id);
 const dlp_system_spec *dlp_catalog_system(const dlp_catalog *c, const char *id);

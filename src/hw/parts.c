@@ -36,8 +36,7 @@ static dlp_status parse_platform(const dlp_catalog *c, const json_t *e, const ch
     p->notes = opt_str(e, "notes");
     const char *base;
     DLP_CHECK(dlp_json_get_str(e, "base_system", &base, where));
-    for (int i = 0; i < c->nsystems && !p->base; i++)
-        if (strcmp(c->systems[i].id, base) == 0) p->base = &c->systems[i];
+    p->base = dlp_catalog_system(c, base);  // the catalog's own lookups: its case rules and aliases
     if (!p->base) return DLP_ERR(DLP_ERR_FORMAT, "%s: base_system '%s' is not a catalog system", where, base);
     if (p->base->kind != DLP_SYSTEM_OWNED) return DLP_ERR(DLP_ERR_FORMAT, "%s: base_system '%s' is a cloud system", where, base);
     int64_t v;
@@ -48,15 +47,13 @@ static dlp_status parse_platform(const dlp_catalog *c, const json_t *e, const ch
     const char *ids[DLP_PLATFORM_MAX_PARTS];
     DLP_CHECK(id_list(e, "cpus", where, ids, &p->ncpus));
     for (int i = 0; i < p->ncpus; i++) {
-        for (int k = 0; k < c->ncpus && !p->cpus[i]; k++)
-            if (strcmp(c->cpus[k].id, ids[i]) == 0) p->cpus[i] = &c->cpus[k];
+        p->cpus[i] = dlp_catalog_cpu(c, ids[i]);
         if (!p->cpus[i]) return DLP_ERR(DLP_ERR_FORMAT, "%s: cpus names unknown CPU '%s'", where, ids[i]);
         if (!(p->cpus[i]->price_usd > 0)) return DLP_ERR(DLP_ERR_FORMAT, "%s: CPU '%s' has no price", where, ids[i]);
     }
     DLP_CHECK(id_list(e, "gpus", where, ids, &p->ngpus));
     for (int i = 0; i < p->ngpus; i++) {
-        for (int k = 0; k < c->ngpus && !p->gpus[i]; k++)
-            if (strcmp(c->gpus[k].id, ids[i]) == 0) p->gpus[i] = &c->gpus[k];
+        p->gpus[i] = dlp_catalog_gpu(c, ids[i]);
         if (!p->gpus[i]) return DLP_ERR(DLP_ERR_FORMAT, "%s: gpus names unknown GPU '%s'", where, ids[i]);
         if (!(p->gpus[i]->price_usd > 0)) return DLP_ERR(DLP_ERR_FORMAT, "%s: GPU '%s' has no price", where, ids[i]);
     }
@@ -70,8 +67,8 @@ static dlp_status parse_platform(const dlp_catalog *c, const json_t *e, const ch
             return DLP_ERR(DLP_ERR_FORMAT, "%s: gpu_counts[%d] is not an integer in [1, 64]", where, i);
         p->gpu_counts[i] = (int)json_integer_value(x);
     }
-    DLP_CHECK(dlp_field_pos(e, "price_usd", &p->price_usd, where));
-    DLP_CHECK(dlp_field_nonneg(e, "power_w", &p->power_w, where));
+    DLP_CHECK(dlp_field_range(e, "price_usd", 1, DLP_CATALOG_USD_MAX, &p->price_usd, where));
+    DLP_CHECK(dlp_field_range(e, "power_w", 0, DLP_CATALOG_W_MAX, &p->power_w, where));
     return dlp_catalog_check_sources(c, e, where);
 }
 
@@ -81,12 +78,13 @@ static dlp_status parse_storage(const dlp_catalog *c, const json_t *e, const cha
     snprintf(where, sizeof where, "%s (%s)", where0, s->id);
     DLP_CHECK(dlp_json_get_str(e, "name", &s->name, where));
     DLP_CHECK(dlp_json_get_str(e, "storage_desc", &s->desc, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_tb", &s->tb, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_read_gb_s", &s->read_gb_s, where));
-    DLP_CHECK(dlp_field_pos(e, "storage_stream_gb_s", &s->stream_gb_s, where));
-    DLP_CHECK(dlp_field_nonneg(e, "storage_latency_us", &s->latency_us, where));
-    DLP_CHECK(dlp_field_pos(e, "price_usd", &s->price_usd, where));
-    DLP_CHECK(dlp_field_nonneg(e, "power_w", &s->power_w, where));
+    DLP_CHECK(dlp_field_range(e, "storage_tb", 0.001, DLP_CATALOG_TB_MAX, &s->tb, where));
+    DLP_CHECK(dlp_field_range(e, "storage_read_gb_s", DLP_CATALOG_GB_S_MIN, DLP_CATALOG_GB_S_MAX, &s->read_gb_s, where));
+    DLP_CHECK(dlp_field_range(e, "storage_stream_gb_s", DLP_CATALOG_GB_S_MIN, DLP_CATALOG_GB_S_MAX, &s->stream_gb_s,
+                              where));
+    DLP_CHECK(dlp_field_range(e, "storage_latency_us", 0, DLP_CATALOG_LATENCY_US_MAX, &s->latency_us, where));
+    DLP_CHECK(dlp_field_range(e, "price_usd", 1, DLP_CATALOG_USD_MAX, &s->price_usd, where));
+    DLP_CHECK(dlp_field_range(e, "power_w", 0, DLP_CATALOG_W_MAX, &s->power_w, where));
     return dlp_catalog_check_sources(c, e, where);
 }
 
