@@ -18,7 +18,6 @@
 
 extern const char dlp_report_js[], dlp_report_css[];  // report/assets.c
 
-#define MAX_RESULT_BYTES (256u << 20)
 #define MAX_CSV_BYTES (256u << 20)
 #define DLP_REPORT_MAX_SAMPLES 1500  // per monitor series on the page (a 500 ms monitor: 12.5 minutes unaveraged)
 
