@@ -387,17 +387,7 @@ static dlp_status open_flat_val(const char *dir, dlp_dataset **out) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL && st == DLP_OK) {
             if (e->d_name[0] == '.' || !has_image_ext(e->d_name) || is_dir_entry(dir, e)) continue;
-            if (nf == cap) {
-                cap = cap ? cap * 2 : 1024;
-                char **nn = realloc(files, cap * sizeof *nn);
-                if (!nn) {
-                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
-                    break;
-                }
-                files = nn;
-            }
-            if (!(files[nf] = strdup(e->d_name))) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
-            else nf++;
+            if (push_name(&files, &nf, &cap, e->d_name)) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
         }
         closedir(d);
     }
@@ -457,20 +447,10 @@ dlp_status dlp_dataset_open_folder(const char *dir, dlp_dataset **out) {
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         if (!is_dir_entry(dir, e)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) {
-                st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
-                break;
-            }
-            names = nn;
-        }
-        if (!(names[n] = strdup(e->d_name))) {
+        if (push_name(&names, &n, &cap, e->d_name)) {
             st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", dir);
             break;
         }
-        n++;
     }
     closedir(d);
     if (st == DLP_OK && n == 0) {
