@@ -19,21 +19,8 @@ for i in range(8):
     a = np.stack([127 + 120 * np.sin(x * (0.02 + 0.01 * i) + c + y * 0.03) for c in range(3)], -1).astype('uint8')
     Image.fromarray(a).save(f"{d}/n0{1 + i % 2}/img{i}.JPEG", quality=90)
 PY
-"$HELPER" --serve-fake "$T/port" 8 2 64 >"$T/server.json" 2>"$T/server.log" &
-SPID=$!
-cleanup() { kill -TERM "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-for _ in $(seq 100); do
-  [ -s "$T/port" ] && break
-  if ! kill -0 "$SPID" 2>/dev/null; then
-    wait "$SPID"; rc=$?
-    [ $rc = 77 ] && { echo "skip: this build has no libmicrohttpd"; exit 77; }
-    break
-  fi
-  sleep 0.1
-done
-[ -s "$T/port" ] || { echo "FAIL: the test server did not start"; cat "$T/server.log"; exit 1; }
-URL="http://127.0.0.1:$(cat "$T/port")/v1/classify"
+. "$(dirname "$0")/lib/fake_server.sh"
+start_fake_server 8 2 64
 fail() { echo "FAIL: $*"; exit 1; }
 cd "$T" || exit 1  # the runs without --out write their logs under ./mlperf_logs/
 ok_samples() { "$PYTHON" -c "import json,sys; r=json.load(open(sys.argv[1]))['result']; print(r['samples']['ok'])" "$1"; }
