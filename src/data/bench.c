@@ -24,8 +24,11 @@ static void warm_files(const dlp_dataset *ds, int64_t n_used) {
     free(buf);
 }
 
+// One timed pass. *steady: images/s from the first batch's delivery to the last's (the first batch's images left
+// out): the rate without the start (threads, decoder handles, first touches of the batch slots, the first batch's
+// latency), which is what a long run sees.
 static dlp_status measure(const dlp_data_bench_cfg *cfg, int workers, double *secs, double *cpu, dlp_loader_stats *st,
-                          int64_t *images) {
+                          int64_t *images, double *steady) {
     dlp_loader_cfg lc = cfg->loader;
     lc.workers = workers;
     if (cfg->images > 0) lc.limit_samples = cfg->images;
@@ -36,8 +39,14 @@ static dlp_status measure(const dlp_data_bench_cfg *cfg, int workers, double *se
     int64_t c0 = dlp_cpu_ns(), t0 = dlp_now_ns();
     dlp_status s = dlp_loader_start_epoch(l, lc.epoch);
     dlp_batch *b;
-    while (s == DLP_OK && (s = dlp_loader_next(l, &b)) == DLP_OK && b) dlp_loader_release(l, b);
+    int64_t t_first = 0, n_after = 0;
+    while (s == DLP_OK && (s = dlp_loader_next(l, &b)) == DLP_OK && b) {
+        if (!t_first) t_first = dlp_now_ns();
+        else n_after += b->n;
+        dlp_loader_release(l, b);
+    }
     int64_t t1 = dlp_now_ns(), c1 = dlp_cpu_ns();
+    *steady = t_first && n_after > 0 && t1 > t_first ? (double)n_after / dlp_ns_to_s(t1 - t_first) : 0;
     dlp_loader_get_stats(l, st);
     dlp_loader_free(l);
     DLP_CHECK(s);
@@ -59,12 +68,12 @@ dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *run
     }
     int repeat = cfg->repeat > 0 ? cfg->repeat : 1;
     for (int k = 0; k < cfg->nworkers; k++) {
-        double secs[64], cpus[64];
+        double secs[64], cpus[64], steady[64];
         dlp_loader_stats stats[64];
         int64_t imgs[64];
         if (repeat > 64) repeat = 64;
         for (int r = 0; r < repeat; r++)
-            DLP_CHECK(measure(cfg, cfg->workers[k], &secs[r], &cpus[r], &stats[r], &imgs[r]));
+            DLP_CHECK(measure(cfg, cfg->workers[k], &secs[r], &cpus[r], &stats[r], &imgs[r], &steady[r]));
         double sorted[64];
         memcpy(sorted, secs, sizeof(double) * (size_t)repeat);
         dlp_stats_sort_f64(sorted, (size_t)repeat);
@@ -80,6 +89,10 @@ dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *run
         o->cpu_seconds = cpus[mi];
         o->stats = stats[mi];
         o->img_per_s = med > 0 ? (double)imgs[mi] / med : 0;
+        double ss[64];  // the median steady rate over the repeats (0 where a pass had one batch only)
+        memcpy(ss, steady, sizeof(double) * (size_t)repeat);
+        dlp_stats_sort_f64(ss, (size_t)repeat);
+        o->steady_img_per_s = ss[repeat / 2] > 0 ? ss[repeat / 2] : o->img_per_s;
         o->mb_per_s = med > 0 ? (double)stats[mi].bytes_read / 1e6 / med : 0;
     }
     return DLP_OK;
@@ -91,6 +104,7 @@ json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r) {
     json_object_set_new(o, "images", json_integer(r->images));
     json_object_set_new(o, "seconds", json_real(r->seconds));
     json_object_set_new(o, "img_per_s", json_real(r->img_per_s));
+    json_object_set_new(o, "steady_img_per_s", json_real(r->steady_img_per_s));
     json_object_set_new(o, "mb_per_s", json_real(r->mb_per_s));
     json_object_set_new(o, "cpu_seconds", json_real(r->cpu_seconds));
     json_object_set_new(o, "loader", dlp_loader_stats_to_json(&r->stats));

@@ -24,7 +24,8 @@ typedef struct dlp_data_bench_run {
     int workers;
     int64_t images;
     double seconds;         // median over repeats
-    double img_per_s, mb_per_s;
+    double img_per_s, mb_per_s;  // images (bytes) over the pass's whole time, start included
+    double steady_img_per_s; // median over repeats of the rate after the first batch (the start left out)
     double cpu_seconds;     // process CPU time during the measurement
     dlp_loader_stats stats; // of the median measurement
 } dlp_data_bench_run;

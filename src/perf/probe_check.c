@@ -48,9 +48,10 @@ dlp_status dlp_probe_checks(dlp_probe_ctx *c) {
         for (int w = 1; w <= c->threads && st == DLP_OK; w++) {
             dlp_data_bench_run r;
             double x = 0, other = 0;  // other crops than the fits saw
-            st = dlp_probe_loader_rate(c, 224, w, cold, c->cfg->seed + 7, c->cfg->quick ? 1 : 3, &r, &other);
+            st = dlp_probe_loader_rate(c, 224, w, cold, c->cfg->seed + 7, c->cfg->quick ? 1 : 5, &r, &other);
             if (st == DLP_OK) st = predict_loader(c, stats, w, cold, &x);
             if (st) break;
+            r.img_per_s = r.steady_img_per_s;  // the start of the pass left out, as the model predicts a steady rate
             double ape = r.img_per_s > 0 ? fabs(x - r.img_per_s) / r.img_per_s : NAN;
             json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "storage", cold ? "cold" : "warm",
                                                  "workers", w, "size", 224, "measured_img_per_s", r.img_per_s,

@@ -295,7 +295,7 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
 static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s) {
     dlp_data_bench_run r;
     DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL));
-    *img_per_s = r.img_per_s;
+    *img_per_s = r.steady_img_per_s;
     return DLP_OK;
 }
 

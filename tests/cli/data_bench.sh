@@ -21,8 +21,15 @@ assert [x["workers"] for x in r["runs"]] == [1, 2]
 for x in r["runs"]:
     assert x["images"] == 48 and x["img_per_s"] > 0 and x["loader"]["bad"]["replaced_samples"] == 0, x
     assert x["loader"]["bytes_read"] > 0 and x["loader"]["worker_ms_per_image"]["decode"] > 0
+    # the steady rate leaves the pass's start out (from the first batch on): of the same order as the whole pass's
+    assert x["steady_img_per_s"] > 0 and 0.3 < x["steady_img_per_s"] / x["img_per_s"] < 10, x
 assert r["options"]["batch"] == 8 and "host" in r and "versions" in r and "argv" in r
 PY
+# one batch only: no steady part to time, the steady rate is the whole pass's
+$D data bench --data "$T/ds" --workers 1 --batch 8 --images 8 --crop 32 --json "$T/one.json" >/dev/null 2>"$T/err" ||
+  { cat "$T/err"; fail "bench of one batch"; }
+$PY -c "import json,sys; x=json.load(open(sys.argv[1]))['runs'][0]; assert x['images']==8 and x['steady_img_per_s']==x['img_per_s']>0, x" \
+  "$T/one.json" || fail "steady rate of a one-batch pass"
 if $D data bench --data "$T/ds" --workers 1 --crop 32 --json "$T/r.json" 2>"$T/err"; then fail "overwrote --json"; fi
 grep -q "already exists" "$T/err" || fail "no clear message for an existing --json"
 
