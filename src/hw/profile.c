@@ -420,6 +420,7 @@ static const dlp_field_def k_host_fields[] = {
     RATE_ROW(HOST_F, mem_bw_bytes_per_s),
     {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // per training step
     {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},  // per device op, every core busy
+    {HOST_F(canary_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 1e9},  // the cores' speed while probed
     {0}};
 
 #define STOR_F(m, t, fl) DLP_FIELD(dlp_storage_profile, m, t, fl)

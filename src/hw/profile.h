@@ -109,6 +109,8 @@ typedef struct dlp_host_profile {
     double loop_overhead_s;     // host time per training step outside the device ops (the loop's own work)
     double wake_latency_busy_s; // a device op's host thread, waking at its deadline while loader threads keep every
                                 // core busy, resumes this much later (per op; 0 with a free core)
+    double canary_gflops;       // the cores' speed while probed (hw/canary; 0: not measured): validate compares the
+                                // machine during each run with it (record only, never used by a prediction)
 } dlp_host_profile;
 
 // --- a compute device's step-time model ------------------------------------------------------------------------

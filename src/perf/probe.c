@@ -13,6 +13,8 @@
 #include "core/log.h"
 #include "data/source.h"
 #include "perf/datastats.h"
+#include "core/stats.h"
+#include "hw/canary.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
 
@@ -185,6 +187,9 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
         dlp_probe_say(&c, "data: %s (%lld images; the pipeline parts use %d of them)", c.data_dir, (long long)c.ds->n,
                       c.nsubset);
     }
+    // The cores' speed while probed, at the start, after the pipeline part and at the end (the median): validate
+    // compares each of its runs with it (a virtual machine's cores vary with the host's other tenants).
+    double canary[3] = {dlp_host_canary_gflops(0.25), 0, 0};
     if (parts & DLP_PROBE_PART_MEMORY) DLP_CHECK_GOTO(st, dlp_probe_memory(&c), fail);
     if (parts & DLP_PROBE_PART_STORAGE) DLP_CHECK_GOTO(st, dlp_probe_storage(&c), fail);
     if (parts & DLP_PROBE_PART_PIPELINE) {
@@ -195,6 +200,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
         out->pipeline.decode_per_image_s = 1e-3;
         snprintf(out->notes, sizeof out->notes, "pipeline not probed: its coefficients are placeholders");
     }
+    canary[1] = dlp_host_canary_gflops(0.25);
     if (parts & DLP_PROBE_PART_COMPUTE) {
         static const char *const k_backends[] = {"ref", "cpu"};
         for (int i = 0; i < 2; i++)
@@ -213,6 +219,10 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);
     if (parts & DLP_PROBE_PART_INTERCONNECT) DLP_CHECK_GOTO(st, dlp_probe_interconnect(&c), fail);
     if ((parts & DLP_PROBE_PART_PIPELINE) && (parts & DLP_PROBE_PART_STORAGE)) DLP_CHECK_GOTO(st, dlp_probe_checks(&c), fail);
+    canary[2] = dlp_host_canary_gflops(0.25);
+    out->host.canary_gflops = dlp_stats_median_f64(canary, 3);
+    dlp_probe_say(&c, "host: the cores' speed (a fixed multiply-add loop on every CPU): %.1f, %.1f, %.1f GFLOP/s at the "
+                  "start, middle and end", canary[0], canary[1], canary[2]);
     DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
     const double secs = dlp_ns_to_s(dlp_now_ns() - c.t_start_ns);
     json_object_set_new(c.details, "seconds", json_real(secs));

@@ -145,7 +145,7 @@ static const struct {
 };
 
 // The fields the probe measures survive a write and a read: rate rows per model and size, contention points,
-// the DCT scale set, the loader's per-sample overhead, the wake-up latency.
+// the DCT scale set, the loader's per-sample overhead, the wake-up latency, the cores' speed while probed.
 static void test_round_trip_probe_fields(void **state) {
     (void)state;
     dlp_profile *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -153,6 +153,7 @@ static void test_round_trip_probe_fields(void **state) {
     a->pipeline.dct_scale_mask = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8;
     a->pipeline.loader_cost_scale = 0.93;
     a->host.wake_latency_busy_s = 1.25e-4;
+    a->host.canary_gflops = 142.6;
     dlp_device_profile *d = &a->devices[0];
     d->rates[1].size = 64;
     snprintf(d->rates[1].model, sizeof d->rates[1].model, "resnet18");
@@ -174,6 +175,7 @@ static void test_round_trip_probe_fields(void **state) {
     assert_int_equal(b->pipeline.dct_scale_mask, a->pipeline.dct_scale_mask);
     NEAR(b->pipeline.loader_cost_scale, 0.93, 1e-12);
     NEAR(b->host.wake_latency_busy_s, 1.25e-4, 1e-12);
+    NEAR(b->host.canary_gflops, 142.6, 1e-12);
     const dlp_device_profile *e = dlp_profile_find_device(b, "cpu");
     assert_int_equal(e->nrates, d->nrates);
     assert_int_equal(e->ncontention, 2);
