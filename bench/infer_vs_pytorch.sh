@@ -72,8 +72,9 @@ SPEC="synthetic:classes=8,per-class=1,val-per-class=4"
 DATA=$("$DLPERF" data gen --classes 8 --per-class 1 --val-per-class 4 2>/dev/null | head -1)
 [ -d "$DATA/val" ] || { echo "could not generate the synthetic dataset ($DATA)" >&2; exit 1; }
 
+BF16HW=$(grep -m1 -o -w -E 'avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/ $//' || true)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs," \
-     "flags: $(grep -m1 -o -w -E 'avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')load $(cut -d' ' -f1-3 /proc/loadavg)"
+     "flags: ${BF16HW:-no avx512_bf16 nor amx_bf16 (oneDNN emulates bf16)}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$MODEL, threads $THREADS, batch 1 and $BATCH, warm-up $WARMUP, timed >= $ITERS calls and >= $MINDUR s per batch size"
 for r in $(seq 1 "$REPEAT"); do
   for p in $PRECS; do
