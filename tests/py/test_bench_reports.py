@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""The reports of bench/infer_vs_pytorch.sh and bench/data_vs_torchvision.sh on made-up figures, without running any
+benchmark and without the peers installed (no torch, OpenVINO or DALI needed): the ratios, the targets each peer is
+judged by (issue 7 against PyTorch 1.x, issue 14 against OpenVINO and DALI, none against PyTorch 2.x inference), and
+the report JSON's keys from before it had several peers. Pure standard library; well under a second.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.environ.get("DLPERF_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok   " if cond else "FAIL ") + what)
+    fails += not cond
+
+
+def peer_file(d, peer, prec, version, b1, tp):
+    out = {"peer": peer, "precision": prec, "threads": 2, "batch": 32, "version": version,
+           "batch1_latency_ms": {"p50": b1, "mean": b1 * 1.01}, "batch_images_per_s": tp}
+    if peer == "torch":
+        out["torch"] = version
+    if peer == "openvino":
+        out["effective_precision"] = "f32" if prec == "fp32" else "bf16"
+    with open(os.path.join(d, f"{peer}-{prec}-1.json"), "w") as f:
+        json.dump(out, f)
+
+
+def dlperf_file(d, prec, b1, tp):
+    with open(os.path.join(d, f"dlperf-{prec}-1.json"), "w") as f:
+        json.dump({"results": [{"batch": 1, "latency_ms": {"p50": b1, "mean": b1}},
+                               {"batch": 32, "images_per_s": tp}], "plan": {}}, f)
+
+
+def report(d, peers, out):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "bench/infer_vs_pytorch.py"), "report", "--dir", d,
+                           "--precisions", "fp32 bf16", "--peers", peers, "--json", out],
+                          capture_output=True, text=True)
+
+
+with tempfile.TemporaryDirectory() as d:
+    # PyTorch 1.x alone: the report as before (issue 7's bf16 targets, the old top-level keys)
+    for prec, (b1, tp) in {"fp32": (40.0, 20.0), "bf16": (40.0, 20.0)}.items():
+        peer_file(d, "torch", prec, "1.13.0a0", b1, tp)
+    dlperf_file(d, "fp32", 20.0, 40.0)
+    dlperf_file(d, "bf16", 10.0, 60.0)
+    r = report(d, "torch", os.path.join(d, "one.json"))
+    check(r.returncode == 0, f"report, PyTorch 1.x only: exit 0 ({r.stderr.strip()[-300:]})")
+    check("issue 7" in r.stdout and "(>= 2.5: met)" in r.stdout and "(<= 0.5: met)" in r.stdout,
+          "PyTorch 1.x: issue 7's bf16 targets, 3.0x and 0.25x both met")
+    j = json.load(open(os.path.join(d, "one.json")))
+    bf = j["by_precision"]["bf16"]
+    check(abs(bf["ratio_throughput"] - 3.0) < 1e-9 and abs(bf["ratio_b1_latency"] - 0.25) < 1e-9,
+          "the old keys: by_precision.bf16.ratio_throughput 3.0, ratio_b1_latency 0.25")
+    check(j["targets"].get("bf16_throughput_met") is True and bf["torch_version"] == "1.13.0a0",
+          "the old keys: targets.bf16_throughput_met, torch_version")
+
+    # OpenVINO and PyTorch 2.x: issue 14's targets against OpenVINO at fp32 and bf16, none against PyTorch 2.x
+    for prec in ("fp32", "bf16"):
+        peer_file(d, "torch", prec, "2.15.0", 30.0, 30.0)
+    peer_file(d, "openvino", "fp32", "2026.4", 20.0, 38.0)   # dlperf fp32: 20 ms (1.0x), 40 img/s (1.05x)
+    peer_file(d, "openvino", "bf16", "2026.4", 12.5, 50.0)   # dlperf bf16: 10 ms (0.8x), 60 img/s (1.2x)
+    r = report(d, "openvino torch", os.path.join(d, "two.json"))
+    check(r.returncode == 0, f"report, OpenVINO + PyTorch 2.x: exit 0 ({r.stderr.strip()[-300:]})")
+    out = r.stdout
+    check("issue 14, fp32 vs OpenVINO fp32" in out and "ratio 1.05 (>= 1.1: NOT met)" in out
+          and "ratio 1.00 (<= 0.9: NOT met)" in out, "OpenVINO fp32: 1.05x and 1.00x, both NOT met")
+    check("issue 14, bf16 vs OpenVINO bf16" in out and "ratio 1.20 (>= 1.1: met)" in out
+          and "ratio 0.80 (<= 0.9: met)" in out, "OpenVINO bf16: 1.20x and 0.80x, both met")
+    check("none stated against PyTorch 2.15.0" in out and "issue 7" not in out, "PyTorch 2.x: no inference target")
+    j = json.load(open(os.path.join(d, "two.json")))
+    check(j["peers"] == ["openvino", "torch"] and j["targets"]["openvino_bf16"]["throughput_met"] is True
+          and j["targets"]["openvino_fp32"]["b1_latency_met"] is False, "JSON: per-peer targets")
+    check(abs(j["by_precision"]["fp32"]["ratios"]["torch"]["throughput"] - 40 / 30) < 1e-9,
+          "JSON: ratios per peer (fp32 vs PyTorch 2.x 1.33x)")
+
+with tempfile.TemporaryDirectory() as d:
+    # data: DALI judged by issue 14 (>= 2x at each thread count, no speed-up target), torchvision by issue 2
+    def data_files(peer_ips, dl_ips):
+        for w, (p, q) in enumerate(zip(peer_ips, dl_ips), 1):
+            with open(os.path.join(d, f"tv.{w}.1.json"), "w") as f:
+                json.dump({"img_per_s": p, "cpu_ms_per_image": 1000 * w / p, "dali": "2.4.0"}, f)
+            with open(os.path.join(d, f"dl.{w}.1.json"), "w") as f:
+                json.dump({"runs": [{"img_per_s": q, "cpu_seconds": 1.0, "images": q}]}, f)
+
+    data_files([200.0, 380.0], [450.0, 700.0])
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench/data_vs_torchvision_report.py"), d, "1 2", "1", "dali"],
+                       capture_output=True, text=True)
+    out = r.stdout
+    check(r.returncode == 0 and "DALI 2.4.0 vs dlperf" in out, f"data report, DALI: exit 0 ({r.stderr.strip()[-300:]})")
+    check("2.25x" in out and "dlperf >= 2.0x DALI: met" in out and "1.84x" in out and "NOT met" in out,
+          "DALI: 2.25x met at 1 thread, 1.84x NOT met at 2")
+    check("target >= 1.8x" not in out, "DALI: no speed-up target")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench/data_vs_torchvision_report.py"), d, "1 2", "1"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "dlperf >= 2.5x torchvision: NOT met" in r.stdout and "target >= 1.8x" in r.stdout,
+          "torchvision (the default peer): issue 2's 2.5x and 1.8x speed-up targets")
+
+print(f"{'all passed' if not fails else f'{fails} failed'}")
+sys.exit(1 if fails else 0)
