@@ -34,8 +34,10 @@ static void print_row(int i, const dlp_validate_row *r) {
         char other[24] = "-";
         if (isfinite(r->other_load_cores))
             snprintf(other, sizeof other, r->runs > 1 ? "%.2f/%d" : "%.2f", r->other_load_cores, r->runs);
-        printf("%3d  %-52s %-18s %9.1f %9.1f %6.1f%% %6s%s\n", i + 1, r->label, reg, r->predicted_img_per_s,
-               r->measured_img_per_s, 100 * r->ape, other,
+        char speed[16] = "-";
+        if (isfinite(r->speed)) snprintf(speed, sizeof speed, "%.2f", r->speed);
+        printf("%3d  %-52s %-18s %9.1f %9.1f %6.1f%% %6s %5s%s\n", i + 1, r->label, reg, r->predicted_img_per_s,
+               r->measured_img_per_s, 100 * r->ape, other, speed,
                strcmp(r->predicted_regime, r->observed_regime) != 0 ? "  (regime differs)" : "");
     }
     fflush(stdout);
@@ -54,7 +56,7 @@ int dlp_cli_validate(int argc, char **argv) {
         {"steps", 's', DLP_OPT_INT, &steps, "8", "N", "measured steps per configuration at least (after the warm-up)", NULL, 0},
         {"seconds", 0, DLP_OPT_DOUBLE, &seconds, "10", "S", "measured seconds per configuration at least", NULL, 0},
         {"max-seconds", 0, DLP_OPT_DOUBLE, &max_seconds, "30", "S", "measured seconds per configuration at most", NULL, 0},
-        {"retries", 0, DLP_OPT_INT, &retries, "2", "N", "run a configuration again (up to N times) while other processes kept more than 0.2 cores busy; the least disturbed run counts", NULL, 0},
+        {"retries", 0, DLP_OPT_INT, &retries, "2", "N", "run a configuration again (up to N times) while other processes kept more than 0.2 cores busy or the cores ran more than 8% off their speed while probed; the run closest to the probed machine counts", NULL, 0},
         {"list", 0, DLP_OPT_FLAG, &list, NULL, NULL, "print the configurations and their predictions; run nothing (without --profile a quick probe runs first)", NULL, 0},
         {"save-profile", 0, DLP_OPT_STR, &save_profile, NULL, "FILE", "when probing first, keep the profile here", NULL, 0},
         {"catalog", 0, DLP_OPT_STR, &catalog_dir, NULL, "DIR", "catalog directory for sim:<gpu> devices", NULL, 0},
@@ -153,7 +155,16 @@ int dlp_cli_validate(int argc, char **argv) {
     vc.min_seconds = seconds;
     vc.max_seconds = max_seconds;
     vc.retries = retries < 0 ? 0 : retries;
+    vc.canary_base_gflops = prof->host.canary_gflops;
     vc.seed = (uint64_t)seed;
+    for (int i = 0; i < n; i++)  // devices set at the knee: their rate from the loader's predicted rate
+        if ((st = dlp_validate_resolve_balance(&vc, &cfgs[i]))) {
+            char label[160], msg[512];
+            dlp_validate_config_label(&cfgs[i], label, sizeof label);
+            snprintf(msg, sizeof msg, "%s", dlp_err_msg());
+            st = DLP_ERR(st, "configuration %d (%s): %s", i + 1, label, msg);
+            goto out;
+        }
     if (list) {
         printf("%3s  %-52s %-18s %9s   %s\n", "#", "configuration", "regime", "predicted", "(bottleneck)");
     } else {
@@ -161,8 +172,8 @@ int dlp_cli_validate(int argc, char **argv) {
                 "the ring held), then is measured for >= %d steps and >= %.0f s (at most %.0f s; cold runs end with their "
                 "first epoch): about %.0f-%.0f minutes in all\n", n, where, (long long)ds->n, steps, seconds, max_seconds,
                 n * (seconds + 4) / 60, n * (max_seconds + 8) / 60);
-        printf("%3s  %-52s %-18s %9s %9s %7s %6s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
-               "APE", "other");
+        printf("%3s  %-52s %-18s %9s %9s %7s %6s %5s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
+               "APE", "other", "speed");
     }
     int64_t t0 = dlp_now_ns();
     int agree = 0, nok = 0;
@@ -193,11 +204,21 @@ int dlp_cli_validate(int argc, char **argv) {
     if (list) goto out;
     double mape = dlp_validate_mape(ape, n);
     double secs = dlp_ns_to_s(dlp_now_ns() - t0);
-    int nfinite = 0;
-    for (int i = 0; i < n; i++) nfinite += isfinite(ape[i]) != 0;
+    int nfinite = 0, nprobed = 0;
+    double *ape_probed = calloc((size_t)n + 1, sizeof *ape_probed);  // the runs on the machine as probed
+    for (int i = 0; i < n; i++) {
+        nfinite += isfinite(ape[i]) != 0;
+        if (ape_probed && isfinite(ape[i]) && dlp_validate_disturbance(&vc, &rows[i]) <= 1) ape_probed[nprobed++] = ape[i];
+    }
+    const double mape_probed = ape_probed && nprobed ? dlp_validate_mape(ape_probed, nprobed) : NAN;
+    free(ape_probed);
     if (nfinite > 0)
         printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f "
                "minutes\n", 100 * mape, nfinite, n - nok, agree, nok, secs / 60);
+    if (nfinite > 0 && nprobed < nfinite)
+        printf("MAPE %.1f%% over the %d configuration(s) that ran on the machine as probed (other <= %.1f cores, speed "
+               "within %.0f%%); the other %d ran on a busier, slower or faster machine than the profile describes\n",
+               100 * mape_probed, nprobed, vc.disturbed_cores, 100 * vc.speed_tolerance, nfinite - nprobed);
     else
         printf("MAPE: none (no configuration was measured: %d failed); %.1f minutes\n", n - nok, secs / 60);
     dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
@@ -206,7 +227,8 @@ int dlp_cli_validate(int argc, char **argv) {
         printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", rows[sc[i].ranks_row].label,
                rows[sc[i].single_row].label, sc[i].predicted_ratio, sc[i].measured_ratio, 100 * sc[i].ape);
     printf("(img/s: predicted from the profile alone, measured as the median of the steady windows; other: cores busy "
-           "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs)\n");
+           "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs; "
+           "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine)\n");
     int busy = 0;
     for (int i = 0; i < n; i++) busy += rows[i].ok && isfinite(rows[i].other_load_cores) && rows[i].other_load_cores > 0.2;
     if (busy)
@@ -223,6 +245,8 @@ int dlp_cli_validate(int argc, char **argv) {
         for (int i = 0; i < n; i++) json_array_append_new(a, dlp_validate_row_to_json(&rows[i]));
         json_object_set_new(res, "rows", a);
         json_object_set_new(res, "mape", dlp_json_real_or_null(mape));
+        json_object_set_new(res, "mape_as_probed", dlp_json_real_or_null(mape_probed));
+        json_object_set_new(res, "configurations_as_probed", json_integer(nprobed));
         json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(rows, sc, nsc));
         json_object_set_new(res, "configurations_ok", json_integer(nok));
         json_object_set_new(res, "regime_agree", json_integer(agree));

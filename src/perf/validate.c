@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json.h"
@@ -38,13 +39,16 @@ void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t l
         snprintf(buf, len, "%s", c->name);
         return;
     }
-    char m[32], lim[32] = "", thr[32] = "", rl[40] = "";
+    char m[32], lim[32] = "", thr[32] = "", rl[40] = "", im[32] = "";
     short_model(c->model, m, sizeof m);
     if (c->threads > 0) snprintf(thr, sizeof thr, " t%d", c->threads);
     if (c->ranks > 1) snprintf(thr + strlen(thr), sizeof thr - strlen(thr), " x%d", c->ranks);
     if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " lim%s", size_str(c->read_limit_bytes_per_s, lim, sizeof lim));
-    snprintf(buf, len, "%s %s/%d b%d w%d%s%s %s%s", c->device, m, c->size, c->batch, c->workers, thr,
-             c->prec != DLP_PREC_FP32 ? (c->prec == DLP_PREC_BF16 ? " bf16" : " fp16") : "", c->cold ? "cold" : "warm", rl);
+    if (c->images > 0) snprintf(im, sizeof im, " n%lld", (long long)c->images);
+    if (c->balance > 0) snprintf(im + strlen(im), sizeof im - strlen(im), " knee%.2fx", c->balance);
+    snprintf(buf, len, "%s %s/%d b%d w%d%s%s %s%s%s", c->device, m, c->size, c->batch, c->workers, thr,
+             c->prec != DLP_PREC_FP32 ? (c->prec == DLP_PREC_BF16 ? " bf16" : " fp16") : "", c->cold ? "cold" : "warm", rl,
+             im);
 }
 
 dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dlp_validate_config *out, int max, int *n) {
@@ -59,7 +63,7 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         snprintf(w, sizeof w, "%s: [%zu]", where, i);
         if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", w);
         static const char *const k_keys[] = {"name", "device", "model", "size", "batch", "workers", "threads",
-                                             "ranks", "precision", "storage", "read_limit", NULL};
+                                             "ranks", "precision", "storage", "read_limit", "images", "balance", NULL};
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)o, key, v) {
@@ -67,12 +71,21 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
             for (int k = 0; k_keys[k]; k++) known |= strcmp(key, k_keys[k]) == 0;
             if (!known)
                 return DLP_ERR(DLP_ERR_FORMAT, "%s: unknown field '%s' (name, device, model, size, batch, workers, "
-                               "threads, ranks, precision, storage, read_limit)", w, key);
+                               "threads, ranks, precision, storage, read_limit, images, balance)", w, key);
         }
         dlp_validate_config *c = &out[*n];
         dlp_validate_config_default(c);
         DLP_CHECK(dlp_field_opt_str(o, "name", c->name, sizeof c->name, w));
-        DLP_CHECK(dlp_field_str(o, "device", c->device, sizeof c->device, w));
+        if (json_object_get(o, "balance")) {
+            DLP_CHECK(dlp_field_range(o, "balance", 0.05, 20, &c->balance, w));
+            if (json_object_get(o, "device")) DLP_CHECK(dlp_field_str(o, "device", c->device, sizeof c->device, w));
+            else snprintf(c->device, sizeof c->device, "sim:custom");
+            if (strcmp(c->device, "sim:custom") != 0)
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'balance' sets the device's rate: device must be sim:custom "
+                               "(or absent), not '%s'", w, c->device);
+        } else {
+            DLP_CHECK(dlp_field_str(o, "device", c->device, sizeof c->device, w));
+        }
         char s[32] = "";
         DLP_CHECK(dlp_field_opt_str(o, "model", s, sizeof s, w));
         if (s[0]) snprintf(c->model, sizeof c->model, "%s", s);
@@ -97,6 +110,7 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
             DLP_CHECK(dlp_field_int(o, "ranks", 1, 64, &v64, w));
             c->ranks = (int)v64;
         }
+        if (json_object_get(o, "images")) DLP_CHECK(dlp_field_int(o, "images", 1, INT64_MAX, &c->images, w));
         s[0] = '\0';
         DLP_CHECK(dlp_field_opt_str(o, "precision", s, sizeof s, w));
         if (s[0]) {
@@ -133,37 +147,55 @@ typedef struct {
     int size, batch, workers, threads, cold;
     int64_t limit;
     int quick;
+    int64_t images;  // a subset of the set: epochs of images/batch steps
+    double balance;  // sim:custom at this multiple of the predicted loader rate
 } builtin_row;
 
 static const builtin_row k_sweep[] = {
     // pipeline-bound: a device faster than the loader
-    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 0, 0, 1},
-    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 0, 0, 1},
-    {"sim:custom,img_per_s=5000", "resnet50", 112, 64, 1, 0, 0, 0, 0},
-    {"sim:custom,img_per_s=5000", "resnet50", 160, 16, 2, 0, 0, 0, 0},
-    {"sim:custom,img_per_s=2000", "resnet50", 224, 64, 2, 0, 0, 0, 0},
-    {"sim:a100,scale=0.5", "resnet50", 224, 32, 1, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 0, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 0, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 112, 64, 1, 0, 0, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 160, 16, 2, 0, 0, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 64, 2, 0, 0, 0, 0, 0, 0},
+    {"sim:a100,scale=0.5", "resnet50", 224, 32, 1, 0, 0, 0, 0, 0, 0},
     // device-bound: slower devices
-    {"sim:custom,img_per_s=100", "resnet50", 224, 32, 1, 0, 0, 0, 1},
-    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 0, 0, 0},
-    {"sim:custom,img_per_s=400", "resnet50", 224, 16, 1, 0, 0, 0, 0},
-    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 2, 0, 0, 0, 0},
-    {"sim:t4", "resnet50", 224, 32, 2, 0, 0, 0, 0},
-    {"sim:t4,scale=2", "resnet18", 112, 64, 1, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=100", "resnet50", 224, 32, 1, 0, 0, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 0, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 16, 1, 0, 0, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 2, 0, 0, 0, 0, 0, 0},
+    {"sim:t4", "resnet50", 224, 32, 2, 0, 0, 0, 0, 0, 0},
+    {"sim:t4,scale=2", "resnet18", 112, 64, 1, 0, 0, 0, 0, 0, 0},
     // storage-bound: read-rate limits, cold reads
-    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 1, 0, 0, 5 << 20, 1},
-    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 2, 0, 0, 20 << 20, 0},
-    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 1, 0, 0, 20 << 20, 0},
-    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 1, 0, 1},
-    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 1, 0, 0},
-    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 1, 0, 0, 5 << 20, 1, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 224, 32, 2, 0, 0, 20 << 20, 0, 0, 0},
+    {"sim:custom,img_per_s=2000", "resnet50", 112, 32, 1, 0, 0, 20 << 20, 0, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 1, 0, 1, 0, 1, 0, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 32, 2, 0, 1, 0, 0, 0, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 32, 2, 0, 1, 0, 0, 0, 0},
     // the cpu device: compute and the loader share the 2 cores
-    {"cpu", "resnet18", 64, 32, 1, 0, 0, 0, 1},
-    {"cpu", "resnet18", 64, 32, 2, 0, 0, 0, 0},
-    {"cpu", "resnet18", 64, 16, 1, 0, 0, 0, 0},
-    {"cpu", "resnet50", 64, 32, 1, 0, 0, 0, 0},
-    {"cpu", "resnet18", 112, 32, 2, 0, 0, 0, 0},
-    {"cpu", "resnet18", 64, 32, 1, 1, 0, 0, 0},
+    {"cpu", "resnet18", 64, 32, 1, 0, 0, 0, 1, 0, 0},
+    {"cpu", "resnet18", 64, 32, 2, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet18", 64, 16, 1, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet50", 64, 32, 1, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet18", 112, 32, 2, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet18", 64, 32, 1, 1, 0, 0, 0, 0, 0},
+    // epochs of a few steps (a subset of the set): the loader goes on into the next epoch's batches
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 256, 2, 0, 0, 0, 0, 1000, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 224, 128, 1, 0, 0, 0, 0, 1000, 0},
+    {"sim:custom,img_per_s=5000", "resnet50", 112, 64, 2, 0, 0, 0, 0, 256, 0},
+    {"sim:a100,scale=0.4", "resnet50", 224, 128, 2, 0, 0, 0, 0, 1000, 0},
+    {"sim:custom,img_per_s=400", "resnet50", 224, 128, 2, 0, 0, 0, 0, 1000, 0},
+    // near the balance point: devices as fast as the loader (x0.9, x1, x1.1)
+    {"sim:custom", "resnet50", 224, 32, 1, 0, 0, 0, 0, 0, 0.9},
+    {"sim:custom", "resnet50", 224, 32, 1, 0, 0, 0, 0, 0, 1.0},
+    {"sim:custom", "resnet50", 224, 32, 1, 0, 0, 0, 0, 0, 1.1},
+    {"sim:custom", "resnet50", 224, 64, 2, 0, 0, 0, 0, 0, 1.0},
+    {"sim:custom", "resnet50", 112, 32, 2, 0, 0, 0, 0, 1000, 1.0},
+    // the cpu device at the size users ask about
+    {"cpu", "resnet50", 224, 16, 1, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet18", 224, 32, 1, 0, 0, 0, 0, 0, 0},
+    {"cpu", "resnet50", 224, 32, 2, 0, 0, 0, 0, 0, 0},
 };
 
 int dlp_validate_builtin(int quick, dlp_validate_config *out, int max) {
@@ -181,6 +213,8 @@ int dlp_validate_builtin(int quick, dlp_validate_config *out, int max) {
         c->threads = r->threads;
         c->cold = r->cold;
         c->read_limit_bytes_per_s = r->limit;
+        c->images = r->images;
+        c->balance = r->balance;
     }
     return n;
 }
@@ -222,6 +256,7 @@ void dlp_validate_cfg_init(dlp_validate_cfg *c) {
     c->retries = 2;
     c->disturbed_cores = 0.2;
     c->quiet_wait_s = 20;
+    c->speed_tolerance = 0.08;
 }
 
 static dlp_status device_for(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_device_profile *d) {
@@ -257,16 +292,40 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
     if (vc->stats) w.stats = *vc->stats;
     else if (vc->profile->has_stats) w.stats = vc->profile->stats;
     else return DLP_ERR(DLP_ERR_INVALID, "validate: no dataset statistics for the predictions");
+    if (c->images > 0 && c->images < w.stats.images) w.stats.images = c->images;
     w.epochs = 1;
     w.seed = vc->seed + 1;
     return dlp_predict(vc->profile, &dev, &w, out);
 }
 
 
+dlp_status dlp_validate_resolve_balance(const dlp_validate_cfg *vc, dlp_validate_config *c) {
+    if (!(c->balance > 0)) return DLP_OK;
+    dlp_validate_config fast = *c;
+    snprintf(fast.device, sizeof fast.device, "sim:custom,img_per_s=1000000");
+    fast.balance = 0;
+    dlp_prediction *pr = malloc(sizeof *pr);
+    if (!pr) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_status st = dlp_validate_predict(vc, &fast, pr);
+    // The loader's rate: its slowest stage (reads, decode+augment, read waits, host memory), whatever else would
+    // bound the run (the loop's own time per step with a tiny model).
+    static const dlp_stage k_loader[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
+    double loader = INFINITY;
+    for (size_t i = 0; st == DLP_OK && i < sizeof k_loader / sizeof k_loader[0]; i++)
+        if (pr->stages[k_loader[i]].present && pr->stages[k_loader[i]].img_per_s < loader)
+            loader = pr->stages[k_loader[i]].img_per_s;
+    free(pr);
+    if (st) return st;
+    if (!(loader > 0) || !isfinite(loader))
+        return DLP_ERR(DLP_ERR_INVALID, "validate: no loader rate predicted for the knee configuration");
+    snprintf(c->device, sizeof c->device, "sim:custom,img_per_s=%.0f", c->balance * loader);
+    return DLP_OK;
+}
+
 static int same_but_parallelism(const dlp_validate_config *a, const dlp_validate_config *b) {
     return strcmp(a->device, b->device) == 0 && strcmp(a->model, b->model) == 0 && a->size == b->size &&
            a->batch == b->batch && a->workers == b->workers && a->prec == b->prec && a->cold == b->cold &&
-           a->read_limit_bytes_per_s == b->read_limit_bytes_per_s;
+           a->read_limit_bytes_per_s == b->read_limit_bytes_per_s && a->images == b->images;
 }
 
 int dlp_validate_scaling_pairs(const dlp_validate_row *rows, int n, dlp_validate_scaling *out, int max) {
@@ -315,6 +374,8 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(cf, "precision", json_string(dlp_prec_name(c->prec)));
     json_object_set_new(cf, "storage", json_string(c->cold ? "cold" : "warm"));
     json_object_set_new(cf, "read_limit", json_integer(c->read_limit_bytes_per_s));
+    json_object_set_new(cf, "images", json_integer(c->images));
+    json_object_set_new(cf, "balance", c->balance > 0 ? json_real(c->balance) : json_null());
     json_object_set_new(o, "settings", cf);
     json_object_set_new(o, "ok", json_boolean(r->ok));
     if (!r->ok) json_object_set_new(o, "error", json_string(r->error));
@@ -335,6 +396,7 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "observed_regime", json_string(r->observed_regime ? r->observed_regime : ""));
     json_object_set_new(o, "other_load_cores", dlp_json_real_or_null(r->other_load_cores));
     json_object_set_new(o, "runs", json_integer(r->runs));
+    json_object_set_new(o, "speed", dlp_json_real_or_null(r->speed));
     json_object_set_new(o, "ape", dlp_json_real_or_null(r->ape));
     return o;
 }

@@ -32,6 +32,10 @@ typedef struct dlp_validate_config {
     dlp_prec prec;            // fp32 or bf16
     int cold;                 // drop the dataset from the page cache first (the run stays in its first epoch)
     int64_t read_limit_bytes_per_s;  // 0: none
+    int64_t images;           // train on this many images of the set (spread over it; epochs of images/batch steps);
+                              // 0: all of it
+    double balance;           // > 0: an emulated device this many times as fast as the loader is predicted to be for
+                              // this configuration (sim:custom,img_per_s=<balance x that rate>; near 1: the knee)
 } dlp_validate_config;
 
 // resnet50, 224 px, batch 32, 1 loader thread, all compute threads, fp32, warm, no limit; device "".
@@ -39,7 +43,8 @@ void dlp_validate_config_default(dlp_validate_config *c);
 // "sim:custom,img_per_s=400 r50/224 b32 w2 warm" style label (name when set).
 void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t len);
 // A JSON array of objects: {"device", "model", "size", "batch", "workers", "threads", "precision", "storage":
-// "warm"|"cold", "read_limit": "20M" or bytes/s, "name"}; absent keys take the defaults. Errors name the entry.
+// "warm"|"cold", "read_limit": "20M" or bytes/s, "images", "balance", "name"}; with "balance" the device is
+// sim:custom (its rate set by dlp_validate_resolve_balance).; absent keys take the defaults. Errors name the entry.
 dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dlp_validate_config *out, int max, int *n);
 // The built-in sweep (>= 20 configurations spanning pipeline-, device- and storage-bound regimes on a small
 // machine; docs/model.md lists it). quick: a handful of them. Returns the count.
@@ -79,6 +84,7 @@ typedef struct dlp_validate_row {
     const char *observed_regime;
     double other_load_cores;       // other processes' CPU use while measured, in cores (/proc/stat; NAN: unknown)
     int runs;                      // runs made (1 + retries while disturbed)
+    double speed;                  // the cores' speed around the run over the profile's (hw/canary; NAN: unknown)
     double ape;
 } dlp_validate_row;
 
@@ -104,15 +110,24 @@ typedef struct dlp_validate_cfg {
                                    // disturbed_cores busy; the least disturbed run is kept
     double disturbed_cores;
     double quiet_wait_s;           // before a retry, wait up to this long for the other work to stop
+    double canary_base_gflops;     // the cores' speed as probed (profile host.canary_gflops; 0: not compared)
+    double speed_tolerance;        // runs again while the cores ran more than this fraction off that speed
     uint64_t seed;
     const char *self_exe;          // the dlperf binary a multi-rank configuration runs under mpirun (NULL: this one)
 } dlp_validate_cfg;
+
+// A configuration with balance > 0: predicts its loader rate (its slowest loader-side stage) from the profile and
+// sets the device to sim:custom,img_per_s=<balance x that rate>. Others are left as they are.
+dlp_status dlp_validate_resolve_balance(const dlp_validate_cfg *vc, dlp_validate_config *c);
 
 // 8 measured steps, 10 s, at most 30 s; 2 retries above 0.2 cores of other work, each after waiting up to 20 s.
 void dlp_validate_cfg_init(dlp_validate_cfg *c);
 
 // The prediction for one configuration from the profile alone.
 dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_prediction *out);
+// How far a run was from the machine the profile describes, in units of the tolerances (<= 1: as probed): other
+// processes' load over disturbed_cores, and |speed - 1| over speed_tolerance, whichever is larger (0: unknown).
+double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_row *r);
 // Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
 void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
 

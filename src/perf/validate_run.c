@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "hw/canary.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
 #include "dist/launch.h"
@@ -121,7 +122,7 @@ static double json_num(const json_t *o, const char *a, const char *b, const char
 // its result — the steady images/s of rank 0's loop times the ranks (every rank steps in lock-step through the
 // allreduce), its data-wait share and its loader's read share.
 static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
-    char mpirun[4400], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[64] = "";
+    char mpirun[4400], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[96] = "";
     if (dlp_mpirun_prefix(mpirun, sizeof mpirun, c->ranks, vc->self_exe,
                           (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600))) {
         snprintf(row->error, sizeof row->error, "run: cannot find this program's path for mpirun");
@@ -138,6 +139,8 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     snprintf(out, sizeof out, "%s/train.json", dir);
     snprintf(log, sizeof log, "%s/log", dir);
     if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " --read-limit %lld", (long long)c->read_limit_bytes_per_s);
+    if (c->images > 0)
+        snprintf(rl + strlen(rl), sizeof rl - strlen(rl), " --limit-samples %lld", (long long)c->images);
     const int warm = 2 * c->workers + 2 > 3 ? 2 * c->workers + 2 : 3, steps = warm + (vc->min_steps > 12 ? vc->min_steps : 12);
     snprintf(cmd, sizeof cmd,
              "%s train --data '%s' --val-data none --no-eval --model %s --size %d --batch %d --device %s --threads %d "
@@ -229,6 +232,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     tc.seed = vc->seed;
     tc.lr = 0.01;
     tc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
+    tc.limit_samples = c->images;
     tc.drop_cache = c->cold;
     tc.measure_warmup_steps = 0;
     tc.peak = DLP_TRAIN_PEAK_OFF;
@@ -269,18 +273,39 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     free(m.wait_s);
 }
 
-void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+// One run with the cores' speed read just before and just after it (when the profile has the speed as probed).
+static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    const double c0 = vc->canary_base_gflops > 0 ? dlp_host_canary_gflops(0.3) : 0;
     run_once(vc, c, row);
+    row->speed = NAN;
+    if (c0 > 0) {
+        const double c1 = dlp_host_canary_gflops(0.3);
+        if (c1 > 0) row->speed = 0.5 * (c0 + c1) / vc->canary_base_gflops;
+    }
+}
+
+// How far a run is from the machine the profile describes, in units of the tolerances (<= 1: close enough): other
+// processes' load, and the cores running faster or slower than when probed.
+double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_row *r) {
+    double d = isfinite(r->other_load_cores) && vc->disturbed_cores > 0 ? r->other_load_cores / vc->disturbed_cores : 0;
+    if (isfinite(r->speed) && vc->speed_tolerance > 0 && fabs(r->speed - 1) / vc->speed_tolerance > d)
+        d = fabs(r->speed - 1) / vc->speed_tolerance;
+    return d;
+}
+
+void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    run_timed(vc, c, row);
     int runs = 1;
-    // Other work on the machine slows a run down where the model (a quiet machine) does not: again, and keep the
-    // least disturbed run (chosen by the machine's load, never by the error).
-    while (row->ok && runs <= vc->retries && row->other_load_cores > vc->disturbed_cores) {
+    // Other work on the machine, or cores slowed (or sped up) by a virtual machine's neighbours, move a run where
+    // the model (the machine as probed) does not: again, and keep the run closest to the machine as probed (chosen
+    // by the load and the cores' speed, never by the error).
+    while (row->ok && runs <= vc->retries && dlp_validate_disturbance(vc, row) > 1) {
         dlp_validate_row *again = malloc(sizeof *again);
         if (!again) break;
         dlp_wait_quiet(vc->quiet_wait_s, vc->disturbed_cores);
-        run_once(vc, c, again);
+        run_timed(vc, c, again);
         runs++;
-        if (again->ok && again->other_load_cores < row->other_load_cores) *row = *again;
+        if (again->ok && dlp_validate_disturbance(vc, again) < dlp_validate_disturbance(vc, row)) *row = *again;
         free(again);
     }
     row->runs = runs;

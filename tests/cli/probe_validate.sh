@@ -93,6 +93,26 @@ assert rows[0]["ape"] < 0.10, rows[0]
 print("ok validate: MAPE %.1f%%" % (100 * v["mape"]), [(r["config"], round(r["ape"], 3)) for r in rows])
 EOF
 
+# A device at the knee (its rate set from the loader's predicted rate) on a subset of the set: --list resolves and
+# prints it with its prediction, and runs nothing.
+cat >"$T/k.json" <<'EOF'
+[{"balance": 1.0, "model": "resnet-mini", "size": 64, "batch": 16, "workers": 1, "images": 48},
+ {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 16, "workers": 1}]
+EOF
+"$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/k.json" --list >"$T/k.out" 2>&1 ||
+  { cat "$T/k.out"; fail "validate --list with a knee"; }
+"$PY" - "$T/k.out" <<'EOF' || fail "knee configuration"
+import re, sys
+t = open(sys.argv[1]).read()
+knee = re.search(r"sim:custom,img_per_s=(\d+) \S+/64 b16 w1 warm n48 knee1\.00x\s+(\S+)\s+([\d.]+)", t)
+fast = re.search(r"sim:custom,img_per_s=100000 \S+/64 b16 w1 warm\s+(\S+)\s+([\d.]+)", t)
+assert knee and fast, t
+# The knee's device runs as fast as the loader alone is predicted to (the second row, pipeline-bound).
+assert fast.group(1) == "pipeline", t
+assert abs(int(knee.group(1)) - float(fast.group(2))) <= 0.01 * float(fast.group(2)) + 1, t
+print("ok knee:", knee.group(0).split()[0], "loader", fast.group(2))
+EOF
+
 # 3. errors name the file and the field; the result is never overwritten
 echo '[{"device": "sim:custom,img_per_s=100", "wokers": 2}]' >"$T/bad.json"
 "$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/bad.json" >"$T/bad.txt" 2>&1 && fail "bad configs accepted"

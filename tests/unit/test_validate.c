@@ -1,6 +1,7 @@
 // Unit tests for perf/validate's arithmetic and configurations: APE and MAPE (missing measurements left out),
 // regimes from a predicted stage and from a run's stall and read share, configuration lists in JSON (and their
-// errors, naming the entry and the field), the built-in sweep (>= 20 configurations spanning the regimes), and a
+// errors, naming the entry and the field), the built-in sweep (>= 30 configurations spanning the regimes, epochs of a
+// few steps, devices at the knee, the cpu device at 224 px), and a
 // configuration's prediction from a profile alone, by hand.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +88,18 @@ static void test_configs_json(void **state) {
     c[1].name[0] = '\0';
     dlp_validate_config_label(&c[1], label, sizeof label);
     assert_string_equal(label, "cpu r18/64 b16 w1 t1 bf16 warm lim20M");
+    // A subset of the set (epochs of a few steps) and a device at the knee (its rate set later from the profile).
+    assert_int_equal(parse("[{\"device\": \"sim:custom,img_per_s=5000\", \"batch\": 256, \"images\": 1000},"
+                           " {\"balance\": 0.9, \"workers\": 2}]", c, &n), DLP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(c[0].images, 1000);
+    assert_true(c[0].balance == 0);
+    assert_string_equal(c[1].device, "sim:custom");
+    NEAR(c[1].balance, 0.9, 0);
+    dlp_validate_config_label(&c[0], label, sizeof label);
+    assert_string_equal(label, "sim:custom,img_per_s=5000 r50/224 b256 w1 warm n1000");
+    dlp_validate_config_label(&c[1], label, sizeof label);
+    assert_string_equal(label, "sim:custom r50/224 b32 w2 warm knee0.90x");
     // Errors name the entry and the field.
     static const struct { const char *text, *want; } bad[] = {
         {"{}", "JSON array"},
@@ -99,6 +112,9 @@ static void test_configs_json(void **state) {
         {"[{\"device\": \"cpu\", \"read_limit\": \"fast\"}]", "field 'read_limit' is 'fast'"},
         {"[{\"device\": \"cpu\", \"batch\": 0}]", "'batch'"},
         {"[{\"device\": \"cpu\"}, {\"device\": \"cpu\", \"wokers\": 2}]", "configs.json: [1]: unknown field 'wokers'"},
+        {"[{\"device\": \"cpu\", \"images\": 0}]", "'images'"},
+        {"[{\"balance\": 0}]", "'balance'"},
+        {"[{\"device\": \"sim:t4\", \"balance\": 1}]", "device must be sim:custom"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dlp_err_clear();
@@ -161,15 +177,35 @@ static void test_builtin_sweep(void **state) {
     vc.profile = p;
     vc.catalog = cat;
     vc.stats = &s;
-    int reg[3] = {0};
+    int reg[3] = {0}, knees = 0, subsets = 0, cpu224 = 0;
     dlp_prediction *pr = malloc(sizeof *pr);
     for (int i = 0; i < n; i++) {
+        if (c[i].balance > 0) {
+            // The knee: the device's rate is balance x the loader's predicted rate for this configuration.
+            dlp_validate_config fast = c[i];
+            snprintf(fast.device, sizeof fast.device, "sim:custom,img_per_s=1000000");
+            fast.balance = 0;
+            assert_int_equal(dlp_validate_predict(&vc, &fast, pr), DLP_OK);
+            double loader = INFINITY;  // the slowest of the loader's stages
+            const dlp_stage ls[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
+            for (int k = 0; k < 4; k++)
+                if (pr->stages[ls[k]].present && pr->stages[ls[k]].img_per_s < loader) loader = pr->stages[ls[k]].img_per_s;
+            assert_true(isfinite(loader) && loader > 0);
+            assert_int_equal(dlp_validate_resolve_balance(&vc, &c[i]), DLP_OK);
+            const char *ips = strstr(c[i].device, "img_per_s=");
+            assert_non_null(ips);
+            NEAR(atof(ips + 10), c[i].balance * loader, 0.5 / (c[i].balance * loader));
+            knees++;
+        }
+        subsets += c[i].images > 0 && c[i].images / c[i].batch <= 8;
+        cpu224 += strcmp(c[i].device, "cpu") == 0 && c[i].size == 224;
         dlp_status st = dlp_validate_predict(&vc, &c[i], pr);
         if (st) fail_msg("%s: %s", c[i].device, dlp_err_msg());
         const char *r = dlp_validate_regime_of_stage(pr->bottleneck);
         reg[strcmp(r, "device") == 0 ? 0 : strcmp(r, "pipeline") == 0 ? 1 : 2]++;
     }
     assert_true(reg[0] >= 3 && reg[1] >= 3 && reg[2] >= 3);
+    assert_true(n >= 30 && knees >= 3 && subsets >= 3 && cpu224 >= 2);
     free(pr);
     free(p);
     dlp_catalog_free(cat);
@@ -208,6 +244,33 @@ static void test_predict_by_hand(void **state) {
     free(p);
 }
 
+// A run's distance from the machine as probed: other processes' load and the cores' speed, each over its
+// tolerance, the larger counts; unknown parts count as undisturbed.
+static void test_disturbance(void **state) {
+    (void)state;
+    dlp_validate_cfg vc;
+    dlp_validate_cfg_init(&vc);
+    assert_true(vc.disturbed_cores == 0.2 && vc.speed_tolerance == 0.08);
+    dlp_validate_row r;
+    memset(&r, 0, sizeof r);
+    r.other_load_cores = 0.1;
+    r.speed = NAN;
+    NEAR(dlp_validate_disturbance(&vc, &r), 0.5, 1e-12);
+    r.speed = 0.96;  // 4% slow: half the tolerance, the load's half counts the same
+    NEAR(dlp_validate_disturbance(&vc, &r), 0.5, 1e-9);
+    r.speed = 1.12;  // 12% fast: 1.5 tolerances, the larger part
+    NEAR(dlp_validate_disturbance(&vc, &r), 1.5, 1e-9);
+    r.speed = 1.0;
+    r.other_load_cores = 0.5;
+    NEAR(dlp_validate_disturbance(&vc, &r), 2.5, 1e-12);
+    r.other_load_cores = NAN;
+    r.speed = NAN;
+    NEAR(dlp_validate_disturbance(&vc, &r), 0.0, 0);
+    vc.canary_base_gflops = 0;  // no speed in the profile: the load alone
+    r.other_load_cores = 0.3;
+    NEAR(dlp_validate_disturbance(&vc, &r), 1.5, 1e-12);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ape_mape),
@@ -215,6 +278,7 @@ int main(void) {
         cmocka_unit_test(test_configs_json),
         cmocka_unit_test(test_builtin_sweep),
         cmocka_unit_test(test_predict_by_hand),
+        cmocka_unit_test(test_disturbance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
