@@ -223,6 +223,22 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     out->host.canary_gflops = dlp_stats_median_f64(canary, 3);
     dlp_probe_say(&c, "host: the cores' speed (a fixed multiply-add loop on every CPU): %.1f, %.1f, %.1f GFLOP/s at the "
                   "start, middle and end", canary[0], canary[1], canary[2]);
+    {
+        double lo = canary[0], hi = canary[0];
+        for (int i = 1; i < 3; i++) {
+            if (canary[i] < lo) lo = canary[i];
+            if (canary[i] > hi) hi = canary[i];
+        }
+        if (lo > 0 && hi > 1.15 * lo) {  // a virtual machine's neighbours: the measurements describe a moving machine
+            dlp_probe_say(&c, "warning: the cores' speed moved by %.0f%% during the probe (%.1f to %.1f GFLOP/s, nothing of "
+                          "this process's load): its measurements mix a faster and a slower machine; probe again when "
+                          "it holds still (validate compares each run with the median, %.1f)", 100 * (hi / lo - 1), lo,
+                          hi, out->host.canary_gflops);
+            size_t nn = strlen(out->notes);
+            snprintf(out->notes + nn, sizeof out->notes - nn, "%sthe cores' speed moved %.0f%% during the probe",
+                     nn ? "; " : "", 100 * (hi / lo - 1));
+        }
+    }
     DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
     const double secs = dlp_ns_to_s(dlp_now_ns() - c.t_start_ns);
     json_object_set_new(c.details, "seconds", json_real(secs));

@@ -25,6 +25,7 @@ has "$T/probe.err" "pipeline: decode"
 has "$T/probe.err" "storage: the dataset's files cold"
 has "$T/probe.err" "compute: ref resnet-mini 32px"
 has "$T/probe.err" "loop: the training loop adds"
+has "$T/probe.err" "host: the cores' speed"
 "$PY" - "$T/p.json" <<'EOF' || fail "profile content"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -35,6 +36,7 @@ assert pl["decode_per_pixel_s"] > 0 or pl["decode_per_byte_s"] > 0, pl
 # time; a little above 1 when the loader ran faster than the stage fits say)
 assert pl["scaling"][0]["threads"] == 1 and 0.5 < pl["scaling"][0]["efficiency"] < 1.5, pl["scaling"]
 assert p["host"]["cores"] >= 1 and p["host"]["mem_bw_bytes_per_s"] > 1e8, p["host"]
+assert p["host"]["canary_gflops"] > 0, p["host"]  # the cores' speed while probed, for validate's comparison
 assert p["storage"]["cold_read_bytes_per_s"] > 0, p["storage"]
 ref = [d for d in p["devices"] if d["name"] == "ref"][0]
 r = ref["rates"][0]
