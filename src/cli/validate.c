@@ -212,15 +212,15 @@ int dlp_cli_validate(int argc, char **argv) {
     }
     const double mape_probed = ape_probed && nprobed ? dlp_validate_mape(ape_probed, nprobed) : NAN;
     free(ape_probed);
-    if (nfinite > 0)
+    if (nfinite == 0)
+        printf("MAPE: none (no configuration was measured: %d failed); %.1f minutes\n", n - nok, secs / 60);
+    else
         printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f "
                "minutes\n", 100 * mape, nfinite, n - nok, agree, nok, secs / 60);
     if (nfinite > 0 && nprobed < nfinite)
         printf("MAPE %.1f%% over the %d configuration(s) that ran on the machine as probed (other <= %.1f cores, speed "
                "within %.0f%%); the other %d ran on a busier, slower or faster machine than the profile describes\n",
                100 * mape_probed, nprobed, vc.disturbed_cores, 100 * vc.speed_tolerance, nfinite - nprobed);
-    else
-        printf("MAPE: none (no configuration was measured: %d failed); %.1f minutes\n", n - nok, secs / 60);
     dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
     const int nsc = dlp_validate_scaling_pairs(rows, n, sc, DLP_VALIDATE_MAX_CONFIGS);
     for (int i = 0; i < nsc; i++)
