@@ -289,8 +289,6 @@ static dlp_status flat_read_devkit(const char *gt, const char *map, flat_label *
     return st;
 }
 
-// Class names in label order: the sibling train/ folder's classes (so labels match the training set's), else every
-// synset the labels name, sorted (the order of ImageNet's train/ folders).
 // Appends a copy of name to out (k of cap used); -1 when out of memory.
 static int push_name(char ***out, size_t *k, size_t *cap, const char *name) {
     if (*k == *cap) {
@@ -305,6 +303,8 @@ static int push_name(char ***out, size_t *k, size_t *cap, const char *name) {
     return 0;
 }
 
+// Class names in label order: the sibling train/ folder's classes (so labels match the training set's), else every
+// synset the labels name, sorted (the order of ImageNet's train/ folders).
 static dlp_status flat_classes(const char *dir, const flat_label *v, size_t n, char ***names, int *nnames) {
     char train[4096];
     snprintf(train, sizeof train, "%s/../train", dir);

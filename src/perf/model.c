@@ -356,6 +356,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     }
     if (bl == DLP_STAGE_IOWAIT && o->stages[DLP_STAGE_IOWAIT].img_per_s >= 0.9 * o->stages[DLP_STAGE_PREP].img_per_s)
         bl = DLP_STAGE_PREP;
+    o->loader_img_per_s = xl;
     dlp_stage bd = DLP_STAGE_COMPUTE;
     if (st->h2d_s > st->compute_s && st->h2d_s >= exposed) bd = DLP_STAGE_H2D;
     else if (exposed > st->compute_s) bd = DLP_STAGE_ALLREDUCE;

@@ -88,6 +88,7 @@ typedef struct dlp_prediction {
     // stages and the pipeline
     dlp_stage_cap stages[DLP_STAGE_COUNT];
     double device_img_per_s;        // node: devices x batch / device_step_s
+    double loader_img_per_s;        // node: the loader's slowest stage (reads, decode+augment, read waits, host memory)
     double busy_img_per_s;          // what keeps the device busy (device side; for the cpu device also shared cores)
     double img_per_s;               // node throughput: the slowest stage
     double cluster_img_per_s;       // x nodes

@@ -307,13 +307,8 @@ dlp_status dlp_validate_resolve_balance(const dlp_validate_cfg *vc, dlp_validate
     dlp_prediction *pr = malloc(sizeof *pr);
     if (!pr) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     dlp_status st = dlp_validate_predict(vc, &fast, pr);
-    // The loader's rate: its slowest stage (reads, decode+augment, read waits, host memory), whatever else would
-    // bound the run (the loop's own time per step with a tiny model).
-    static const dlp_stage k_loader[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
-    double loader = INFINITY;
-    for (size_t i = 0; st == DLP_OK && i < sizeof k_loader / sizeof k_loader[0]; i++)
-        if (pr->stages[k_loader[i]].present && pr->stages[k_loader[i]].img_per_s < loader)
-            loader = pr->stages[k_loader[i]].img_per_s;
+    // The loader's own rate, whatever else would bound the run (the loop's time per step with a tiny model).
+    const double loader = st == DLP_OK ? pr->loader_img_per_s : 0;
     free(pr);
     if (st) return st;
     if (!(loader > 0) || !isfinite(loader))

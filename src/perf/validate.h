@@ -44,7 +44,7 @@ void dlp_validate_config_default(dlp_validate_config *c);
 void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t len);
 // A JSON array of objects: {"device", "model", "size", "batch", "workers", "threads", "precision", "storage":
 // "warm"|"cold", "read_limit": "20M" or bytes/s, "images", "balance", "name"}; with "balance" the device is
-// sim:custom (its rate set by dlp_validate_resolve_balance).; absent keys take the defaults. Errors name the entry.
+// sim:custom (its rate set by dlp_validate_resolve_balance); absent keys take the defaults. Errors name the entry.
 dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dlp_validate_config *out, int max, int *n);
 // The built-in sweep (>= 20 configurations spanning pipeline-, device- and storage-bound regimes on a small
 // machine; docs/model.md lists it). quick: a handful of them. Returns the count.
