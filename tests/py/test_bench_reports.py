@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The reports of bench/infer_vs_pytorch.sh and bench/data_vs_torchvision.sh on made-up figures, without running any
+"""The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh and bench/onednn_versions.sh on made-up figures, without running any
 benchmark and without the peers installed (no torch, OpenVINO or DALI needed): the ratios, the targets each peer is
 judged by (issue 7 against PyTorch 1.x, issue 14 against OpenVINO and DALI, none against PyTorch 2.x inference), and
 the report JSON's keys from before it had several peers. Pure standard library; well under a second.
@@ -100,6 +100,34 @@ with tempfile.TemporaryDirectory() as d:
                        capture_output=True, text=True)
     check(r.returncode == 0 and "dlperf >= 2.5x torchvision: NOT met" in r.stdout and "target >= 1.8x" in r.stdout,
           "torchvision (the default peer): issue 2's 2.5x and 1.8x speed-up targets")
+
+with tempfile.TemporaryDirectory() as d:
+    # oneDNN 2.x vs 3.x (bench/onednn_versions.sh): best of the rounds per primitive, totals weighted by count,
+    # the ratio 3.x / 2.x, and exit 1 when the forward outputs disagree
+    def layers_file(r, v, ms, checksum=100.0):
+        with open(os.path.join(d, f"r{r}-v{v}.jsonl"), "w") as f:
+            f.write(json.dumps({"onednn": f"{v}.0.0", "batch": 32, "size": 224, "precision": "fp32", "max_isa": ""}) + "\n")
+            for layer, count in (("a 3x3", 3), ("b 1x1", 1)):
+                for op, k in (("conv fwd", 1.0), ("bn fwd", 0.1)):
+                    f.write(json.dumps({"layer": layer, "count": count, "op": op, "ms": ms * k, "impl": f"impl{v}",
+                                        "checksum": checksum if op == "conv fwd" else 0}) + "\n")
+
+    layers_file(1, 2, 10.0)
+    layers_file(2, 2, 12.0)  # a slower round: the best (10) counts
+    layers_file(1, 3, 8.0, 100.00001)
+    layers_file(2, 3, 9.0, 100.00001)
+    rep = os.path.join(ROOT, "bench/onednn_versions_report.py")
+    r = subprocess.run([sys.executable, rep, "--dir", d, "--rounds", "2", "--json", os.path.join(d, "v.json")],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "forward outputs agree" in r.stdout, f"oneDNN versions report: exit 0 ({r.stderr.strip()[-300:]})")
+    j = json.load(open(os.path.join(d, "v.json")))
+    # conv fwd: (3 + 1) * 10 = 40 ms vs 32; bn: 4 vs 3.2; step 44 vs 35.2
+    check(abs(j["per_step_ms"]["v2"]["conv fwd"] - 40) < 1e-9 and abs(j["step_ms"]["v3"] - 35.2) < 1e-9
+          and abs(j["ratio"] - 0.8) < 1e-9, "oneDNN versions: best round per primitive, weighted by count, ratio 0.80")
+    layers_file(1, 3, 8.0, 101.0)
+    layers_file(2, 3, 9.0, 101.0)
+    r = subprocess.run([sys.executable, rep, "--dir", d, "--rounds", "2"], capture_output=True, text=True)
+    check(r.returncode == 1 and "MISMATCH a 3x3" in r.stdout, "oneDNN versions: outputs 1% apart are a mismatch, exit 1")
 
 print(f"{'all passed' if not fails else f'{fails} failed'}")
 sys.exit(1 if fails else 0)
