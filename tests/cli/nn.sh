@@ -120,4 +120,46 @@ print(name)
 PYEOF
 expect_fail "holds 1 NaN or infinite value(s)" \
   $D nn step --eval --model resnet-mini --classes 4 --weights "$T/nan.safetensors" --input "$T/b.safetensors" --out "$T/x3.safetensors"
+# An inference plan at batch 1 on a CPU without AMX builds both propagation kinds, times them and keeps the faster
+# (plan_info says so, with both times); forcing one (DLPERF_CPU_INFER_PROP) or batch > 1 does not time anything.
+if $D version | grep -q "^oneDNN ISA"; then
+  amx=$($D version | grep -c "^oneDNN ISA.*amx" || true)
+  for pr in auto training; do
+    rm -f "$T/tuned-$pr.json"
+    DLPERF_CPU_INFER_PROP=$pr $D nn bench --device cpu --model resnet-mini --size 32 --batch 1 --steps 1 --warmup 0 \
+      --infer --threads 2 --json "$T/tuned-$pr.json" >/dev/null 2>&1 || fail "nn bench --infer --batch 1 ($pr)"
+  done
+  rm -f "$T/tuned-b2.json"
+  $D nn bench --device cpu --model resnet-mini --size 32 --batch 2 --steps 1 --warmup 0 --infer --threads 2 \
+    --json "$T/tuned-b2.json" >/dev/null 2>&1 || fail "nn bench --infer --batch 2"
+  "$PY" - "$T" "$amx" <<'PYEOF2' || fail "the batch-1 propagation kind"
+import json, sys
+def plan(name):
+    j = json.load(open(f"{sys.argv[1]}/{name}.json"))
+    def find(o):
+        if isinstance(o, dict):
+            if "conv_prop_kind" in o:
+                return o
+            for v in o.values():
+                r = find(v)
+                if r:
+                    return r
+        return None
+    return find(j)
+auto, forced, b2 = plan("tuned-auto"), plan("tuned-training"), plan("tuned-b2")
+assert auto and forced and b2, "no backend plan info in nn bench's JSON"
+if sys.argv[2] == "0":
+    t = auto["conv_prop_timed"]
+    assert t["forward_training_ms"] > 0 and t["forward_inference_ms"] > 0, t
+    faster = "forward_inference" if t["forward_inference_ms"] < t["forward_training_ms"] else "forward_training"
+    assert auto["conv_prop_kind"] == faster, (auto["conv_prop_kind"], t)
+    print(f"ok batch 1 timed both kinds: {t}, kept {faster}")
+else:
+    assert "conv_prop_timed" not in auto and auto["conv_prop_kind"] == "forward_inference", auto
+    print("ok AMX: forward_inference, nothing timed")
+assert "conv_prop_timed" not in forced and forced["conv_prop_kind"] == "forward_training", forced
+assert "conv_prop_timed" not in b2, b2
+print("ok forced kind and batch 2: nothing timed")
+PYEOF2
+fi
 echo "nn.sh: all checks passed"

@@ -153,7 +153,7 @@ static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **p
 
 static void cpu_plan_free(dlp_plan *base);
 
-static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg *cfg) {
+static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg *cfg, int force_prop) {
     DLP_CHECK(dlp_net_copy(&p->net, net));
     p->cfg = *cfg;
     p->batch = cfg->batch;
@@ -181,8 +181,9 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
         else if (strcmp(prop, "auto"))
             return DLP_ERR(DLP_ERR_INVALID, "DLPERF_CPU_INFER_PROP=%s: expected inference, training or auto", prop);
     }
+    if (force_prop >= 0) p->infer_prop = force_prop;
     const char *prof = getenv("DLPERF_CPU_PROFILE");
-    p->profile = prof && prof[0] == '1';
+    p->profile = prof && prof[0] == '1' ? 1 : prof && !strcmp(prof, "steps") ? 2 : 0;
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
     CPU_DNNL(dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags), "cpu stream");
     const dlp_net *n = &p->net;
@@ -238,17 +239,47 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     return DLP_OK;
 }
 
-static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
+static int cmp_f64(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// An inference plan at batch 1 without AMX, propagation kind left to auto: which kind is faster depends on the
+// CPU and the batch (2-core Xeon, AVX-512 VNNI, ResNet-50 fp32: forward_inference's brgemm 1x1 kernels and its
+// Winograd F(2x2,3x3) beat forward_training's jit kernels by ~5% at batch 1, while forward_training wins at batch
+// 16: docs/cpu-backend.md), so at batch 1 — the latency case, where a pass is short — both are built and timed
+// on the plan's own (zeroed) input and the faster one is kept. DLPERF_CPU_INFER_PROP=training|inference skips it.
+static int tune_wanted(const cpu_plan *p) {
+    const int amx = (p->isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+    return !p->train && p->batch == 1 && p->infer_prop < 0 && !amx;
+}
+
+// Median forward pass (ms) of plans a and b, alternating: 2 warm-up passes each, then 7 pairs.
+static dlp_status tune_time(cpu_plan *a, cpu_plan *b, double ms[2]) {
+    cpu_plan *pl[2] = {a, b};
+    double t[2][7];
+    for (int r = -2; r < 7; r++)
+        for (int i = 0; i < 2; i++) {
+            int64_t t0 = dlp_now_ns();
+            DLP_CHECK(cpu_steps_run(pl[i], &pl[i]->fwd, CPU_MASK_EVAL));
+            if (r >= 0) t[i][r] = (double)(dlp_now_ns() - t0) / 1e6;
+        }
+    for (int i = 0; i < 2; i++) {
+        qsort(t[i], 7, sizeof t[i][0], cmp_f64);
+        ms[i] = t[i][3];
+    }
+    // the tuning passes are not the profile's
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < pl[i]->fwd.n; j++) pl[i]->fwd.v[j].ns = pl[i]->fwd.v[j].calls = 0;
+    return DLP_OK;
+}
+
+static dlp_status plan_new(const dlp_net *net, const dlp_plan_cfg *cfg, int force_prop, cpu_plan **out) {
     *out = NULL;
-    if (cfg->batch <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: batch must be positive (got %d)", cfg->batch);
-    if (cfg->precision != DLP_DTYPE_F32 && cfg->precision != DLP_DTYPE_BF16)
-        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32 or bf16 (asked for %s)",
-                       dlp_dtype_name(cfg->precision));
-    DLP_CHECK(check_net(net, cfg));
     cpu_plan *p = calloc(1, sizeof *p);
     DLP_TRY_ALLOC(p);
     p->base.ops = &dlp_backend_cpu;
-    dlp_status st = plan_build(p, net, cfg);
+    dlp_status st = plan_build(p, net, cfg, force_prop);
     if (st && p->mem_limit_hit)
         st = DLP_ERR(DLP_ERR_NOMEM, "the plan needs more than the %.1f GiB of memory available (%.1f GiB); hint: a "
                      "smaller --batch",
@@ -259,11 +290,49 @@ static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
         cpu_plan_destroy(p);
         return st;
     }
+    *out = p;
+    return DLP_OK;
+}
+
+static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
+    *out = NULL;
+    if (cfg->batch <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: batch must be positive (got %d)", cfg->batch);
+    if (cfg->precision != DLP_DTYPE_F32 && cfg->precision != DLP_DTYPE_BF16)
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32 or bf16 (asked for %s)",
+                       dlp_dtype_name(cfg->precision));
+    DLP_CHECK(check_net(net, cfg));
+    cpu_plan *p;
+    DLP_CHECK(plan_new(net, cfg, -2, &p));
+    if (tune_wanted(p)) {
+        cpu_plan *q;
+        if (plan_new(net, cfg, 1, &q) != DLP_OK) {
+            dlp_err_clear();  // no forward_inference plan here: keep forward_training
+        } else {
+            double ms[2] = {0, 0};
+            dlp_status st = tune_time(p, q, ms);
+            if (st) {
+                cpu_plan_destroy(p);
+                cpu_plan_destroy(q);
+                return st;
+            }
+            if (ms[1] < ms[0]) {
+                cpu_plan *t = p;
+                p = q;
+                q = t;
+            }
+            cpu_plan_destroy(q);
+            p->prop_tuned = 1;
+            p->tune_ms[0] = ms[0];
+            p->tune_ms[1] = ms[1];
+        }
+    }
     *out = &p->base;
     return DLP_OK;
 }
 
-// DLPERF_CPU_PROFILE=1: where the time went, by step (largest first), logged when the plan is freed.
+// DLPERF_CPU_PROFILE=1: where the time went, by step (largest first), logged when the plan is freed;
+// DLPERF_CPU_PROFILE=steps: also every step in plan order with its output's dimensions (bench/infer_layers.py
+// pairs them with another engine's layers).
 static int cmp_ns(const void *a, const void *b) {
     const cpu_step *x = *(cpu_step *const *)a, *y = *(cpu_step *const *)b;
     return (y->ns > x->ns) - (y->ns < x->ns);
@@ -314,6 +383,24 @@ static void profile_log(cpu_plan *p) {
     for (int a = 0; a < nc; a++)
         dlp_log(DLP_LOG_INFO, "  %9.1f ms/step %5.1f%%  %-28s (%d steps)", (double)cat[a].ns / 1e6 / calls,
                 100.0 * (double)cat[a].ns / (double)(sum ? sum : 1), cat[a].op, cat[a].n);
+    if (p->profile == 2)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < lists[i]->n; j++) {
+                const cpu_step *s = &lists[i]->v[j];
+                char dims[64] = "-";
+                for (int a = 0; a < s->nargs; a++)
+                    if (s->args[a].arg == DNNL_ARG_DST && s->args[a].memory) {
+                        const dnnl_memory_desc_t *md = NULL;
+                        if (dnnl_memory_get_memory_desc(s->args[a].memory, &md) == dnnl_success && md) {
+                            int o = 0;
+                            for (int d = 0; d < md->ndims && o < (int)sizeof dims - 16; d++)
+                                o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%lld", d ? "x" : "",
+                                              (long long)md->dims[d]);
+                        }
+                    }
+                dlp_log(DLP_LOG_INFO, "  step %s %3d %9.4f ms/call  %-16s %s", i == 0 ? "fwd" : i == 1 ? "bwd" : "din",
+                        j, (double)s->ns / 1e6 / (double)(s->calls ? s->calls : 1), dims, s->what);
+            }
     for (int i = 0; i < k && i < 25 && v[i]->ns > 0; i++)
         dlp_log(DLP_LOG_INFO, "  %8.2f ms/call %5.1f%%  %s", (double)v[i]->ns / 1e6 / (double)(v[i]->calls ? v[i]->calls : 1),
                 100.0 * (double)v[i]->ns / (double)(sum ? sum : 1), v[i]->what);
@@ -496,6 +583,12 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     if (!p->train)
         json_object_set_new(obj, "conv_prop_kind",
                             json_string(p->infer_conv_training_prop ? "forward_training" : "forward_inference"));
+    if (p->prop_tuned) {
+        json_t *t = json_object();
+        json_object_set_new(t, "forward_training_ms", json_real(p->tune_ms[0]));
+        json_object_set_new(t, "forward_inference_ms", json_real(p->tune_ms[1]));
+        json_object_set_new(obj, "conv_prop_timed", t);
+    }
     json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
     json_t *k = json_object();
     for (int i = 0; i < p->nkernels; i++) json_object_set_new(k, p->kernels[i].name, json_integer(p->kernels[i].n));

@@ -182,6 +182,8 @@ struct cpu_plan {
     int nwinograd;                 // convolution primitives that use it
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_infer.c)
     int infer_prop;                // DLPERF_CPU_INFER_PROP: -1 auto (inference with AMX), 0 training, 1 inference
+    int prop_tuned;                // auto at batch 1 without AMX: both kinds were built and timed (cpu.c)
+    double tune_ms[2];             // their forward pass, ms (median): [0] forward_training, [1] forward_inference
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
     int mem_limit_hit;
