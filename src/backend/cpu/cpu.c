@@ -599,6 +599,8 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     json_object_set_new(obj, "fused_residual_sum", json_integer(p->nfused_sum));
     json_object_set_new(obj, "activation_conversions", json_integer(p->nconverts));
     if (p->train) json_object_set_new(obj, "gradient_copies", json_integer(p->ngrad_copies));
+    if (p->train) json_object_set_new(obj, "shortcut_gradient_aliases", json_integer(p->nshortcut_aliases));
+    if (p->train) json_object_set_new(obj, "fused_accumulate_relu_bwd", json_integer(p->nfused_acc_relu));
     json_object_set_new(obj, "steps_forward", json_integer(p->fwd.n));
     json_object_set_new(obj, "steps_backward", json_integer(p->bwd.n));
     json_object_set_new(obj, "activation_bytes", json_integer(p->act_bytes));

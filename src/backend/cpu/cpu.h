@@ -37,6 +37,7 @@ typedef struct cpu_value {
     int defer;          // derived from the input batch: data gradients only in get_input_grad
     int dx_started;     // backward builder: the gradient has had its first (overwriting) write
     int next_conv;      // chain of converted copies of this value (-1: none)
+    cpu_tensor *pending;  // backward builder: a gradient contribution not yet added into dx (cpu_build.c)
 } cpu_value;
 
 typedef enum { CPU_STEP_PRIM = 0, CPU_STEP_FN } cpu_step_kind;
@@ -178,6 +179,8 @@ struct cpu_plan {
     int nfused_bn_relu, nfused_add_relu, nfolded_bn, nfused_sum;
     int nconverts;     // activations converted to another layout/type between layers (forward)
     int ngrad_copies;  // gradients copied where an add passes its gradient to a value used twice
+    int nshortcut_aliases;  // ... and where the add's gradient itself became the shortcut's (cpu_build.c)
+    int nfused_acc_relu;    // gradient accumulations fused into an add+ReLU backward (cpu_build.c)
     int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
     int nwinograd;                 // convolution primitives that use it
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_infer.c)
@@ -282,6 +285,10 @@ void cpu_kernel_sgd(float *w, float *v, const float *g, int64_t n, float lr, flo
 dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const int32_t *labels, float smoothing,
                            float *dz, dlp_loss_out *out);
 void cpu_bucket_fire(cpu_plan *p, const cpu_step *s);  // n: first bucket, m: one past the last
+// dst = (a + b) * (y > 0) elementwise over tensors of one descriptor (padding included): a gradient's last
+// accumulation fused with the ReLU backward of the add+ReLU that produced the value. a: cpu_tensor *dst,
+// b: a, c: b, d: y; n: elements; m: 1 for bf16 (rounded to nearest even once, as a binary add would).
+void cpu_kernel_add_relu_bwd(cpu_plan *p, const cpu_step *s);
 
 // ---- peak (cpu_peak.c) ----
 dlp_status cpu_measure_peak(dlp_dtype precision, int threads, double *gflops);

@@ -446,8 +446,40 @@ static dlp_status grad_target(cpu_plan *p, int u, cpu_tensor **t, int *acc) {
     return cpu_tensor_pooled(p, &v->x->md, t);
 }
 
-static dlp_status grad_commit(cpu_plan *p, cpu_steps *list, int u, cpu_tensor *t, int acc) {
+// Adds a value's pending gradient contribution into its gradient now (a binary add step in the main backward).
+static dlp_status flush_pending(cpu_plan *p, int u) {
+    cpu_value *v = &p->vals[u];
+    if (!v->pending) return DLP_OK;
+    char w[64];
+    what(w, sizeof w, p, v->layer, "grad accumulate");
+    DLP_CHECK(cpu_step_accumulate(p, &p->bwd, v->dx, v->pending, w));
+    cpu_tensor_release(p, v->pending);
+    v->pending = NULL;
+    return DLP_OK;
+}
+
+// The node whose output is value u (-1: none, e.g. the input batch).
+static int producer_of(const build *b, int u) {
+    for (int i = b->nnodes - 1; i >= 0; i--)
+        if (b->nodes[i].out == u) return i;
+    return -1;
+}
+
+// A contribution t written for value u: nothing to do when it was the first write (t is u's gradient), else
+// added in. In the main backward, a value produced by an add+ReLU keeps its contribution pending instead: the
+// add's backward then adds it and applies the ReLU mask in one pass (cpu_kernel_add_relu_bwd), one pass over the
+// activation fewer than an add followed by the ReLU backward.
+static dlp_status grad_commit(build *b, cpu_steps *list, int u, cpu_tensor *t, int acc) {
+    cpu_plan *p = b->p;
     if (!acc) return DLP_OK;
+    if (list == &p->bwd) {
+        const int k = producer_of(b, u);
+        if (k >= 0 && b->nodes[k].kind == NODE_ADD && b->nodes[k].relu) {
+            DLP_CHECK(flush_pending(p, u));  // a second late contribution: the first one goes in now
+            p->vals[u].pending = t;
+            return DLP_OK;
+        }
+    }
     char w[64];
     what(w, sizeof w, p, p->vals[u].layer, "grad accumulate");
     DLP_CHECK(cpu_step_accumulate(p, list, p->vals[u].dx, t, w));
@@ -602,7 +634,7 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         what(w, sizeof w, p, n->layer, n->kind == NODE_FC ? "fc bwd data" : "conv bwd data");
         st = cpu_step_prim(p, list, pd, 3, a, w);
     }
-    if (!st) st = grad_commit(p, list, u, t, acc);
+    if (!st) st = grad_commit(b, list, u, t, acc);
     dnnl_primitive_desc_destroy(pd);
     return st;
 }
@@ -640,7 +672,7 @@ static dlp_status bwd_bn_(build *b, node *n) {
         what(w, sizeof w, p, n->layer, n->relu ? "bn+relu bwd" : "bn bwd");
         st = cpu_step_prim(p, &p->bwd, pd, na, a, w);
     }
-    if (!st) st = grad_commit(p, &p->bwd, u, t, acc);
+    if (!st) st = grad_commit(b, &p->bwd, u, t, acc);
     dnnl_primitive_desc_destroy(pd);
     return st;
 }
@@ -667,7 +699,7 @@ static dlp_status bwd_relu(build *b, node *n) {
     char w[64];
     what(w, sizeof w, p, p->net.layers[n->layer].in0, "relu bwd");
     DLP_CHECK(relu_bwd_step(p, &p->bwd, n->fwd_pd, y->dx, y->x, t, w));
-    return grad_commit(p, &p->bwd, u, t, acc);
+    return grad_commit(b, &p->bwd, u, t, acc);
 }
 
 // Passes gradient g (descriptor of value u) on to u: u's gradient becomes g itself when g is u's only
@@ -694,6 +726,24 @@ static dlp_status pass_grad(cpu_plan *p, int u, cpu_tensor *g, const char *nm) {
     return cpu_step_accumulate(p, &p->bwd, v->dx, g, w);
 }
 
+// An add's second input that is used elsewhere too — a residual block's input x, read by the block's first
+// convolution as well — would get a copy of the add's gradient g as the start of its own (pass_grad), into which
+// the first convolution's data gradient is later added. g itself can serve instead when every other reader of g
+// is done before anything writes into x's gradient: g also went (aliased) to the add's first input, whose
+// producer is the node right before the add (the branch's last BN or convolution) and reads it first in the
+// backward order; that node writes its own input's gradient elsewhere (it is not a consumer of x), and every
+// other consumer of x comes earlier in the forward order, so its write (an in-place accumulation) comes later.
+static int shortcut_alias_ok(const build *b, const node *n, const cpu_tensor *g) {
+    const cpu_plan *p = b->p;
+    const int k = (int)(n - b->nodes), u0 = n->in[0], u1 = n->in[1];
+    if (k < 1 || u0 == u1 || p->vals[u0].dx != g) return 0;
+    const node *prev = &b->nodes[k - 1];
+    if (prev->out != u0 || (prev->kind != NODE_BN && prev->kind != NODE_CONV)) return 0;
+    if (prev->in[0] == u1 || prev->in[1] == u1) return 0;
+    const cpu_value *v = &p->vals[u1];
+    return !v->dx && !v->dx_started && !v->defer && v->nuses > 1 && dnnl_memory_desc_equal(&g->md, &v->x->md);
+}
+
 static dlp_status bwd_add(build *b, node *n) {
     cpu_plan *p = b->p;
     cpu_value *y = &p->vals[n->out];
@@ -706,11 +756,36 @@ static dlp_status bwd_add(build *b, node *n) {
             own = 1;
         }
         char w[64];
-        snprintf(w, sizeof w, "%s add+relu bwd", nm);
-        DLP_CHECK(relu_bwd_step(p, &p->bwd, n->relu_pd, y->dx, y->x, g, w));
+        if (y->pending) {  // the last contribution to y's gradient, added here with the ReLU mask applied
+            cpu_step s = {0};
+            s.a = g;
+            s.b = y->dx;
+            s.c = y->pending;
+            s.d = y->x;
+            s.m = p->dt == dnnl_bf16;
+            s.n = (int64_t)(dnnl_memory_desc_get_size(&y->x->md) / (s.m ? 2 : 4));
+            s.small = 1;
+            snprintf(s.what, sizeof s.what, "%s grad accumulate+add+relu bwd", nm);
+            DLP_CHECK(cpu_step_fn_add(p, &p->bwd, cpu_kernel_add_relu_bwd, &s));
+            cpu_tensor_release(p, y->pending);
+            y->pending = NULL;
+            p->nfused_acc_relu++;
+        } else {
+            snprintf(w, sizeof w, "%s add+relu bwd", nm);
+            DLP_CHECK(relu_bwd_step(p, &p->bwd, n->relu_pd, y->dx, y->x, g, w));
+        }
     }
     DLP_CHECK(pass_grad(p, n->in[0], g, nm));
-    DLP_CHECK(pass_grad(p, n->in[1], g, nm));
+    if (shortcut_alias_ok(b, n, g)) {
+        // a residual block's shortcut: x's gradient starts as g itself (no copy); see shortcut_alias_ok
+        cpu_value *v = &p->vals[n->in[1]];
+        v->dx = g;
+        v->dx_started = 1;
+        cpu_tensor_retain(p, g);
+        p->nshortcut_aliases++;
+    } else {
+        DLP_CHECK(pass_grad(p, n->in[1], g, nm));
+    }
     if (own) cpu_tensor_release(p, g);
     return DLP_OK;
 }
@@ -740,7 +815,7 @@ static dlp_status bwd_pool(build *b, node *n) {
         what(w, sizeof w, p, l->in0, max ? "maxpool bwd" : "avgpool bwd");
         s = cpu_step_prim(p, &p->bwd, pd, na, a, w);
     }
-    if (!s) s = grad_commit(p, &p->bwd, u, t, acc);
+    if (!s) s = grad_commit(b, &p->bwd, u, t, acc);
     dnnl_primitive_desc_destroy(pd);
     return s;
 }
@@ -755,13 +830,14 @@ static dlp_status bwd_convert(build *b, node *n, cpu_steps *list) {
     char w[64];
     what(w, sizeof w, p, v->layer, "grad convert back");
     DLP_CHECK(cpu_step_reorder(p, list, c->dx->mem, &c->dx->md, t->mem, &t->md, w));
-    return grad_commit(p, list, u, t, acc);
+    return grad_commit(b, list, u, t, acc);
 }
 
 static dlp_status backward_node(build *b, int i) {
     cpu_plan *p = b->p;
     node *n = &b->nodes[i];
     cpu_value *y = &p->vals[n->out];
+    if (y->pending && !(n->kind == NODE_ADD && n->relu)) DLP_CHECK(flush_pending(p, n->out));
     if (n->kind == NODE_CONVERT && p->vals[n->in[0]].defer) {  // a converted input batch: get_input_grad's work
         b->deferred[b->ndeferred++] = i;
         return DLP_OK;

@@ -2,6 +2,7 @@
 // with label smoothing on fp32 logits, the fused SGD update, gradient-bucket announcements.
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "backend/cpu/cpu.h"
@@ -95,4 +96,38 @@ dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const in
 void cpu_bucket_fire(cpu_plan *p, const cpu_step *s) {
     if (!p->cfg.on_bucket) return;
     for (int64_t b = s->n; b < s->m; b++) p->cfg.on_bucket(p->cfg.bucket_ctx, p->buckets[b].offset, p->buckets[b].count);
+}
+
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f) {  // round to nearest even; NaN stays NaN (branch-free: vectorizes)
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+void cpu_kernel_add_relu_bwd(cpu_plan *p, const cpu_step *s) {
+    (void)p;
+    const cpu_tensor *td = s->a, *ta = s->b, *tb = s->c, *ty = s->d;
+    const int64_t n = s->n;
+    if (s->m) {
+        uint16_t *d = td->data;
+        const uint16_t *a = ta->data, *b = tb->data, *y = ty->data;
+#pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t sum = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+            d[i] = bf16_to_f32(y[i]) > 0.0f ? sum : 0;
+        }
+    } else {
+        float *d = td->data;
+        const float *a = ta->data, *b = tb->data, *y = ty->data;
+#pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < n; i++) d[i] = y[i] > 0.0f ? a[i] + b[i] : 0.0f;
+    }
 }
