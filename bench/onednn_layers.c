@@ -255,6 +255,36 @@ static double time_reorder(const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_
     return ms;
 }
 
+// A backward convolution (weights: 0 data, 1 weights) with the forward pd as hint: Winograd first when asked and
+// the library has it, else direct. Exits when neither exists.
+static dnnl_primitive_desc_t conv_bwd_pd(int weights, int wino, const_dnnl_memory_desc_t xmd, const_dnnl_memory_desc_t wmd,
+                                         const_dnnl_memory_desc_t ymd, const dnnl_dims_t st, const dnnl_dims_t pl,
+                                         const_dnnl_primitive_desc_t fpd, const char *name) {
+    dnnl_primitive_desc_t pd = NULL;
+    for (int alg = wino ? 0 : 1; alg < 2 && !pd; alg++) {
+        dnnl_alg_kind_t ak = alg == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct;
+        dnnl_status_t s;
+#if V3
+        const dnnl_dims_t dil = {0, 0};
+        s = weights ? dnnl_convolution_backward_weights_primitive_desc_create(&pd, eng, ak, xmd, wmd, NULL, ymd, st, dil,
+                                                                               pl, pl, fpd, NULL)
+                    : dnnl_convolution_backward_data_primitive_desc_create(&pd, eng, ak, xmd, wmd, ymd, st, dil, pl, pl,
+                                                                           fpd, NULL);
+#else
+        dnnl_convolution_desc_t bd;
+        if (weights) CK(dnnl_convolution_backward_weights_desc_init(&bd, ak, xmd, wmd, NULL, ymd, st, pl, pl));
+        else CK(dnnl_convolution_backward_data_desc_init(&bd, ak, xmd, wmd, ymd, st, pl, pl));
+        s = dnnl_primitive_desc_create(&pd, &bd, NULL, eng, fpd);
+#endif
+        if (s != dnnl_success) pd = NULL;
+    }
+    if (!pd) {
+        fprintf(stderr, "onednn_layers: no backward-%s convolution for %s\n", weights ? "weights" : "data", name);
+        exit(1);
+    }
+    return pd;
+}
+
 static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, int winograd) {
     const int64_t ihw = (int64_t)c->in_hw * size / 224, pad = c->k / 2;
     const int64_t ohw = (ihw + 2 * pad - c->k) / c->s + 1;
@@ -291,23 +321,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     const_dnnl_memory_desc_t bwmd = NULL;
     dnnl_primitive_desc_t bdpd = NULL;
     if (c->ic != 3) {
-        for (int alg = wino_ok ? 0 : 1; alg < 2 && !bdpd; alg++) {
-            dnnl_alg_kind_t ak = alg == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct;
-            dnnl_status_t s;
-#if V3
-            s = dnnl_convolution_backward_data_primitive_desc_create(&bdpd, eng, ak, xmd, CMD(wei), ymd, st, dil, pl,
-                                                                     pl, fpd, NULL);
-#else
-            dnnl_convolution_desc_t bd;
-            CK(dnnl_convolution_backward_data_desc_init(&bd, ak, xmd, &wei, ymd, st, pl, pl));
-            s = dnnl_primitive_desc_create(&bdpd, &bd, NULL, eng, fpd);
-#endif
-            if (s != dnnl_success) bdpd = NULL;
-        }
-        if (!bdpd) {
-            fprintf(stderr, "onednn_layers: no backward-data convolution for %s\n", c->name);
-            exit(1);
-        }
+        bdpd = conv_bwd_pd(0, wino_ok, xmd, CMD(wei), ymd, st, pl, fpd, c->name);
         bwmd = pd_md(bdpd, dnnl_query_weights_md);
         dnnl_memory_t bw = mem_new(bwmd, 2, 0.05f);
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, bw}, {DNNL_ARG_DIFF_SRC, dx}};
@@ -316,24 +330,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     }
     // backward weights
     {
-        dnnl_primitive_desc_t bwpd = NULL;
-        for (int alg = wino_ok ? 0 : 1; alg < 2 && !bwpd; alg++) {
-            dnnl_alg_kind_t ak = alg == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct;
-            dnnl_status_t s;
-#if V3
-            s = dnnl_convolution_backward_weights_primitive_desc_create(&bwpd, eng, ak, xmd, CMD(wei), NULL, ymd, st,
-                                                                        dil, pl, pl, fpd, NULL);
-#else
-            dnnl_convolution_desc_t bd;
-            CK(dnnl_convolution_backward_weights_desc_init(&bd, ak, xmd, &wei, NULL, ymd, st, pl, pl));
-            s = dnnl_primitive_desc_create(&bwpd, &bd, NULL, eng, fpd);
-#endif
-            if (s != dnnl_success) bwpd = NULL;
-        }
-        if (!bwpd) {
-            fprintf(stderr, "onednn_layers: no backward-weights convolution for %s\n", c->name);
-            exit(1);
-        }
+        dnnl_primitive_desc_t bwpd = conv_bwd_pd(1, wino_ok, xmd, CMD(wei), ymd, st, pl, fpd, c->name);
         const_dnnl_memory_desc_t dwmd = pd_md(bwpd, dnnl_query_diff_weights_md);
         dnnl_memory_t dw = mem_new(dwmd, 0, 0);
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw}};

@@ -730,15 +730,16 @@ static dlp_status pass_grad(cpu_plan *p, int u, cpu_tensor *g, const char *nm) {
 // convolution as well — would get a copy of the add's gradient g as the start of its own (pass_grad), into which
 // the first convolution's data gradient is later added. g itself can serve instead when every other reader of g
 // is done before anything writes into x's gradient: g also went (aliased) to the add's first input, whose
-// producer is the node right before the add (the branch's last BN or convolution) and reads it first in the
-// backward order; that node writes its own input's gradient elsewhere (it is not a consumer of x), and every
-// other consumer of x comes earlier in the forward order, so its write (an in-place accumulation) comes later.
+// producer is the node right before the add (the branch's last BN) and reads it first in the backward order;
+// that node writes its own input's gradient elsewhere (it is not a consumer of x), and every other consumer of x
+// comes earlier in the forward order, so its write (an in-place accumulation) comes later. (Only a BN: a
+// convolution's data gradient may be put off to get_input_grad, which would read g after those writes.)
 static int shortcut_alias_ok(const build *b, const node *n, const cpu_tensor *g) {
     const cpu_plan *p = b->p;
     const int k = (int)(n - b->nodes), u0 = n->in[0], u1 = n->in[1];
     if (k < 1 || u0 == u1 || p->vals[u0].dx != g) return 0;
     const node *prev = &b->nodes[k - 1];
-    if (prev->out != u0 || (prev->kind != NODE_BN && prev->kind != NODE_CONV)) return 0;
+    if (prev->out != u0 || prev->kind != NODE_BN) return 0;
     if (prev->in[0] == u1 || prev->in[1] == u1) return 0;
     const cpu_value *v = &p->vals[u1];
     return !v->dx && !v->dx_started && !v->defer && v->nuses > 1 && dnnl_memory_desc_equal(&g->md, &v->x->md);
