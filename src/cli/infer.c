@@ -159,9 +159,19 @@ static void plan_summary(json_t *plan, char *out, size_t len) {
     if (!b) return;
     const char *lib = json_string_value(json_object_get(b, "library"));
     const char *isa = json_string_value(json_object_get(b, "isa"));
-    snprintf(out, len, " (%s%s%s, %lld BN folded, %lld residual adds fused)", lib ? lib : "", isa ? " " : "",
+    json_t *t = json_object_get(b, "conv_prop_timed");
+    const char *kind = json_string_value(json_object_get(b, "conv_prop_kind"));
+    char timed[128] = "";
+    if (t && kind)  // a batch-1 plan built both ways and timed (backend/cpu: cpu_plan_create)
+        snprintf(timed, sizeof timed, "; convolutions %s, timed %.1f ms vs %.1f ms %s", kind,
+                 json_real_value(json_object_get(t, strcmp(kind, "forward_inference") ? "forward_training_ms"
+                                                                                      : "forward_inference_ms")),
+                 json_real_value(json_object_get(t, strcmp(kind, "forward_inference") ? "forward_inference_ms"
+                                                                                      : "forward_training_ms")),
+                 strcmp(kind, "forward_inference") ? "forward_inference" : "forward_training");
+    snprintf(out, len, " (%s%s%s, %lld BN folded, %lld residual adds fused%s)", lib ? lib : "", isa ? " " : "",
              isa ? isa : "", (long long)json_integer_value(json_object_get(b, "folded_bn")),
-             (long long)json_integer_value(json_object_get(b, "fused_residual_sum")));
+             (long long)json_integer_value(json_object_get(b, "fused_residual_sum")), timed);
 }
 
 static void print_header_row(const infer_opts *o) {
