@@ -77,32 +77,64 @@ static const char *pd_impl(const_dnnl_primitive_desc_t pd) {
 
 static int md_equal(const_dnnl_memory_desc_t a, const_dnnl_memory_desc_t b) { return dnnl_memory_desc_equal(a, b); }
 
-// Memory for md, filled with a deterministic pattern (seed) in its logical order through a plain fp32 copy.
+static void md_dims(const_dnnl_memory_desc_t md, int *nd, int64_t *dims) {
+#if V3
+    CK(dnnl_memory_desc_query(md, dnnl_query_ndims_s32, nd));
+    const dnnl_dims_t *dp;
+    CK(dnnl_memory_desc_query(md, dnnl_query_dims, &dp));
+    for (int i = 0; i < *nd; i++) dims[i] = (*dp)[i];
+#else
+    *nd = md->ndims;
+    for (int i = 0; i < *nd; i++) dims[i] = md->dims[i];
+#endif
+}
+
+// A plain fp32 memory (a, ab, abc or abcd) of md's logical shape; *pmd is its descriptor (free_md it).
+static dnnl_memory_t plain_like(const_dnnl_memory_desc_t md, md_t *pmd) {
+    static const dnnl_format_tag_t plain[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd};
+    int nd;
+    int64_t dims[DNNL_MAX_NDIMS];
+    md_dims(md, &nd, dims);
+    md_tag(pmd, nd, dims, dnnl_f32, plain[nd]);
+    dnnl_memory_t pm;
+    CK(dnnl_memory_create(&pm, CMD(*pmd), eng, DNNL_MEMORY_ALLOCATE));
+    return pm;
+}
+
+// from (in fmd) -> to (in tmd), once, waited for.
+static void reorder_once(dnnl_memory_t from, const_dnnl_memory_desc_t fmd, dnnl_memory_t to,
+                         const_dnnl_memory_desc_t tmd) {
+    dnnl_primitive_desc_t rpd;
+    CK(dnnl_reorder_primitive_desc_create(&rpd, fmd, eng, tmd, eng, NULL));
+    dnnl_primitive_t r;
+    CK(dnnl_primitive_create(&r, rpd));
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    CK(dnnl_primitive_execute(r, strm, 2, a));
+    CK(dnnl_stream_wait(strm));
+    dnnl_primitive_destroy(r);
+    dnnl_primitive_desc_destroy(rpd);
+}
+
+static void free_md(md_t *md) {
+#if V3
+    if (*md) dnnl_memory_desc_destroy(*md);
+    *md = NULL;
+#else
+    (void)md;
+#endif
+}
+
+// Memory for md, filled with a deterministic pattern (seed) in its logical order through a plain fp32 copy
+// (seed 0: zeros).
 static dnnl_memory_t mem_new(const_dnnl_memory_desc_t md, unsigned seed, float scale) {
     dnnl_memory_t m;
     CK(dnnl_memory_create(&m, md, eng, DNNL_MEMORY_ALLOCATE));
-    size_t bytes = dnnl_memory_desc_get_size(md);
     void *p = NULL;
     CK(dnnl_memory_get_data_handle(m, &p));
-    memset(p, 0, bytes);
+    memset(p, 0, dnnl_memory_desc_get_size(md));
     if (seed == 0) return m;
-    // a plain fp32 source of the same logical shape, reordered in
-    int nd;
-    int64_t dims[DNNL_MAX_NDIMS];
-#if V3
-    CK(dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &nd));
-    const dnnl_dims_t *dp;
-    CK(dnnl_memory_desc_query(md, dnnl_query_dims, &dp));
-    for (int i = 0; i < nd; i++) dims[i] = (*dp)[i];
-#else
-    nd = md->ndims;
-    for (int i = 0; i < nd; i++) dims[i] = md->dims[i];
-#endif
-    static const dnnl_format_tag_t plain[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd};
     md_t pmd;
-    md_tag(&pmd, nd, dims, dnnl_f32, plain[nd]);
-    dnnl_memory_t pm;
-    CK(dnnl_memory_create(&pm, CMD(pmd), eng, DNNL_MEMORY_ALLOCATE));
+    dnnl_memory_t pm = plain_like(md, &pmd);
     float *pf;
     CK(dnnl_memory_get_data_handle(pm, (void **)&pf));
     size_t n = dnnl_memory_desc_get_size(CMD(pmd)) / 4;
@@ -111,47 +143,24 @@ static dnnl_memory_t mem_new(const_dnnl_memory_desc_t md, unsigned seed, float s
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         pf[i] = scale * ((float)(x & 0xffff) / 32768.f - 1.f);
     }
-    dnnl_primitive_desc_t rpd;
-    CK(dnnl_reorder_primitive_desc_create(&rpd, CMD(pmd), eng, md, eng, NULL));
-    dnnl_primitive_t r;
-    CK(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, pm}, {DNNL_ARG_TO, m}};
-    CK(dnnl_primitive_execute(r, strm, 2, a));
-    CK(dnnl_stream_wait(strm));
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
+    reorder_once(pm, CMD(pmd), m, md);
     dnnl_memory_destroy(pm);
-#if V3
-    dnnl_memory_desc_destroy(pmd);
-#endif
+    free_md(&pmd);
     return m;
 }
 
-// Sum of md's elements (padding is zero), via a reorder to plain fp32.
-static double mem_sum(dnnl_memory_t m, const_dnnl_memory_desc_t md, int nd, const int64_t *dims) {
-    static const dnnl_format_tag_t plain[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd};
+// Sum of |md's elements| (padding is zero), via a reorder to plain fp32.
+static double mem_sum(dnnl_memory_t m, const_dnnl_memory_desc_t md) {
     md_t pmd;
-    md_tag(&pmd, nd, dims, dnnl_f32, plain[nd]);
-    dnnl_memory_t pm;
-    CK(dnnl_memory_create(&pm, CMD(pmd), eng, DNNL_MEMORY_ALLOCATE));
-    dnnl_primitive_desc_t rpd;
-    CK(dnnl_reorder_primitive_desc_create(&rpd, md, eng, CMD(pmd), eng, NULL));
-    dnnl_primitive_t r;
-    CK(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, pm}};
-    CK(dnnl_primitive_execute(r, strm, 2, a));
-    CK(dnnl_stream_wait(strm));
+    dnnl_memory_t pm = plain_like(md, &pmd);
+    reorder_once(m, md, pm, CMD(pmd));
     float *pf;
     CK(dnnl_memory_get_data_handle(pm, (void **)&pf));
     double s = 0;
     size_t n = dnnl_memory_desc_get_size(CMD(pmd)) / 4;
     for (size_t i = 0; i < n; i++) s += fabs((double)pf[i]);
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
     dnnl_memory_destroy(pm);
-#if V3
-    dnnl_memory_desc_destroy(pmd);
-#endif
+    free_md(&pmd);
     return s;
 }
 
@@ -225,14 +234,6 @@ static void report(const conv_t *c, int op, double ms, const char *impl, double 
         printf("%-24s x%d  %-20s %9.3f ms  %-30s %.6g\n", c->name, c->count, op_name[op], ms, impl, checksum);
 }
 
-static void free_md(md_t *md) {
-#if V3
-    if (*md) dnnl_memory_desc_destroy(*md);
-    *md = NULL;
-#else
-    (void)md;
-#endif
-}
 
 // A reorder src_md -> dst_md timed (NULL-free: returns 0 when the two are equal).
 static double time_reorder(const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_t dmd, const char **impl) {
@@ -315,7 +316,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     {
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
         double ms = timeit(fpd, 3, a);
-        report(c, OP_FWD, ms, pd_impl(fpd), mem_sum(y, ymd, 4, dd));
+        report(c, OP_FWD, ms, pd_impl(fpd), mem_sum(y, ymd));
     }
     // backward data (not for the first layer: nothing flows into the image)
     const_dnnl_memory_desc_t bwmd = NULL;

@@ -162,13 +162,14 @@ static void plan_summary(json_t *plan, char *out, size_t len) {
     json_t *t = json_object_get(b, "conv_prop_timed");
     const char *kind = json_string_value(json_object_get(b, "conv_prop_kind"));
     char timed[128] = "";
-    if (t && kind)  // a batch-1 plan built both ways and timed (backend/cpu: cpu_plan_create)
+    if (t && kind) {  // a batch-1 plan built both ways and timed (backend/cpu: cpu_plan_create)
+        const char *other = strcmp(kind, "forward_inference") ? "forward_inference" : "forward_training";
+        char kept_key[40], other_key[40];
+        snprintf(kept_key, sizeof kept_key, "%s_ms", kind);
+        snprintf(other_key, sizeof other_key, "%s_ms", other);
         snprintf(timed, sizeof timed, "; convolutions %s, timed %.1f ms vs %.1f ms %s", kind,
-                 json_real_value(json_object_get(t, strcmp(kind, "forward_inference") ? "forward_training_ms"
-                                                                                      : "forward_inference_ms")),
-                 json_real_value(json_object_get(t, strcmp(kind, "forward_inference") ? "forward_inference_ms"
-                                                                                      : "forward_training_ms")),
-                 strcmp(kind, "forward_inference") ? "forward_inference" : "forward_training");
+                 json_real_value(json_object_get(t, kept_key)), json_real_value(json_object_get(t, other_key)), other);
+    }
     snprintf(out, len, " (%s%s%s, %lld BN folded, %lld residual adds fused%s)", lib ? lib : "", isa ? " " : "",
              isa ? isa : "", (long long)json_integer_value(json_object_get(b, "folded_bn")),
              (long long)json_integer_value(json_object_get(b, "fused_residual_sum")), timed);

@@ -338,6 +338,20 @@ static int cmp_ns(const void *a, const void *b) {
     return (y->ns > x->ns) - (y->ns < x->ns);
 }
 
+// "1x64x56x56": the dimensions of a step's destination ("-": none, e.g. a function step).
+static void step_dst_dims(const cpu_step *s, char *out, size_t len) {
+    snprintf(out, len, "-");
+    const dnnl_memory_desc_t *md = NULL;
+    for (int a = 0; a < s->nargs && !md; a++)
+        if (s->args[a].arg == DNNL_ARG_DST && s->args[a].memory &&
+            dnnl_memory_get_memory_desc(s->args[a].memory, &md) != dnnl_success)
+            md = NULL;
+    if (!md) return;
+    size_t o = 0;
+    for (int d = 0; d < md->ndims && o + 16 < len; d++)
+        o += (size_t)snprintf(out + o, len - o, "%s%lld", d ? "x" : "", (long long)md->dims[d]);
+}
+
 static void profile_log(cpu_plan *p) {
     cpu_steps *lists[3] = {&p->fwd, &p->bwd, &p->in_grad};
     int total = 0;
@@ -387,17 +401,8 @@ static void profile_log(cpu_plan *p) {
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < lists[i]->n; j++) {
                 const cpu_step *s = &lists[i]->v[j];
-                char dims[64] = "-";
-                for (int a = 0; a < s->nargs; a++)
-                    if (s->args[a].arg == DNNL_ARG_DST && s->args[a].memory) {
-                        const dnnl_memory_desc_t *md = NULL;
-                        if (dnnl_memory_get_memory_desc(s->args[a].memory, &md) == dnnl_success && md) {
-                            int o = 0;
-                            for (int d = 0; d < md->ndims && o < (int)sizeof dims - 16; d++)
-                                o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%lld", d ? "x" : "",
-                                              (long long)md->dims[d]);
-                        }
-                    }
+                char dims[64];
+                step_dst_dims(s, dims, sizeof dims);
                 dlp_log(DLP_LOG_INFO, "  step %s %3d %9.4f ms/call  %-16s %s", i == 0 ? "fwd" : i == 1 ? "bwd" : "din",
                         j, (double)s->ns / 1e6 / (double)(s->calls ? s->calls : 1), dims, s->what);
             }
