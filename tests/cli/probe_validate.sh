@@ -66,7 +66,7 @@ has "$T/skip.txt" "unknown part 'disk'"
 # 2. validate: three short runs predicted from the profile
 cat >"$T/c.json" <<'EOF'
 [{"device": "sim:custom,img_per_s=100000,t0_ms=50", "model": "resnet-mini", "size": 64, "batch": 4, "workers": 1},
- {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 16, "workers": 2},
+ {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 48, "workers": 1},
  {"device": "sim:custom,img_per_s=100000", "model": "resnet-mini", "size": 64, "batch": 4, "workers": 1, "read_limit": "64K"}]
 EOF
 "$D" validate --profile "$T/p.json" --data "$DATA" --configs "$T/c.json" --steps 4 --seconds 1 --max-seconds 3 \
@@ -88,7 +88,9 @@ for r in rows:
     assert r["steps_measured"] >= 4 and r["warmup_steps"] >= 3, r
 mape = sum(r["ape"] for r in rows) / 3
 assert abs(mape - v["mape"]) < 1e-9
-# The regimes the model predicts for these three: device, pipeline, storage.
+# The regimes the model predicts for these three: device, pipeline, storage. The pipeline-bound one loads 48 images
+# a step on one worker: at b16 on two workers the loader's predicted rate came within the loop's own time per step
+# on a busy CI machine (predicted device 11228 img/s, observed pipeline 14490), and the regime flipped.
 assert [r["predicted_regime"] for r in rows] == ["device", "pipeline", "storage"], [r["predicted_regime"] for r in rows]
 # A device-bound emulated device is predicted within 10 % even on a busy machine (its rate is what it waits).
 assert rows[0]["ape"] < 0.10, rows[0]
