@@ -32,7 +32,7 @@ ROOT = os.environ.get("DLPERF_ROOT", os.path.dirname(os.path.dirname(os.path.dir
 DLPERF = os.environ.get("DLPERF", os.path.join(ROOT, "build", "dlperf"))
 TMP = tempfile.mkdtemp(prefix="preempt-", dir=os.environ.get("DLPERF_TEST_TMP"))
 KEEP = 2
-STEPS = 500
+STEPS = 500  # at least; main() raises it on a CPU fast enough that the kills would outrun the run
 KILLS = 22
 ENV = dict(os.environ, OMP_WAIT_POLICY="passive")
 FAILS = []
@@ -43,9 +43,9 @@ def fail(msg):
     FAILS.append(msg)
 
 
-def train_args(ck, resume, extra=()):
+def train_args(ck, resume, extra=(), steps=None):
     a = [DLPERF, "train", "--data", os.path.join(TMP, "ds"), "--model", "resnet-mini", "--size", "64", "--batch", "8",
-         "--device", "ref", "--threads", "1", "--workers", "1", "--steps", str(STEPS), "--lr", "0.05",
+         "--device", "ref", "--threads", "1", "--workers", "1", "--steps", str(steps or STEPS), "--lr", "0.05",
          "--no-lr-scaling", "--warmup-steps", "5", "--momentum", "0.9", "--log-every", "1", "--peak", "off",
          "--no-monitor", "--no-eval", *extra]
     if ck:
@@ -91,6 +91,20 @@ def main():
     subprocess.check_call([DLPERF, "data", "gen", "--out", os.path.join(TMP, "ds"), "--classes", "3", "--per-class",
                            "12", "--val-per-class", "2", "--size", "64-80", "--seed", "1"], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
+    # How many steps the kills consume depends on the CPU (~23 a kill on a Zen 4 core, where 500 steps ran out after
+    # 21 kills): a short run checkpointing every step, as the killed ones do, sets STEPS to 1.5x what 22 kills of
+    # at most 0.7 s could take, plus room for the SIGTERM part and the final resume.
+    global STEPS
+    cal = os.path.join(TMP, "cal")
+    t0 = time.time()
+    r = subprocess.run(train_args(cal, False, steps=60), capture_output=True, text=True, env=ENV)
+    if r.returncode != 0:
+        print(r.stderr[-2000:])
+        raise SystemExit("the calibration run failed")
+    rate = 60 / (time.time() - t0)
+    shutil.rmtree(cal, ignore_errors=True)
+    STEPS = max(STEPS, int(rate * 0.7 * KILLS * 1.5 / 100 + 2) * 100)
+    print(f"calibration: {rate:.0f} steps/s with a checkpoint each (setup included): {STEPS} steps")
     t0 = time.time()
     r = subprocess.run(train_args(None, False), capture_output=True, text=True, env=ENV)
     if r.returncode != 0:
