@@ -225,13 +225,19 @@ static const char *op_name[NOPS] = {"conv fwd",  "conv bwd data", "conv bwd weig
 static double total[NOPS];
 static int json = 0;
 
+// The floating-point operations of one pass of c (each of forward, backward data and backward weights does as many:
+// 2 per multiply-add), set by run_conv for the report's GFLOP/s; 0 for the passes that are not convolutions.
+static double conv_flops;
+
 static void report(const conv_t *c, int op, double ms, const char *impl, double checksum) {
     total[op] += ms * c->count;
+    const double gflop = op <= OP_BWD_W ? conv_flops * 1e-9 : 0;
     if (json)
-        printf("{\"layer\":\"%s\",\"count\":%d,\"op\":\"%s\",\"ms\":%.4f,\"impl\":\"%s\",\"checksum\":%.6e}\n", c->name,
-               c->count, op_name[op], ms, impl, checksum);
+        printf("{\"layer\":\"%s\",\"count\":%d,\"op\":\"%s\",\"ms\":%.4f,\"impl\":\"%s\",\"checksum\":%.6e,"
+               "\"gflop\":%.9g}\n", c->name, c->count, op_name[op], ms, impl, checksum, gflop);
     else
-        printf("%-24s x%d  %-20s %9.3f ms  %-30s %.6g\n", c->name, c->count, op_name[op], ms, impl, checksum);
+        printf("%-24s x%d  %-20s %9.3f ms %7.0f GFLOP/s  %-30s %.6g\n", c->name, c->count, op_name[op], ms,
+               gflop > 0 && ms > 0 ? gflop / ms * 1e3 : 0, impl, checksum);
 }
 
 
@@ -291,6 +297,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     const int64_t ohw = (ihw + 2 * pad - c->k) / c->s + 1;
     int64_t sd[4] = {batch, c->ic, ihw, ihw}, wd[4] = {c->oc, c->ic, c->k, c->k}, dd[4] = {batch, c->oc, ohw, ohw};
     dnnl_dims_t st = {c->s, c->s}, pl = {pad, pad}, dil = {0, 0};
+    conv_flops = 2.0 * (double)batch * (double)(ohw * ohw) * c->oc * c->ic * c->k * c->k;
     md_t src, wei, dst, wplain;
     md_tag(&src, 4, sd, dt, dnnl_format_tag_any);
     md_tag(&wei, 4, wd, dt, dnnl_format_tag_any);

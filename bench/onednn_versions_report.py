@@ -3,7 +3,10 @@
 (DIR/r<round>-v<2|3>.jsonl) and prints the two oneDNN versions side by side: per primitive the lowest time over the
 rounds (interference only slows a run down) and each one's implementation, per kind of work the step's total
 (each shape weighted by how often ResNet-50 has it) and the ratio 3.x / 2.x. Exits 1 when the forward outputs of
-the two versions disagree beyond rounding (checksums: sums of |y| per layer)."""
+the two versions disagree beyond rounding (checksums: sums of |y| per layer). From the rows' FLOP counts it also
+prints each kind of convolution pass's GFLOP/s as a share of the reference layer's rate (layer2's 3x3 forward: the
+shape dlperf's measured peak times), the share a whole training step made of these primitives reaches — the ceiling
+of `dlperf nn bench --peak`'s "achieved N% of it" with these kernels — and the least efficient passes."""
 import argparse
 import json
 import os
@@ -57,6 +60,48 @@ def compare(a, b, tol):
     return bad
 
 
+PEAK_REF = ("l2 3x3 128-128", "conv fwd")  # the shape dlperf's measure_peak times (at 224 px, batch 32)
+
+
+def efficiency(rows, order):
+    """Per kind of convolution pass: (GFLOP per step, ms per step, GFLOP/s); the reference rate; the step's rate
+    (3 x the forward GFLOP over every primitive's time); the least efficient passes. None without FLOP counts
+    (JSON lines from before they were written)."""
+    if not all("gflop" in r for r in rows.values()) or PEAK_REF not in rows or rows[PEAK_REF]["ms"] <= 0:
+        return None
+    ref = rows[PEAK_REF]["gflop"] / rows[PEAK_REF]["ms"] * 1e3
+    kinds = {}
+    for kd in KINDS[:3]:
+        g = sum(r["gflop"] * r["count"] for (l, o), r in rows.items() if o == kd)
+        ms = sum(r["ms"] * r["count"] for (l, o), r in rows.items() if o == kd)
+        kinds[kd] = (g, ms, g / ms * 1e3 if ms > 0 else 0.0)
+    g = sum(v[0] for v in kinds.values())
+    ms = sum(v[1] for v in kinds.values())
+    kinds["convolutions"] = (g, ms, g / ms * 1e3 if ms > 0 else 0.0)
+    step_ms = sum(r["ms"] * r["count"] for r in rows.values())
+    step = kinds["conv fwd"][0] * 3 / step_ms * 1e3 if step_ms > 0 else 0.0
+    passes = [(r["gflop"] / r["ms"] * 1e3 / ref, k) for k in order for r in [rows[k]] if r["gflop"] > 0 and r["ms"] > 0]
+    return {"reference_gflops": ref, "kinds": kinds, "step_gflops": step, "step_share": step / ref,
+            "lowest": sorted(passes)[:6]}
+
+
+def print_efficiency(h2, e2, h3, e3):
+    print()
+    print(f"efficiency: GFLOP/s, and the share of the reference rate ({PEAK_REF[0]} {PEAK_REF[1].split()[1]}, the shape "
+          f"dlperf's measured peak times: {e2['reference_gflops']:.0f} GFLOP/s with {h2['onednn']}, "
+          f"{e3['reference_gflops']:.0f} with {h3['onednn']})")
+    print(f"{'':34s} {'GFLOP':>7s} {h2['onednn']:>14s} {h3['onednn']:>14s}")
+    for kd, (g, _, r2) in e2["kinds"].items():
+        r3 = e3["kinds"][kd][2]
+        print(f"{kd:34s} {g:7.1f} {r2:8.0f} {100 * r2 / e2['reference_gflops']:4.0f}% "
+              f"{r3:8.0f} {100 * r3 / e3['reference_gflops']:4.0f}%")
+    print(f"{'step (3x forward, every primitive)':34s} {'':7s} {e2['step_gflops']:8.0f} {100 * e2['step_share']:4.0f}% "
+          f"{e3['step_gflops']:8.0f} {100 * e3['step_share']:4.0f}%"
+          "   <- the most a training step of these primitives reaches")
+    print(f"least efficient passes ({h2['onednn']}): " +
+          ", ".join(f"{k[0]} {k[1].replace('conv ', '')} {100 * x:.0f}%" for x, k in e2["lowest"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -97,6 +142,9 @@ def main():
     print(f"{'step':34s} {s2:9.1f} {s3:9.1f}  {s3 / s2:5.2f}")
     print(f"images/s from these primitives alone: {h2['onednn']} {h2['batch'] * 1e3 / s2:.2f}, "
           f"{h3['onednn']} {h3['batch'] * 1e3 / s3:.2f}")
+    e2, e3 = efficiency(r2, order), efficiency(r3, order)
+    if e2 and e3:
+        print_efficiency(h2, e2, h3, e3)
     tol = 1e-3 if prec == "fp32" else 3e-2
     bad = compare(r2, r3, tol)
     for layer, x, y in bad:
@@ -106,8 +154,14 @@ def main():
     if a.json:
         out = {"v2": h2, "v3": h3, "rounds": a.rounds, "per_step_ms": {"v2": tot2, "v3": tot3},
                "step_ms": {"v2": s2, "v3": s3}, "ratio": s3 / s2, "mismatches": len(bad),
+               "efficiency": {v: None if e is None else
+                              {"reference_gflops": e["reference_gflops"], "step_gflops": e["step_gflops"],
+                               "step_share": e["step_share"],
+                               "kinds": {kd: {"gflop": x[0], "ms": x[1], "gflops": x[2]} for kd, x in e["kinds"].items()}}
+                              for v, e in (("v2", e2), ("v3", e3))},
                "rows": [{"layer": k[0], "op": k[1], "count": r2[k]["count"], "ms_v2": r2[k]["ms"],
-                         "ms_v3": r3[k]["ms"], "impl_v2": r2[k]["impl"], "impl_v3": r3[k]["impl"]}
+                         "ms_v3": r3[k]["ms"], "impl_v2": r2[k]["impl"], "impl_v3": r3[k]["impl"],
+                         "gflop": r2[k].get("gflop")}
                         for k in order if k in r3]}
         with open(a.json + ".tmp", "w") as f:
             json.dump(out, f, indent=1)

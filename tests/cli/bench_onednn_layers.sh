@@ -32,6 +32,14 @@ assert ("l4 1x1 512-2048", "add+relu fwd") in ops and ("l4 ds 1x1/2 1024-2048", 
 for r in rows:
     if "layer" in r:
         assert r["ms"] >= 0 and r["impl"], r
+# each convolution pass's FLOPs (the report's GFLOP/s): 2 x N x OH x OW x IC x OC x K^2 at 64 px (l4 at 2x2, the
+# stride-2 one from 4x4, the first 1x1 at 4x4); the passes that are not convolutions carry none
+want = {"l4 1x1 1024-512": 2 * 2 * 16 * 1024 * 512, "l4 3x3/2 512-512": 2 * 2 * 4 * 512 * 512 * 9,
+        "l4 3x3 512-512": 2 * 2 * 4 * 512 * 512 * 9, "l4 1x1 2048-512": 2 * 2 * 4 * 2048 * 512}
+for r in rows:
+    if r.get("layer") in want:
+        g = want[r["layer"]] * 1e-9 if r["op"].startswith("conv ") else 0
+        assert abs(r["gflop"] - g) <= 1e-6 * max(g, 1e-9), (r, g)
 step = [r for r in rows if r.get("total") == "step"][0]
 assert step["ms"] > 0
 print("ok l4's six shapes: every op timed, implementations named, the add only after a bottleneck's last conv")

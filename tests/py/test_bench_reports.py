@@ -107,10 +107,12 @@ with tempfile.TemporaryDirectory() as d:
     def layers_file(r, v, ms, checksum=100.0):
         with open(os.path.join(d, f"r{r}-v{v}.jsonl"), "w") as f:
             f.write(json.dumps({"onednn": f"{v}.0.0", "batch": 32, "size": 224, "precision": "fp32", "max_isa": ""}) + "\n")
-            for layer, count in (("a 3x3", 3), ("b 1x1", 1)):
-                for op, k in (("conv fwd", 1.0), ("bn fwd", 0.1)):
+            # "l2 3x3 128-128" forward is the report's reference rate (dlperf's peak shape)
+            for layer, count in (("l2 3x3 128-128", 3), ("b 1x1", 1)):
+                for op, k in (("conv fwd", 1.0), ("conv bwd weights", 2.0), ("bn fwd", 0.1)):
                     f.write(json.dumps({"layer": layer, "count": count, "op": op, "ms": ms * k, "impl": f"impl{v}",
-                                        "checksum": checksum if op == "conv fwd" else 0}) + "\n")
+                                        "checksum": checksum if op == "conv fwd" else 0,
+                                        "gflop": 7.4 if op.startswith("conv") else 0}) + "\n")
 
     layers_file(1, 2, 10.0)
     layers_file(2, 2, 12.0)  # a slower round: the best (10) counts
@@ -121,13 +123,22 @@ with tempfile.TemporaryDirectory() as d:
                        capture_output=True, text=True)
     check(r.returncode == 0 and "forward outputs agree" in r.stdout, f"oneDNN versions report: exit 0 ({r.stderr.strip()[-300:]})")
     j = json.load(open(os.path.join(d, "v.json")))
-    # conv fwd: (3 + 1) * 10 = 40 ms vs 32; bn: 4 vs 3.2; step 44 vs 35.2
-    check(abs(j["per_step_ms"]["v2"]["conv fwd"] - 40) < 1e-9 and abs(j["step_ms"]["v3"] - 35.2) < 1e-9
+    # conv fwd: (3 + 1) * 10 = 40 ms vs 32; bwd weights 80 vs 64; bn: 4 vs 3.2; step 124 vs 99.2
+    check(abs(j["per_step_ms"]["v2"]["conv fwd"] - 40) < 1e-9 and abs(j["step_ms"]["v3"] - 99.2) < 1e-9
           and abs(j["ratio"] - 0.8) < 1e-9, "oneDNN versions: best round per primitive, weighted by count, ratio 0.80")
+    # efficiency (2.x): reference 7.4 GFLOP in 10 ms = 740 GFLOP/s; forward 29.6 GFLOP in 40 ms (100%), backward
+    # weights 29.6 in 80 ms (370, 50%), convolutions 59.2 in 120 ms; the step 3 x 29.6 GFLOP in 124 ms (716, 96.8%)
+    e = j["efficiency"]["v2"]
+    check(abs(e["reference_gflops"] - 740) < 1e-6 and abs(e["kinds"]["conv bwd weights"]["gflops"] - 370) < 1e-6
+          and abs(e["kinds"]["convolutions"]["gflops"] - 59.2 / 0.120) < 1e-6
+          and abs(e["step_gflops"] - 88.8 / 0.124) < 1e-6 and abs(e["step_share"] - 88.8 / 0.124 / 740) < 1e-9,
+          f"oneDNN versions: GFLOP/s per kind and the step's share of the reference rate ({e})")
+    check("least efficient passes (2.0.0): b 1x1 bwd weights 50%, l2 3x3 128-128 bwd weights 50%" in r.stdout
+          and " 97%   <- the most a training step" in r.stdout, "oneDNN versions: efficiency lines printed")
     layers_file(1, 3, 8.0, 101.0)
     layers_file(2, 3, 9.0, 101.0)
     r = subprocess.run([sys.executable, rep, "--dir", d, "--rounds", "2"], capture_output=True, text=True)
-    check(r.returncode == 1 and "MISMATCH a 3x3" in r.stdout, "oneDNN versions: outputs 1% apart are a mismatch, exit 1")
+    check(r.returncode == 1 and "MISMATCH l2 3x3 128-128" in r.stdout, "oneDNN versions: outputs 1% apart are a mismatch, exit 1")
 
 print(f"{'all passed' if not fails else f'{fails} failed'}")
 sys.exit(1 if fails else 0)
