@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh and bench/onednn_versions.sh on made-up figures, without running any
+"""The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh, bench/onednn_versions.sh and bench/torch_onednn_kinds.py on made-up figures, without running any
 benchmark and without the peers installed (no torch, OpenVINO or DALI needed): the ratios, the targets each peer is
 judged by (issue 7 against PyTorch 1.x, issue 14 against OpenVINO and DALI, none against PyTorch 2.x inference), and
 the report JSON's keys from before it had several peers. Pure standard library; well under a second.
@@ -139,6 +139,36 @@ with tempfile.TemporaryDirectory() as d:
     layers_file(2, 3, 9.0, 101.0)
     r = subprocess.run([sys.executable, rep, "--dir", d, "--rounds", "2"], capture_output=True, text=True)
     check(r.returncode == 1 and "MISMATCH l2 3x3 128-128" in r.stdout, "oneDNN versions: outputs 1% apart are a mismatch, exit 1")
+
+with tempfile.TemporaryDirectory() as d:
+    # PyTorch's oneDNN per kind of primitive (bench/torch_onednn_kinds.py --parse): a saved verbose log in 3.x's
+    # format with and without the v1,primitive fields; a convolution's GFLOP from its problem descriptor
+    log = os.path.join(d, "v.log")
+    with open(log, "w") as f:
+        f.write("onednn_verbose,v1,info,oneDNN v3.13.3 (commit x)\n"
+                "onednn_verbose,v1,primitive,exec,cpu,convolution,brgconv_1x1:avx512_core_bf16,forward_training,"
+                "src:bf16::blocked:acdb::f0 wei:bf16::blocked:AcdB64a2b::f0,attr-scratchpad:user,alg:convolution_direct,"
+                "mb32_ic64oc256_ih56oh56kh1sh1dh0ph0_iw56ow56kw1sw1dw0pw0,5.0\n"
+                "onednn_verbose,exec,cpu,convolution,jit_bf16:avx512_core_bf16,backward_weights,src_bf16 wei_bf16,"
+                "attr-scratchpad:user ,alg:convolution_direct,mb32_ic64oc64_ih56oh56kh3sh1dh0ph1_iw56ow56kw3sw1dw0pw1,"
+                "10.0\n"
+                "onednn_verbose,v1,primitive,exec,cpu,convolution,jit_bf16:avx512_core_bf16,backward_weights,src wei,"
+                "attr-scratchpad:user,alg:convolution_direct,mb32_g2ic64oc64_ih56oh56kh3sh1dh0ph1_iw56ow56kw3sw1dw0pw1,"
+                "2.0\n"
+                "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src dst,attr-scratchpad:user,,64x3x7x7,0.5\n"
+                "onednn_verbose,v1,graph,exec,cpu,1,sdp,x,y,z,strict,larger_partition_kernel_t,dnnl_backend,9.0\n")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench/torch_onednn_kinds.py"), "--parse", log,
+                        "--json", os.path.join(d, "k.json")], capture_output=True, text=True)
+    check(r.returncode == 0, f"torch_onednn_kinds --parse: exit 0 ({r.stderr.strip()[-300:]})")
+    if r.returncode == 0:
+        k = {(e["primitive"], e["prop_kind"]): e for e in json.load(open(os.path.join(d, "k.json")))["kinds"]}
+        fwd, bww = k[("convolution", "forward_training")], k[("convolution", "backward_weights")]
+        # 1x1 64->256 at 56x56, b32: 2*32*256*3136*64 = 3.288 GFLOP; 3x3 64->64: 2*32*64*3136*64*9 = 7.398, and
+        # with 2 groups half of it
+        check(abs(fwd["gflop"] - 2 * 32 * 256 * 3136 * 64 * 1e-9) < 1e-9 and fwd["calls"] == 1
+              and abs(bww["gflop"] - 1.5 * 2 * 32 * 64 * 3136 * 64 * 9 * 1e-9) < 1e-9 and bww["calls"] == 2
+              and abs(bww["ms"] - 12.0) < 1e-9 and ("reorder", "undef") in k and len(k) == 3,
+              f"torch_onednn_kinds: calls, ms and GFLOP per kind, groups halve, graph lines skipped ({k})")
 
 print(f"{'all passed' if not fails else f'{fails} failed'}")
 sys.exit(1 if fails else 0)
