@@ -91,7 +91,7 @@ def main():
     subprocess.check_call([DLPERF, "data", "gen", "--out", os.path.join(TMP, "ds"), "--classes", "3", "--per-class",
                            "12", "--val-per-class", "2", "--size", "64-80", "--seed", "1"], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
-    # How many steps the kills consume depends on the CPU (~23 a kill on a Zen 4 core, where 500 steps ran out after
+    # How many steps the kills consume depends on the CPU (~23 a kill on a Zen 5 core, where 500 steps ran out after
     # 21 kills): a short run checkpointing every step, as the killed ones do, sets STEPS to 1.5x what 22 kills of
     # at most 0.7 s could take, plus room for the SIGTERM part and the final resume.
     global STEPS
