@@ -225,13 +225,9 @@ static const char *op_name[NOPS] = {"conv fwd",  "conv bwd data", "conv bwd weig
 static double total[NOPS];
 static int json = 0;
 
-// The floating-point operations of one pass of c (each of forward, backward data and backward weights does as many:
-// 2 per multiply-add), set by run_conv for the report's GFLOP/s; 0 for the passes that are not convolutions.
-static double conv_flops;
-
-static void report(const conv_t *c, int op, double ms, const char *impl, double checksum) {
+// One timed primitive of c; gflop: its floating-point work (a convolution pass's, for the GFLOP/s), else 0.
+static void report_work(const conv_t *c, int op, double ms, const char *impl, double checksum, double gflop) {
     total[op] += ms * c->count;
-    const double gflop = op <= OP_BWD_W ? conv_flops * 1e-9 : 0;
     if (json)
         printf("{\"layer\":\"%s\",\"count\":%d,\"op\":\"%s\",\"ms\":%.4f,\"impl\":\"%s\",\"checksum\":%.6e,"
                "\"gflop\":%.9g}\n", c->name, c->count, op_name[op], ms, impl, checksum, gflop);
@@ -240,6 +236,9 @@ static void report(const conv_t *c, int op, double ms, const char *impl, double 
                gflop > 0 && ms > 0 ? gflop / ms * 1e3 : 0, impl, checksum);
 }
 
+static void report(const conv_t *c, int op, double ms, const char *impl, double checksum) {
+    report_work(c, op, ms, impl, checksum, 0);
+}
 
 // A reorder src_md -> dst_md timed (NULL-free: returns 0 when the two are equal).
 static double time_reorder(const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_t dmd, const char **impl) {
@@ -297,7 +296,8 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     const int64_t ohw = (ihw + 2 * pad - c->k) / c->s + 1;
     int64_t sd[4] = {batch, c->ic, ihw, ihw}, wd[4] = {c->oc, c->ic, c->k, c->k}, dd[4] = {batch, c->oc, ohw, ohw};
     dnnl_dims_t st = {c->s, c->s}, pl = {pad, pad}, dil = {0, 0};
-    conv_flops = 2.0 * (double)batch * (double)(ohw * ohw) * c->oc * c->ic * c->k * c->k;
+    // each of forward, backward data and backward weights: 2 FLOPs per multiply-add
+    const double gflop = 2e-9 * (double)batch * (double)(ohw * ohw) * c->oc * c->ic * c->k * c->k;
     md_t src, wei, dst, wplain;
     md_tag(&src, 4, sd, dt, dnnl_format_tag_any);
     md_tag(&wei, 4, wd, dt, dnnl_format_tag_any);
@@ -323,7 +323,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     {
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
         double ms = timeit(fpd, 3, a);
-        report(c, OP_FWD, ms, pd_impl(fpd), mem_sum(y, ymd));
+        report_work(c, OP_FWD, ms, pd_impl(fpd), mem_sum(y, ymd), gflop);
     }
     // backward data (not for the first layer: nothing flows into the image)
     const_dnnl_memory_desc_t bwmd = NULL;
@@ -333,7 +333,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
         bwmd = pd_md(bdpd, dnnl_query_weights_md);
         dnnl_memory_t bw = mem_new(bwmd, 2, 0.05f);
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, bw}, {DNNL_ARG_DIFF_SRC, dx}};
-        report(c, OP_BWD_D, timeit(bdpd, 3, a), pd_impl(bdpd), 0);
+        report_work(c, OP_BWD_D, timeit(bdpd, 3, a), pd_impl(bdpd), 0, gflop);
         dnnl_memory_destroy(bw);
     }
     // backward weights
@@ -342,7 +342,7 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
         const_dnnl_memory_desc_t dwmd = pd_md(bwpd, dnnl_query_diff_weights_md);
         dnnl_memory_t dw = mem_new(dwmd, 0, 0);
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
-        report(c, OP_BWD_W, timeit(bwpd, 3, a), pd_impl(bwpd), 0);
+        report_work(c, OP_BWD_W, timeit(bwpd, 3, a), pd_impl(bwpd), 0, gflop);
         // the weight gradient back to the fp32 master's layout, the casts of the updated master
         const char *impl;
         double ms = time_reorder(dwmd, CMD(wplain), &impl);
