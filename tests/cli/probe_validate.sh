@@ -2,7 +2,7 @@
 # dlperf probe and dlperf validate end to end on a tiny dataset: a quick probe (ref backend on resnet-mini) writes a
 # valid profile (never over an existing file, its temporary files gone), then validate runs three short real
 # training configurations (device-bound, pipeline-bound, read-limited) predicted from that profile alone, prints
-# the table and the MAPE, and writes dlperf.validate/1. The full sweep is not a test (README, docs/model.md).
+# the table and the MAPE, and writes dlperf.validate/1. The full sweep is not a test (docs/model-validation.md, docs/model.md).
 # tags: asan
 # timeout: 600
 set -u

@@ -102,15 +102,15 @@ has "$T/real.txt" "best "
 "$D" plan --budget-usd-h 100 >"$T/realh.txt" 2>&1 || { cat "$T/realh.txt"; fail "real catalog, hourly"; }
 has "$T/realh.txt" "best aws-"
 
-# 7b. README's examples are what this build prints (the chosen rows of the purchase and the hourly example).
-R=${DLPERF_ROOT:-.}/README.md
+# 7b. docs/plan.md's examples are what this build prints (the chosen rows of the purchase and the hourly example).
+R=${DLPERF_ROOT:-.}/docs/plan.md
 if [ -f "$R" ]; then
   for f in real realh; do
     row=$(grep -E '^  best ' "$T/$f.txt" | head -1)
     [ -n "$row" ] || fail "$f: no best row"
-    grep -qF -- "    $row" "$R" || { echo "output: $row"; fail "README's Plan example for $f is out of date"; }
+    grep -qF -- "    $row" "$R" || { echo "output: $row"; fail "docs/plan.md's example for $f is out of date"; }
   done
-  echo "ok README rows"
+  echo "ok docs/plan.md rows"
 fi
 
 # 8. Errors: no budget, both budgets, and --json never overwrites.
