@@ -36,7 +36,7 @@
 # Knobs: GPU_SKIP="torch,train,..." (parts to skip), DLPERF_CHECK_IMAGE (112), GPU_BUILD=1 (build even when the
 # prebuilt binaries match).
 # The run, from the repository root (bench/gpu-carry.sh first, here):
-#   run(command="bash bench/gpu.sh", carry=[".carry"], timeout_s=420)
+#   run(command="bash bench/gpu.sh", carry=[".carry"], timeout_s=360)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -136,7 +136,7 @@ if [ "$DRY" = 1 ]; then
     esac
   done
   echo "total: ${fixed} s for the parts in order (bound: ${TOTAL_S} s); the 'time left' parts ($left s at most) run only"
-  echo "       before the ${TOTAL_S} s deadline, so the run never takes more than ${TOTAL_S} s after start-up"
+  echo "       in what they leave; every part ends before the ${TOTAL_S} s deadline (set-up included) less wrap-up's 5 s"
   [ -z "$LOCAL_DL" ] && echo "note: no build/dlperf here: the dlperf command lines were not parsed"
   [ "$fixed" -le "$TOTAL_S" ] || { echo "error: the parts' bounds add up to more than $TOTAL_S s"; exit 1; }
   [ "$BAD" = 0 ] || { echo "error: a dlperf command line above does not parse"; exit 1; }
@@ -221,15 +221,17 @@ run_part() {
   if [[ "$SKIP" == *",$name,"* ]]; then printf '%s\tskipped\t0\tGPU_SKIP\n' "$name" >> "$PARTS"; echo "== $name: skipped (GPU_SKIP)"; return; fi
   if [ -z "$B" ]; then printf '%s\tskipped\t0\tno binaries\n' "$name" >> "$PARTS"; echo "== $name: skipped, no binaries"; return; fi
   if [ "$HAVE_GPU" = 0 ] && [ "$name" != build ]; then printf '%s\tskipped\t0\tno GPU\n' "$name" >> "$PARTS"; echo "== $name: skipped, no GPU (nvidia-smi -L failed)"; return; fi
+  # every part ends before the deadline (less the wrap-up's bound): the set-up above and the parts' kill grace
+  # come out of the last parts, never on top of the total; a "left" part needs 8 s at least to start
   to=$b
-  if [ "$kind" = left ]; then
-    local left=$((DEADLINE - $(now) - $(bound wrap-up)))
-    [ "$left" -lt "$to" ] && to=$left
-    if [ "$to" -lt 8 ]; then printf '%s\tskipped\t0\tno time left\n' "$name" >> "$PARTS"; echo "== $name: skipped, no time left"; return; fi
+  local left=$((DEADLINE - $(now) - $(bound wrap-up)))
+  [ "$left" -lt "$to" ] && to=$left
+  if [ "$to" -lt 8 ] && { [ "$kind" = left ] || [ "$to" -lt 1 ]; }; then
+    printf '%s\tskipped\t0\tno time left\n' "$name" >> "$PARTS"; echo "== $name: skipped, no time left"; return
   fi
   echo "== $name (timeout ${to}s)"
   t0=$(now)
-  timeout --kill-after=3 "$to" bash -c "part_${name//-/_}" > "$log" 2>&1; rc=$?
+  timeout --kill-after=2 "$to" bash -c "part_${name//-/_}" > "$log" 2>&1; rc=$?
   case $rc in 0) status=ok ;; 77) status=skipped ;; 124|137) status="TIMEOUT(${to}s)" ;; *) status="FAIL(rc=$rc)" ;; esac
   printf '%s\t%s\t%d\t\n' "$name" "$status" $(( $(now) - t0 )) >> "$PARTS"
   if [ "$status" = ok ] || [ "$status" = skipped ]; then grep -v '^debug' "$log" | tail -4 | sed 's/^/   /'
@@ -285,7 +287,7 @@ for p in $PLAN; do
 done
 
 # ---- wrap-up: what comes back (the device tool returns at most 8 files) -------------------------------------------------
-"$PY" bench/gpu_report.py "$WORK" --json "$OUT/summary.json" || echo "(bench/gpu_report.py failed; the raw results are in the tarball)"
+timeout 20 "$PY" bench/gpu_report.py "$WORK" --json "$OUT/summary.json" || echo "(bench/gpu_report.py failed; the raw results are in the tarball)"
 for f in h200-profile.json h200-sxm.json; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"; done
 tar -C "$WORK" -czf "$OUT/results.tar.gz" --exclude=synth . 2>/dev/null
 echo "== parts:"; column -t -s $'\t' "$PARTS" 2>/dev/null || cat "$PARTS"
