@@ -105,14 +105,24 @@ spec:
         - "--epochs"
         - "1"
 EOF
-( cd "$T/fx" && "$PY" "$X" "$D" a.sh b.md c.yaml ) > "$T/fx.out" 2>&1 && fail "the fixture's bad lines passed: $(cat "$T/fx.out")"
+cat > "$T/fx/Dockerfile" <<'EOF'
+# BAD on lines 2, 3 and 8
+#   docker run --rm dlperf trian
+RUN make build/dlperf && ./build/dlperf version --jsn \
+    && true
+RUN apt-get install -y make \
+    dlperf-is-not-here
+ENTRYPOINT ["dlperf"]
+CMD ["run", "--quik"]
+EOF
+( cd "$T/fx" && "$PY" "$X" "$D" a.sh b.md c.yaml Dockerfile ) > "$T/fx.out" 2>&1 && fail "the fixture's bad lines passed: $(cat "$T/fx.out")"
 grep '^FAIL' "$T/fx.out" | awk '{print $2}' | sort > "$T/got"
-printf '%s\n' a.sh:5 a.sh:6-7 a.sh:9 a.sh:10 a.sh:13 a.sh:18 b.md:1 b.md:4-5 b.md:13 b.md:16 c.yaml:5 | sort > "$T/want"
+printf '%s\n' a.sh:5 a.sh:6-7 a.sh:9 a.sh:10 a.sh:13 a.sh:18 b.md:1 b.md:4-5 b.md:13 b.md:16 c.yaml:5 Dockerfile:2 Dockerfile:3 Dockerfile:8 | sort > "$T/want"
 diff "$T/want" "$T/got" > "$T/diff" || { cat "$T/fx.out"; fail "the extractor flagged other lines than the bad ones: $(cat "$T/diff")"; }
 grep -A1 '^FAIL a.sh:5 ' "$T/fx.out" | grep -q 'unknown option --json' || fail "no parser message for a.sh:5: $(cat "$T/fx.out")"
 grep -A1 '^FAIL b.md:13 ' "$T/fx.out" | grep -q 'unknown option --bad-flag' || fail "b.md:13's message: $(cat "$T/fx.out")"
-grep -q ' 11 do not' "$T/fx.out" || fail "count line: $(tail -1 "$T/fx.out")"
-echo "ok extractor: the fixture's 11 bad lines found at their lines (shell, \$(...), strings, comments, markdown blocks, indented and inline, YAML), the good ones pass"
+grep -q ' 14 do not' "$T/fx.out" || fail "count line: $(tail -1 "$T/fx.out")"
+echo "ok extractor: the fixture's 14 bad lines found at their lines (shell, \$(...), strings, comments, markdown blocks, indented and inline, YAML, Dockerfile), the good ones pass"
 
 # 3. the repository's own command lines
 cd "$ROOT" || exit 1

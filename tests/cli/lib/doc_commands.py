@@ -18,6 +18,7 @@ first choice when the parser says "'1' is not one of a|b|c". "${ARGS[@]}" and ".
 left over as a positional argument is not an error; a real stray argument is, except for the commands that take
 positional arguments (POSITIONAL).
 """
+import json
 import os
 import re
 import subprocess
@@ -267,13 +268,21 @@ class Checker:
             if re.search(r"(^|/)dlperf\}?$", v) or re.match(r"\$\{?DLPERF\b", v):
                 dl_vars.add(m.group(1))
         self.shell_file(path, src, lines_at, dl_vars, name == "Dockerfile")
+        if name == "Dockerfile":  # ENTRYPOINT ["dlperf"] and CMD ["run", ...]: the image's default command line
+            ep = re.search(r'(?m)^ENTRYPOINT\s+(\[.*\])\s*$', src)
+            cm = re.search(r'(?m)^CMD\s+(\[.*\])\s*$', src)
+            if ep and cm and re.search(r'(^|/)dlperf$', (json.loads(ep.group(1)) or [""])[-1]):
+                args = [(a, False) for a in json.loads(cm.group(1))]
+                ln = src[:cm.start()].count("\n") + 1
+                self.found.append((path, ln, ln, " ".join(["dlperf"] + [a for a, _ in args]), args, "CMD", False))
         self.comments(path, src, lines_at, "#")
 
     def shell_file(self, path, src, lines_at, dl_vars, dockerfile):
         # blank out heredoc bodies and comment text (kept the same length so offsets stay), then tokenize it whole
         lines = src.split("\n")
-        out, hd = [], None
+        out, hd, cont = [], None, False
         for ln in lines:
+            was_cont, cont = cont, ln.rstrip().endswith("\\")
             if hd is not None:
                 out.append(" " * len(ln))
                 if ln.strip() == hd:
@@ -282,7 +291,7 @@ class Checker:
             m = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", ln)
             if m and not ln.lstrip().startswith("#"):
                 hd = m.group(1)
-            if dockerfile:
+            if dockerfile and not was_cont:
                 m2 = re.match(r"\s*(RUN|CMD|ENTRYPOINT)\s+(.*)", ln)
                 if not m2:
                     out.append(" " * len(ln))
@@ -308,6 +317,10 @@ class Checker:
             buf, offs = [], []
             while j < len(lines) and lines[j].lstrip().startswith(mark):
                 body_at = lines[j].index(mark) + len(mark)
+                ex = re.match(r"\s{2,}((\S+=\S+\s+)*(time\s|mpirun\s[^`]*|docker run\s[^`]*)?\S*dlperf\s[^`]*)$",
+                              lines[j][body_at:])
+                if ex:  # an example command line, indented in the comment: `#   docker run --rm dlperf run`
+                    self.md_code(path, src, lines_at, ex.group(1), lines_at[j] + body_at + ex.start(1), "comment example")
                 for k, ch in enumerate(lines[j][body_at:] + " "):
                     buf.append(ch)
                     offs.append(lines_at[j] + body_at + k)
