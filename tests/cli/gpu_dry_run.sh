@@ -23,6 +23,7 @@ cat "$T/dry.out"
 w=$(find "$T/r" -mindepth 1 -newer "$T/r/bench/gpu.sh" ! -path "$T/r/build*"); [ -z "$w" ] || fail "the dry run wrote $w"
 grep -q "does not parse" "$T/dry.out" && fail "a dlperf line of bench/gpu.sh does not parse"
 grep -q "were not parsed" "$T/dry.out" && fail "the dry run did not parse the dlperf lines with $D"
+grep -q "not parsed: build/dlperf is built without CUDA" "$T/dry.out" && echo "note: $D has no CUDA: its dlperf gpu lines were not parsed"
 
 # every part, in order, with a positive bound
 want="build info bench-fp16 bench-bf16 bench-fp32 profile ops check nccl wrap-up"
