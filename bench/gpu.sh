@@ -60,6 +60,7 @@ PLAN="build:90:fixed info:5:fixed bench-fp16:25:fixed bench-bf16:20:fixed bench-
 ops:25:fixed check:45:fixed nccl:20:fixed wrap-up:5:fixed infer:15:left torch:40:left h2d:10:left train:40:left
 sanitize:20:left"
 bound() { local p; for p in $PLAN; do [ "${p%%:*}" = "$1" ] && { p=${p#*:}; echo "${p%%:*}"; return; }; done; echo 0; }
+kind() { local p; for p in $PLAN; do [ "${p%%:*}" = "$1" ] && { echo "${p##*:}"; return; }; done; }
 SKIP=",${GPU_SKIP:-},"
 NPROC=$(nproc 2>/dev/null || echo 16)
 CHECK_IMAGE=${DLPERF_CHECK_IMAGE:-112}
@@ -154,6 +155,7 @@ OUT=$OUTDIR
 mkdir -p "$OUT" || exit 2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dlperf-gpu.XXXXXX")   # logs and raw results; $OUT gets the log, summary, tarball
 exec > >(tee -a "$OUT/gpu.log") 2>&1
+TEE_PID=$!
 PARTS="$WORK/parts.tsv"
 : > "$PARTS"
 CARRY="$ROOT/.carry"
@@ -218,8 +220,7 @@ export -f dl part_info part_bench_fp16 part_bench_bf16 part_bench_fp32 part_prof
 # output in $WORK/NAME.log; the tail goes to gpu.log (40 lines on failure, 4 on success).
 run_part() {
   local name=$1 b kind to rc status t0 log="$WORK/$1.log"
-  b=$(bound "$name"); kind=fixed
-  [[ " $PLAN " == *" $name:$b:left"* ]] && kind=left
+  b=$(bound "$name"); kind=$(kind "$name")
   if [[ "$SKIP" == *",$name,"* ]]; then printf '%s\tskipped\t0\tGPU_SKIP\n' "$name" >> "$PARTS"; echo "== $name: skipped (GPU_SKIP)"; return; fi
   if [ -z "$B" ]; then printf '%s\tskipped\t0\tno binaries\n' "$name" >> "$PARTS"; echo "== $name: skipped, no binaries"; return; fi
   if [ "$HAVE_GPU" = 0 ] && [ "$name" != build ]; then printf '%s\tskipped\t0\tno GPU\n' "$name" >> "$PARTS"; echo "== $name: skipped, no GPU (nvidia-smi -L failed)"; return; fi
@@ -239,6 +240,8 @@ run_part() {
   if [ "$status" = ok ] || [ "$status" = skipped ]; then grep -v '^debug' "$log" | tail -4 | sed 's/^/   /'
   else echo "   -- last 40 lines of $name.log (DLPERF_LOG=debug):"; tail -40 "$log" | sed 's/^/   /'; fi
   echo "== $name: $status in $(( $(now) - t0 ))s"
+  local f  # the figures the catalog needs go back even if the run is cut short later
+  for f in h200-profile.json h200-sxm.json; do [ -f "$WORK/$f" ] && [ ! -f "$OUT/$f" ] && cp "$WORK/$f" "$OUT/"; done
 }
 
 # ---- build (or the prebuilt binaries of this very commit) -------------------------------------------------------------
@@ -259,7 +262,7 @@ build() {
 part_build() { build; }
 export -f build part_build
 export B CUDA_HOME CUDNN_INC CUDNN_LIB LIBPATH PY NCCL_H NCCL_SO
-SRCHASH=$(find src tests Makefile -type f | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -d' ' -f1)
+SRCHASH=$(find src tests Makefile -type f ! -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -d' ' -f1)
 if [ "${GPU_BUILD:-0}" != 1 ] && [ -x "$CARRY/prebuilt/dlperf" ] && [ "$(cat "$CARRY/prebuilt/SRCHASH" 2>/dev/null)" = "$SRCHASH" ] \
    && dl "$CARRY/prebuilt/dlperf" version >/dev/null 2>&1; then
   echo "== build: .carry/prebuilt was built from these sources (commit $(cat "$CARRY/prebuilt/COMMIT" 2>/dev/null)): no build"
@@ -295,3 +298,5 @@ tar -C "$WORK" -czf "$OUT/results.tar.gz" --exclude=synth . 2>/dev/null
 echo "== parts:"; column -t -s $'\t' "$PARTS" 2>/dev/null || cat "$PARTS"
 echo "== total $(( $(now) - START ))s of ${TOTAL_S}s; in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 rm -rf "$WORK"
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null  # gpu.log complete before the device tool collects $OUT
