@@ -72,6 +72,8 @@ if [ "$PREBUILT" = 1 ]; then
   cp "$C"/prebuilt-build/tests/test_* "$C/prebuilt/tests/" 2>/dev/null || true
   strip -g "$C/prebuilt/dlperf" "$C"/prebuilt/tests/* 2>/dev/null || true
   git rev-parse HEAD > "$C/prebuilt/COMMIT"
+  # the sources they were built from (bench/gpu.sh compares it there, where git may be absent, to skip its build)
+  find src tests Makefile -type f ! -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -d' ' -f1 > "$C/prebuilt/SRCHASH"
   rm -rf "$C/prebuilt-build" "$C/prebuilt-build.log"
 fi
 

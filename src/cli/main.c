@@ -40,6 +40,7 @@ int dlp_cli_fail(dlp_status st) {
 dlp_status dlp_cli_parse(dlp_opt *opts, const char *usage, int argc, char **argv) {
     int rest;
     dlp_status st = dlp_opts_parse(opts, usage, argc, argv, &rest);  // no trace: --help returns an empty message
+    if (st == DLP_ERR_CANCELLED && dlp_opts_parse_only() && rest < argc) st = DLP_OK;  // parse-only: still a stray
     if (st) return st;
     if (rest < argc) return DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[rest]);
     return DLP_OK;
@@ -68,7 +69,8 @@ int dlp_cli_dispatch(const char *prog, const dlp_cli_cmd *cmds, int argc, char *
     if (cmds == k_cmds)
         fprintf(f, "\noptions (before the command):\n  -V, --version  dlperf's version and the libraries it was built "
                    "with\n  -v, --verbose  errors name the source places they passed through (every command also "
-                   "takes -v)\n");
+                   "takes -v)\n  --parse-only   parse the command's options and exit (0 if they parse); also "
+                   "DLPERF_PARSE_ONLY=1\n");
     return help ? 0 : 2;
 }
 
@@ -97,8 +99,13 @@ int main(int argc, char **argv) {
     if (q && strcmp(q, "quiet") == 0) dlp_log_set_level(DLP_LOG_WARN);
     // Options before the command: -v/--verbose (kept for commands that run dlperf again, through the environment),
     // -V/--version.
-    while (argc >= 2 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "--verbose") == 0)) {
-        setenv("DLPERF_VERBOSE", "1", 1);
+    // --parse-only (or DLPERF_PARSE_ONLY=1): the command's options are parsed by its own table, then nothing runs.
+    const char *po = getenv("DLPERF_PARSE_ONLY");
+    if (po && *po && strcmp(po, "0") != 0) dlp_opts_set_parse_only(1);
+    while (argc >= 2 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "--verbose") == 0 ||
+                         strcmp(argv[1], "--parse-only") == 0)) {
+        if (strcmp(argv[1], "--parse-only") == 0) dlp_opts_set_parse_only(1);
+        else setenv("DLPERF_VERBOSE", "1", 1);
         argv++, argc--;  // dispatch reads argv[1] on; the argv recorded in results stays whole
     }
     // An output named "-" (or /dev/stdout) gets the real standard output; what the command prints for people then

@@ -184,6 +184,10 @@ void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
     fprintf(f, "  -h, --help                       this help\n");
 }
 
+static int g_parse_only;
+void dlp_opts_set_parse_only(int on) { g_parse_only = on; }
+int dlp_opts_parse_only(void) { return g_parse_only; }
+
 dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **argv, int *rest) {
     int n = 0;
     for (dlp_opt *o = table; o->name; o++) n++;
@@ -262,6 +266,11 @@ dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **ar
         o->given = 1;
     }
     if (rest) *rest = optind;
+    if (st == DLP_OK && g_parse_only) {  // the options parsed: run nothing (dlp_cli_fail returns 0)
+        for (int i = optind; i < argc; i++) fprintf(stderr, "parse-only: argument '%s'\n", argv[i]);
+        dlp_err_clear();
+        st = DLP_ERR_CANCELLED;
+    }
     free(lo);
     free(shorts);
     return st;

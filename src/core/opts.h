@@ -34,6 +34,10 @@ typedef struct dlp_opt {
 // the index of the first one. "-h/--help" prints help to stdout and returns DLP_ERR_CANCELLED;
 // "-v/--verbose" (every table has it) turns on dlp_err_set_verbose.
 dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **argv, int *rest);
+// Parse-only mode (`dlperf --parse-only`, DLPERF_PARSE_ONLY=1): dlp_opts_parse then returns DLP_ERR_CANCELLED with no
+// message (as --help does) once the options parsed, so the command runs nothing; it notes leftover arguments on stderr.
+void dlp_opts_set_parse_only(int on);
+int dlp_opts_parse_only(void);
 void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table);
 // A JSON object {"name": value, ...} of every option's value after parsing (jansson json_t*).
 struct json_t;
