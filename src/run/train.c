@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/cuda/cuda.h"
+#include "backend/backend.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -609,7 +609,8 @@ static void loader_cfg(const dlp_trainer *t, dlp_dataset *ds, dlp_xform_kind kin
     lc->transform.layout = t->in_layout;
     lc->transform.dtype = t->in_dtype;
     lc->seed = c->seed;
-    lc->alloc = strcmp(dlp_backend_name(t->ops), "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
+    const dlp_backend_caps *caps = dlp_backend_get_caps(t->ops);
+    lc->alloc = caps->host_allocator ? caps->host_allocator() : NULL;  // pinned batches for a GPU's DMA
     lc->read_limit_bytes_per_s = c->read_limit_bytes_per_s;
     lc->drop_cache = c->drop_cache;
     lc->limit_samples = limit;
@@ -660,7 +661,7 @@ static dlp_status setup(dlp_trainer *t) {
     char why[256] = "";
     if (dlp_backend_available(t->ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
-    t->async = strcmp(dlp_backend_name(t->ops), "cuda") == 0;
+    t->async = dlp_backend_has(t->ops, DLP_BACKEND_ASYNC);
     if (t->async && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
         snprintf(t->dev_arg_buf, sizeof t->dev_arg_buf, "%d", dlp_comm_local_rank(t->comm));
         t->dev_arg = t->dev_arg_buf;

@@ -449,6 +449,8 @@ json_t *dlp_cuda_plan_describe(dlp_plan *pl) {
 const dlp_backend_ops dlp_backend_cuda = {
     .name = "cuda",
     .summary = "NVIDIA GPU: cuDNN 9 + cuBLAS + own kernels, NHWC fp16/bf16/fp32, CUDA graphs",
+    .caps = {.kind = DLP_BACKEND_KIND_GPU, .default_precision = DLP_DTYPE_F16,
+             .host_allocator = dlp_cuda_host_allocator},
     .available = cu_available,
     .plan_create = cu_plan_create,
     .plan_free = cu_plan_free,
