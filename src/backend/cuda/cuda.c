@@ -287,24 +287,41 @@ static dlp_status cu_backward(dlp_plan *pl, const float *dy) {
     }
     DLP_CU(cudaEventRecord(p->ev_free[p->slot], p->stream));
     p->have_bwd = 1;
+    p->in_grad_ready = 0;  // a new input gradient to compute (get_input_grad), from the live weights
+    p->in_snap_valid = 0;
     return DLP_OK;
 }
 
-static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
-    cu_plan *p = as_cu(pl);
-    if (!p->have_bwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad needs a backward first");
-    DLP_CU(cudaSetDevice(p->dev));
-    for (int j = p->ol.nops - 1; j >= 0; j--) {  // the data gradients backward skipped (convs reading the input)
+// The deferred data gradients (convolutions reading the input: backward skips them, nothing but get_input_grad
+// needs them) with the weights and loss scale of the last backward: the live ones, or update's snapshot of them.
+static dlp_status compute_input_grad(cu_plan *p) {
+    const int snap = p->in_snap_valid;
+    for (int j = p->ol.nops - 1; j >= 0; j--) {  // backward's order: the first write overwrites, later ones add
         const cu_op *op = &p->ops[j];
         if (op->o.kind != DLP_CUOP_CONV || op->o.in != 0) continue;
         if (op->algo[DLP_CUCONV_BWD_DATA] < 0)
             return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: cuDNN offers no data-gradient algorithm for %s's input",
                            p->net.layers[op->o.layer].name);
-        DLP_CHECK(cu_conv_bwd_data(p, op, op->o.acc_in_deferred));
+        const void *w = snap ? (const char *)p->in_snap_w + p->in_snap_off[j] * (int64_t)p->esz
+                             : (const char *)p->wc + op->w_coff * (int64_t)p->esz;
+        DLP_CHECK(cu_conv_bwd_data(p, op, w, op->o.acc_in_deferred));
     }
     float S = 1.f;
-    if (p->loss_scaling) DLP_CU(cudaMemcpyAsync(&S, p->scale_d, sizeof S, cudaMemcpyDeviceToHost, p->stream));
+    if (p->loss_scaling)
+        DLP_CU(cudaMemcpyAsync(&S, snap ? p->in_snap_scale : p->scale_d, sizeof S, cudaMemcpyDeviceToHost, p->stream));
     DLP_CU(cudaStreamSynchronize(p->stream));
+    p->in_grad_scale = S;
+    p->in_grad_ready = 1;
+    return DLP_OK;
+}
+
+// fp32 NCHW dL/d(input) of the last backward: the same however often it is read, before or after update.
+static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
+    cu_plan *p = as_cu(pl);
+    if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad on an inference plan");
+    if (!p->have_bwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad needs a backward first");
+    DLP_CU(cudaSetDevice(p->dev));
+    if (!p->in_grad_ready) DLP_CHECK(compute_input_grad(p));
     const cu_tensor *t = &p->t[0];
     int n = p->N;
     int64_t per = layer_numel(p, 0);
@@ -312,8 +329,28 @@ static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
     DLP_CHECK(ensure_stage(p, bytes));
     DLP_CU(cu_xfer(p, p->stage, t->grad, bytes, cudaMemcpyDeviceToHost));
     dlp_cuda_nhwc_to_nchw(p->stage, n, t->c, (int64_t)t->h * t->w, p->dt, dx);
+    const float S = p->in_grad_scale;
     if (S != 1.f)
         for (int64_t i = 0; i < n * per; i++) dx[i] /= S;
+    return DLP_OK;
+}
+
+// Before update changes them: a copy of what the deferred data gradients read (the input convolutions' compute-type
+// weights, the loss scale), unless get_input_grad already used them or a copy of this backward's is there. Two small
+// device copies per step.
+static dlp_status snapshot_for_input_grad(cu_plan *p) {
+    if (!p->have_bwd || p->in_grad_ready || p->in_snap_valid || !p->in_snap_off) return DLP_OK;
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        if (p->in_snap_off[j] < 0) continue;
+        const dlp_layer *L = &p->net.layers[op->o.layer];
+        const size_t bytes = (size_t)L->c * p->net.layers[L->in0].c * L->k * L->k * p->esz;
+        DLP_CU(cudaMemcpyAsync((char *)p->in_snap_w + p->in_snap_off[j] * (int64_t)p->esz,
+                               (const char *)p->wc + op->w_coff * (int64_t)p->esz, bytes, cudaMemcpyDeviceToDevice,
+                               p->stream));
+    }
+    DLP_CU(cudaMemcpyAsync(p->in_snap_scale, p->scale_d, sizeof(float), cudaMemcpyDeviceToDevice, p->stream));
+    p->in_snap_valid = 1;
     return DLP_OK;
 }
 
@@ -321,6 +358,7 @@ static dlp_status cu_update(dlp_plan *pl, const dlp_sgd *hp) {
     cu_plan *p = as_cu(pl);
     if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "cuda: update on an inference plan");
     DLP_CU(cudaSetDevice(p->dev));
+    DLP_CHECK(snapshot_for_input_grad(p));
     if (p->upd_pending) DLP_CU(cudaEventSynchronize(p->upd_evt));  // the previous update has read its arguments
     p->sargs_h->lr = hp->lr;
     p->sargs_h->momentum = hp->momentum;
@@ -431,6 +469,12 @@ json_t *dlp_cuda_plan_describe(dlp_plan *pl) {
         ready += p->g_bwd[i].slot.state == DLP_CUGRAPH_READY, failed += p->g_bwd[i].slot.state == DLP_CUGRAPH_FAILED;
     json_object_set_new(o, "graphs_captured", json_integer(ready));
     json_object_set_new(o, "graphs_failed", json_integer(failed));
+    json_object_set_new(o, "graph_captures_failed", json_integer(p->graph_captures_failed));
+    if (p->graph_fail_why[0]) json_object_set_new(o, "graph_capture_failure", json_string(p->graph_fail_why));
+    int own_wgrad = 0;
+    for (int j = 0; j < p->ol.nops; j++)
+        own_wgrad += p->ops[j].o.kind == DLP_CUOP_CONV && p->ops[j].algo[DLP_CUCONV_BWD_FILTER] == CU_ALGO_OWN_WGRAD;
+    json_object_set_new(o, "conv_wgrad_own_kernel", json_integer(own_wgrad));
     json_t *algos = json_array();
     for (int i = 0; i < p->cache.n; i++) {
         char ks[160];

@@ -109,88 +109,140 @@ static cudnnMathType_t plan_math(const cu_plan *p) {
     return p->cfg.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-// Picks the algorithm for one direction of one convolution: cached by shape, else cudnnFind*Ex (timed on the
-// plan's own buffers) or, with DLPERF_CUDA_FIND=0, cuDNN's heuristic. Stays within the workspace limit.
+// The first usable entry (status SUCCESS, workspace within limit) of a cuDNN perf list; -1 if none.
+#define PICK_FIRST(perf, n, limit, timed, out_algo, out_mem, out_ms, out_math) \
+    do { \
+        for (int i_ = 0; i_ < (n) && (out_algo) < 0; i_++) \
+            if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && (perf)[i_].memory <= (limit)) \
+                (out_algo) = (int)(perf)[i_].algo, (out_mem) = (perf)[i_].memory, \
+                (out_ms) = (timed) ? (perf)[i_].time : 0, (out_math) = (perf)[i_].mathType; \
+    } while (0)
+
+// What one direction's search found.
+typedef struct algo_pick {
+    int algo;
+    size_t mem;
+    float ms;
+    cudnnMathType_t math;
+    int timed;  // 1: Find timed it; 0: the heuristic ranked it
+} algo_pick;
+
+// The buffers a search runs on: the plan's own (random contents), so Find times what the step will do.
+typedef struct algo_bufs {
+    void *x, *y, *dx, *dy, *w, *dw, *ws;
+    size_t ws_bytes, limit;
+} algo_bufs;
+
+// Find (timed on the plan's buffers) unless DLPERF_CUDA_FIND=0, then cuDNN's heuristic where Find failed or none of
+// what it found fits: a Find that cuDNN refuses, or whose algorithms all fail or need too much workspace, is not
+// the last word.
+static dlp_status search_fwd(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionFwdAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_FWD];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, b->x, op->wd, b->w, cd, op->yd, b->y,
+                                                                  MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionForwardAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d forward algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        DLP_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(p->dnn, op->xd, op->wd, cd, op->yd, MAXA, &n, perf));
+        PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+    }
+    return DLP_OK;
+}
+
+static dlp_status search_bwd_data(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionBwdDataAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_BWD_DATA];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, b->w, op->yd, b->dy, cd, op->xd,
+                                                                       b->dx, MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionBackwardDataAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d data-gradient algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        DLP_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(p->dnn, op->wd, op->yd, cd, op->xd, MAXA, &n, perf));
+        PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+    }
+    return DLP_OK;
+}
+
+static dlp_status search_bwd_filter(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_BWD_FILTER];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, b->x, op->yd, b->dy, cd, op->wd,
+                                                                         b->dw, MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionBackwardFilterAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d weight-gradient algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        cudnnStatus_t hs = cudnnGetConvolutionBackwardFilterAlgorithm_v7(p->dnn, op->xd, op->yd, cd, op->wd, MAXA, &n, perf);
+        if (hs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnGetConvolutionBackwardFilterAlgorithm_v7: %s", cudnnGetErrorString(hs));
+    }
+    return DLP_OK;  // none: the caller falls back to dlp_cuk_conv_wgrad
+}
+
+// Picks the algorithm for one direction of one convolution: cached by shape, else searched (search_*). Stays within
+// the workspace limit. A weight gradient cuDNN has no algorithm for is computed by our direct kernel (a warning
+// says so: it is much slower); a missing forward or data-gradient algorithm is an error.
 static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, size_t find_ws_bytes) {
     dlp_cuda_conv_key key;
     conv_key(p, op, dir, &key);
+    char ks[160];
+    dlp_cuda_conv_key_str(&key, ks, sizeof ks);
     const dlp_cuda_algo_row *row;
     if (dlp_cuda_algo_cache_find(&p->cache, &key, &row)) {
         op->algo[dir] = row->algo;
         op->ws[dir] = (size_t)row->workspace_bytes;
         if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32)
             DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], (cudnnMathType_t)row->math_type));
+        DLP_DEBUG("cuda: %s: algo %d (from the cache), %.1f MiB workspace", ks, row->algo, row->workspace_bytes / 1048576.0);
         return DLP_OK;
     }
     const cu_tensor *tx = &p->t[op->o.in], *ty = &p->t[op->o.out];  // out: the conv's own output, or (inference)
                                                                        // the fused op's, of the same shape
-    void *x = tx->data, *y = ty->data, *dx = tx->grad ? tx->grad : tx->data, *dy = ty->grad ? ty->grad : ty->data;
-    void *w = (char *)p->wc + op->w_coff * p->esz, *dw = p->gc ? (char *)p->gc + op->w_coff * p->esz : w;
-    int find = env_int("DLPERF_CUDA_FIND", 1);
-    size_t limit = find_ws_bytes;
-    int algo = -1, n = 0;
-    size_t mem = 0;
-    float ms = 0;
-    cudnnMathType_t math = plan_math(p);
-    enum { MAXA = 16 };
-    cudnnConvolutionDescriptor_t cd = op->cd[dir];
-    // A Find that cuDNN refuses falls back to its heuristic (with a debug line), which must then succeed.
-    if (dir == DLP_CUCONV_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, x, op->wd, w, cd, op->yd, y,
-                                                                         MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionForwardAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(p->dnn, op->xd, op->wd, cd, op->yd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
-    } else if (dir == DLP_CUCONV_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, w, op->yd, dy, cd, op->xd,
-                                                                              dx, MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardDataAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(p->dnn, op->wd, op->yd, cd, op->xd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, x, op->yd, dy, cd, op->wd,
-                                                                                dw, MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardFilterAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(p->dnn, op->xd, op->yd, cd, op->wd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
+    algo_bufs b = {.x = tx->data, .y = ty->data, .dx = tx->grad ? tx->grad : tx->data,
+                   .dy = ty->grad ? ty->grad : ty->data, .w = (char *)p->wc + op->w_coff * p->esz,
+                   .ws = find_ws, .ws_bytes = find_ws_bytes, .limit = find_ws_bytes};
+    b.dw = p->gc ? (char *)p->gc + op->w_coff * p->esz : b.w;
+    const int find = env_int("DLPERF_CUDA_FIND", 1);
+    algo_pick k = {.algo = -1, .math = plan_math(p)};
+    if (dir == DLP_CUCONV_FWD) DLP_CHECK(search_fwd(p, op, &b, find, &k));
+    else if (dir == DLP_CUCONV_BWD_DATA) DLP_CHECK(search_bwd_data(p, op, &b, find, &k));
+    else DLP_CHECK(search_bwd_filter(p, op, &b, find, &k));
+    if (k.algo < 0 && dir == DLP_CUCONV_BWD_FILTER) {
+        DLP_WARN("cuda: cuDNN offers no weight-gradient algorithm for %s (layer %s) within %.0f MiB of workspace; "
+                 "dlperf's direct kernel computes it (correct, but slower)",
+                 ks, p->net.layers[op->o.layer].name, b.limit / 1048576.0);
+        op->algo[dir] = CU_ALGO_OWN_WGRAD;
+        op->ws[dir] = 0;
+        return DLP_OK;  // not cached: the next plan asks cuDNN again
     }
-    if (algo < 0) {
-        char ks[160];
-        dlp_cuda_conv_key_str(&key, ks, sizeof ks);
+    if (k.algo < 0)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuDNN offers no algorithm for %s (layer %s) within %.0f MiB of workspace",
-                       ks, p->net.layers[op->o.layer].name, limit / 1048576.0);
-    }
+                       ks, p->net.layers[op->o.layer].name, b.limit / 1048576.0);
     // Keep the math mode the algorithm was measured with (fp32 without TF32 stays FMA-only).
-    if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32) DLP_CUDNN(cudnnSetConvolutionMathType(cd, math));
-    op->algo[dir] = algo;
-    op->ws[dir] = mem;
-    if (DLP_LOG_DEBUG <= dlp_log_get_level()) {
-        char ks[160];
-        dlp_cuda_conv_key_str(&key, ks, sizeof ks);
-        DLP_DEBUG("cuda: %s: algo %d, %.1f MiB workspace, %.3f ms", ks, algo, mem / 1048576.0, ms);
-    }
-    return dlp_cuda_algo_cache_put(&p->cache, &key, algo, (int)math, (int64_t)mem, ms);
+    if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32) DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], k.math));
+    op->algo[dir] = k.algo;
+    op->ws[dir] = k.mem;
+    DLP_DEBUG("cuda: %s: algo %d (%s), math %d, %.1f MiB workspace, %.3f ms", ks, k.algo,
+              k.timed ? "found" : "heuristic", (int)k.math, k.mem / 1048576.0, k.ms);
+    return dlp_cuda_algo_cache_put(&p->cache, &key, k.algo, (int)k.math, (int64_t)k.mem, k.ms);
 }
 
 // ---- plan construction ----------------------------------------------------------------------------------------
@@ -224,6 +276,31 @@ static dlp_status setup_tensors(cu_plan *p) {
                 t->grad_c = t->grad;
         }
     }
+    return DLP_OK;
+}
+
+// Training plans: the fp32 accumulator of the direct weight-gradient kernel (convs cuDNN has no backward-filter
+// algorithm for), and get_input_grad's snapshot of the deferred convs' weights and loss scale (cuda.c).
+static dlp_status setup_train_extras(cu_plan *p) {
+    if (!p->train) return DLP_OK;
+    int64_t acc = 0, snap = 0;
+    p->in_snap_off = malloc((size_t)(p->ol.nops ? p->ol.nops : 1) * sizeof *p->in_snap_off);
+    DLP_TRY_ALLOC(p->in_snap_off);
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        p->in_snap_off[j] = -1;
+        if (op->o.kind != DLP_CUOP_CONV) continue;
+        const dlp_layer *L = &p->net.layers[op->o.layer];
+        const int64_t welems = (int64_t)L->c * p->net.layers[L->in0].c * L->k * L->k;
+        if (op->algo[DLP_CUCONV_BWD_FILTER] == CU_ALGO_OWN_WGRAD && welems > acc) acc = welems;
+        if (op->o.in == 0) {
+            p->in_snap_off[j] = snap;
+            snap += welems;
+        }
+    }
+    if (acc > 0) DLP_CHECK(dalloc(p, (size_t)acc * sizeof(float), (void **)&p->wgrad_acc));
+    if (snap > 0) DLP_CHECK(dalloc(p, (size_t)snap * p->esz, &p->in_snap_w));
+    DLP_CHECK(dalloc(p, sizeof(float), (void **)&p->in_snap_scale));
     return DLP_OK;
 }
 
@@ -455,8 +532,11 @@ static dlp_status setup_bn(cu_plan *p, cu_op *op) {
     if (p->train && try_bn_cudnn(p, op)) {
         op->bn_cudnn = 1;
         p->n_cudnn_bn++;
+        DLP_DEBUG("cuda: BN %s: cuDNN BN-Ex (ops %d, NaN mode %d)", p->net.layers[op->o.layer].name, (int)op->bnops,
+                  op->act);
     } else {
         p->n_own_bn++;
+        DLP_DEBUG("cuda: BN %s: our kernels", p->net.layers[op->o.layer].name);
     }
     return DLP_OK;
 }
@@ -714,6 +794,7 @@ dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan 
     }
     cudaFree(find_ws);
     find_ws = NULL;
+    DLP_CHECK_GOTO(st, setup_train_extras(p), fail);
     if (cache_hdr[0] && p->cache.n > cache_rows) {
         dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
         if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
@@ -811,6 +892,7 @@ void cu_plan_free(dlp_plan *pl) {
         for (int i = 0; i < p->nbsegs; i++) free(p->bsegs[i].buckets);
     free(p->bsegs);
     free(p->coff);
+    free(p->in_snap_off);
     free(p->t);
     dlp_cuda_ops_free(&p->ol);
     dlp_cuda_algo_cache_free(&p->cache);
