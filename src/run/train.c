@@ -661,8 +661,9 @@ static dlp_status setup(dlp_trainer *t) {
     char why[256] = "";
     if (dlp_backend_available(t->ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
-    t->async = dlp_backend_has(t->ops, DLP_BACKEND_ASYNC);
-    if (t->async && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
+    t->async = dlp_backend_has(t->ops, DLP_BACKEND_ASYNC);  // steps queued on a device (cuda; sim emulates one)
+    const int on_gpu = dlp_backend_get_caps(t->ops)->kind == DLP_BACKEND_KIND_GPU;
+    if (on_gpu && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
         snprintf(t->dev_arg_buf, sizeof t->dev_arg_buf, "%d", dlp_comm_local_rank(t->comm));
         t->dev_arg = t->dev_arg_buf;
     }
@@ -724,7 +725,7 @@ static dlp_status setup(dlp_trainer *t) {
     dlp_plan_cfg pc = {.batch = c->batch, .train = 1, .precision = c->precision, .threads = c->threads,
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
     if (t->world > 1) {  // buckets reduced as backward finishes them (25 MiB each unless --bucket-elems, as DDP)
-        if (t->async && strcmp(dlp_comm_name(t->comm), "mpi") == 0)
+        if (dlp_backend_get_caps(t->ops)->kind == DLP_BACKEND_KIND_GPU && strcmp(dlp_comm_name(t->comm), "mpi") == 0)
             return DLP_ERR(DLP_ERR_UNSUPPORTED, "--device %s with the mpi communicator: it reduces host buffers and "
                            "the gradients live on the GPU; use --dist nccl", c->device);
         DLP_CHECK(dlp_step_overlap_new(t->comm, &t->overlap));

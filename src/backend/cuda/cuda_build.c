@@ -634,8 +634,8 @@ dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan 
         for (int l = 0; l < p->net.nlayers; l++) {
             const dlp_layer *L = &p->net.layers[l];
             if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2) {
-                st = DLP_ERR(DLP_ERR_INVALID, "cuda: BN layer %s would normalize a single value per channel in "
-                             "training (batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
+                st = DLP_ERR(DLP_ERR_INVALID, "cuda: %s: training batch norm needs more than one value per "
+                             "channel (batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
                 goto fail;
             }
         }
