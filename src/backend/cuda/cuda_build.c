@@ -602,6 +602,217 @@ static dlp_status setup_conv_infer(cu_plan *p, cu_op *op) {
     return DLP_OK;
 }
 
+// As ref (and PyTorch): training batch statistics of a single value are refused.
+static dlp_status check_bn_values(const cu_plan *p) {
+    if (!p->train) return DLP_OK;
+    for (int l = 0; l < p->net.nlayers; l++) {
+        const dlp_layer *L = &p->net.layers[l];
+        if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2)
+            return DLP_ERR(DLP_ERR_INVALID, "cuda: %s: training batch norm needs more than one value per channel "
+                           "(batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
+    }
+    return DLP_OK;
+}
+
+// The device, streams, cuDNN handle, activation descriptors and events of a plan.
+static dlp_status setup_handles(cu_plan *p) {
+    DLP_CU(cudaSetDevice(p->dev));
+    DLP_CU(cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, p->dev));
+    DLP_CU(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+    DLP_CU(cudaStreamCreateWithFlags(&p->copy_stream, cudaStreamNonBlocking));
+    DLP_CUDNN(cudnnCreate(&p->dnn));
+    DLP_CUDNN(cudnnSetStream(p->dnn, p->stream));
+    for (int i = 0; i < 2; i++) {
+        cudnnNanPropagation_t nan = i ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN;
+        DLP_CUDNN(cudnnCreateActivationDescriptor(&p->relu_act[i]));
+        DLP_CUDNN(cudnnSetActivationDescriptor(p->relu_act[i], CUDNN_ACTIVATION_RELU, nan, 0.0));
+        DLP_CUDNN(cudnnCreateActivationDescriptor(&p->ident_act[i]));
+        DLP_CUDNN(cudnnSetActivationDescriptor(p->ident_act[i], CUDNN_ACTIVATION_IDENTITY, nan, 0.0));
+    }
+    for (int i = 0; i < 2; i++) {
+        DLP_CU(cudaEventCreate(&p->ev_cstart[i]));
+        DLP_CU(cudaEventCreate(&p->ev_cdone[i]));
+        DLP_CU(cudaEventCreate(&p->ev_ready[i]));
+        DLP_CU(cudaEventCreateWithFlags(&p->ev_free[i], cudaEventDisableTiming));
+    }
+    DLP_CU(cudaEventCreateWithFlags(&p->upd_evt, cudaEventDisableTiming));
+    return DLP_OK;
+}
+
+// Scratch: BN partial sums and per-channel vectors, the residual-gradient buffer, loss and update state.
+static dlp_status setup_scratch(cu_plan *p) {
+    int maxc = 1;
+    int64_t maxpart = 1, maxt = 1;
+    for (int l = 0; l < p->net.nlayers; l++) {
+        if (!p->ol.kept[l]) continue;
+        int c = p->t[l].c;
+        if (c > maxc) maxc = c;
+        int64_t part = 2LL * dlp_cuk_bn_blocks(p->t[l].rows, c, p->sms) * c;
+        if (part > maxpart) maxpart = part;
+        int64_t tb = p->N * layer_numel(p, l) * (int64_t)(p->t[l].f32 ? 4 : p->esz);
+        if (tb > maxt) maxt = tb;
+    }
+    DLP_CHECK(dalloc(p, (size_t)maxpart * 4, (void **)&p->bn_part));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 4, (void **)&p->bn_scale));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 4, (void **)&p->bn_shift));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 3 * 4, (void **)&p->bn_coef));
+    // dz_tmp: residual gradients cuDNN cannot add in place (training); the loss's dlogits (inference plans).
+    {
+        int lo = dlp_net_output(&p->net);
+        size_t need = p->train ? (size_t)maxt : (size_t)(p->N * layer_numel(p, lo)) * 4;
+        DLP_CHECK(dalloc(p, need, &p->dz_tmp));
+    }
+    DLP_CHECK(dalloc(p, sizeof(float), (void **)&p->scale_d));
+    DLP_CHECK(dalloc(p, sizeof(int32_t), (void **)&p->good_d));
+    DLP_CHECK(dalloc(p, sizeof(int32_t), (void **)&p->found_inf_d));
+    {
+        float s0 = p->loss_scaling ? (float)env_int("DLPERF_CUDA_LOSS_SCALE", 1024) : 1.0f;
+        DLP_CU(cu_xfer(p, p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice));
+    }
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->labels_d));
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->sample_loss));
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->flags_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_loss_args), (void **)&p->largs_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_loss_out), (void **)&p->lout_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_sgd_args), (void **)&p->sargs_d));
+    DLP_CU(cudaHostAlloc((void **)&p->labels_h, (size_t)p->N * 4, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->largs_h, sizeof *p->largs_h, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->lout_h, sizeof *p->lout_h, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->sargs_h, sizeof *p->sargs_h, 0));
+    return DLP_OK;
+}
+
+// Ops: convolution descriptors, FC and maxpool state, cuBLAS where there is an FC layer.
+static dlp_status setup_ops(cu_plan *p) {
+    p->ops = calloc((size_t)(p->ol.nops ? p->ol.nops : 1), sizeof *p->ops);
+    if (!p->ops) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    int has_fc = 0;
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        op->o = p->ol.ops[j];
+        if (op->o.kind == DLP_CUOP_CONV) DLP_CHECK(setup_conv(p, op));
+        if (op->o.kind == DLP_CUOP_FC) {
+            has_fc = 1;
+            const dlp_param *wp = param_of(p, op->o.layer, 0), *bp = param_of(p, op->o.layer, 1);
+            op->w_coff = p->coff[wp - p->net.params];
+            op->w_off = wp->offset;
+            op->b_off = bp->offset;
+        }
+        if (op->o.kind == DLP_CUOP_MAXPOOL && p->train) {
+            const dlp_layer *L = &p->net.layers[op->o.layer];
+            if (L->k > 15) return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: maxpool kernel %d > 15 in a training plan", L->k);
+            DLP_CHECK(dalloc(p, (size_t)(p->t[op->o.out].rows * p->t[op->o.out].c), (void **)&op->idx));
+        }
+    }
+    if (has_fc) {
+        DLP_CHECK(dlp_cublas_load(&p->bl));
+        cublasStatus_t bs = p->bl->create(&p->blas);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            p->blas = NULL;
+            return dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasCreate");
+        }
+        const size_t blas_ws = 32u << 20;  // our own workspace: cuBLAS must not allocate during graph capture
+        DLP_CHECK(dalloc(p, blas_ws, &p->blas_ws));
+        bs = p->bl->set_stream(p->blas, p->stream);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_workspace(p->blas, p->blas_ws, blas_ws);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_math_mode(p->blas, CUBLAS_DEFAULT_MATH);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            return dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasSetStream/Workspace/MathMode");
+        }
+    }
+    return DLP_OK;
+}
+
+// Random contents for every tensor and weight copy: cudnnFind times the algorithms on these buffers (never on
+// zeros, which some kernels take short cuts on).
+static dlp_status fill_for_search(cu_plan *p) {
+    for (int l = 0; l < p->net.nlayers; l++) {
+        cu_tensor *t = &p->t[l];
+        if (!p->ol.kept[l]) continue;
+        int64_t n = p->N * layer_numel(p, l);
+        int dt = t->f32 ? DLP_DTYPE_F32 : p->dt;
+        DLP_CU(dlp_cuk_fill_uniform(t->data, dt, n, 0x5eed + (uint64_t)l, -1.f, 1.f, p->stream));
+        if (l == 0) DLP_CU(dlp_cuk_fill_uniform(p->in_d[1], dt, n, 0x5eed, -1.f, 1.f, p->stream));
+        if (t->grad) DLP_CU(dlp_cuk_fill_uniform(t->grad, dt, n, 0x9a4d + (uint64_t)l, -1.f, 1.f, p->stream));
+    }
+    DLP_CU(dlp_cuk_fill_uniform(p->wc, p->dt, p->ncopy, 0x3e1, -0.05f, 0.05f, p->stream));
+    return DLP_OK;
+}
+
+// Every convolution's algorithms (choose_algo), searched with a scratch workspace of up to DLPERF_CUDA_WS_MB or a
+// quarter of the free memory; with DLPERF_CUDA_ALGO_CACHE, rows loaded from and new ones saved to that file.
+static dlp_status choose_algorithms_ws(cu_plan *p, void *find_ws, size_t find_ws_bytes) {
+    const char *cache_path = getenv("DLPERF_CUDA_ALGO_CACHE");
+    char cache_hdr[384] = "";
+    int cache_rows = 0;
+    if (cache_path && *cache_path) {
+        struct cudaDeviceProp pr;
+        DLP_CU(cudaGetDeviceProperties(&pr, p->dev));
+        snprintf(cache_hdr, sizeof cache_hdr, "dlperf-cuda-algos/1 cudnn %zu gpu %s cc %d.%d", cudnnGetVersion(),
+                 pr.name, pr.major, pr.minor);
+        DLP_CHECK(dlp_cuda_algo_cache_load(&p->cache, cache_path, cache_hdr, &cache_rows));
+        DLP_DEBUG("cuda: %d algorithm rows from %s", cache_rows, cache_path);
+    }
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        if (op->o.kind != DLP_CUOP_CONV) continue;
+        DLP_CHECK(choose_algo(p, op, DLP_CUCONV_FWD, find_ws, find_ws_bytes));
+        if (p->train) {
+            if (op->o.in == 0) {  // only for get_input_grad: a refusal makes that unavailable, not the plan
+                op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                if (choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes) != DLP_OK) {
+                    DLP_DEBUG("cuda: no data-gradient algorithm for %s: %s", p->net.layers[op->o.layer].name, dlp_err_msg());
+                    op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                    dlp_err_clear();
+                }
+            } else {
+                DLP_CHECK(choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes));
+            }
+            DLP_CHECK(choose_algo(p, op, DLP_CUCONV_BWD_FILTER, find_ws, find_ws_bytes));
+        }
+    }
+    if (cache_hdr[0] && p->cache.n > cache_rows) {
+        dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
+        if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
+            DLP_WARN("cuda: cannot save the algorithm cache: %s", dlp_err_msg());
+            dlp_err_clear();
+        }
+    }
+    return DLP_OK;
+}
+
+static dlp_status choose_algorithms(cu_plan *p) {
+    size_t fr = 0, tot = 0;
+    DLP_CU(cudaMemGetInfo(&fr, &tot));
+    size_t find_ws_bytes = ws_limit_bytes();
+    if (find_ws_bytes > fr / 4) find_ws_bytes = fr / 4;
+    void *find_ws = NULL;
+    DLP_CU(cudaMalloc(&find_ws, find_ws_bytes));
+    dlp_status st = choose_algorithms_ws(p, find_ws, find_ws_bytes);
+    cudaFree(find_ws);
+    return st;
+}
+
+// BN ops (BN-Ex trials), the inference plan's fused convolutions, then the one workspace every op shares (the
+// largest any of them needs).
+static dlp_status setup_fusions_and_workspace(cu_plan *p) {
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        if (op->o.kind == DLP_CUOP_BN) DLP_CHECK(setup_bn(p, op));
+        if (op->o.kind == DLP_CUOP_CONV && !p->train) DLP_CHECK(setup_conv_infer(p, op));
+    }
+    size_t ws = 0;
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        for (int d = 0; d < NOPS_DIR; d++)
+            if (op->ws[d] > ws) ws = op->ws[d];
+        if (op->bn_ws_fwd > ws) ws = op->bn_ws_fwd;
+        if (op->bn_ws_bwd > ws) ws = op->bn_ws_bwd;
+    }
+    p->ws_bytes = ws;
+    return dalloc(p, ws, &p->ws);
+}
+
 dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     if (cfg->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "cuda: batch must be >= 1 (got %d)", cfg->batch);
@@ -627,207 +838,29 @@ dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan 
     p->warmup = env_int("DLPERF_CUDA_GRAPH_WARMUP", 2);
     p->loss_scaling = p->train && p->dt == DLP_DTYPE_F16;
     dlp_status st = DLP_OK;
-    size_t find_ws_bytes = 0;
-    void *find_ws = NULL;
     DLP_CHECK_GOTO(st, dlp_net_copy(&p->net, net), fail);
-    if (p->train)  // as ref (and PyTorch): batch statistics of a single value are refused
-        for (int l = 0; l < p->net.nlayers; l++) {
-            const dlp_layer *L = &p->net.layers[l];
-            if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2) {
-                st = DLP_ERR(DLP_ERR_INVALID, "cuda: %s: training batch norm needs more than one value per "
-                             "channel (batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
-                goto fail;
-            }
-        }
+    DLP_CHECK_GOTO(st, check_bn_values(p), fail);
     DLP_CHECK_GOTO(st, dlp_cuda_ops_plan(&p->net, p->train, env_int("DLPERF_CUDA_FUSE", 1), &p->ol), fail);
-    DLP_CU_GOTO(st, cudaSetDevice(dev), fail);
-    DLP_CU_GOTO(st, cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, dev), fail);
-    DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), fail);
-    DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&p->copy_stream, cudaStreamNonBlocking), fail);
-    DLP_CUDNN_GOTO(st, cudnnCreate(&p->dnn), fail);
-    DLP_CUDNN_GOTO(st, cudnnSetStream(p->dnn, p->stream), fail);
-    for (int i = 0; i < 2; i++) {
-        cudnnNanPropagation_t nan = i ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN;
-        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->relu_act[i]), fail);
-        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->relu_act[i], CUDNN_ACTIVATION_RELU, nan, 0.0), fail);
-        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->ident_act[i]), fail);
-        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->ident_act[i], CUDNN_ACTIVATION_IDENTITY, nan, 0.0), fail);
-    }
-    for (int i = 0; i < 2; i++) {
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cstart[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cdone[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_ready[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreateWithFlags(&p->ev_free[i], cudaEventDisableTiming), fail);
-    }
-    DLP_CU_GOTO(st, cudaEventCreateWithFlags(&p->upd_evt, cudaEventDisableTiming), fail);
+    DLP_CHECK_GOTO(st, setup_handles(p), fail);
     DLP_CHECK_GOTO(st, setup_tensors(p), fail);
     DLP_CHECK_GOTO(st, setup_params(p), fail);
-    // Scratch: BN partial sums and per-channel vectors, the residual-gradient buffer, loss and update state.
-    int maxc = 1;
-    int64_t maxpart = 1, maxt = 1;
-    for (int l = 0; l < p->net.nlayers; l++) {
-        if (!p->ol.kept[l]) continue;
-        int c = p->t[l].c;
-        if (c > maxc) maxc = c;
-        int64_t part = 2LL * dlp_cuk_bn_blocks(p->t[l].rows, c, p->sms) * c;
-        if (part > maxpart) maxpart = part;
-        int64_t tb = p->N * layer_numel(p, l) * (int64_t)(p->t[l].f32 ? 4 : p->esz);
-        if (tb > maxt) maxt = tb;
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxpart * 4, (void **)&p->bn_part), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 4, (void **)&p->bn_scale), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 4, (void **)&p->bn_shift), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 3 * 4, (void **)&p->bn_coef), fail);
-    // dz_tmp: residual gradients cuDNN cannot add in place (training); the loss's dlogits (inference plans).
-    {
-        int lo = dlp_net_output(&p->net);
-        size_t need = p->train ? (size_t)maxt : (size_t)(p->N * layer_numel(p, lo)) * 4;
-        DLP_CHECK_GOTO(st, dalloc(p, need, &p->dz_tmp), fail);
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(float), (void **)&p->scale_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(int32_t), (void **)&p->good_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(int32_t), (void **)&p->found_inf_d), fail);
-    {
-        float s0 = p->loss_scaling ? (float)env_int("DLPERF_CUDA_LOSS_SCALE", 1024) : 1.0f;
-        DLP_CU_GOTO(st, cu_xfer(p, p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice), fail);
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->labels_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->sample_loss), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->flags_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_loss_args), (void **)&p->largs_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_loss_out), (void **)&p->lout_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_sgd_args), (void **)&p->sargs_d), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->labels_h, (size_t)p->N * 4, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->largs_h, sizeof *p->largs_h, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->lout_h, sizeof *p->lout_h, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->sargs_h, sizeof *p->sargs_h, 0), fail);
+    DLP_CHECK_GOTO(st, setup_scratch(p), fail);
     // Ops: descriptors, then random contents, then algorithms and fusion trials on those buffers.
-    p->ops = calloc((size_t)(p->ol.nops ? p->ol.nops : 1), sizeof *p->ops);
-    if (!p->ops) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    int has_fc = 0;
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        op->o = p->ol.ops[j];
-        if (op->o.kind == DLP_CUOP_CONV) DLP_CHECK_GOTO(st, setup_conv(p, op), fail);
-        if (op->o.kind == DLP_CUOP_FC) {
-            has_fc = 1;
-            const dlp_param *wp = param_of(p, op->o.layer, 0), *bp = param_of(p, op->o.layer, 1);
-            op->w_coff = p->coff[wp - p->net.params];
-            op->w_off = wp->offset;
-            op->b_off = bp->offset;
-        }
-        if (op->o.kind == DLP_CUOP_MAXPOOL && p->train) {
-            const dlp_layer *L = &p->net.layers[op->o.layer];
-            if (L->k > 15) {
-                st = DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: maxpool kernel %d > 15 in a training plan", L->k);
-                goto fail;
-            }
-            DLP_CHECK_GOTO(st, dalloc(p, (size_t)(p->t[op->o.out].rows * p->t[op->o.out].c), (void **)&op->idx), fail);
-        }
-    }
-    if (has_fc) {
-        DLP_CHECK_GOTO(st, dlp_cublas_load(&p->bl), fail);
-        cublasStatus_t bs = p->bl->create(&p->blas);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            p->blas = NULL;
-            st = dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasCreate");
-            goto fail;
-        }
-        const size_t blas_ws = 32u << 20;  // our own workspace: cuBLAS must not allocate during graph capture
-        DLP_CHECK_GOTO(st, dalloc(p, blas_ws, &p->blas_ws), fail);
-        bs = p->bl->set_stream(p->blas, p->stream);
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_workspace(p->blas, p->blas_ws, blas_ws);
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_math_mode(p->blas, CUBLAS_DEFAULT_MATH);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            st = dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasSetStream/Workspace/MathMode");
-            goto fail;
-        }
-    }
-    for (int l = 0; l < p->net.nlayers; l++) {
-        cu_tensor *t = &p->t[l];
-        if (!p->ol.kept[l]) continue;
-        int64_t n = p->N * layer_numel(p, l);
-        int dt = t->f32 ? DLP_DTYPE_F32 : p->dt;
-        DLP_CU_GOTO(st, dlp_cuk_fill_uniform(t->data, dt, n, 0x5eed + (uint64_t)l, -1.f, 1.f, p->stream), fail);
-        if (l == 0) DLP_CU_GOTO(st, dlp_cuk_fill_uniform(p->in_d[1], dt, n, 0x5eed, -1.f, 1.f, p->stream), fail);
-        if (t->grad) DLP_CU_GOTO(st, dlp_cuk_fill_uniform(t->grad, dt, n, 0x9a4d + (uint64_t)l, -1.f, 1.f, p->stream), fail);
-    }
-    DLP_CU_GOTO(st, dlp_cuk_fill_uniform(p->wc, p->dt, p->ncopy, 0x3e1, -0.05f, 0.05f, p->stream), fail);
-    {
-        size_t fr = 0, tot = 0;
-        DLP_CU_GOTO(st, cudaMemGetInfo(&fr, &tot), fail);
-        find_ws_bytes = ws_limit_bytes();
-        if (find_ws_bytes > fr / 4) find_ws_bytes = fr / 4;
-        DLP_CU_GOTO(st, cudaMalloc(&find_ws, find_ws_bytes), fail);
-    }
-    const char *cache_path = getenv("DLPERF_CUDA_ALGO_CACHE");
-    char cache_hdr[384] = "";
-    int cache_rows = 0;
-    if (cache_path && *cache_path) {
-        struct cudaDeviceProp pr;
-        DLP_CU_GOTO(st, cudaGetDeviceProperties(&pr, dev), fail);
-        snprintf(cache_hdr, sizeof cache_hdr, "dlperf-cuda-algos/1 cudnn %zu gpu %s cc %d.%d", cudnnGetVersion(),
-                 pr.name, pr.major, pr.minor);
-        DLP_CHECK_GOTO(st, dlp_cuda_algo_cache_load(&p->cache, cache_path, cache_hdr, &cache_rows), fail);
-        DLP_DEBUG("cuda: %d algorithm rows from %s", cache_rows, cache_path);
-    }
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        if (op->o.kind != DLP_CUOP_CONV) continue;
-        DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_FWD, find_ws, find_ws_bytes), fail);
-        if (p->train) {
-            if (op->o.in == 0) {  // only for get_input_grad: a refusal makes that unavailable, not the plan
-                op->algo[DLP_CUCONV_BWD_DATA] = -1;
-                if (choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes) != DLP_OK) {
-                    DLP_DEBUG("cuda: no data-gradient algorithm for %s: %s", p->net.layers[op->o.layer].name, dlp_err_msg());
-                    op->algo[DLP_CUCONV_BWD_DATA] = -1;
-                    dlp_err_clear();
-                }
-            } else {
-                DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes), fail);
-            }
-            DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_FILTER, find_ws, find_ws_bytes), fail);
-        }
-    }
-    cudaFree(find_ws);
-    find_ws = NULL;
+    DLP_CHECK_GOTO(st, setup_ops(p), fail);
+    DLP_CHECK_GOTO(st, fill_for_search(p), fail);
+    DLP_CHECK_GOTO(st, choose_algorithms(p), fail);
     DLP_CHECK_GOTO(st, setup_train_extras(p), fail);
-    if (cache_hdr[0] && p->cache.n > cache_rows) {
-        dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
-        if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
-            DLP_WARN("cuda: cannot save the algorithm cache: %s", dlp_err_msg());
-            dlp_err_clear();
-        }
-    }
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        if (op->o.kind == DLP_CUOP_BN) DLP_CHECK_GOTO(st, setup_bn(p, op), fail);
-        if (op->o.kind == DLP_CUOP_CONV && !p->train) DLP_CHECK_GOTO(st, setup_conv_infer(p, op), fail);
-    }
-    size_t ws = 0;
-    for (int j = 0; j < p->ol.nops; j++) {
-        const cu_op *op = &p->ops[j];
-        for (int d = 0; d < NOPS_DIR; d++)
-            if (op->ws[d] > ws) ws = op->ws[d];
-        if (op->bn_ws_fwd > ws) ws = op->bn_ws_fwd;
-        if (op->bn_ws_bwd > ws) ws = op->bn_ws_bwd;
-    }
-    p->ws_bytes = ws;
-    DLP_CHECK_GOTO(st, dalloc(p, ws, &p->ws), fail);
+    DLP_CHECK_GOTO(st, setup_fusions_and_workspace(p), fail);
     DLP_CU_GOTO(st, cudaStreamSynchronize(p->stream), fail);
     p->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     DLP_INFO("cuda: plan %s batch %d %s%s: %d ops (%d BN on cuDNN BN-Ex, %d on our kernels; %d fused convs), "
              "%d conv shapes searched, %.0f MiB workspace, %.0f MiB on the device, %.0f ms",
              p->net.arch, p->N, dlp_dtype_name(p->dt), p->train ? " training" : " inference", p->ol.nops,
-             p->n_cudnn_bn, p->n_own_bn, p->n_fused_conv, p->cache.n, ws / 1048576.0, p->dev_bytes / 1048576.0,
+             p->n_cudnn_bn, p->n_own_bn, p->n_fused_conv, p->cache.n, p->ws_bytes / 1048576.0, p->dev_bytes / 1048576.0,
              p->plan_ms);
     *out = &p->base;
     return DLP_OK;
 fail:
-    if (find_ws) cudaFree(find_ws);
     (void)cudaGetLastError();
     cu_plan_free(&p->base);
     return st;
