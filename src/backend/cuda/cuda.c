@@ -187,13 +187,23 @@ static dlp_status cu_set_input(dlp_plan *pl, const void *batch, int n) {
     DLP_CU(cudaEventSynchronize(p->ev_cdone[slot]));
     p->slot = slot;
     p->n_in = n;
+    p->have_fwd = 0;  // the output is of the next forward
     p->copy_pending = 1;
     p->in_count++;
     return DLP_OK;
 }
 
+static dlp_status forward_run(cu_plan *p, dlp_pass pass);
+
 static dlp_status cu_forward(dlp_plan *pl, dlp_pass pass) {
     cu_plan *p = as_cu(pl);
+    if (p->in_count == 0) return DLP_ERR(DLP_ERR_INVALID, "cuda: forward before set_input");
+    return forward_run(p, pass);
+}
+
+// The forward pass on whatever the current input buffer holds (cu_measure_peak times it on the plan's random
+// contents without a set_input).
+static dlp_status forward_run(cu_plan *p, dlp_pass pass) {
     if (pass == DLP_PASS_TRAIN && !p->train)
         return DLP_ERR(DLP_ERR_INVALID, "cuda: a training pass on an inference plan (make the plan with train=1)");
     if (pass != DLP_PASS_TRAIN && pass != DLP_PASS_EVAL) return DLP_ERR(DLP_ERR_INVALID, "cuda: pass %d", (int)pass);
@@ -211,12 +221,14 @@ static dlp_status cu_forward(dlp_plan *pl, dlp_pass pass) {
     DLP_CHECK(cu_run_phase(p, &p->g_fwd[pass][slot], cu_enq_forward, pass, "forward"));
     DLP_CU(cudaEventRecord(p->ev_free[slot], p->stream));
     p->have_train_fwd = pass == DLP_PASS_TRAIN;
+    p->have_fwd = 1;
     p->have_loss = 0;
     return DLP_OK;
 }
 
 static dlp_status cu_get_output(dlp_plan *pl, float *out) {
     cu_plan *p = as_cu(pl);
+    if (!p->have_fwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_output before forward");
     DLP_CU(cudaSetDevice(p->dev));
     DLP_CU(cudaStreamSynchronize(p->stream));
     int l = dlp_net_output(&p->net);
@@ -236,6 +248,7 @@ static dlp_status cu_get_output(dlp_plan *pl, float *out) {
 
 static dlp_status cu_loss(dlp_plan *pl, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
     cu_plan *p = as_cu(pl);
+    if (!p->have_fwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: loss before forward");
     int l = dlp_net_output(&p->net);
     if (p->net.layers[l].kind != DLP_LAYER_FC)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: the loss needs an FC last layer (logits); the last layer is %s",
@@ -416,9 +429,9 @@ static dlp_status cu_measure_peak(dlp_dtype precision, int threads, double *gflo
                                                  p->stream), out);
     DLP_CU_GOTO(st, cudaEventCreate(&a), out);
     DLP_CU_GOTO(st, cudaEventCreate(&b), out);
-    for (int i = 0; i < 5; i++) DLP_CHECK_GOTO(st, cu_forward(pl, DLP_PASS_EVAL), out);
+    for (int i = 0; i < 5; i++) DLP_CHECK_GOTO(st, forward_run(p, DLP_PASS_EVAL), out);
     DLP_CU_GOTO(st, cudaEventRecord(a, p->stream), out);
-    for (int i = 0; i < iters; i++) DLP_CHECK_GOTO(st, cu_forward(pl, DLP_PASS_EVAL), out);
+    for (int i = 0; i < iters; i++) DLP_CHECK_GOTO(st, forward_run(p, DLP_PASS_EVAL), out);
     DLP_CU_GOTO(st, cudaEventRecord(b, p->stream), out);
     DLP_CU_GOTO(st, cudaEventSynchronize(b), out);
     DLP_CU_GOTO(st, cudaEventElapsedTime(&ms, a, b), out);

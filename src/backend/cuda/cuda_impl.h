@@ -131,7 +131,7 @@ typedef struct cu_plan {
     cu_graph *g_bwd;       // [nbsegs][2]
     cu_graph g_upd;
     // state
-    int have_train_fwd, have_loss, have_bwd;
+    int have_fwd, have_train_fwd, have_loss, have_bwd;  // have_fwd: a forward since the last set_input
     // get_input_grad: the first convolutions' data gradients are put off until it is called (nothing else needs
     // them). update changes the weights and the loss scale they need, so update first saves those (in_snap) when
     // the gradient has not been computed yet; in_grad_ready: t[0].grad holds the last backward's input gradient,
