@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "backend/net.h"
+#include "core/alloc.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -73,6 +74,35 @@ typedef enum {
     DLP_BACKEND_PLAN_INFO,    // dlp_plan_info describes the plan
 } dlp_backend_feature;
 int dlp_backend_has(const dlp_backend *b, dlp_backend_feature f);
+
+// What kind of device a backend computes on (ggml's backend device type): callers tell backends apart by this and by
+// dlp_backend_caps, never by name.
+typedef enum {
+    DLP_BACKEND_KIND_UNKNOWN = -1,  // dlp_backend_kind_of a name no build has
+    DLP_BACKEND_KIND_CPU = 0,       // this host's CPUs compute (ref, cpu): threads and loader share the cores
+    DLP_BACKEND_KIND_GPU,           // a real accelerator (cuda): the host only feeds it
+    DLP_BACKEND_KIND_SIM,           // an emulated accelerator (sim): the host only feeds it, nothing is computed
+} dlp_backend_kind;
+
+// A backend's capabilities beyond the dlp_backend_has features (ggml's dev caps).
+typedef struct dlp_backend_caps {
+    dlp_backend_kind kind;
+    dlp_dtype default_precision;  // the compute type when none is asked (F16 on a GPU, F32 on a CPU)
+    int host_bf16;                // 1: bf16 runs on the CPU's bf16 instructions (avx512_bf16/AMX) where it has them
+    int reference;                // 1: the plain-C yardstick: slow, measured on small problems only
+    // The allocator for host memory the plan reads input batches from (pinned memory for a GPU's DMA); NULL: plain
+    // host memory is as good.
+    const dlp_allocator *(*host_allocator)(void);
+} dlp_backend_caps;
+const dlp_backend_caps *dlp_backend_get_caps(const dlp_backend *b);
+// The kind of a --device string ("cuda:1", "sim:a100,scale=2"), also for backends this build lacks (a result read
+// on another machine); DLP_BACKEND_KIND_UNKNOWN (no error set) for a name no build has.
+dlp_backend_kind dlp_backend_kind_of(const char *device);
+// "cpu", "gpu", "sim" ("unknown"): the kind as results write it.
+const char *dlp_backend_kind_name(dlp_backend_kind k);
+// The compute type a --device string runs at when none is asked: its caps' default_precision; F32 when the backend
+// is not compiled in or the name is unknown (no error set).
+dlp_dtype dlp_device_default_precision(const char *device);
 // Sustained GFLOP/s of the backend's best convolution at this precision and thread count, measured on the spot (the
 // "peak" a run's achieved GFLOP/s is compared with); *gflops = 0 and DLP_OK where the backend does not measure one.
 dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, int threads, double *gflops);

@@ -14,6 +14,7 @@ typedef struct dlp_backend_ops dlp_backend_ops;
 struct dlp_backend_ops {
     const char *name;      // "ref", "cpu", "cuda", "sim"
     const char *summary;   // one line for --help
+    dlp_backend_caps caps; // kind, default precision, host allocator (backend.h)
     // DLP_OK if the backend can run here; otherwise a status and why (e.g. "no CUDA device found").
     dlp_status (*available)(char *why, size_t why_len);
     dlp_status (*plan_create)(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out);

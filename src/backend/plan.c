@@ -24,6 +24,18 @@ int dlp_backend_has(const dlp_backend *b, dlp_backend_feature f) {
     return 0;
 }
 
+const dlp_backend_caps *dlp_backend_get_caps(const dlp_backend *b) { return &b->caps; }
+
+const char *dlp_backend_kind_name(dlp_backend_kind k) {
+    switch (k) {
+    case DLP_BACKEND_KIND_CPU: return "cpu";
+    case DLP_BACKEND_KIND_GPU: return "gpu";
+    case DLP_BACKEND_KIND_SIM: return "sim";
+    case DLP_BACKEND_KIND_UNKNOWN: break;
+    }
+    return "unknown";
+}
+
 dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, int threads, double *gflops) {
     *gflops = 0;
     return b->measure_peak ? b->measure_peak(precision, threads, gflops) : DLP_OK;

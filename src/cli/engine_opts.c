@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "core/log.h"
 
@@ -59,8 +60,7 @@ dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, d
 }
 
 dlp_dtype dlp_cli_auto_precision(const char *device) {
-    const int gpu = device && (strncmp(device, "cuda", 4) == 0 || strncmp(device, "sim:", 4) == 0);
-    return gpu ? DLP_DTYPE_F16 : DLP_DTYPE_F32;
+    return dlp_device_default_precision(device);
 }
 
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg) {

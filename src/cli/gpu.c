@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "core/json.h"
@@ -21,9 +22,12 @@
 
 static dlp_status parse_device(const char *device, int *index) {
     *index = 0;
-    if (strncmp(device, "cuda", 4) != 0 || (device[4] != '\0' && device[4] != ':'))
+    const char *arg = NULL;
+    const dlp_backend *b = dlp_backend_find(device, &arg);
+    dlp_err_clear();
+    if (!b || dlp_backend_get_caps(b)->kind != DLP_BACKEND_KIND_GPU)
         return DLP_ERR(DLP_ERR_INVALID, "dlperf gpu runs on --device cuda or cuda:N (got '%s')", device);
-    if (device[4] == ':') *index = atoi(device + 5);
+    if (arg) *index = atoi(arg);
     return DLP_OK;
 }
 

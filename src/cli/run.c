@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -129,7 +130,7 @@ static int jint(const json_t *o, const char *path, int def) {
 // mpirun, one per GPU; otherwise 1.
 static int train_ranks(const char *device) {
 #ifdef DLP_HAVE_NCCL
-    if (strcmp(device, "cuda") != 0 || !dlp_mpirun_available()) return 1;
+    if (dlp_backend_kind_of(device) != DLP_BACKEND_KIND_GPU || strchr(device, ':') || !dlp_mpirun_available()) return 1;
     int n = 0;
     dlp_cuda_device_info d;
     while (n < 64 && dlp_cuda_device_query(n, &d) == DLP_OK) n++;
@@ -375,11 +376,15 @@ int dlp_cli_run(int argc, char **argv) {
 
     dlp_host_info h;
     dlp_host_probe(&h);
-    const int is_gpu = strncmp(o.device, "cuda", 4) == 0 || strncmp(o.device, "sim", 3) == 0;
+    const dlp_backend_kind kind = dlp_backend_kind_of(o.device);
+    const dlp_backend *dev_b = dlp_backend_find(o.device, NULL);
+    dlp_err_clear();
+    const int is_gpu = kind == DLP_BACKEND_KIND_GPU || kind == DLP_BACKEND_KIND_SIM;
     static const char *const k_prec[] = {"auto", "fp32", "bf16", "fp16"};
     const char *prec = k_prec[o.precision];
     if (o.precision == 0)
-        prec = is_gpu || (strcmp(o.device, "cpu") == 0 && (h.avx512_bf16 || h.amx_bf16)) ? "bf16" : "fp32";
+        prec = is_gpu || (dev_b && dlp_backend_get_caps(dev_b)->host_bf16 && (h.avx512_bf16 || h.amx_bf16)) ? "bf16"
+                                                                                                           : "fp32";
 
     // the run directory
     char out[4096];
@@ -509,6 +514,7 @@ int dlp_cli_run(int argc, char **argv) {
     json_object_set_new(res, "host", dlp_host_to_json(&h));
     json_object_set_new(res, "versions", dlp_versions_to_json());
     json_object_set_new(res, "precision", json_string(prec));
+    json_object_set_new(res, "device_kind", json_string(dlp_backend_kind_name(kind)));  // report's verdict reads it
     json_object_set_new(res, "out", json_string(out));
     json_t *jst = json_object();
     int failed = 0;

@@ -332,7 +332,7 @@ static void print_summary(const dlp_train_cfg *c, const dlp_train_result *r, con
 static void maybe_reexec(int argc, char **argv, const char *device) {
     const char *off = getenv("DLPERF_OMP_REEXEC");
     if (getenv("OMP_WAIT_POLICY") || (off && strcmp(off, "0") == 0)) return;
-    if (device && device[0] && strcmp(device, "cpu") != 0 && strcmp(device, "ref") != 0) return;
+    if (device && device[0] && dlp_backend_kind_of(device) != DLP_BACKEND_KIND_CPU) return;
     char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
     if (!nargv) return;
     nargv[0] = "dlperf";

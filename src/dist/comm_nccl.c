@@ -4,7 +4,11 @@
 // the communicator's own stream, ordered after the producer's stream (an event recorded there, waited for here, as
 // llm.c's multi-GPU path does), with ncclAvg; the wait makes the producer's stream wait for it (no host stall), or
 // waits on the host when no stream was given. Host-side collectives (broadcast, gather, barrier) go through the
-// bootstrap communicator. Built only with NCCL (a file named *_nccl.c); it has not run on a GPU machine yet.
+// bootstrap communicator. Copies to and from the device (mem_put/mem_get) go through the communicator's stream, so
+// they are ordered with its collectives. Every host wait polls ncclCommGetAsyncError: a peer that failed, or a
+// collective that has not finished within DLPERF_NCCL_TIMEOUT_S (300 s), aborts the communicator (which frees the
+// kernels waiting for that peer) instead of hanging. Built only with NCCL (a file named *_nccl.c); it has not run
+// on a GPU machine yet.
 #include <cuda_runtime.h>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"  // nccl.h declares f() for f(void)
@@ -15,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
+#include "core/log.h"
 #include "dist/comm_impl.h"
 #include "dist/launch.h"
 
@@ -50,6 +56,48 @@ static int nccl_launched(void) {
 
 static void nccl_free(dlp_comm *base);
 
+static double timeout_s(void) {
+    const char *s = getenv("DLPERF_NCCL_TIMEOUT_S");
+    double v = s && *s ? atof(s) : 300.0;
+    return v > 0 ? v : 300.0;
+}
+
+// Ends the communicator after an asynchronous error or a timeout: ncclCommAbort stops its kernels, so the streams
+// waiting on them drain; the communicator is unusable afterwards.
+static void abort_comm(nccl_comm *c, const char *why) {
+    if (!c->comm) return;
+    DLP_WARN("nccl communicator: rank %d: %s; aborting the communicator", c->base.rank, why);
+    ncclCommAbort(c->comm);
+    c->comm = NULL;
+}
+
+// Waits on the host for an event (or, ev NULL, the communicator's stream), polling for an asynchronous NCCL error
+// (a dead peer) and for the timeout; either aborts the communicator and fails.
+static dlp_status poll_wait(nccl_comm *c, cudaEvent_t ev, const char *what) {
+    const int64_t t0 = dlp_now_ns(), limit = (int64_t)(timeout_s() * 1e9);
+    for (int spins = 0;; spins++) {
+        cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(c->stream);
+        if (e == cudaSuccess) return DLP_OK;
+        if (e != cudaErrorNotReady) return DLP_ERR(DLP_ERR_IO, "nccl communicator: %s: %s", what, cudaGetErrorString(e));
+        if (!c->comm) return DLP_ERR(DLP_ERR_IO, "nccl communicator: %s: the communicator was aborted", what);
+        ncclResult_t ar = ncclSuccess;
+        ncclResult_t qr = ncclCommGetAsyncError(c->comm, &ar);
+        if (qr != ncclSuccess || (ar != ncclSuccess && ar != ncclInProgress)) {
+            char why[160];
+            snprintf(why, sizeof why, "%s: %s", what, ncclGetErrorString(qr != ncclSuccess ? qr : ar));
+            abort_comm(c, why);
+            return DLP_ERR(DLP_ERR_IO, "nccl communicator: %s (a peer failed or left)", why);
+        }
+        if (dlp_now_ns() - t0 > limit) {
+            char why[160];
+            snprintf(why, sizeof why, "%s: not done after %.0f s (DLPERF_NCCL_TIMEOUT_S)", what, timeout_s());
+            abort_comm(c, why);
+            return DLP_ERR(DLP_ERR_TIMEOUT, "nccl communicator: %s", why);
+        }
+        if (spins > 1000) dlp_sleep_ns(50 * 1000);  // a short collective is caught by the spins; then 50 us naps
+    }
+}
+
 static dlp_status nccl_open(dlp_comm **out) {
     nccl_comm *c = calloc(1, sizeof *c);
     DLP_TRY_ALLOC(c);
@@ -77,11 +125,22 @@ static dlp_status nccl_open(dlp_comm **out) {
         goto fail;
     }
     c->device = c->base.local_rank;
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (c->base.rank == 0 && (st = ncclGetUniqueId(&id) == ncclSuccess ? DLP_OK : DLP_ERR(DLP_ERR_IO, "ncclGetUniqueId failed")))
+    // Rank 0's id goes to every rank with whether it got one: a rank 0 that failed must not leave the others
+    // waiting in the broadcast.
+    struct {
+        int32_t ok;
+        ncclUniqueId id;
+    } boot_id;
+    memset(&boot_id, 0, sizeof boot_id);
+    ncclResult_t ir = ncclSuccess;
+    if (c->base.rank == 0) boot_id.ok = (ir = ncclGetUniqueId(&boot_id.id)) == ncclSuccess;
+    if (c->boot && (st = dlp_comm_broadcast(c->boot, &boot_id, sizeof boot_id, 0))) goto fail;
+    if (!boot_id.ok) {
+        st = DLP_ERR(DLP_ERR_IO, "nccl communicator: ncclGetUniqueId on rank 0 failed%s%s",
+                     c->base.rank == 0 ? ": " : "", c->base.rank == 0 ? ncclGetErrorString(ir) : "");
         goto fail;
-    if (c->boot && (st = dlp_comm_broadcast(c->boot, &id, sizeof id, 0))) goto fail;
+    }
+    const ncclUniqueId id = boot_id.id;
     if (cudaSetDevice(c->device) != cudaSuccess || cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming) != cudaSuccess) {
         st = DLP_ERR(DLP_ERR_IO, "nccl communicator: device %d: %s", c->device, cudaGetErrorString(cudaGetLastError()));
@@ -102,7 +161,19 @@ fail:
 
 static void nccl_free(dlp_comm *base) {
     nccl_comm *c = (nccl_comm *)base;
-    if (c->comm) ncclCommDestroy(c->comm);
+    if (c->device >= 0 && (c->comm || c->stream)) (void)cudaSetDevice(c->device);
+    if (c->comm) {  // flush what was issued (a blocking communicator: it returns when done), then free
+        if (c->stream && poll_wait(c, NULL, "the collectives pending at close") != DLP_OK) dlp_err_clear();
+        if (c->comm) {
+            ncclResult_t fr = ncclCommFinalize(c->comm);
+            if (fr != ncclSuccess) {
+                DLP_WARN("nccl communicator: ncclCommFinalize: %s; aborting instead", ncclGetErrorString(fr));
+                ncclCommAbort(c->comm);
+            } else {
+                ncclCommDestroy(c->comm);
+            }
+        }
+    }
     if (c->ready) cudaEventDestroy(c->ready);
     if (c->stream) cudaStreamDestroy(c->stream);
     dlp_comm_free(c->boot);
@@ -111,6 +182,8 @@ static void nccl_free(dlp_comm *base) {
 
 static dlp_status nccl_allreduce_start(dlp_comm *base, float *buf, int64_t count, void *stream, dlp_comm_req **req) {
     nccl_comm *c = (nccl_comm *)base;
+    if (!c->comm) return DLP_ERR(DLP_ERR_IO, "nccl communicator: allreduce after the communicator was aborted");
+    CU_OK(cudaSetDevice(c->device), "cudaSetDevice");  // on_bucket may come from any thread
     if (stream) {  // after the work that produced the buffer
         CU_OK(cudaEventRecord(c->ready, (cudaStream_t)stream), "cudaEventRecord");
         CU_OK(cudaStreamWaitEvent(c->stream, c->ready, 0), "cudaStreamWaitEvent");
@@ -125,6 +198,7 @@ static dlp_status nccl_allreduce_start(dlp_comm *base, float *buf, int64_t count
     }
     if (cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventRecord(r->done, c->stream) != cudaSuccess) {
+        if (r->done) cudaEventDestroy(r->done);
         free(r);
         return DLP_ERR(DLP_ERR_IO, "nccl communicator: event: %s", cudaGetErrorString(cudaGetLastError()));
     }
@@ -132,12 +206,27 @@ static dlp_status nccl_allreduce_start(dlp_comm *base, float *buf, int64_t count
     return DLP_OK;
 }
 
+// With a consumer stream the wait is queued there (no host stall); a dead peer then shows at the next host wait
+// (nccl_sync, mem_get, close), which polls. Without one the host polls here.
 static dlp_status nccl_wait(dlp_comm *base, dlp_comm_req *r) {
-    cudaError_t e = r->consumer ? cudaStreamWaitEvent(r->consumer, r->done, 0) : cudaEventSynchronize(r->done);
+    nccl_comm *c = (nccl_comm *)base;
+    dlp_status st = DLP_OK;
+    if (r->consumer) {
+        cudaError_t e = cudaStreamWaitEvent(r->consumer, r->done, 0);
+        if (e != cudaSuccess) st = DLP_ERR(DLP_ERR_IO, "nccl communicator: waiting for the allreduce: %s", cudaGetErrorString(e));
+        ncclResult_t ar = ncclSuccess;
+        if (st == DLP_OK && c->comm && ncclCommGetAsyncError(c->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
+            ar != ncclInProgress) {
+            abort_comm(c, ncclGetErrorString(ar));
+            st = DLP_ERR(DLP_ERR_IO, "nccl communicator: the allreduce failed: %s (a peer failed or left)",
+                         ncclGetErrorString(ar));
+        }
+    } else {
+        st = poll_wait(c, r->done, "waiting for the allreduce");
+    }
     cudaEventDestroy(r->done);
     free(r);
-    CU_OK(e, "waiting for the allreduce");
-    return DLP_OK;
+    return st;
 }
 
 static dlp_status nccl_broadcast(dlp_comm *base, void *buf, size_t bytes, int root) {
@@ -159,8 +248,7 @@ static dlp_status nccl_barrier(dlp_comm *base) {
 
 static void nccl_abort(dlp_comm *base, int code) {
     nccl_comm *c = (nccl_comm *)base;
-    if (c->comm) ncclCommAbort(c->comm);
-    c->comm = NULL;
+    abort_comm(c, "dlp_comm_abort");
     dlp_comm_abort(c->boot, code);
 }
 
@@ -173,20 +261,26 @@ static dlp_status nccl_mem_alloc(dlp_comm *base, size_t bytes, void **out) {
 
 static void nccl_mem_free(dlp_comm *base, void *p) { cudaFree(p); }
 
+// Copies on the communicator's stream: after the collectives queued on it (the legacy default stream would not
+// order with a non-blocking stream), waited for by polling (a pageable copy may return before its DMA is done).
 static dlp_status nccl_mem_put(dlp_comm *base, void *dst, const void *host, size_t bytes) {
-    CU_OK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
-    return DLP_OK;
+    nccl_comm *c = (nccl_comm *)base;
+    CU_OK(cudaSetDevice(c->device), "cudaSetDevice");
+    CU_OK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync to the device");
+    return poll_wait(c, NULL, "the copy to the device");
 }
 
 static dlp_status nccl_mem_get(dlp_comm *base, void *host, const void *src, size_t bytes) {
-    CU_OK(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
-    return DLP_OK;
+    nccl_comm *c = (nccl_comm *)base;
+    CU_OK(cudaSetDevice(c->device), "cudaSetDevice");
+    CU_OK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync from the device");
+    return poll_wait(c, NULL, "the copy from the device");
 }
 
 static dlp_status nccl_sync(dlp_comm *base) {
     nccl_comm *c = (nccl_comm *)base;
-    CU_OK(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
-    return DLP_OK;
+    CU_OK(cudaSetDevice(c->device), "cudaSetDevice");
+    return poll_wait(c, NULL, "the queued collectives");
 }
 
 const dlp_comm_ops dlp_comm_nccl = {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "data/source.h"
@@ -127,7 +128,7 @@ static double mem_available(void) {
 }
 
 static int want_backend(const dlp_probe_cfg *cfg, const char *name) {
-    if (!cfg->devices) return strcmp(name, "ref") == 0 || strcmp(name, "cpu") == 0;
+    if (!cfg->devices) return dlp_backend_kind_of(name) == DLP_BACKEND_KIND_CPU;  // default: what computes here
     const char *s = cfg->devices;
     size_t n = strlen(name);
     while (*s) {
@@ -146,8 +147,10 @@ static dlp_status check_devices(const dlp_probe_cfg *cfg) {
     while (*s) {
         const char *e = strchr(s, ',');
         size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (!((len == 3 && (strncmp(s, "ref", 3) == 0 || strncmp(s, "cpu", 3) == 0)) ||
-              (len == 4 && strncmp(s, "cuda", 4) == 0)))
+        char one[32];  // a backend that computes (a CPU or a GPU), named without arguments
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), s);
+        const dlp_backend_kind kind = dlp_backend_kind_of(one);
+        if (len >= sizeof one || strchr(one, ':') || (kind != DLP_BACKEND_KIND_CPU && kind != DLP_BACKEND_KIND_GPU))
             return DLP_ERR(DLP_ERR_INVALID, "probe --device: '%.*s' is not a backend probe measures (ref, cpu, cuda; "
                            "sim devices are what they are told to be)", (int)len, s);
         if (!e) break;

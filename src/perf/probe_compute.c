@@ -172,7 +172,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
             return st;
         }
         step_meas m;
-        st = measure(c, &pp, strcmp(dlp_backend_name(ops), "ref") == 0 ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
+        st = measure(c, &pp, dlp_backend_get_caps(ops)->reference ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
         plan_close(&pp);
         if (st) {
             json_decref(pts);
@@ -230,7 +230,7 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
     }
     if (c->p->ndevices >= DLP_PROFILE_MAX_DEVICES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many devices");
     const int quick = c->cfg->quick;
-    const int is_ref = strcmp(backend, "ref") == 0;
+    const int is_ref = dlp_backend_get_caps(ops)->reference;  // the slow yardstick: small problems
     char models[8][32], sizes_s[8][32];
     int nm = split_list(c->cfg->models ? c->cfg->models : (quick || is_ref ? "resnet18" : "resnet18,resnet50"), models, 8);
     int ns = split_list(c->cfg->sizes ? c->cfg->sizes : (is_ref ? "32" : (quick ? "64" : "64,112")),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/json.h"
 #include "core/opts.h"
 #include "hw/derive.h"
@@ -132,7 +133,8 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         } else if (rl && !json_is_null(rl)) {
             DLP_CHECK(dlp_field_int(o, "read_limit", 0, INT64_MAX, &c->read_limit_bytes_per_s, w));
         }
-        if (strncmp(c->device, "sim:", 4) != 0 && strcmp(c->device, "cpu") != 0 && strcmp(c->device, "ref") != 0)
+        const dlp_backend_kind kind = dlp_backend_kind_of(c->device);  // validate runs here: a GPU is only emulated
+        if ((kind != DLP_BACKEND_KIND_SIM || !strchr(c->device, ':')) && kind != DLP_BACKEND_KIND_CPU)
             return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'device' is '%s' (cpu, ref or sim:<gpu>[,options])", w, c->device);
         (*n)++;
     }
@@ -260,9 +262,10 @@ void dlp_validate_cfg_init(dlp_validate_cfg *c) {
 }
 
 static dlp_status device_for(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_device_profile *d) {
-    if (strncmp(c->device, "sim:", 4) == 0) {
+    const char *colon = strchr(c->device, ':');
+    if (dlp_backend_kind_of(c->device) == DLP_BACKEND_KIND_SIM && colon) {  // an emulated GPU: its spec follows ':'
         dlp_sim_spec s;
-        DLP_CHECK(dlp_sim_spec_parse(c->device + 4, &s));
+        DLP_CHECK(dlp_sim_spec_parse(colon + 1, &s));
         return dlp_sim_device(&s, vc->catalog, d);
     }
     const dlp_device_profile *pd = dlp_profile_find_device(vc->profile, c->device);

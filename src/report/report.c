@@ -263,11 +263,12 @@ static const char *str(const json_t *o, const char *k) {
 }
 
 char *dlp_report_verdict(const json_t *run, const json_t *predict) {
-    const json_t *s = json_object_get(run, "summary"), *opts = json_object_get(run, "options");
-    const char *bn = str(s, "bottleneck"), *device = str(opts, "device");
+    const json_t *s = json_object_get(run, "summary");
+    const char *bn = str(s, "bottleneck");
     double train = num(s, "train_img_per_s"), prep = num(s, "prep_img_per_s"), wait = num(s, "train_data_wait_frac");
     double frac = num(s, "train_fraction_of_peak"), usd = num(s, "usd_per_million_train_images");
-    int gpu = device && (strncmp(device, "cuda", 4) == 0 || strncmp(device, "sim", 3) == 0);
+    const char *kind = str(run, "device_kind");  // dlperf run's (backend caps): "cpu", "gpu", "sim"
+    int gpu = kind && (strcmp(kind, "gpu") == 0 || strcmp(kind, "sim") == 0);
     char buf[2048];
     size_t n = 0;
 #define PUT(...) \

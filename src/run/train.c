@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/cuda/cuda.h"
+#include "backend/backend.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -609,7 +609,8 @@ static void loader_cfg(const dlp_trainer *t, dlp_dataset *ds, dlp_xform_kind kin
     lc->transform.layout = t->in_layout;
     lc->transform.dtype = t->in_dtype;
     lc->seed = c->seed;
-    lc->alloc = strcmp(dlp_backend_name(t->ops), "cuda") == 0 ? dlp_cuda_host_allocator() : NULL;
+    const dlp_backend_caps *caps = dlp_backend_get_caps(t->ops);
+    lc->alloc = caps->host_allocator ? caps->host_allocator() : NULL;  // pinned batches for a GPU's DMA
     lc->read_limit_bytes_per_s = c->read_limit_bytes_per_s;
     lc->drop_cache = c->drop_cache;
     lc->limit_samples = limit;
@@ -660,8 +661,9 @@ static dlp_status setup(dlp_trainer *t) {
     char why[256] = "";
     if (dlp_backend_available(t->ops, why, sizeof why) != DLP_OK)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", c->device, why);
-    t->async = strcmp(dlp_backend_name(t->ops), "cuda") == 0;
-    if (t->async && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
+    t->async = dlp_backend_has(t->ops, DLP_BACKEND_ASYNC);  // steps queued on a device (cuda; sim emulates one)
+    const int on_gpu = dlp_backend_get_caps(t->ops)->kind == DLP_BACKEND_KIND_GPU;
+    if (on_gpu && t->world > 1 && !t->dev_arg) {  // one process per GPU: the node-local rank picks it
         snprintf(t->dev_arg_buf, sizeof t->dev_arg_buf, "%d", dlp_comm_local_rank(t->comm));
         t->dev_arg = t->dev_arg_buf;
     }
@@ -723,7 +725,7 @@ static dlp_status setup(dlp_trainer *t) {
     dlp_plan_cfg pc = {.batch = c->batch, .train = 1, .precision = c->precision, .threads = c->threads,
                        .arg = t->dev_arg, .bucket_elems = c->bucket_elems};
     if (t->world > 1) {  // buckets reduced as backward finishes them (25 MiB each unless --bucket-elems, as DDP)
-        if (t->async && strcmp(dlp_comm_name(t->comm), "mpi") == 0)
+        if (dlp_backend_get_caps(t->ops)->kind == DLP_BACKEND_KIND_GPU && strcmp(dlp_comm_name(t->comm), "mpi") == 0)
             return DLP_ERR(DLP_ERR_UNSUPPORTED, "--device %s with the mpi communicator: it reduces host buffers and "
                            "the gradients live on the GPU; use --dist nccl", c->device);
         DLP_CHECK(dlp_step_overlap_new(t->comm, &t->overlap));

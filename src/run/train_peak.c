@@ -18,7 +18,7 @@
 // The rule and the measurements behind it are in docs/training.md ("Threads").
 void dlp_train_default_threads(const char *device, int *threads, int *workers) {
     const int cpus = dlp_host_cpus_allowed();
-    const int host_computes = !device || !device[0] || strcmp(device, "cpu") == 0 || strcmp(device, "ref") == 0;
+    const int host_computes = !device || !device[0] || dlp_backend_kind_of(device) == DLP_BACKEND_KIND_CPU;
     *threads = cpus;
     if (host_computes) {
         *workers = cpus / 4 > 1 ? cpus / 4 : 1;

@@ -434,6 +434,20 @@ static int env_i(const char *n, int def) {
 
 // A whole training step of ResNet-50 (batch and image size from DLPERF_CHECK_BATCH / DLPERF_CHECK_IMAGE, default
 // 2 and 224): logits, loss, every parameter gradient, running statistics, and the SGD update.
+// Each residual branch's last BN weight scaled by f (zero_init_residual in spirit, the branches still train): with
+// the default init a ResNet-50 step at batch 2 is chaotic — a ReLU or maxpool decision within rounding of its
+// threshold flips and moves gradients far more than rounding does, in any precision — while the damped step
+// responds smoothly, so the tolerances below measure the kernels, not the conditioning (test_backend_ops does
+// the same for its resnet50 case).
+static void damp_residual_branches(const dlp_net *net, int depth, float f, float *params) {
+    const char *last_bn = depth >= 50 ? ".bn3.weight" : ".bn2.weight";
+    for (int i = 0; i < net->nparams; i++) {
+        const dlp_param *p = &net->params[i];
+        if (strncmp(p->name, "layer", 5) != 0 || !strstr(p->name, last_bn)) continue;
+        for (int64_t j = 0; j < p->numel; j++) params[p->offset + j] *= f;
+    }
+}
+
 static void test_resnet_step_vs_reference(void **state) {
     (void)state;
     SKIP_WITHOUT_GPU();
@@ -461,6 +475,7 @@ static void test_resnet_step_vs_reference(void **state) {
     for (size_t d = 0; d < 3; d++) {
         dlp_dtype dt = dts[d];
         make_params(&net, dt, 21, params, bufs);
+        damp_residual_branches(&net, depth, 0.2f, params);  // BN weights are fp32 on the device: no rounding to redo
         fill_normal(x, nx, 22, 1.0);
         for (int64_t i = 0; i < nx; i++) xd[i] = x[i] = round_dt(x[i], dt);
         dlp_cuda_nchw_to_nhwc(x, N, 3, (int64_t)hw * hw, dt, xh);
@@ -586,13 +601,17 @@ static void test_graph_replay_matches_eager(void **state) {
         json_t *desc = dlp_cuda_plan_describe(p);
         int captured = (int)json_integer_value(json_object_get(desc, "graphs_captured"));
         int failed = (int)json_integer_value(json_object_get(desc, "graphs_failed"));
-        json_decref(desc);
+        int capture_failures = (int)json_integer_value(json_object_get(desc, "graph_captures_failed"));
+        const char *why = json_string_value(json_object_get(desc, "graph_capture_failure"));
         printf("graph replay %s: worst gradient difference from the first (eager) step %.2e (tol %.0e); %d graphs "
-               "captured, %d failed\n", dlp_dtype_name(dts[d]), worst, tol[d], captured, failed);
+               "captured, %d failed (%d failed captures%s%s)\n", dlp_dtype_name(dts[d]), worst, tol[d], captured,
+               failed, capture_failures, why ? "; the first: " : "", why ? why : "");
+        json_decref(desc);
         dlp_plan_free(p);
         assert_true(worst <= tol[d]);
         assert_int_equal(captured, 7);  // forward, loss, backward for each input buffer; the update
         assert_int_equal(failed, 0);
+        assert_int_equal(capture_failures, 0);
     }
     free(params), free(bufs), free(x), free(g0), free(g), free(zero), free(xh);
     dlp_net_free(&net);

@@ -19,7 +19,7 @@
 
 typedef struct verdict_case {
     const char *summary;  // run.json's summary
-    const char *device;
+    const char *kind;     // run.json's device_kind (the backend's caps)
     const char *want[3];  // substrings of the verdict
 } verdict_case;
 
@@ -31,15 +31,15 @@ static void test_verdict(void **state) {
          "cpu", {"Compute holds this machine back", "78% of its measured peak", "A GPU would fix it"}},
         {"{\"train_img_per_s\": 900, \"prep_img_per_s\": 1000, \"train_data_wait_frac\": 0.4, "
          "\"bottleneck\": \"input pipeline\"}",
-         "cuda", {"The input pipeline holds this machine back", "40% of the step", "a faster GPU would not"}},
-        {"{\"train_img_per_s\": 900, \"prep_img_per_s\": 1000, \"bottleneck\": \"balanced\"}", "cuda",
+         "gpu", {"The input pipeline holds this machine back", "40% of the step", "a faster GPU would not"}},
+        {"{\"train_img_per_s\": 900, \"prep_img_per_s\": 1000, \"bottleneck\": \"balanced\"}", "gpu",
          {"balanced", "more or faster loader cores", NULL}},
         {"{\"train_img_per_s\": 10}", "cpu", {"not known", NULL, NULL}},
         {"{}", "cpu", {"No verdict", "not measured", NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        json_t *run = json_pack("{s:o, s:{s:s}}", "summary", json_loads(cases[i].summary, 0, NULL), "options",
-                                "device", cases[i].device);
+        json_t *run = json_pack("{s:o, s:s}", "summary", json_loads(cases[i].summary, 0, NULL), "device_kind",
+                                cases[i].kind);
         char *v = dlp_report_verdict(run, NULL);
         assert_non_null(v);
         for (int k = 0; k < 3 && cases[i].want[k]; k++) {

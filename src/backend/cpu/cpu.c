@@ -636,6 +636,7 @@ CPU_ENTRY(update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
 const dlp_backend_ops dlp_backend_cpu = {
     .name = "cpu",
     .summary = "oneDNN: fp32, or bf16 compute with fp32 master weights; blocked layouts, fused BN/ReLU/add",
+    .caps = {.kind = DLP_BACKEND_KIND_CPU, .default_precision = DLP_DTYPE_F32, .host_bf16 = 1},
     .available = cpu_available,
     .plan_create = cpu_plan_create,
     .plan_free = cpu_plan_free,

@@ -187,13 +187,23 @@ static dlp_status cu_set_input(dlp_plan *pl, const void *batch, int n) {
     DLP_CU(cudaEventSynchronize(p->ev_cdone[slot]));
     p->slot = slot;
     p->n_in = n;
+    p->have_fwd = 0;  // the output is of the next forward
     p->copy_pending = 1;
     p->in_count++;
     return DLP_OK;
 }
 
+static dlp_status forward_run(cu_plan *p, dlp_pass pass);
+
 static dlp_status cu_forward(dlp_plan *pl, dlp_pass pass) {
     cu_plan *p = as_cu(pl);
+    if (p->in_count == 0) return DLP_ERR(DLP_ERR_INVALID, "cuda: forward before set_input");
+    return forward_run(p, pass);
+}
+
+// The forward pass on whatever the current input buffer holds (cu_measure_peak times it on the plan's random
+// contents without a set_input).
+static dlp_status forward_run(cu_plan *p, dlp_pass pass) {
     if (pass == DLP_PASS_TRAIN && !p->train)
         return DLP_ERR(DLP_ERR_INVALID, "cuda: a training pass on an inference plan (make the plan with train=1)");
     if (pass != DLP_PASS_TRAIN && pass != DLP_PASS_EVAL) return DLP_ERR(DLP_ERR_INVALID, "cuda: pass %d", (int)pass);
@@ -211,12 +221,14 @@ static dlp_status cu_forward(dlp_plan *pl, dlp_pass pass) {
     DLP_CHECK(cu_run_phase(p, &p->g_fwd[pass][slot], cu_enq_forward, pass, "forward"));
     DLP_CU(cudaEventRecord(p->ev_free[slot], p->stream));
     p->have_train_fwd = pass == DLP_PASS_TRAIN;
+    p->have_fwd = 1;
     p->have_loss = 0;
     return DLP_OK;
 }
 
 static dlp_status cu_get_output(dlp_plan *pl, float *out) {
     cu_plan *p = as_cu(pl);
+    if (!p->have_fwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_output before forward");
     DLP_CU(cudaSetDevice(p->dev));
     DLP_CU(cudaStreamSynchronize(p->stream));
     int l = dlp_net_output(&p->net);
@@ -236,6 +248,7 @@ static dlp_status cu_get_output(dlp_plan *pl, float *out) {
 
 static dlp_status cu_loss(dlp_plan *pl, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
     cu_plan *p = as_cu(pl);
+    if (!p->have_fwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: loss before forward");
     int l = dlp_net_output(&p->net);
     if (p->net.layers[l].kind != DLP_LAYER_FC)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: the loss needs an FC last layer (logits); the last layer is %s",
@@ -287,24 +300,41 @@ static dlp_status cu_backward(dlp_plan *pl, const float *dy) {
     }
     DLP_CU(cudaEventRecord(p->ev_free[p->slot], p->stream));
     p->have_bwd = 1;
+    p->in_grad_ready = 0;  // a new input gradient to compute (get_input_grad), from the live weights
+    p->in_snap_valid = 0;
     return DLP_OK;
 }
 
-static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
-    cu_plan *p = as_cu(pl);
-    if (!p->have_bwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad needs a backward first");
-    DLP_CU(cudaSetDevice(p->dev));
-    for (int j = p->ol.nops - 1; j >= 0; j--) {  // the data gradients backward skipped (convs reading the input)
+// The deferred data gradients (convolutions reading the input: backward skips them, nothing but get_input_grad
+// needs them) with the weights and loss scale of the last backward: the live ones, or update's snapshot of them.
+static dlp_status compute_input_grad(cu_plan *p) {
+    const int snap = p->in_snap_valid;
+    for (int j = p->ol.nops - 1; j >= 0; j--) {  // backward's order: the first write overwrites, later ones add
         const cu_op *op = &p->ops[j];
         if (op->o.kind != DLP_CUOP_CONV || op->o.in != 0) continue;
         if (op->algo[DLP_CUCONV_BWD_DATA] < 0)
             return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: cuDNN offers no data-gradient algorithm for %s's input",
                            p->net.layers[op->o.layer].name);
-        DLP_CHECK(cu_conv_bwd_data(p, op, op->o.acc_in_deferred));
+        const void *w = snap ? (const char *)p->in_snap_w + p->in_snap_off[j] * (int64_t)p->esz
+                             : (const char *)p->wc + op->w_coff * (int64_t)p->esz;
+        DLP_CHECK(cu_conv_bwd_data(p, op, w, op->o.acc_in_deferred));
     }
     float S = 1.f;
-    if (p->loss_scaling) DLP_CU(cudaMemcpyAsync(&S, p->scale_d, sizeof S, cudaMemcpyDeviceToHost, p->stream));
+    if (p->loss_scaling)
+        DLP_CU(cudaMemcpyAsync(&S, snap ? p->in_snap_scale : p->scale_d, sizeof S, cudaMemcpyDeviceToHost, p->stream));
     DLP_CU(cudaStreamSynchronize(p->stream));
+    p->in_grad_scale = S;
+    p->in_grad_ready = 1;
+    return DLP_OK;
+}
+
+// fp32 NCHW dL/d(input) of the last backward: the same however often it is read, before or after update.
+static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
+    cu_plan *p = as_cu(pl);
+    if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad on an inference plan");
+    if (!p->have_bwd) return DLP_ERR(DLP_ERR_INVALID, "cuda: get_input_grad needs a backward first");
+    DLP_CU(cudaSetDevice(p->dev));
+    if (!p->in_grad_ready) DLP_CHECK(compute_input_grad(p));
     const cu_tensor *t = &p->t[0];
     int n = p->N;
     int64_t per = layer_numel(p, 0);
@@ -312,8 +342,28 @@ static dlp_status cu_get_input_grad(dlp_plan *pl, float *dx) {
     DLP_CHECK(ensure_stage(p, bytes));
     DLP_CU(cu_xfer(p, p->stage, t->grad, bytes, cudaMemcpyDeviceToHost));
     dlp_cuda_nhwc_to_nchw(p->stage, n, t->c, (int64_t)t->h * t->w, p->dt, dx);
+    const float S = p->in_grad_scale;
     if (S != 1.f)
         for (int64_t i = 0; i < n * per; i++) dx[i] /= S;
+    return DLP_OK;
+}
+
+// Before update changes them: a copy of what the deferred data gradients read (the input convolutions' compute-type
+// weights, the loss scale), unless get_input_grad already used them or a copy of this backward's is there. Two small
+// device copies per step.
+static dlp_status snapshot_for_input_grad(cu_plan *p) {
+    if (!p->have_bwd || p->in_grad_ready || p->in_snap_valid || !p->in_snap_off) return DLP_OK;
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        if (p->in_snap_off[j] < 0) continue;
+        const dlp_layer *L = &p->net.layers[op->o.layer];
+        const size_t bytes = (size_t)L->c * p->net.layers[L->in0].c * L->k * L->k * p->esz;
+        DLP_CU(cudaMemcpyAsync((char *)p->in_snap_w + p->in_snap_off[j] * (int64_t)p->esz,
+                               (const char *)p->wc + op->w_coff * (int64_t)p->esz, bytes, cudaMemcpyDeviceToDevice,
+                               p->stream));
+    }
+    DLP_CU(cudaMemcpyAsync(p->in_snap_scale, p->scale_d, sizeof(float), cudaMemcpyDeviceToDevice, p->stream));
+    p->in_snap_valid = 1;
     return DLP_OK;
 }
 
@@ -321,6 +371,7 @@ static dlp_status cu_update(dlp_plan *pl, const dlp_sgd *hp) {
     cu_plan *p = as_cu(pl);
     if (!p->train) return DLP_ERR(DLP_ERR_INVALID, "cuda: update on an inference plan");
     DLP_CU(cudaSetDevice(p->dev));
+    DLP_CHECK(snapshot_for_input_grad(p));
     if (p->upd_pending) DLP_CU(cudaEventSynchronize(p->upd_evt));  // the previous update has read its arguments
     p->sargs_h->lr = hp->lr;
     p->sargs_h->momentum = hp->momentum;
@@ -378,9 +429,9 @@ static dlp_status cu_measure_peak(dlp_dtype precision, int threads, double *gflo
                                                  p->stream), out);
     DLP_CU_GOTO(st, cudaEventCreate(&a), out);
     DLP_CU_GOTO(st, cudaEventCreate(&b), out);
-    for (int i = 0; i < 5; i++) DLP_CHECK_GOTO(st, cu_forward(pl, DLP_PASS_EVAL), out);
+    for (int i = 0; i < 5; i++) DLP_CHECK_GOTO(st, forward_run(p, DLP_PASS_EVAL), out);
     DLP_CU_GOTO(st, cudaEventRecord(a, p->stream), out);
-    for (int i = 0; i < iters; i++) DLP_CHECK_GOTO(st, cu_forward(pl, DLP_PASS_EVAL), out);
+    for (int i = 0; i < iters; i++) DLP_CHECK_GOTO(st, forward_run(p, DLP_PASS_EVAL), out);
     DLP_CU_GOTO(st, cudaEventRecord(b, p->stream), out);
     DLP_CU_GOTO(st, cudaEventSynchronize(b), out);
     DLP_CU_GOTO(st, cudaEventElapsedTime(&ms, a, b), out);
@@ -431,6 +482,12 @@ json_t *dlp_cuda_plan_describe(dlp_plan *pl) {
         ready += p->g_bwd[i].slot.state == DLP_CUGRAPH_READY, failed += p->g_bwd[i].slot.state == DLP_CUGRAPH_FAILED;
     json_object_set_new(o, "graphs_captured", json_integer(ready));
     json_object_set_new(o, "graphs_failed", json_integer(failed));
+    json_object_set_new(o, "graph_captures_failed", json_integer(p->graph_captures_failed));
+    if (p->graph_fail_why[0]) json_object_set_new(o, "graph_capture_failure", json_string(p->graph_fail_why));
+    int own_wgrad = 0;
+    for (int j = 0; j < p->ol.nops; j++)
+        own_wgrad += p->ops[j].o.kind == DLP_CUOP_CONV && p->ops[j].algo[DLP_CUCONV_BWD_FILTER] == CU_ALGO_OWN_WGRAD;
+    json_object_set_new(o, "conv_wgrad_own_kernel", json_integer(own_wgrad));
     json_t *algos = json_array();
     for (int i = 0; i < p->cache.n; i++) {
         char ks[160];
@@ -449,6 +506,8 @@ json_t *dlp_cuda_plan_describe(dlp_plan *pl) {
 const dlp_backend_ops dlp_backend_cuda = {
     .name = "cuda",
     .summary = "NVIDIA GPU: cuDNN 9 + cuBLAS + own kernels, NHWC fp16/bf16/fp32, CUDA graphs",
+    .caps = {.kind = DLP_BACKEND_KIND_GPU, .default_precision = DLP_DTYPE_F16,
+             .host_allocator = dlp_cuda_host_allocator},
     .available = cu_available,
     .plan_create = cu_plan_create,
     .plan_free = cu_plan_free,

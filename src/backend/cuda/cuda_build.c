@@ -109,88 +109,140 @@ static cudnnMathType_t plan_math(const cu_plan *p) {
     return p->cfg.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-// Picks the algorithm for one direction of one convolution: cached by shape, else cudnnFind*Ex (timed on the
-// plan's own buffers) or, with DLPERF_CUDA_FIND=0, cuDNN's heuristic. Stays within the workspace limit.
+// The first usable entry (status SUCCESS, workspace within limit) of a cuDNN perf list; -1 if none.
+#define PICK_FIRST(perf, n, limit, timed, out_algo, out_mem, out_ms, out_math) \
+    do { \
+        for (int i_ = 0; i_ < (n) && (out_algo) < 0; i_++) \
+            if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && (perf)[i_].memory <= (limit)) \
+                (out_algo) = (int)(perf)[i_].algo, (out_mem) = (perf)[i_].memory, \
+                (out_ms) = (timed) ? (perf)[i_].time : 0, (out_math) = (perf)[i_].mathType; \
+    } while (0)
+
+// What one direction's search found.
+typedef struct algo_pick {
+    int algo;
+    size_t mem;
+    float ms;
+    cudnnMathType_t math;
+    int timed;  // 1: Find timed it; 0: the heuristic ranked it
+} algo_pick;
+
+// The buffers a search runs on: the plan's own (random contents), so Find times what the step will do.
+typedef struct algo_bufs {
+    void *x, *y, *dx, *dy, *w, *dw, *ws;
+    size_t ws_bytes, limit;
+} algo_bufs;
+
+// Find (timed on the plan's buffers) unless DLPERF_CUDA_FIND=0, then cuDNN's heuristic where Find failed or none of
+// what it found fits: a Find that cuDNN refuses, or whose algorithms all fail or need too much workspace, is not
+// the last word.
+static dlp_status search_fwd(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionFwdAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_FWD];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, b->x, op->wd, b->w, cd, op->yd, b->y,
+                                                                  MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionForwardAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d forward algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        DLP_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(p->dnn, op->xd, op->wd, cd, op->yd, MAXA, &n, perf));
+        PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+    }
+    return DLP_OK;
+}
+
+static dlp_status search_bwd_data(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionBwdDataAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_BWD_DATA];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, b->w, op->yd, b->dy, cd, op->xd,
+                                                                       b->dx, MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionBackwardDataAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d data-gradient algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        DLP_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(p->dnn, op->wd, op->yd, cd, op->xd, MAXA, &n, perf));
+        PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+    }
+    return DLP_OK;
+}
+
+static dlp_status search_bwd_filter(cu_plan *p, cu_op *op, const algo_bufs *b, int find, algo_pick *k) {
+    enum { MAXA = 16 };
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[MAXA];
+    cudnnConvolutionDescriptor_t cd = op->cd[DLP_CUCONV_BWD_FILTER];
+    int n = 0;
+    if (find) {
+        cudnnStatus_t fs = cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, b->x, op->yd, b->dy, cd, op->wd,
+                                                                         b->dw, MAXA, &n, perf, b->ws, b->ws_bytes);
+        if (fs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 1, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnFindConvolutionBackwardFilterAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
+        if (k->algo >= 0) k->timed = 1;
+        else if (fs == CUDNN_STATUS_SUCCESS) DLP_DEBUG("cuda: Find gave %d weight-gradient algorithms, none usable; using the heuristic", n);
+    }
+    if (k->algo < 0) {
+        cudnnStatus_t hs = cudnnGetConvolutionBackwardFilterAlgorithm_v7(p->dnn, op->xd, op->yd, cd, op->wd, MAXA, &n, perf);
+        if (hs == CUDNN_STATUS_SUCCESS) PICK_FIRST(perf, n, b->limit, 0, k->algo, k->mem, k->ms, k->math);
+        else DLP_DEBUG("cuda: cudnnGetConvolutionBackwardFilterAlgorithm_v7: %s", cudnnGetErrorString(hs));
+    }
+    return DLP_OK;  // none: the caller falls back to dlp_cuk_conv_wgrad
+}
+
+// Picks the algorithm for one direction of one convolution: cached by shape, else searched (search_*). Stays within
+// the workspace limit. A weight gradient cuDNN has no algorithm for is computed by our direct kernel (a warning
+// says so: it is much slower); a missing forward or data-gradient algorithm is an error.
 static dlp_status choose_algo(cu_plan *p, cu_op *op, int dir, void *find_ws, size_t find_ws_bytes) {
     dlp_cuda_conv_key key;
     conv_key(p, op, dir, &key);
+    char ks[160];
+    dlp_cuda_conv_key_str(&key, ks, sizeof ks);
     const dlp_cuda_algo_row *row;
     if (dlp_cuda_algo_cache_find(&p->cache, &key, &row)) {
         op->algo[dir] = row->algo;
         op->ws[dir] = (size_t)row->workspace_bytes;
         if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32)
             DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], (cudnnMathType_t)row->math_type));
+        DLP_DEBUG("cuda: %s: algo %d (from the cache), %.1f MiB workspace", ks, row->algo, row->workspace_bytes / 1048576.0);
         return DLP_OK;
     }
     const cu_tensor *tx = &p->t[op->o.in], *ty = &p->t[op->o.out];  // out: the conv's own output, or (inference)
                                                                        // the fused op's, of the same shape
-    void *x = tx->data, *y = ty->data, *dx = tx->grad ? tx->grad : tx->data, *dy = ty->grad ? ty->grad : ty->data;
-    void *w = (char *)p->wc + op->w_coff * p->esz, *dw = p->gc ? (char *)p->gc + op->w_coff * p->esz : w;
-    int find = env_int("DLPERF_CUDA_FIND", 1);
-    size_t limit = find_ws_bytes;
-    int algo = -1, n = 0;
-    size_t mem = 0;
-    float ms = 0;
-    cudnnMathType_t math = plan_math(p);
-    enum { MAXA = 16 };
-    cudnnConvolutionDescriptor_t cd = op->cd[dir];
-    // A Find that cuDNN refuses falls back to its heuristic (with a debug line), which must then succeed.
-    if (dir == DLP_CUCONV_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionForwardAlgorithmEx(p->dnn, op->xd, x, op->wd, w, cd, op->yd, y,
-                                                                         MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionForwardAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(p->dnn, op->xd, op->wd, cd, op->yd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
-    } else if (dir == DLP_CUCONV_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardDataAlgorithmEx(p->dnn, op->wd, w, op->yd, dy, cd, op->xd,
-                                                                              dx, MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardDataAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(p->dnn, op->wd, op->yd, cd, op->xd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[MAXA];
-        cudnnStatus_t fs = find ? cudnnFindConvolutionBackwardFilterAlgorithmEx(p->dnn, op->xd, x, op->yd, dy, cd, op->wd,
-                                                                                dw, MAXA, &n, perf, find_ws, find_ws_bytes)
-                                : CUDNN_STATUS_NOT_SUPPORTED;
-        if (fs != CUDNN_STATUS_SUCCESS) {
-            if (find) DLP_DEBUG("cuda: cudnnFindConvolutionBackwardFilterAlgorithmEx: %s; using the heuristic", cudnnGetErrorString(fs));
-            find = 0;
-            DLP_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(p->dnn, op->xd, op->yd, cd, op->wd, MAXA, &n, perf));
-        }
-        for (int i = 0; i < n && algo < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit)
-                algo = perf[i].algo, mem = perf[i].memory, ms = find ? perf[i].time : 0, math = perf[i].mathType;
+    algo_bufs b = {.x = tx->data, .y = ty->data, .dx = tx->grad ? tx->grad : tx->data,
+                   .dy = ty->grad ? ty->grad : ty->data, .w = (char *)p->wc + op->w_coff * p->esz,
+                   .ws = find_ws, .ws_bytes = find_ws_bytes, .limit = find_ws_bytes};
+    b.dw = p->gc ? (char *)p->gc + op->w_coff * p->esz : b.w;
+    const int find = env_int("DLPERF_CUDA_FIND", 1);
+    algo_pick k = {.algo = -1, .math = plan_math(p)};
+    if (dir == DLP_CUCONV_FWD) DLP_CHECK(search_fwd(p, op, &b, find, &k));
+    else if (dir == DLP_CUCONV_BWD_DATA) DLP_CHECK(search_bwd_data(p, op, &b, find, &k));
+    else DLP_CHECK(search_bwd_filter(p, op, &b, find, &k));
+    if (k.algo < 0 && dir == DLP_CUCONV_BWD_FILTER) {
+        DLP_WARN("cuda: cuDNN offers no weight-gradient algorithm for %s (layer %s) within %.0f MiB of workspace; "
+                 "dlperf's direct kernel computes it (correct, but slower)",
+                 ks, p->net.layers[op->o.layer].name, b.limit / 1048576.0);
+        op->algo[dir] = CU_ALGO_OWN_WGRAD;
+        op->ws[dir] = 0;
+        return DLP_OK;  // not cached: the next plan asks cuDNN again
     }
-    if (algo < 0) {
-        char ks[160];
-        dlp_cuda_conv_key_str(&key, ks, sizeof ks);
+    if (k.algo < 0)
         return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuDNN offers no algorithm for %s (layer %s) within %.0f MiB of workspace",
-                       ks, p->net.layers[op->o.layer].name, limit / 1048576.0);
-    }
+                       ks, p->net.layers[op->o.layer].name, b.limit / 1048576.0);
     // Keep the math mode the algorithm was measured with (fp32 without TF32 stays FMA-only).
-    if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32) DLP_CUDNN(cudnnSetConvolutionMathType(cd, math));
-    op->algo[dir] = algo;
-    op->ws[dir] = mem;
-    if (DLP_LOG_DEBUG <= dlp_log_get_level()) {
-        char ks[160];
-        dlp_cuda_conv_key_str(&key, ks, sizeof ks);
-        DLP_DEBUG("cuda: %s: algo %d, %.1f MiB workspace, %.3f ms", ks, algo, mem / 1048576.0, ms);
-    }
-    return dlp_cuda_algo_cache_put(&p->cache, &key, algo, (int)math, (int64_t)mem, ms);
+    if (p->dt != DLP_DTYPE_F32 || p->cfg.tf32) DLP_CUDNN(cudnnSetConvolutionMathType(op->cd[dir], k.math));
+    op->algo[dir] = k.algo;
+    op->ws[dir] = k.mem;
+    DLP_DEBUG("cuda: %s: algo %d (%s), math %d, %.1f MiB workspace, %.3f ms", ks, k.algo,
+              k.timed ? "found" : "heuristic", (int)k.math, k.mem / 1048576.0, k.ms);
+    return dlp_cuda_algo_cache_put(&p->cache, &key, k.algo, (int)k.math, (int64_t)k.mem, k.ms);
 }
 
 // ---- plan construction ----------------------------------------------------------------------------------------
@@ -224,6 +276,31 @@ static dlp_status setup_tensors(cu_plan *p) {
                 t->grad_c = t->grad;
         }
     }
+    return DLP_OK;
+}
+
+// Training plans: the fp32 accumulator of the direct weight-gradient kernel (convs cuDNN has no backward-filter
+// algorithm for), and get_input_grad's snapshot of the deferred convs' weights and loss scale (cuda.c).
+static dlp_status setup_train_extras(cu_plan *p) {
+    if (!p->train) return DLP_OK;
+    int64_t acc = 0, snap = 0;
+    p->in_snap_off = malloc((size_t)(p->ol.nops ? p->ol.nops : 1) * sizeof *p->in_snap_off);
+    DLP_TRY_ALLOC(p->in_snap_off);
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        p->in_snap_off[j] = -1;
+        if (op->o.kind != DLP_CUOP_CONV) continue;
+        const dlp_layer *L = &p->net.layers[op->o.layer];
+        const int64_t welems = (int64_t)L->c * p->net.layers[L->in0].c * L->k * L->k;
+        if (op->algo[DLP_CUCONV_BWD_FILTER] == CU_ALGO_OWN_WGRAD && welems > acc) acc = welems;
+        if (op->o.in == 0) {
+            p->in_snap_off[j] = snap;
+            snap += welems;
+        }
+    }
+    if (acc > 0) DLP_CHECK(dalloc(p, (size_t)acc * sizeof(float), (void **)&p->wgrad_acc));
+    if (snap > 0) DLP_CHECK(dalloc(p, (size_t)snap * p->esz, &p->in_snap_w));
+    DLP_CHECK(dalloc(p, sizeof(float), (void **)&p->in_snap_scale));
     return DLP_OK;
 }
 
@@ -455,8 +532,11 @@ static dlp_status setup_bn(cu_plan *p, cu_op *op) {
     if (p->train && try_bn_cudnn(p, op)) {
         op->bn_cudnn = 1;
         p->n_cudnn_bn++;
+        DLP_DEBUG("cuda: BN %s: cuDNN BN-Ex (ops %d, NaN mode %d)", p->net.layers[op->o.layer].name, (int)op->bnops,
+                  op->act);
     } else {
         p->n_own_bn++;
+        DLP_DEBUG("cuda: BN %s: our kernels", p->net.layers[op->o.layer].name);
     }
     return DLP_OK;
 }
@@ -522,6 +602,217 @@ static dlp_status setup_conv_infer(cu_plan *p, cu_op *op) {
     return DLP_OK;
 }
 
+// As ref (and PyTorch): training batch statistics of a single value are refused.
+static dlp_status check_bn_values(const cu_plan *p) {
+    if (!p->train) return DLP_OK;
+    for (int l = 0; l < p->net.nlayers; l++) {
+        const dlp_layer *L = &p->net.layers[l];
+        if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2)
+            return DLP_ERR(DLP_ERR_INVALID, "cuda: %s: training batch norm needs more than one value per channel "
+                           "(batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
+    }
+    return DLP_OK;
+}
+
+// The device, streams, cuDNN handle, activation descriptors and events of a plan.
+static dlp_status setup_handles(cu_plan *p) {
+    DLP_CU(cudaSetDevice(p->dev));
+    DLP_CU(cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, p->dev));
+    DLP_CU(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+    DLP_CU(cudaStreamCreateWithFlags(&p->copy_stream, cudaStreamNonBlocking));
+    DLP_CUDNN(cudnnCreate(&p->dnn));
+    DLP_CUDNN(cudnnSetStream(p->dnn, p->stream));
+    for (int i = 0; i < 2; i++) {
+        cudnnNanPropagation_t nan = i ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN;
+        DLP_CUDNN(cudnnCreateActivationDescriptor(&p->relu_act[i]));
+        DLP_CUDNN(cudnnSetActivationDescriptor(p->relu_act[i], CUDNN_ACTIVATION_RELU, nan, 0.0));
+        DLP_CUDNN(cudnnCreateActivationDescriptor(&p->ident_act[i]));
+        DLP_CUDNN(cudnnSetActivationDescriptor(p->ident_act[i], CUDNN_ACTIVATION_IDENTITY, nan, 0.0));
+    }
+    for (int i = 0; i < 2; i++) {
+        DLP_CU(cudaEventCreate(&p->ev_cstart[i]));
+        DLP_CU(cudaEventCreate(&p->ev_cdone[i]));
+        DLP_CU(cudaEventCreate(&p->ev_ready[i]));
+        DLP_CU(cudaEventCreateWithFlags(&p->ev_free[i], cudaEventDisableTiming));
+    }
+    DLP_CU(cudaEventCreateWithFlags(&p->upd_evt, cudaEventDisableTiming));
+    return DLP_OK;
+}
+
+// Scratch: BN partial sums and per-channel vectors, the residual-gradient buffer, loss and update state.
+static dlp_status setup_scratch(cu_plan *p) {
+    int maxc = 1;
+    int64_t maxpart = 1, maxt = 1;
+    for (int l = 0; l < p->net.nlayers; l++) {
+        if (!p->ol.kept[l]) continue;
+        int c = p->t[l].c;
+        if (c > maxc) maxc = c;
+        int64_t part = 2LL * dlp_cuk_bn_blocks(p->t[l].rows, c, p->sms) * c;
+        if (part > maxpart) maxpart = part;
+        int64_t tb = p->N * layer_numel(p, l) * (int64_t)(p->t[l].f32 ? 4 : p->esz);
+        if (tb > maxt) maxt = tb;
+    }
+    DLP_CHECK(dalloc(p, (size_t)maxpart * 4, (void **)&p->bn_part));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 4, (void **)&p->bn_scale));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 4, (void **)&p->bn_shift));
+    DLP_CHECK(dalloc(p, (size_t)maxc * 3 * 4, (void **)&p->bn_coef));
+    // dz_tmp: residual gradients cuDNN cannot add in place (training); the loss's dlogits (inference plans).
+    {
+        int lo = dlp_net_output(&p->net);
+        size_t need = p->train ? (size_t)maxt : (size_t)(p->N * layer_numel(p, lo)) * 4;
+        DLP_CHECK(dalloc(p, need, &p->dz_tmp));
+    }
+    DLP_CHECK(dalloc(p, sizeof(float), (void **)&p->scale_d));
+    DLP_CHECK(dalloc(p, sizeof(int32_t), (void **)&p->good_d));
+    DLP_CHECK(dalloc(p, sizeof(int32_t), (void **)&p->found_inf_d));
+    {
+        float s0 = p->loss_scaling ? (float)env_int("DLPERF_CUDA_LOSS_SCALE", 1024) : 1.0f;
+        DLP_CU(cu_xfer(p, p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice));
+    }
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->labels_d));
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->sample_loss));
+    DLP_CHECK(dalloc(p, (size_t)p->N * 4, (void **)&p->flags_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_loss_args), (void **)&p->largs_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_loss_out), (void **)&p->lout_d));
+    DLP_CHECK(dalloc(p, sizeof(dlp_cuk_sgd_args), (void **)&p->sargs_d));
+    DLP_CU(cudaHostAlloc((void **)&p->labels_h, (size_t)p->N * 4, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->largs_h, sizeof *p->largs_h, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->lout_h, sizeof *p->lout_h, 0));
+    DLP_CU(cudaHostAlloc((void **)&p->sargs_h, sizeof *p->sargs_h, 0));
+    return DLP_OK;
+}
+
+// Ops: convolution descriptors, FC and maxpool state, cuBLAS where there is an FC layer.
+static dlp_status setup_ops(cu_plan *p) {
+    p->ops = calloc((size_t)(p->ol.nops ? p->ol.nops : 1), sizeof *p->ops);
+    if (!p->ops) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    int has_fc = 0;
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        op->o = p->ol.ops[j];
+        if (op->o.kind == DLP_CUOP_CONV) DLP_CHECK(setup_conv(p, op));
+        if (op->o.kind == DLP_CUOP_FC) {
+            has_fc = 1;
+            const dlp_param *wp = param_of(p, op->o.layer, 0), *bp = param_of(p, op->o.layer, 1);
+            op->w_coff = p->coff[wp - p->net.params];
+            op->w_off = wp->offset;
+            op->b_off = bp->offset;
+        }
+        if (op->o.kind == DLP_CUOP_MAXPOOL && p->train) {
+            const dlp_layer *L = &p->net.layers[op->o.layer];
+            if (L->k > 15) return DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: maxpool kernel %d > 15 in a training plan", L->k);
+            DLP_CHECK(dalloc(p, (size_t)(p->t[op->o.out].rows * p->t[op->o.out].c), (void **)&op->idx));
+        }
+    }
+    if (has_fc) {
+        DLP_CHECK(dlp_cublas_load(&p->bl));
+        cublasStatus_t bs = p->bl->create(&p->blas);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            p->blas = NULL;
+            return dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasCreate");
+        }
+        const size_t blas_ws = 32u << 20;  // our own workspace: cuBLAS must not allocate during graph capture
+        DLP_CHECK(dalloc(p, blas_ws, &p->blas_ws));
+        bs = p->bl->set_stream(p->blas, p->stream);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_workspace(p->blas, p->blas_ws, blas_ws);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_math_mode(p->blas, CUBLAS_DEFAULT_MATH);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            return dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasSetStream/Workspace/MathMode");
+        }
+    }
+    return DLP_OK;
+}
+
+// Random contents for every tensor and weight copy: cudnnFind times the algorithms on these buffers (never on
+// zeros, which some kernels take short cuts on).
+static dlp_status fill_for_search(cu_plan *p) {
+    for (int l = 0; l < p->net.nlayers; l++) {
+        cu_tensor *t = &p->t[l];
+        if (!p->ol.kept[l]) continue;
+        int64_t n = p->N * layer_numel(p, l);
+        int dt = t->f32 ? DLP_DTYPE_F32 : p->dt;
+        DLP_CU(dlp_cuk_fill_uniform(t->data, dt, n, 0x5eed + (uint64_t)l, -1.f, 1.f, p->stream));
+        if (l == 0) DLP_CU(dlp_cuk_fill_uniform(p->in_d[1], dt, n, 0x5eed, -1.f, 1.f, p->stream));
+        if (t->grad) DLP_CU(dlp_cuk_fill_uniform(t->grad, dt, n, 0x9a4d + (uint64_t)l, -1.f, 1.f, p->stream));
+    }
+    DLP_CU(dlp_cuk_fill_uniform(p->wc, p->dt, p->ncopy, 0x3e1, -0.05f, 0.05f, p->stream));
+    return DLP_OK;
+}
+
+// Every convolution's algorithms (choose_algo), searched with a scratch workspace of up to DLPERF_CUDA_WS_MB or a
+// quarter of the free memory; with DLPERF_CUDA_ALGO_CACHE, rows loaded from and new ones saved to that file.
+static dlp_status choose_algorithms_ws(cu_plan *p, void *find_ws, size_t find_ws_bytes) {
+    const char *cache_path = getenv("DLPERF_CUDA_ALGO_CACHE");
+    char cache_hdr[384] = "";
+    int cache_rows = 0;
+    if (cache_path && *cache_path) {
+        struct cudaDeviceProp pr;
+        DLP_CU(cudaGetDeviceProperties(&pr, p->dev));
+        snprintf(cache_hdr, sizeof cache_hdr, "dlperf-cuda-algos/1 cudnn %zu gpu %s cc %d.%d", cudnnGetVersion(),
+                 pr.name, pr.major, pr.minor);
+        DLP_CHECK(dlp_cuda_algo_cache_load(&p->cache, cache_path, cache_hdr, &cache_rows));
+        DLP_DEBUG("cuda: %d algorithm rows from %s", cache_rows, cache_path);
+    }
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        if (op->o.kind != DLP_CUOP_CONV) continue;
+        DLP_CHECK(choose_algo(p, op, DLP_CUCONV_FWD, find_ws, find_ws_bytes));
+        if (p->train) {
+            if (op->o.in == 0) {  // only for get_input_grad: a refusal makes that unavailable, not the plan
+                op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                if (choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes) != DLP_OK) {
+                    DLP_DEBUG("cuda: no data-gradient algorithm for %s: %s", p->net.layers[op->o.layer].name, dlp_err_msg());
+                    op->algo[DLP_CUCONV_BWD_DATA] = -1;
+                    dlp_err_clear();
+                }
+            } else {
+                DLP_CHECK(choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes));
+            }
+            DLP_CHECK(choose_algo(p, op, DLP_CUCONV_BWD_FILTER, find_ws, find_ws_bytes));
+        }
+    }
+    if (cache_hdr[0] && p->cache.n > cache_rows) {
+        dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
+        if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
+            DLP_WARN("cuda: cannot save the algorithm cache: %s", dlp_err_msg());
+            dlp_err_clear();
+        }
+    }
+    return DLP_OK;
+}
+
+static dlp_status choose_algorithms(cu_plan *p) {
+    size_t fr = 0, tot = 0;
+    DLP_CU(cudaMemGetInfo(&fr, &tot));
+    size_t find_ws_bytes = ws_limit_bytes();
+    if (find_ws_bytes > fr / 4) find_ws_bytes = fr / 4;
+    void *find_ws = NULL;
+    DLP_CU(cudaMalloc(&find_ws, find_ws_bytes));
+    dlp_status st = choose_algorithms_ws(p, find_ws, find_ws_bytes);
+    cudaFree(find_ws);
+    return st;
+}
+
+// BN ops (BN-Ex trials), the inference plan's fused convolutions, then the one workspace every op shares (the
+// largest any of them needs).
+static dlp_status setup_fusions_and_workspace(cu_plan *p) {
+    for (int j = 0; j < p->ol.nops; j++) {
+        cu_op *op = &p->ops[j];
+        if (op->o.kind == DLP_CUOP_BN) DLP_CHECK(setup_bn(p, op));
+        if (op->o.kind == DLP_CUOP_CONV && !p->train) DLP_CHECK(setup_conv_infer(p, op));
+    }
+    size_t ws = 0;
+    for (int j = 0; j < p->ol.nops; j++) {
+        const cu_op *op = &p->ops[j];
+        for (int d = 0; d < NOPS_DIR; d++)
+            if (op->ws[d] > ws) ws = op->ws[d];
+        if (op->bn_ws_fwd > ws) ws = op->bn_ws_fwd;
+        if (op->bn_ws_bwd > ws) ws = op->bn_ws_bwd;
+    }
+    p->ws_bytes = ws;
+    return dalloc(p, ws, &p->ws);
+}
+
 dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     if (cfg->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "cuda: batch must be >= 1 (got %d)", cfg->batch);
@@ -547,206 +838,29 @@ dlp_status cu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan 
     p->warmup = env_int("DLPERF_CUDA_GRAPH_WARMUP", 2);
     p->loss_scaling = p->train && p->dt == DLP_DTYPE_F16;
     dlp_status st = DLP_OK;
-    size_t find_ws_bytes = 0;
-    void *find_ws = NULL;
     DLP_CHECK_GOTO(st, dlp_net_copy(&p->net, net), fail);
-    if (p->train)  // as ref (and PyTorch): batch statistics of a single value are refused
-        for (int l = 0; l < p->net.nlayers; l++) {
-            const dlp_layer *L = &p->net.layers[l];
-            if (L->kind == DLP_LAYER_BN && (int64_t)p->N * L->h * L->w < 2) {
-                st = DLP_ERR(DLP_ERR_INVALID, "cuda: BN layer %s would normalize a single value per channel in "
-                             "training (batch %d, %dx%d); use a larger batch or input", L->name, p->N, L->h, L->w);
-                goto fail;
-            }
-        }
+    DLP_CHECK_GOTO(st, check_bn_values(p), fail);
     DLP_CHECK_GOTO(st, dlp_cuda_ops_plan(&p->net, p->train, env_int("DLPERF_CUDA_FUSE", 1), &p->ol), fail);
-    DLP_CU_GOTO(st, cudaSetDevice(dev), fail);
-    DLP_CU_GOTO(st, cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, dev), fail);
-    DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), fail);
-    DLP_CU_GOTO(st, cudaStreamCreateWithFlags(&p->copy_stream, cudaStreamNonBlocking), fail);
-    DLP_CUDNN_GOTO(st, cudnnCreate(&p->dnn), fail);
-    DLP_CUDNN_GOTO(st, cudnnSetStream(p->dnn, p->stream), fail);
-    for (int i = 0; i < 2; i++) {
-        cudnnNanPropagation_t nan = i ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN;
-        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->relu_act[i]), fail);
-        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->relu_act[i], CUDNN_ACTIVATION_RELU, nan, 0.0), fail);
-        DLP_CUDNN_GOTO(st, cudnnCreateActivationDescriptor(&p->ident_act[i]), fail);
-        DLP_CUDNN_GOTO(st, cudnnSetActivationDescriptor(p->ident_act[i], CUDNN_ACTIVATION_IDENTITY, nan, 0.0), fail);
-    }
-    for (int i = 0; i < 2; i++) {
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cstart[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_cdone[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreate(&p->ev_ready[i]), fail);
-        DLP_CU_GOTO(st, cudaEventCreateWithFlags(&p->ev_free[i], cudaEventDisableTiming), fail);
-    }
-    DLP_CU_GOTO(st, cudaEventCreateWithFlags(&p->upd_evt, cudaEventDisableTiming), fail);
+    DLP_CHECK_GOTO(st, setup_handles(p), fail);
     DLP_CHECK_GOTO(st, setup_tensors(p), fail);
     DLP_CHECK_GOTO(st, setup_params(p), fail);
-    // Scratch: BN partial sums and per-channel vectors, the residual-gradient buffer, loss and update state.
-    int maxc = 1;
-    int64_t maxpart = 1, maxt = 1;
-    for (int l = 0; l < p->net.nlayers; l++) {
-        if (!p->ol.kept[l]) continue;
-        int c = p->t[l].c;
-        if (c > maxc) maxc = c;
-        int64_t part = 2LL * dlp_cuk_bn_blocks(p->t[l].rows, c, p->sms) * c;
-        if (part > maxpart) maxpart = part;
-        int64_t tb = p->N * layer_numel(p, l) * (int64_t)(p->t[l].f32 ? 4 : p->esz);
-        if (tb > maxt) maxt = tb;
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxpart * 4, (void **)&p->bn_part), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 4, (void **)&p->bn_scale), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 4, (void **)&p->bn_shift), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)maxc * 3 * 4, (void **)&p->bn_coef), fail);
-    // dz_tmp: residual gradients cuDNN cannot add in place (training); the loss's dlogits (inference plans).
-    {
-        int lo = dlp_net_output(&p->net);
-        size_t need = p->train ? (size_t)maxt : (size_t)(p->N * layer_numel(p, lo)) * 4;
-        DLP_CHECK_GOTO(st, dalloc(p, need, &p->dz_tmp), fail);
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(float), (void **)&p->scale_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(int32_t), (void **)&p->good_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(int32_t), (void **)&p->found_inf_d), fail);
-    {
-        float s0 = p->loss_scaling ? (float)env_int("DLPERF_CUDA_LOSS_SCALE", 1024) : 1.0f;
-        DLP_CU_GOTO(st, cu_xfer(p, p->scale_d, &s0, sizeof s0, cudaMemcpyHostToDevice), fail);
-    }
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->labels_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->sample_loss), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, (size_t)p->N * 4, (void **)&p->flags_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_loss_args), (void **)&p->largs_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_loss_out), (void **)&p->lout_d), fail);
-    DLP_CHECK_GOTO(st, dalloc(p, sizeof(dlp_cuk_sgd_args), (void **)&p->sargs_d), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->labels_h, (size_t)p->N * 4, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->largs_h, sizeof *p->largs_h, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->lout_h, sizeof *p->lout_h, 0), fail);
-    DLP_CU_GOTO(st, cudaHostAlloc((void **)&p->sargs_h, sizeof *p->sargs_h, 0), fail);
+    DLP_CHECK_GOTO(st, setup_scratch(p), fail);
     // Ops: descriptors, then random contents, then algorithms and fusion trials on those buffers.
-    p->ops = calloc((size_t)(p->ol.nops ? p->ol.nops : 1), sizeof *p->ops);
-    if (!p->ops) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    int has_fc = 0;
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        op->o = p->ol.ops[j];
-        if (op->o.kind == DLP_CUOP_CONV) DLP_CHECK_GOTO(st, setup_conv(p, op), fail);
-        if (op->o.kind == DLP_CUOP_FC) {
-            has_fc = 1;
-            const dlp_param *wp = param_of(p, op->o.layer, 0), *bp = param_of(p, op->o.layer, 1);
-            op->w_coff = p->coff[wp - p->net.params];
-            op->w_off = wp->offset;
-            op->b_off = bp->offset;
-        }
-        if (op->o.kind == DLP_CUOP_MAXPOOL && p->train) {
-            const dlp_layer *L = &p->net.layers[op->o.layer];
-            if (L->k > 15) {
-                st = DLP_ERR(DLP_ERR_UNSUPPORTED, "cuda: maxpool kernel %d > 15 in a training plan", L->k);
-                goto fail;
-            }
-            DLP_CHECK_GOTO(st, dalloc(p, (size_t)(p->t[op->o.out].rows * p->t[op->o.out].c), (void **)&op->idx), fail);
-        }
-    }
-    if (has_fc) {
-        DLP_CHECK_GOTO(st, dlp_cublas_load(&p->bl), fail);
-        cublasStatus_t bs = p->bl->create(&p->blas);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            p->blas = NULL;
-            st = dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasCreate");
-            goto fail;
-        }
-        const size_t blas_ws = 32u << 20;  // our own workspace: cuBLAS must not allocate during graph capture
-        DLP_CHECK_GOTO(st, dalloc(p, blas_ws, &p->blas_ws), fail);
-        bs = p->bl->set_stream(p->blas, p->stream);
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_workspace(p->blas, p->blas_ws, blas_ws);
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = p->bl->set_math_mode(p->blas, CUBLAS_DEFAULT_MATH);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            st = dlp_cublas_fail(bs, __FILE__, __LINE__, "cublasSetStream/Workspace/MathMode");
-            goto fail;
-        }
-    }
-    for (int l = 0; l < p->net.nlayers; l++) {
-        cu_tensor *t = &p->t[l];
-        if (!p->ol.kept[l]) continue;
-        int64_t n = p->N * layer_numel(p, l);
-        int dt = t->f32 ? DLP_DTYPE_F32 : p->dt;
-        DLP_CU_GOTO(st, dlp_cuk_fill_uniform(t->data, dt, n, 0x5eed + (uint64_t)l, -1.f, 1.f, p->stream), fail);
-        if (l == 0) DLP_CU_GOTO(st, dlp_cuk_fill_uniform(p->in_d[1], dt, n, 0x5eed, -1.f, 1.f, p->stream), fail);
-        if (t->grad) DLP_CU_GOTO(st, dlp_cuk_fill_uniform(t->grad, dt, n, 0x9a4d + (uint64_t)l, -1.f, 1.f, p->stream), fail);
-    }
-    DLP_CU_GOTO(st, dlp_cuk_fill_uniform(p->wc, p->dt, p->ncopy, 0x3e1, -0.05f, 0.05f, p->stream), fail);
-    {
-        size_t fr = 0, tot = 0;
-        DLP_CU_GOTO(st, cudaMemGetInfo(&fr, &tot), fail);
-        find_ws_bytes = ws_limit_bytes();
-        if (find_ws_bytes > fr / 4) find_ws_bytes = fr / 4;
-        DLP_CU_GOTO(st, cudaMalloc(&find_ws, find_ws_bytes), fail);
-    }
-    const char *cache_path = getenv("DLPERF_CUDA_ALGO_CACHE");
-    char cache_hdr[384] = "";
-    int cache_rows = 0;
-    if (cache_path && *cache_path) {
-        struct cudaDeviceProp pr;
-        DLP_CU_GOTO(st, cudaGetDeviceProperties(&pr, dev), fail);
-        snprintf(cache_hdr, sizeof cache_hdr, "dlperf-cuda-algos/1 cudnn %zu gpu %s cc %d.%d", cudnnGetVersion(),
-                 pr.name, pr.major, pr.minor);
-        DLP_CHECK_GOTO(st, dlp_cuda_algo_cache_load(&p->cache, cache_path, cache_hdr, &cache_rows), fail);
-        DLP_DEBUG("cuda: %d algorithm rows from %s", cache_rows, cache_path);
-    }
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        if (op->o.kind != DLP_CUOP_CONV) continue;
-        DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_FWD, find_ws, find_ws_bytes), fail);
-        if (p->train) {
-            if (op->o.in == 0) {  // only for get_input_grad: a refusal makes that unavailable, not the plan
-                op->algo[DLP_CUCONV_BWD_DATA] = -1;
-                if (choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes) != DLP_OK) {
-                    DLP_DEBUG("cuda: no data-gradient algorithm for %s: %s", p->net.layers[op->o.layer].name, dlp_err_msg());
-                    op->algo[DLP_CUCONV_BWD_DATA] = -1;
-                    dlp_err_clear();
-                }
-            } else {
-                DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_DATA, find_ws, find_ws_bytes), fail);
-            }
-            DLP_CHECK_GOTO(st, choose_algo(p, op, DLP_CUCONV_BWD_FILTER, find_ws, find_ws_bytes), fail);
-        }
-    }
-    cudaFree(find_ws);
-    find_ws = NULL;
-    if (cache_hdr[0] && p->cache.n > cache_rows) {
-        dlp_status cs = dlp_cuda_algo_cache_save(&p->cache, cache_path, cache_hdr);
-        if (cs != DLP_OK) {  // a cache that cannot be written costs time, not correctness
-            DLP_WARN("cuda: cannot save the algorithm cache: %s", dlp_err_msg());
-            dlp_err_clear();
-        }
-    }
-    for (int j = 0; j < p->ol.nops; j++) {
-        cu_op *op = &p->ops[j];
-        if (op->o.kind == DLP_CUOP_BN) DLP_CHECK_GOTO(st, setup_bn(p, op), fail);
-        if (op->o.kind == DLP_CUOP_CONV && !p->train) DLP_CHECK_GOTO(st, setup_conv_infer(p, op), fail);
-    }
-    size_t ws = 0;
-    for (int j = 0; j < p->ol.nops; j++) {
-        const cu_op *op = &p->ops[j];
-        for (int d = 0; d < NOPS_DIR; d++)
-            if (op->ws[d] > ws) ws = op->ws[d];
-        if (op->bn_ws_fwd > ws) ws = op->bn_ws_fwd;
-        if (op->bn_ws_bwd > ws) ws = op->bn_ws_bwd;
-    }
-    p->ws_bytes = ws;
-    DLP_CHECK_GOTO(st, dalloc(p, ws, &p->ws), fail);
+    DLP_CHECK_GOTO(st, setup_ops(p), fail);
+    DLP_CHECK_GOTO(st, fill_for_search(p), fail);
+    DLP_CHECK_GOTO(st, choose_algorithms(p), fail);
+    DLP_CHECK_GOTO(st, setup_train_extras(p), fail);
+    DLP_CHECK_GOTO(st, setup_fusions_and_workspace(p), fail);
     DLP_CU_GOTO(st, cudaStreamSynchronize(p->stream), fail);
     p->plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
     DLP_INFO("cuda: plan %s batch %d %s%s: %d ops (%d BN on cuDNN BN-Ex, %d on our kernels; %d fused convs), "
              "%d conv shapes searched, %.0f MiB workspace, %.0f MiB on the device, %.0f ms",
              p->net.arch, p->N, dlp_dtype_name(p->dt), p->train ? " training" : " inference", p->ol.nops,
-             p->n_cudnn_bn, p->n_own_bn, p->n_fused_conv, p->cache.n, ws / 1048576.0, p->dev_bytes / 1048576.0,
+             p->n_cudnn_bn, p->n_own_bn, p->n_fused_conv, p->cache.n, p->ws_bytes / 1048576.0, p->dev_bytes / 1048576.0,
              p->plan_ms);
     *out = &p->base;
     return DLP_OK;
 fail:
-    if (find_ws) cudaFree(find_ws);
     (void)cudaGetLastError();
     cu_plan_free(&p->base);
     return st;
@@ -811,6 +925,7 @@ void cu_plan_free(dlp_plan *pl) {
         for (int i = 0; i < p->nbsegs; i++) free(p->bsegs[i].buckets);
     free(p->bsegs);
     free(p->coff);
+    free(p->in_snap_off);
     free(p->t);
     dlp_cuda_ops_free(&p->ol);
     dlp_cuda_algo_cache_free(&p->cache);

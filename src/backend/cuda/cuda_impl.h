@@ -14,6 +14,9 @@
 #include "core/log.h"
 
 #define NOPS_DIR 4  // DLP_CUCONV_FWD, _BWD_DATA, _BWD_FILTER, _FWD_FUSED
+// op->algo[DLP_CUCONV_BWD_FILTER] when cuDNN offers no backward-filter algorithm for the shape (the 3-channel NHWC
+// fp16/bf16 stem on some versions): dlp_cuk_conv_wgrad computes the weight gradient instead.
+#define CU_ALGO_OWN_WGRAD (-2)
 
 typedef struct cu_tensor {
     void *data;    // (N, h, w, c) in the compute type; FC outputs fp32 (N, c)
@@ -111,6 +114,7 @@ typedef struct cu_plan {
     int upd_pending;
     float *scale_d;
     int32_t *good_d, *found_inf_d;
+    float *wgrad_acc;  // fp32 (K, R, S, C) of the largest conv on CU_ALGO_OWN_WGRAD; NULL when none is
     int loss_scaling;  // fp16: dynamic loss scale
     // input pipeline
     void *in_d[2];
@@ -127,7 +131,18 @@ typedef struct cu_plan {
     cu_graph *g_bwd;       // [nbsegs][2]
     cu_graph g_upd;
     // state
-    int have_train_fwd, have_loss, have_bwd;
+    int have_fwd, have_train_fwd, have_loss, have_bwd;  // have_fwd: a forward since the last set_input
+    // get_input_grad: the first convolutions' data gradients are put off until it is called (nothing else needs
+    // them). update changes the weights and the loss scale they need, so update first saves those (in_snap) when
+    // the gradient has not been computed yet; in_grad_ready: t[0].grad holds the last backward's input gradient,
+    // to be divided by in_grad_scale (computing it twice would add twice).
+    int in_grad_ready, in_snap_valid;
+    float in_grad_scale;
+    void *in_snap_w;      // compute-type copies of the deferred convs' weights, at in_snap_off[j] (elements)
+    int64_t *in_snap_off; // per op; -1 for ops not deferred
+    float *in_snap_scale; // the loss scale at backward (device)
+    int graph_captures_failed;  // phases whose CUDA graph capture failed (they run eagerly)
+    char graph_fail_why[320];   // the first failure: the phase and the call that broke it
     // host staging (pinned) for outputs and given gradients
     void *stage;
     size_t stage_bytes;
@@ -161,6 +176,6 @@ dlp_status cu_run_backward(cu_plan *p, int eager);
 dlp_status cu_enq_forward(cu_plan *p, int pass);
 dlp_status cu_enq_loss(cu_plan *p, int arg);
 dlp_status cu_enq_update(cu_plan *p, int arg);
-dlp_status cu_conv_bwd_data(cu_plan *p, const cu_op *op, int acc);
+dlp_status cu_conv_bwd_data(cu_plan *p, const cu_op *op, const void *w, int acc);  // w: the weights (compute type)
 
 #endif

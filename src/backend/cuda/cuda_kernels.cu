@@ -547,6 +547,27 @@ __global__ void scaler_update_k(float *scale, int32_t *good, const int32_t *foun
     }
 }
 
+// The direct weight-gradient kernel (dlp_cuk_conv_wgrad below).
+template <typename T>
+__global__ void conv_wgrad_k(const T *x, const T *dy, int N, int H, int W, int C, int K, int R, int S, int stride,
+                             int pad, int OH, int OW, int64_t per_blk, float *acc) {
+    const int k = blockIdx.x;
+    const int64_t P = (int64_t)N * OH * OW, lo = blockIdx.y * per_blk;
+    const int64_t hi = lo + per_blk < P ? lo + per_blk : P;
+    const int RSC = R * S * C;
+    for (int o = threadIdx.x; o < RSC; o += blockDim.x) {
+        const int c = o % C, s = (o / C) % S, r = o / (C * S);
+        float a = 0.f;
+        for (int64_t q = lo; q < hi; q++) {
+            const int ow = (int)(q % OW), oh = (int)((q / OW) % OH), n = (int)(q / ((int64_t)OW * OH));
+            const int ih = oh * stride - pad + r, iw = ow * stride - pad + s;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            a += to_f(dy[q * K + k]) * to_f(x[(((int64_t)n * H + ih) * W + iw) * C + c]);
+        }
+        atomicAdd(&acc[(int64_t)k * RSC + o], a);
+    }
+}
+
 }  // namespace
 
 // ================================= launchers ===================================================================
@@ -571,6 +592,32 @@ cudaError_t dlp_cuk_cast(const void *src, int sdt, void *dst, int ddt, int64_t n
             cast_k<S, D><<<grid_for(n), kThreads, 0, s>>>((const S *)src, (D *)dst, n, scale, scale_dev);
             return cudaGetLastError();
         });
+    });
+}
+
+// ---- direct convolution weight gradient (the fallback where cuDNN offers no backward-filter algorithm) -------
+// acc (K, R, S, C) fp32 += sum over (n, oh, ow) of dy(n, oh, ow, k) * x(n, oh*stride - pad + r, ow*stride - pad + s, c),
+// NHWC. blockIdx.x picks k, blockIdx.y a range of output positions; a thread owns output elements o = (r, s, c)
+// (o += blockDim.x) and walks the range: every thread of a block reads the same dy value (a broadcast) and
+// neighbouring (s, c) of x. Slow next to cuDNN, but it has no shape or layout it refuses.
+
+cudaError_t dlp_cuk_conv_wgrad(const void *x, const void *dy, int dt, int N, int H, int W, int C, int K, int R, int S,
+                               int stride, int pad, int OH, int OW, float *acc, cudaStream_t s) {
+    const int64_t P = (int64_t)N * OH * OW;
+    if (P <= 0 || K <= 0 || R * S * C <= 0) return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(acc, 0, (size_t)K * R * S * C * sizeof(float), s);
+    if (e != cudaSuccess) return e;
+    int64_t chunks = 4096 / K > 1 ? 4096 / K : 1;  // ~4096 blocks in all
+    if (chunks > 65535) chunks = 65535;
+    if (chunks > P) chunks = P;
+    const int64_t per_blk = (P + chunks - 1) / chunks;
+    chunks = (P + per_blk - 1) / per_blk;
+    const int threads = R * S * C < kThreads ? ((R * S * C + 31) / 32) * 32 : kThreads;
+    return dispatch(dt, [&](auto *tp) {
+        using T = std::remove_pointer_t<decltype(tp)>;
+        conv_wgrad_k<T><<<dim3((unsigned)K, (unsigned)chunks), threads, 0, s>>>(
+            (const T *)x, (const T *)dy, N, H, W, C, K, R, S, stride, pad, OH, OW, per_blk, acc);
+        return cudaGetLastError();
     });
 }
 

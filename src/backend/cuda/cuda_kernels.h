@@ -42,6 +42,12 @@ cudaError_t dlp_cuk_fill_uniform(void *x, int dt, int64_t n, uint64_t seed, floa
 cudaError_t dlp_cuk_cast(const void *src, int sdt, void *dst, int ddt, int64_t n, float scale, const float *scale_dev,
                          cudaStream_t s);
 
+// acc (K, R, S, C) fp32 = the weight gradient of an NHWC convolution (no dilation, no groups) from x (N, H, W, C)
+// and dy (N, OH, OW, K) in dt: a direct kernel for shapes cuDNN has no backward-filter algorithm for (it zeroes
+// acc first; K*R*S*C floats).
+cudaError_t dlp_cuk_conv_wgrad(const void *x, const void *dy, int dt, int N, int H, int W, int C, int K, int R, int S,
+                               int stride, int pad, int OH, int OW, float *acc, cudaStream_t s);
+
 // ---- batch norm (training statistics; NHWC) -----------------------------------------------------------------
 // Partial sums per channel over blocks of rows; part holds 2 * blocks * C floats.
 int dlp_cuk_bn_blocks(int64_t rows, int C, int sms);

@@ -21,28 +21,39 @@ dlp_status cu_run_phase(cu_plan *p, cu_graph *g, enq_fn fn, int arg, const char 
         return st;
     }
     // Capture; on any failure leave this phase eager for good and run it eagerly now (nothing ran during capture).
+    // The call that broke the capture is logged (a warning for the first few, debug for every one) and counted
+    // (graph_captures_failed, the first reason in graph_capture_failure: dlp_cuda_plan_describe).
     char why[512] = "";
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal);
-    if (e == cudaSuccess) {
+    if (e != cudaSuccess) {
+        snprintf(why, sizeof why, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+    } else {
         dlp_status st = fn(p, arg);
-        if (st != DLP_OK) snprintf(why, sizeof why, "%s", dlp_err_msg());
+        if (st != DLP_OK) snprintf(why, sizeof why, "%s", dlp_err_msg());  // names the call (DLP_CU/DLP_CUDNN)
         e = cudaStreamEndCapture(p->stream, &graph);
-        if (st == DLP_OK && e == cudaSuccess) e = cudaGraphInstantiate(&g->exec, graph, 0);
+        if (e != cudaSuccess && !why[0]) snprintf(why, sizeof why, "cudaStreamEndCapture: %s", cudaGetErrorString(e));
+        if (st == DLP_OK && e == cudaSuccess) {
+            e = cudaGraphInstantiate(&g->exec, graph, 0);
+            if (e != cudaSuccess) snprintf(why, sizeof why, "cudaGraphInstantiate: %s", cudaGetErrorString(e));
+        }
         if (st != DLP_OK && e == cudaSuccess) e = cudaErrorStreamCaptureInvalidated;
     }
     if (graph) cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
-        if (!why[0]) snprintf(why, sizeof why, "%s", cudaGetErrorString(e));
         (void)cudaGetLastError();
         dlp_err_clear();
         g->exec = NULL;
         dlp_cugraph_done(&g->slot, a, 0);
+        if (p->graph_captures_failed++ == 0)
+            snprintf(p->graph_fail_why, sizeof p->graph_fail_why, "%s phase: %s", what, why);
+        DLP_DEBUG("cuda: capture %d of the %s phase into a CUDA graph failed: %s", p->graph_captures_failed, what, why);
         dlp_log_warn_limited("cuda-graph", 4, "cuda: could not capture the %s phase into a CUDA graph (%s); it runs "
                              "eagerly", what, why);
         return fn(p, arg);
     }
     dlp_cugraph_done(&g->slot, a, 1);
+    DLP_DEBUG("cuda: captured the %s phase (arg %d) into a CUDA graph", what, arg);
     DLP_CU(cudaGraphLaunch(g->exec, p->stream));
     return DLP_OK;
 }
@@ -155,9 +166,9 @@ dlp_status cu_enq_loss(cu_plan *p, int arg) {
 }
 
 // ---- backward ---------------------------------------------------------------------------------------------------
-dlp_status cu_conv_bwd_data(cu_plan *p, const cu_op *op, int acc) {
+dlp_status cu_conv_bwd_data(cu_plan *p, const cu_op *op, const void *w, int acc) {
     const cu_tensor *x = &p->t[op->o.in], *y = &p->t[op->o.out];
-    DLP_CUDNN(cudnnConvolutionBackwardData(p->dnn, &k_one, op->wd, (char *)p->wc + op->w_coff * p->esz, op->yd, y->grad,
+    DLP_CUDNN(cudnnConvolutionBackwardData(p->dnn, &k_one, op->wd, w, op->yd, y->grad,
                                            op->cd[DLP_CUCONV_BWD_DATA], op->algo[DLP_CUCONV_BWD_DATA], p->ws,
                                            p->ws_bytes, acc ? &k_one : &k_zero, op->xd, x->grad));
     return DLP_OK;
@@ -172,10 +183,19 @@ static dlp_status op_backward(cu_plan *p, cu_op *op) {
     void *dz = r && op->o.grad_res ? r->grad : NULL;
     switch (op->o.kind) {
     case DLP_CUOP_CONV:
-        DLP_CUDNN(cudnnConvolutionBackwardFilter(p->dnn, &k_one, op->xd, x->data, op->yd, y->grad,
-                                                 op->cd[DLP_CUCONV_BWD_FILTER], op->algo[DLP_CUCONV_BWD_FILTER], p->ws,
-                                                 p->ws_bytes, &k_zero, op->wd, (char *)p->gc + op->w_coff * p->esz));
-        if (dx) DLP_CHECK(cu_conv_bwd_data(p, op, op->o.acc_in));
+        if (op->algo[DLP_CUCONV_BWD_FILTER] == CU_ALGO_OWN_WGRAD) {  // cuDNN has no algorithm for this shape
+            const int K = y->c, C = x->c, R = L->k;
+            DLP_CU(dlp_cuk_conv_wgrad(x->data, y->grad, p->dt, p->N, x->h, x->w, C, K, R, R, L->stride, L->pad, y->h,
+                                      y->w, p->wgrad_acc, s));
+            DLP_CU(dlp_cuk_cast(p->wgrad_acc, DLP_DTYPE_F32, (char *)p->gc + op->w_coff * p->esz, p->dt,
+                                (int64_t)K * R * R * C, 1.f, NULL, s));
+        } else {
+            DLP_CUDNN(cudnnConvolutionBackwardFilter(p->dnn, &k_one, op->xd, x->data, op->yd, y->grad,
+                                                     op->cd[DLP_CUCONV_BWD_FILTER], op->algo[DLP_CUCONV_BWD_FILTER],
+                                                     p->ws, p->ws_bytes, &k_zero, op->wd,
+                                                     (char *)p->gc + op->w_coff * p->esz));
+        }
+        if (dx) DLP_CHECK(cu_conv_bwd_data(p, op, (char *)p->wc + op->w_coff * p->esz, op->o.acc_in));
         return DLP_OK;
     case DLP_CUOP_BN: {
         const float *gamma = p->w32 + op->gamma_off, *beta = p->w32 + op->beta_off;

@@ -876,6 +876,7 @@ static dlp_status ref_measure_peak(dlp_dtype precision, int threads, double *gfl
 const dlp_backend_ops dlp_backend_ref = {
     .name = "ref",
     .summary = "plain C loops, fp32 NCHW with double sums: the yardstick (slow)",
+    .caps = {.kind = DLP_BACKEND_KIND_CPU, .default_precision = DLP_DTYPE_F32, .reference = 1},
     .available = ref_available,
     .plan_create = ref_plan_create,
     .plan_free = ref_plan_free,

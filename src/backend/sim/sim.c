@@ -328,6 +328,7 @@ const dlp_device_profile *dlp_sim_plan_device(const dlp_plan *bp) {
 const dlp_backend_ops dlp_backend_sim = {
     .name = "sim",
     .summary = "an emulated GPU (sim:a100, sim:h100,scale=0.1, sim:custom,img_per_s=500): waits the time the step would take, computes nothing",
+    .caps = {.kind = DLP_BACKEND_KIND_SIM, .default_precision = DLP_DTYPE_F16},
     .available = sim_available,
     .plan_create = sim_plan_create,
     .plan_free = sim_plan_free,
