@@ -28,7 +28,6 @@ typedef struct infer_opts {
     const char *device;
 } infer_opts;
 
-static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // [0]: auto
 
 
 // Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
@@ -331,7 +330,7 @@ int dlp_cli_infer(int argc, char **argv) {
         {"samples", 0, DLP_OPT_INT, &o.samples, "64", "N", "images preprocessed into memory (--from tensor) or cycled "
          "through (--from jpeg inline)", NULL, 0},
         {"batch", 'b', DLP_OPT_STR, &o.batches, "1,8,32", "LIST", "batch sizes to measure, e.g. 1,8,32", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &o.precision, "auto", NULL, DLP_CLI_PRECISION_HELP, "auto|fp32|bf16|fp16", 0},
+        DLP_CLI_PRECISION_ROW(&o.precision, DLP_CLI_PRECISION_HELP),
         {"device", 0, DLP_OPT_STR, &o.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "--from jpeg: loader threads decoding ahead (0: decode "
@@ -393,7 +392,7 @@ int dlp_cli_infer(int argc, char **argv) {
     if (m.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld), so its predictions are "
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
-    const dlp_dtype prec = o.precision == 0 ? dlp_cli_auto_precision(o.device) : k_prec[o.precision];
+    const dlp_dtype prec = dlp_cli_precision(o.precision, o.device);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = prec,
                                       .threads = o.threads};
     const int threads_used = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();

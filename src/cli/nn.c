@@ -25,8 +25,6 @@
 #include "nn/state.h"
 #include "run/step.h"
 
-#define PRECISIONS "fp32|bf16|fp16"
-static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
 static const char *default_device(void) { return dlp_backend_name(dlp_backends()[0]); }
 
@@ -133,7 +131,7 @@ static int cmd_bench(int argc, char **argv) {
         {"size", 0, DLP_OPT_INT, &size, "224", "PX", "input height and width", NULL, 0},
         {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, default_device(), "DEV", "backend: cpu|ref|cuda|sim:<gpu>", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"steps", 's', DLP_OPT_INT, &steps, "10", "N", "timed steps", NULL, 0},
         {"warmup", 0, DLP_OPT_INT, &warmup, "2", "N", "untimed steps first", NULL, 0},
@@ -172,7 +170,7 @@ static int cmd_bench(int argc, char **argv) {
         goto out;
     }
     dlp_resnet_init_params(&net, (uint64_t)seed, 0, params, bufs);
-    dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = k_precisions[prec], .threads = threads, .arg = arg};
+    dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = (dlp_dtype)prec, .threads = threads, .arg = arg};
     int64_t t0 = dlp_now_ns();
     DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
     const double plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
@@ -348,7 +346,7 @@ static int cmd_step(int argc, char **argv) {
          "safetensors with 'input' (N, 3, H, W) F32 and 'labels' (N) integer (required)", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, "ref", "DEV", "backend: ref|cpu|cuda|sim:<gpu>", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"eval", 0, DLP_OPT_FLAG, &eval, NULL, NULL, "inference plan: logits and loss only, BN with running stats", NULL, 0},
         {"plan-batch", 0, DLP_OPT_INT, &plan_batch, "0", "N", "with --eval: the plan's batch (>= N: a partial batch)", NULL, 0},
@@ -421,7 +419,7 @@ static int cmd_step(int argc, char **argv) {
     int64_t nbt = 0;
     if (weights) DLP_CHECK_GOTO(st, dlp_state_load(&net, weights, DLP_STATE_STRICT, params, bufs, &nbt), out);
     else dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, params, bufs);
-    dlp_plan_cfg cfg = {.batch = plan_batch, .train = !eval, .precision = k_precisions[prec], .threads = threads, .arg = arg};
+    dlp_plan_cfg cfg = {.batch = plan_batch, .train = !eval, .precision = (dlp_dtype)prec, .threads = threads, .arg = arg};
     DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
     DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
     dlp_layout layout;

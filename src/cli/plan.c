@@ -17,6 +17,7 @@
 #include "hw/host.h"
 #include "hw/parts.h"
 #include "perf/hwplan.h"
+#include "perf/hwplan_change.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
@@ -278,59 +279,38 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
     }
 }
 
-// --- the inverse: a machine's cheapest change --------------------------------------------------------------------------
+// --- the inverse: a machine's cheapest change (perf/hwplan_change) ----------------------------------------------------
 
-typedef struct change {
-    const dlp_cpu_spec *cpu;
-    const dlp_storage_opt *stor;
-    double dusd, img_per_s;
-    dlp_stage bottleneck;
-} change;
+static json_t *change_json(const dlp_hwplan_change *ch, int with_bottleneck) {
+    json_t *e = json_object();
+    json_object_set_new(e, "cpu", ch->cpu ? json_string(ch->cpu->id) : json_null());
+    json_object_set_new(e, "storage", ch->stor ? json_string(ch->stor->id) : json_null());
+    json_object_set_new(e, "delta_usd", json_real(ch->delta_usd));
+    json_object_set_new(e, "img_per_s", json_real(ch->img_per_s));
+    if (with_bottleneck) json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(ch->bottleneck)));
+    return e;
+}
+
+// "CPU -> x, storage -> y"
+static const char *change_text(const dlp_hwplan_change *ch, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%s%s%s", ch->cpu ? "CPU -> " : "", ch->cpu ? ch->cpu->id : "", ch->cpu && ch->stor ? ", " : "",
+             ch->stor ? "storage -> " : "", ch->stor ? ch->stor->id : "");
+    return buf;
+}
 
 static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
                           json_t *res) {
-    dlp_profile *p = malloc(sizeof *p), *p2 = malloc(sizeof *p2);
-    dlp_prediction *o = malloc(sizeof *o), *o2 = malloc(sizeof *o2);
-    dlp_status st = p && p2 && o && o2 ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    const dlp_system_spec *s = NULL;
-    dlp_workload w;
-    dlp_cost cost;
-    char b1[32], b2[32], m[64];
-    if (!st && op->system) {
-        s = dlp_catalog_system(cat, op->system);
-        if (!s) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--system");
-        if (!st) st = dlp_hwplan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
-    } else if (!st) {
-        st = dlp_profile_read(op->profile, p);
-        if (!st && op->device) {  // a catalog GPU put into the measured host
-            dlp_sim_spec sim;
-            st = dlp_sim_spec_parse(strncmp(op->device, "sim:", 4) == 0 ? op->device + 4 : op->device, &sim);
-            if (!st) st = dlp_sim_device(&sim, cat, &p->devices[0]);
-            if (!st) {
-                p->ndevices = 1;
-                p->devices_per_node = op->devices > 0 ? op->devices : p->devices_per_node > 0 ? p->devices_per_node : 1;
-            }
-        } else if (!st) {  // the profile's GPU first
-            for (int i = 1; i < p->ndevices; i++)
-                if (p->devices[i].kind == DLP_DEVICE_GPU && p->devices[0].kind != DLP_DEVICE_GPU) p->devices[0] = p->devices[i];
-        }
-        if (!st && (p->ndevices == 0 || p->devices[0].kind != DLP_DEVICE_GPU))
-            st = DLP_ERR(DLP_ERR_INVALID, "plan: profile %s has no GPU device (plan sizes GPU machines): give --device <gpu> "
-                         "(e.g. --device a100) to put a catalog GPU into it, or measure one with dlperf probe --device cuda",
-                         p->id);
-        if (!st) {
-            w = req->w;
-            w.devices = op->devices;
-            w.nodes = 1;
-            if (!req->prec_given) w.prec = DLP_PREC_FP16;
-            if (w.batch <= 0) {
-                const dlp_rate *r = dlp_device_find_rate(&p->devices[0], w.task, w.prec, 0);
-                w.batch = r && r->batch_ref > 0 ? r->batch_ref : 256;
-            }
-            st = dlp_predict(p, &p->devices[0], &w, o);
-        }
+    dlp_hwplan_inverse inv;
+    dlp_hwplan_machine_req m = {op->system, op->profile, op->device, op->devices};
+    dlp_status st = dlp_hwplan_inverse_run(cat, parts, req, &m, &inv);
+    if (st) {
+        dlp_hwplan_inverse_free(&inv);
+        return st;
     }
-    if (st) goto out;
+    const dlp_profile *p = inv.profile;
+    const dlp_prediction *o = inv.pred;
+    const dlp_system_spec *s = inv.sys;
+    char b1[32], b2[32], mb[64], what[200];
     printf("%s: %s; %d x %s, %s; bottleneck %s; %s img/s (GPUs alone %s img/s)\n", p->id, p->name, o->devices,
            p->devices[0].name, p->host.cpu_model, dlp_stage_name(o->bottleneck), grp(o->img_per_s, b1, sizeof b1),
            grp(o->device_img_per_s, b2, sizeof b2));
@@ -338,123 +318,36 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     json_t *reqs = json_array();
     json_object_set_new(res, "requirements", reqs);
     print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
-    // Changes: each CPU of the catalog with a price (a catalog system only: a profile's CPU is measured, not a part)
-    // and each storage option, alone and together.
-    // The CPUs a platform built on this system takes, else every priced CPU of the catalog (which board takes which
-    // CPU is recorded only for platforms).
-    const dlp_cpu_spec *cpus[64];
-    int ncpu = 0, nst = parts ? parts->nstorage : 0, from_platform = 0;
-    if (s && s->kind == DLP_SYSTEM_CLOUD) nst = 0;  // an instance comes as it is: another instance is the change
-    for (int i = 0; s && parts && i < parts->nplatforms; i++)
-        if (parts->platforms[i].base == s && parts->platforms[i].sockets == s->sockets) {
-            for (int k = 0; k < parts->platforms[i].ncpus && ncpu < 64; k++) cpus[ncpu++] = parts->platforms[i].cpus[k];
-            from_platform = 1;
-            break;
-        }
-    for (int i = 0; s && s->kind == DLP_SYSTEM_OWNED && !from_platform && i < cat->ncpus && ncpu < 64; i++)
-        cpus[ncpu++] = &cat->cpus[i];
-    double orig = o->img_per_s, dev = o->device_img_per_s;
-    int host_bound = dlp_hwplan_host_cap(o) < dev * (1 - req->tolerance);
-    change best = {0}, cheap = {0};
-    int have_best = 0, have_cheap = 0, tried = 0;
     json_t *chj = json_array();
+    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, change_json(&inv.changes[i], 1));
     json_object_set_new(res, "changes", chj);
-    for (int ic = -1; ic < ncpu; ic++) {
-        const dlp_cpu_spec *cpu = ic < 0 ? NULL : cpus[ic];
-        if (cpu && (cpu == s->cpu || !(cpu->price_usd > 0))) continue;
-        for (int is = -1; is < nst; is++) {
-            const dlp_storage_opt *so = is < 0 ? NULL : &parts->storage[is];
-            if (!cpu && !so) continue;
-            double dusd = 0;
-            if (s) {
-                dlp_system_spec spec = *s;
-                if (cpu) {
-                    spec.cpu = cpu;
-                    dusd += spec.sockets * (cpu->price_usd - s->cpu->price_usd);
-                }
-                if (so) {
-                    spec.storage_desc = so->desc;
-                    spec.storage_read_gb_s = so->read_gb_s;
-                    spec.storage_stream_gb_s = so->stream_gb_s;
-                    spec.storage_latency_us = so->latency_us;
-                    spec.storage_tb = so->tb;
-                }
-                dlp_workload w2;
-                st = dlp_hwplan_predict_spec(cat, &spec, 1, req, p2, &w2, o2, &cost);
-            } else {
-                *p2 = *p;
-                snprintf(p2->storage.desc, sizeof p2->storage.desc, "%s", so->desc);
-                p2->storage.cold_read_bytes_per_s = so->read_gb_s * 1e9;
-                p2->storage.cold_stream_bytes_per_s = so->stream_gb_s * 1e9;
-                p2->storage.cold_latency_s = so->latency_us * 1e-6;
-                st = dlp_predict(p2, &p2->devices[0], &w, o2);
-            }
-            if (st) {
-                dlp_err_clear();
-                st = DLP_OK;
-                continue;
-            }
-            if (so) dusd += so->price_usd;
-            tried++;
-            change ch = {cpu, so, dusd, o2->img_per_s, o2->bottleneck};
-            json_t *e = json_object();
-            json_object_set_new(e, "cpu", cpu ? json_string(cpu->id) : json_null());
-            json_object_set_new(e, "storage", so ? json_string(so->id) : json_null());
-            json_object_set_new(e, "delta_usd", json_real(dusd));
-            json_object_set_new(e, "img_per_s", json_real(o2->img_per_s));
-            json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(o2->bottleneck)));
-            json_array_append_new(chj, e);
-            // Removes a host-side bottleneck: the GPUs are fed (within the tolerance of their own rate).
-            if (host_bound && o2->img_per_s >= dev * (1 - req->tolerance) && (!have_best || dusd < best.dusd)) {
-                best = ch;
-                have_best = 1;
-            }
-            // Keeps the throughput for less money.
-            if (o2->img_per_s >= orig * (1 - req->tolerance) && dusd < 0 && (!have_cheap || dusd < cheap.dusd)) {
-                cheap = ch;
-                have_cheap = 1;
-            }
-        }
-    }
     printf("\n");
-    char what[200];
-    if (host_bound && have_best) {
-        snprintf(what, sizeof what, "%s%s%s%s%s", best.cpu ? "CPU -> " : "", best.cpu ? best.cpu->id : "",
-                 best.cpu && best.stor ? ", " : "", best.stor ? "storage -> " : "", best.stor ? best.stor->id : "");
-        printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n", what,
-               best.dusd >= 0 ? "+" : "-", money(fabs(best.dusd), 0, m, sizeof m), grp(orig, b1, sizeof b1),
-               grp(best.img_per_s, b2, sizeof b2), dlp_stage_name(best.bottleneck));
-        json_t *e = json_object();
-        json_object_set_new(e, "cpu", best.cpu ? json_string(best.cpu->id) : json_null());
-        json_object_set_new(e, "storage", best.stor ? json_string(best.stor->id) : json_null());
-        json_object_set_new(e, "delta_usd", json_real(best.dusd));
-        json_object_set_new(e, "img_per_s", json_real(best.img_per_s));
-        json_object_set_new(res, "cheapest_fix", e);
-    } else if (host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
+    const dlp_hwplan_change *best = inv.best >= 0 ? &inv.changes[inv.best] : NULL;
+    const dlp_hwplan_change *cheap = inv.cheap >= 0 ? &inv.changes[inv.cheap] : NULL;
+    if (inv.host_bound && best) {
+        printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n",
+               change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
+               money(fabs(best->delta_usd), 0, mb, sizeof mb), grp(o->img_per_s, b1, sizeof b1),
+               grp(best->img_per_s, b2, sizeof b2), dlp_stage_name(best->bottleneck));
+        json_object_set_new(res, "cheapest_fix", change_json(best, 0));
+    } else if (inv.host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
         printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
                "--budget-usd-h)\n", s->id);
-    } else if (host_bound) {
+    } else if (inv.host_bound) {
         printf("  no CPU or storage of the catalog (%d change%s tried) feeds the GPUs: the requirement lines above say "
-               "what would\n", tried, tried == 1 ? "" : "s");
+               "what would\n", inv.nchanges, inv.nchanges == 1 ? "" : "s");
     } else {
         printf("  the %s sets the pace, not the CPU input pipeline: more GPU throughput (faster or more GPUs, or a faster "
                "allreduce/PCIe as above) is the change to buy\n", dlp_stage_name(o->bottleneck));
     }
-    if (s && !from_platform && (have_best || have_cheap))
+    if (s && !inv.from_platform && (best || cheap))
         printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
-    json_object_set_new(res, "cpus_from_platform", json_boolean(from_platform));
-    if (have_cheap) {
-        snprintf(what, sizeof what, "%s%s%s%s%s", cheap.cpu ? "CPU -> " : "", cheap.cpu ? cheap.cpu->id : "",
-                 cheap.cpu && cheap.stor ? ", " : "", cheap.stor ? "storage -> " : "", cheap.stor ? cheap.stor->id : "");
-        printf("  a cheaper part would do: %s saves %s at %s img/s\n", what, money(-cheap.dusd, 0, m, sizeof m),
-               grp(cheap.img_per_s, b1, sizeof b1));
-    }
-out:
-    free(p);
-    free(p2);
-    free(o);
-    free(o2);
-    return st;
+    json_object_set_new(res, "cpus_from_platform", json_boolean(inv.from_platform));
+    if (cheap)
+        printf("  a cheaper part would do: %s saves %s at %s img/s\n", change_text(cheap, what, sizeof what),
+               money(-cheap->delta_usd, 0, mb, sizeof mb), grp(cheap->img_per_s, b1, sizeof b1));
+    dlp_hwplan_inverse_free(&inv);
+    return DLP_OK;
 }
 
 int dlp_cli_plan(int argc, char **argv) {
@@ -473,7 +366,7 @@ int dlp_cli_plan(int argc, char **argv) {
         {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per GPU (0: each GPU's published figure's batch)", NULL, 0},
         {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
-        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP " (plans are for GPUs: fp16)", "auto|fp32|tf32|bf16|fp16", 0},
+        {"precision", 0, DLP_OPT_ENUM, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP " (plans are for GPUs: fp16)", dlp_prec_train_choices, 0},
         {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs to train", NULL, 0},
         {"dataset", 0, DLP_OPT_STR, &op.dataset, "imagenet-train", "ID", "catalog dataset", NULL, 0},
         {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
@@ -536,9 +429,8 @@ int dlp_cli_plan(int argc, char **argv) {
     req.tolerance = op.tolerance;
     req.max_nodes = op.max_nodes;
     req.pipeline = op.pipeline;
-    static const dlp_prec k_prec[] = {DLP_PREC_FP16, DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
-    req.prec_given = op.precision > 0;  // [0]: auto, fp16 on the GPUs plans are made of
-    req.w.prec = req.prec_given ? k_prec[op.precision] : DLP_PREC_FP16;
+    req.prec_given = op.precision != DLP_PRECISION_AUTO;  // auto: fp16 on the GPUs plans are made of
+    req.w.prec = req.prec_given ? (dlp_prec)op.precision : DLP_PREC_FP16;
     snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
     req.w.classes = op.classes;
     req.w.batch = op.batch;

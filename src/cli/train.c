@@ -209,7 +209,6 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
     return g_interrupted != 0;
 }
 
-static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // [0]: auto
 static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
 static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
 
@@ -382,7 +381,7 @@ int dlp_cli_train(int argc, char **argv) {
         {"stop-at-step", 0, DLP_OPT_I64, &c.stop_at_step, "0", "N",
          "stop after step N as if interrupted (the schedule still spans --steps/--epochs)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, def_device, "DEV", "cpu|ref|cuda|sim:<gpu>[,...]", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "auto", NULL, DLP_CLI_PRECISION_HELP, "auto|fp32|bf16|fp16", 0},
+        DLP_CLI_PRECISION_ROW(&prec, DLP_CLI_PRECISION_HELP),
         {"threads", 't', DLP_OPT_INT, &c.threads, "0", "N", "compute threads (0: the default rule, docs/training.md)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &c.workers, "0", "N", "loader threads (0: the default rule)", NULL, 0},
         {"prefetch", 0, DLP_OPT_INT, &c.prefetch, "0", "N", "batches the loader may prepare ahead (0: 2 x workers)", NULL, 0},
@@ -459,7 +458,7 @@ int dlp_cli_train(int argc, char **argv) {
     c.device = device;
     c.data = data;
     c.val_data = val_data;
-    c.precision = prec == 0 ? dlp_cli_auto_precision(device) : k_precisions[prec];
+    c.precision = dlp_cli_precision(prec, device);
     c.schedule = k_decays[sched];
     c.peak = k_peaks[peak];
     c.eval = !no_eval;
