@@ -4,7 +4,7 @@
 # What it records: the loss and learning-rate curve (and the SHA-256 of the final weights) of short seeded trainings on the ref and cpu backends (the
 # steps JSON lines with their timing fields left out), the outputs of `dlperf predict`, `dlperf plan`,
 # `dlperf validate --list` (predictions only) and `dlperf nn info` as printed, and `dlperf run`'s output with every
-# number masked (a timed run's figures differ from run to run; its lines and verdict wording must not).
+# number masked and runs of spaces squeezed (a timed run's figures differ from run to run; its lines and verdict wording must not).
 # Run it from the repository root (it reads tests/fixtures). Needs python3.
 set -u
 D=$(realpath "${1:?usage: tools/compare-figures.sh PATH/TO/dlperf OUTDIR}")
@@ -102,5 +102,5 @@ done
   --infer-seconds 0.2 --infer-batch 1,4 --bench-images 8 --compare desktop-4090,dgx-a100 --usd-per-hour 1.5 \
   --out "$T/run" >"$T/run.out" 2>/dev/null
 echo "exit $?" >>"$T/run.out"
-sed -E -e "s#$T#TMP#g" -e 's/[0-9]+(\.[0-9]+)?/N/g' "$T/run.out" >"$O/run-masked.txt"
+sed -E -e "s#$T#TMP#g" -e 's/[0-9]+(\.[0-9]+)?/N/g' -e 's/ +/ /g' "$T/run.out" >"$O/run-masked.txt"
 echo "compare-figures: $(ls "$O" | wc -l) files in $O"
