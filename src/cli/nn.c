@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "hw/host.h"
 #include "nn/checkpoint.h"
+#include "nn/convert.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
@@ -330,6 +331,74 @@ static dlp_status read_after(void *ctx, dlp_step_phase p) {
     return DLP_OK;
 }
 
+// --out, and --checkpoint with its state file, must not exist.
+static dlp_status check_step_outputs(const char *out_path, const char *ck_path) {
+    DLP_CHECK(dlp_check_new_output(out_path, "--out"));
+    if (!ck_path) return DLP_OK;
+    char sp[1100];
+    dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
+    DLP_CHECK(dlp_check_new_output(ck_path, "--checkpoint"));
+    return dlp_check_new_output(sp, "--checkpoint's state");
+}
+
+// A training step's outputs: grad.<param> for every parameter, and updated.<name>: the state_dict after
+// optimizer.step(), in its order (num_batches_tracked included). The names are kept in *names until written.
+static dlp_status add_train_outputs(dlp_st_writer *w, const dlp_net *net, const float *grads, const float *newp,
+                                    const float *newb, const int64_t *nbt_after, char ***names_out, int *nnames) {
+    char **names = calloc((size_t)(2 * net->nparams + 2 * net->nbufs), sizeof *names);
+    if (!names) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    *names_out = names;
+    for (int i = 0; i < net->nparams; i++) {
+        const dlp_param *p = &net->params[i];
+        if (asprintf(&names[*nnames], "grad.%s", p->name) < 0) names[*nnames] = NULL;
+        if (!names[*nnames]) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        DLP_CHECK(dlp_st_writer_add(w, names[(*nnames)++], DLP_ST_F32, p->ndim, p->shape, grads + p->offset));
+    }
+    for (int li = 0; li < net->nlayers; li++) {
+        const dlp_layer *l = &net->layers[li];
+        for (int k = 0; k < l->nparams + l->nbufs + (l->kind == DLP_LAYER_BN); k++) {
+            const dlp_param *p = k < l->nparams ? &net->params[l->param0 + k]
+                               : k < l->nparams + l->nbufs ? &net->bufs[l->buf0 + k - l->nparams] : NULL;
+            char *nm;
+            if (asprintf(&nm, "updated.%s%s", p ? p->name : l->name, p ? "" : ".num_batches_tracked") < 0)
+                return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+            names[(*nnames)++] = nm;
+            if (p) DLP_CHECK(dlp_st_writer_add(w, nm, DLP_ST_F32, p->ndim, p->shape, (k < l->nparams ? newp : newb) + p->offset));
+            else DLP_CHECK(dlp_st_writer_add(w, nm, DLP_ST_I64, 0, NULL, nbt_after));
+        }
+    }
+    return DLP_OK;
+}
+
+// --checkpoint: the weights after the step (before it for --eval), the momentum and a constant schedule at lr.
+static dlp_status save_step_checkpoint(const char *ck_path, const dlp_net *net, dlp_plan *plan, int eval,
+                                       const float *params, const float *bufs, const float *newp, const float *newb,
+                                       double lr, int n, int64_t seed, double loss) {
+    dlp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    dlp_lr_schedule_default(&ck.sched);
+    ck.sched.base_lr = lr;
+    ck.sched.scale_by_batch = 0;
+    ck.sched.decay = DLP_LR_CONSTANT;
+    ck.pos.step = eval ? 0 : 1;
+    ck.pos.step_in_epoch = ck.pos.step;
+    ck.pos.samples_seen = eval ? 0 : n;
+    ck.pos.seed = (uint64_t)seed;
+    ck.pos.last_loss = loss;
+    float *mom = NULL;
+    if (!eval) {
+        mom = malloc((size_t)net->param_count * sizeof(float));
+        dlp_status st = mom ? dlp_plan_get_momentum(plan, mom) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        if (st) {
+            free(mom);
+            return st;
+        }
+    }
+    dlp_status st = dlp_checkpoint_save(ck_path, net, eval ? params : newp, eval ? bufs : newb, mom, &ck);
+    free(mom);
+    return st;
+}
+
 static int cmd_step(int argc, char **argv) {
     const char *model, *device, *weights, *input_path, *out_path, *ck_path;
     int classes, prec, threads, eval, nesterov, no_decay_bn, plan_batch, zero_init;
@@ -373,13 +442,7 @@ static int cmd_step(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
-    if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
-    if (ck_path) {
-        char sp[1100];
-        dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
-        if ((st = dlp_check_new_output(ck_path, "--checkpoint")) || (st = dlp_check_new_output(sp, "--checkpoint's state")))
-            return dlp_cli_fail(st);
-    }
+    if ((st = check_step_outputs(out_path, ck_path))) return dlp_cli_fail(st);
     const char *arg;
     const dlp_backend *ops = dlp_backend_find(device, &arg);
     if (!ops) return dlp_cli_fail(dlp_err_status());
@@ -425,24 +488,15 @@ static int cmd_step(int argc, char **argv) {
     dlp_layout layout;
     dlp_dtype in_type;
     dlp_plan_input_format(plan, &layout, &in_type);
-    if (layout != DLP_LAYOUT_NCHW || in_type != DLP_DTYPE_F32) {
-        // Convert the NCHW fp32 batch to what the plan wants.
-        const int64_t hw = (int64_t)io.h * io.w, per = hw * io.c;
-        void *conv = malloc((size_t)(n * per) * dlp_dtype_size(in_type));
-        if (!conv || in_type == DLP_DTYPE_U8) {
-            free(conv);
+    if ((layout != DLP_LAYOUT_NCHW || in_type != DLP_DTYPE_F32) &&  // the batch in what the plan wants
+        dlp_batch_convert(io.x, n, io.c, io.h, io.w, layout, in_type, &in_conv)) {
+        if (dlp_err_status() == DLP_ERR_UNSUPPORTED) {
+            dlp_err_clear();
             st = DLP_ERR(DLP_ERR_UNSUPPORTED, "nn step: cannot feed device %s its input format", dlp_backend_name(ops));
-            goto out;
+        } else {
+            st = dlp_err_status();
         }
-        for (int i = 0; i < n; i++)
-            for (int c = 0; c < io.c; c++)
-                for (int64_t j = 0; j < hw; j++) {
-                    float v = io.x[i * per + c * hw + j];
-                    int64_t at = layout == DLP_LAYOUT_NHWC ? i * per + j * io.c + c : i * per + c * hw + j;
-                    if (in_type == DLP_DTYPE_F32) ((float *)conv)[at] = v;
-                    else ((uint16_t *)conv)[at] = in_type == DLP_DTYPE_BF16 ? dlp_f32_to_bf16(v) : dlp_f32_to_f16(v);
-                }
-        in_conv = conv;
+        goto out;
     }
     // One step through run/step: the logits read after the forward, the gradients before the update.
     step_reads rd = {.plan = plan, .logits = logits, .grads = grads};
@@ -468,62 +522,10 @@ static int cmd_step(int argc, char **argv) {
             DLP_CHECK_GOTO(st, dlp_plan_get_input_grad(plan, gx), out);
             DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "input_grad", DLP_ST_F32, 4, xshape, gx), out);
         }
-        names = calloc((size_t)(2 * net.nparams + 2 * net.nbufs), sizeof *names);
-        if (!names) {
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        for (int i = 0; i < net.nparams; i++) {
-            const dlp_param *p = &net.params[i];
-            if (asprintf(&names[nnames], "grad.%s", p->name) < 0) names[nnames] = NULL;
-            if (!names[nnames]) { st = DLP_ERR(DLP_ERR_NOMEM, "out of memory"); goto out; }
-            DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, names[nnames++], DLP_ST_F32, p->ndim, p->shape, grads + p->offset), out);
-        }
-        // updated.<name>: the state_dict after optimizer.step(), in its order
-        for (int li = 0; li < net.nlayers; li++) {
-            const dlp_layer *l = &net.layers[li];
-            for (int k = 0; k < l->nparams + l->nbufs + (l->kind == DLP_LAYER_BN); k++) {
-                const dlp_param *p = k < l->nparams ? &net.params[l->param0 + k]
-                                   : k < l->nparams + l->nbufs ? &net.bufs[l->buf0 + k - l->nparams] : NULL;
-                char *nm;
-                if (asprintf(&nm, "updated.%s%s", p ? p->name : l->name, p ? "" : ".num_batches_tracked") < 0) {
-                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-                    goto out;
-                }
-                names[nnames++] = nm;
-                if (p) st = dlp_st_writer_add(&w, nm, DLP_ST_F32, p->ndim, p->shape,
-                                              (k < l->nparams ? newp : newb) + p->offset);
-                else st = dlp_st_writer_add(&w, nm, DLP_ST_I64, 0, NULL, &nbt_after);
-                if (st) goto out;
-            }
-        }
+        DLP_CHECK_GOTO(st, add_train_outputs(&w, &net, grads, newp, newb, &nbt_after, &names, &nnames), out);
     }
     DLP_CHECK_GOTO(st, dlp_st_writer_write(&w, out_path, DLP_WRITE_NOCLOBBER), out);
-    if (ck_path) {
-        dlp_checkpoint ck;
-        memset(&ck, 0, sizeof ck);
-        dlp_lr_schedule_default(&ck.sched);
-        ck.sched.base_lr = lr;
-        ck.sched.scale_by_batch = 0;
-        ck.sched.decay = DLP_LR_CONSTANT;
-        ck.pos.step = eval ? 0 : 1;
-        ck.pos.step_in_epoch = ck.pos.step;
-        ck.pos.samples_seen = eval ? 0 : n;
-        ck.pos.seed = (uint64_t)seed;
-        ck.pos.last_loss = lo.loss;
-        float *mom = NULL;
-        if (!eval) {
-            mom = malloc((size_t)net.param_count * sizeof(float));
-            if (!mom || (st = dlp_plan_get_momentum(plan, mom))) {
-                free(mom);
-                if (!st) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-                goto out;
-            }
-        }
-        st = dlp_checkpoint_save(ck_path, &net, eval ? params : newp, eval ? bufs : newb, mom, &ck);
-        free(mom);
-        if (st) goto out;
-    }
+    if (ck_path) DLP_CHECK_GOTO(st, save_step_checkpoint(ck_path, &net, plan, eval, params, bufs, newp, newb, lr, n, seed, lo.loss), out);
     printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", dlp_backend_name(ops),
            n, lo.loss, (long long)c1, (long long)c5, out_path);
 out:
