@@ -103,37 +103,6 @@ static void add_line(json_t *arr, const req_line *l) {
     json_array_append_new(arr, e);
 }
 
-// The cheapest neighbor of `chosen` (one part swapped, `what`) that is about as fast (a cheaper part would do), or
-// the one with the most images/s per extra dollar among those faster (money better spent here).
-static int cheaper_would_do(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol) {
-    int best = -1;
-    for (int i = 0; i < n; i++) {
-        const char *what;
-        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
-        if (c[i].budget_cost < c[chosen].budget_cost && c[i].img_per_s >= (1 - tol) * c[chosen].img_per_s &&
-            (best < 0 || c[i].budget_cost < c[best].budget_cost))
-            best = i;
-    }
-    return best;
-}
-
-static int better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part) {
-    int best = -1;
-    double best_gain = 0;
-    for (int i = 0; i < n; i++) {
-        const char *what;
-        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what)) continue;
-        double dcost = c[i].budget_cost - c[chosen].budget_cost, dimg = c[i].img_per_s - c[chosen].img_per_s;
-        if (dimg <= tol * c[chosen].img_per_s || dcost <= 0) continue;
-        if (dimg / dcost > best_gain) {
-            best_gain = dimg / dcost;
-            best = i;
-            *part = what;
-        }
-    }
-    return best;
-}
-
 static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
                                double tol, int hourly, const char *pipe, json_t *arr) {
     char b1[32], b2[32], m[64];
@@ -158,7 +127,7 @@ static void print_requirements(const dlp_profile *p, const dlp_prediction *o, co
     snprintf(l.has, sizeof l.has, "has %.1f free (%s)", o->loader_cores / N, p->host.cpu_model);
     double head = o->loader_cores / o->loader_cores_needed;
     if (head < 1 - 1e-9) snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for the CPU");
-    else if (c && (k = cheaper_would_do(c, n, chosen, "cpu", tol)) >= 0)
+    else if (c && (k = dlp_hwplan_cheaper_part(c, n, chosen, "cpu", tol)) >= 0)
         snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %dx %s saves %s", head, c[k].sockets, c[k].cpu->id,
                  money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
     else if (head > 1.5)
@@ -174,7 +143,7 @@ static void print_requirements(const dlp_profile *p, const dlp_prediction *o, co
     head = p->storage.cold_read_bytes_per_s / o->storage_bytes_per_s_needed;
     if (o->stages[DLP_STAGE_READ].present && o->stages[DLP_STAGE_READ].img_per_s < target * (1 - 1e-9))
         snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for storage");
-    else if (c && (k = cheaper_would_do(c, n, chosen, "storage", tol)) >= 0)
+    else if (c && (k = dlp_hwplan_cheaper_part(c, n, chosen, "storage", tol)) >= 0)
         snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %s", head, c[k].stor ? c[k].stor->id : "the base drive");
     else snprintf(l.mark, sizeof l.mark, "%.1fx%s", head, o->storage_cold ? "" : " (read cold in the first epoch only)");
     add_line(arr, &l);
@@ -235,7 +204,7 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
         snprintf(why, sizeof why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
                                               : "the GPUs wait for the CPU input pipeline or storage (see the change below)");
     } else if (!balanced && r > 1) {
-        int k = c ? cheaper_would_do(c, n, chosen, "cpu", tol) : -1;
+        int k = c ? dlp_hwplan_cheaper_part(c, n, chosen, "cpu", tol) : -1;
         if (k >= 0)
             snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: a cheaper part would do (%dx %s, %s "
                      "less)", r, c[k].sockets, c[k].cpu->id, money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
@@ -350,6 +319,79 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     return DLP_OK;
 }
 
+// The search's request from the options.
+static dlp_status make_request(const opts_t *op, const dlp_catalog *cat, dlp_hwplan_req *r,
+                               const dlp_catalog_dataset **cd_out) {
+    dlp_hwplan_req_init(r);
+    r->mode = op->budget_h > 0 || (op->cloud && !(op->budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
+    r->budget = r->mode == DLP_HWPLAN_HOURLY ? op->budget_h : op->budget;
+    r->deadline_s = op->deadline_h * 3600;
+    r->tolerance = op->tolerance;
+    r->max_nodes = op->max_nodes;
+    r->pipeline = op->pipeline;
+    r->prec_given = op->precision != DLP_PRECISION_AUTO;  // auto: fp16 on the GPUs plans are made of
+    r->w.prec = r->prec_given ? (dlp_prec)op->precision : DLP_PREC_FP16;
+    snprintf(r->w.model, sizeof r->w.model, "%s", op->model);
+    r->w.classes = op->classes;
+    r->w.batch = op->batch;
+    dlp_img_transform_init(&r->w.tf, 1, op->size);
+    r->w.storage = (dlp_storage_state)op->storage;
+    r->w.epochs = op->epochs;
+    r->cp.lifetime_years = op->lifetime;
+    r->cp.utilization = op->utilization;
+    r->cp.usd_per_kwh = op->kwh;
+    r->cp.pue = op->pue;
+    r->cp.alt_rate = op->alt;
+    const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
+    *cd_out = cd;
+    if (cd) r->w.stats = cd->stats;
+    if (op->images > 0) r->w.stats.images = op->images;
+    return cd ? DLP_OK : dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
+}
+
+// The chosen configuration in full: its cost, balance, what each part must deliver, where more money goes best.
+static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req, const opts_t *op,
+                               const dlp_hwplan_cand *c, int n, int chosen, json_t *res) {
+    const int hourly = req->mode == DLP_HWPLAN_HOURLY;
+    char b1[32], b2[32], b3[32], m[64], d[300];
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *o = malloc(sizeof *o);
+    dlp_status st = p && o ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_system_spec spec;
+    dlp_hwplan_spec(&c[chosen], &spec);
+    dlp_workload w;
+    dlp_cost cost;
+    if (!st) st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, req, p, &w, o, &cost);
+    if (st) goto out;
+    describe(&c[chosen], d, sizeof d);
+    printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
+           grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req->w.epochs,
+           c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
+    printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
+    if (req->deadline_s > 0)
+        printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
+    else
+        printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req->tolerance);
+    print_balance(o, c, n, chosen, req->tolerance, hourly, res);
+    json_t *reqs = json_array();
+    json_object_set_new(res, "requirements", reqs);
+    print_requirements(p, o, c, n, chosen, req->tolerance, hourly, op->pipeline, reqs);
+    const char *part = "";
+    int sp = dlp_hwplan_better_spent(c, n, chosen, req->tolerance, &part);
+    if (sp >= 0) {
+        describe(&c[sp], d, sizeof d);
+        printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
+               money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
+               100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
+        json_object_set_new(res, "better_spent", cand_json(&c[sp]));
+    }
+    json_object_set_new(res, "best", cand_json(&c[chosen]));
+out:
+    free(p);
+    free(o);
+    return st;
+}
+
 int dlp_cli_plan(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
@@ -422,30 +464,8 @@ int dlp_cli_plan(int argc, char **argv) {
         return dlp_cli_fail(st);
     }
     dlp_hwplan_req req;
-    dlp_hwplan_req_init(&req);
-    req.mode = op.budget_h > 0 || (op.cloud && !(op.budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
-    req.budget = req.mode == DLP_HWPLAN_HOURLY ? op.budget_h : op.budget;
-    req.deadline_s = op.deadline_h * 3600;
-    req.tolerance = op.tolerance;
-    req.max_nodes = op.max_nodes;
-    req.pipeline = op.pipeline;
-    req.prec_given = op.precision != DLP_PRECISION_AUTO;  // auto: fp16 on the GPUs plans are made of
-    req.w.prec = req.prec_given ? (dlp_prec)op.precision : DLP_PREC_FP16;
-    snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
-    req.w.classes = op.classes;
-    req.w.batch = op.batch;
-    dlp_img_transform_init(&req.w.tf, 1, op.size);
-    req.w.storage = (dlp_storage_state)op.storage;
-    req.w.epochs = op.epochs;
-    const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op.dataset);
-    if (!cd) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
-    else req.w.stats = cd->stats;
-    if (op.images > 0) req.w.stats.images = op.images;
-    req.cp.lifetime_years = op.lifetime;
-    req.cp.utilization = op.utilization;
-    req.cp.usd_per_kwh = op.kwh;
-    req.cp.pue = op.pue;
-    req.cp.alt_rate = op.alt;
+    const dlp_catalog_dataset *cd = NULL;
+    st = make_request(&op, cat, &req, &cd);
     int hourly = req.mode == DLP_HWPLAN_HOURLY;
 
     json_t *res = dlp_json_result_new("dlperf.plan/1", 0, NULL);
@@ -453,8 +473,6 @@ int dlp_cli_plan(int argc, char **argv) {
     json_object_set_new(res, "versions", dlp_versions_to_json());
     dlp_hwplan_cand *c = NULL;
     int n = 0;
-    dlp_profile *p = NULL;
-    dlp_prediction *o = NULL;
     if (!st && inv) {
         st = inverse(cat, parts, &req, &op, res);
         goto done;
@@ -464,7 +482,7 @@ int dlp_cli_plan(int argc, char **argv) {
     int chosen = dlp_hwplan_choose(c, n, &req);
     int nfeas = 0;
     for (int i = 0; i < n; i++) nfeas += c[i].feasible;
-    char b1[32], b2[32], b3[32], m[64], d[300];
+    char b1[32], b2[32], m[64], d[300];
     printf("plan: %s", hourly ? "rent (cloud systems)" : "buy (platforms x GPUs x CPUs x storage, and whole systems)");
     if (req.budget > 0) printf(", budget %s", money(req.budget, hourly, m, sizeof m));
     if (req.deadline_s > 0) printf(", deadline %s", dur(req.deadline_s, b1, sizeof b1));
@@ -502,42 +520,8 @@ int dlp_cli_plan(int argc, char **argv) {
             json_array_append_new(top, cand_json(x));
         }
         json_object_set_new(res, "top", top);
-        // The chosen one in full.
-        p = malloc(sizeof *p);
-        o = malloc(sizeof *o);
-        if (!p || !o) {
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        dlp_system_spec spec;
-        dlp_hwplan_spec(&c[chosen], &spec);
-        dlp_workload w;
-        dlp_cost cost;
-        st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, &req, p, &w, o, &cost);
+        st = print_chosen(cat, &req, &op, c, n, chosen, res);
         if (st) goto done;
-        describe(&c[chosen], d, sizeof d);
-        printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
-               grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req.w.epochs,
-               c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
-        printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
-        if (req.deadline_s > 0)
-            printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
-        else
-            printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req.tolerance);
-        print_balance(o, c, n, chosen, req.tolerance, hourly, res);
-        json_t *reqs = json_array();
-        json_object_set_new(res, "requirements", reqs);
-        print_requirements(p, o, c, n, chosen, req.tolerance, hourly, op.pipeline, reqs);
-        const char *part = "";
-        int sp = better_spent(c, n, chosen, req.tolerance, &part);
-        if (sp >= 0) {
-            describe(&c[sp], d, sizeof d);
-            printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
-                   money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
-                   100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
-            json_object_set_new(res, "better_spent", cand_json(&c[sp]));
-        }
-        json_object_set_new(res, "best", cand_json(&c[chosen]));
     }
     json_t *all = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(all, cand_json(&c[i]));
@@ -546,8 +530,6 @@ done:
     if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
     json_decref(res);
     free(c);
-    free(p);
-    free(o);
     dlp_parts_free(parts);
     dlp_catalog_free(cat);
     return dlp_cli_fail(st);

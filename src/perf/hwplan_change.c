@@ -150,6 +150,37 @@ dlp_status dlp_hwplan_inverse_run(const dlp_catalog *cat, const dlp_parts *parts
     return st;
 }
 
+// The cheapest neighbor of `chosen` (one part swapped, `what`) that is about as fast (a cheaper part would do), or
+// the one with the most images/s per extra dollar among those faster (money better spent here).
+int dlp_hwplan_cheaper_part(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const char *what;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
+        if (c[i].budget_cost < c[chosen].budget_cost && c[i].img_per_s >= (1 - tol) * c[chosen].img_per_s &&
+            (best < 0 || c[i].budget_cost < c[best].budget_cost))
+            best = i;
+    }
+    return best;
+}
+
+int dlp_hwplan_better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part) {
+    int best = -1;
+    double best_gain = 0;
+    for (int i = 0; i < n; i++) {
+        const char *what;
+        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what)) continue;
+        double dcost = c[i].budget_cost - c[chosen].budget_cost, dimg = c[i].img_per_s - c[chosen].img_per_s;
+        if (dimg <= tol * c[chosen].img_per_s || dcost <= 0) continue;
+        if (dimg / dcost > best_gain) {
+            best_gain = dimg / dcost;
+            best = i;
+            *part = what;
+        }
+    }
+    return best;
+}
+
 void dlp_hwplan_inverse_free(dlp_hwplan_inverse *inv) {
     free(inv->profile);
     free(inv->pred);

@@ -3,7 +3,7 @@
 // the catalog prices, predicted: the cheapest that removes a host-side bottleneck and the cheapest that keeps the
 // throughput for less money.
 // Defines: dlp_hwplan_machine_req, dlp_hwplan_change, dlp_hwplan_inverse, dlp_hwplan_inverse_run,
-//          dlp_hwplan_inverse_free.
+//          dlp_hwplan_inverse_free, dlp_hwplan_cheaper_part, dlp_hwplan_better_spent.
 #ifndef DLP_PERF_HWPLAN_CHANGE_H
 #define DLP_PERF_HWPLAN_CHANGE_H
 #include "perf/hwplan.h"
@@ -39,5 +39,12 @@ typedef struct dlp_hwplan_inverse {
 dlp_status dlp_hwplan_inverse_run(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req,
                                   const dlp_hwplan_machine_req *m, dlp_hwplan_inverse *inv);
 void dlp_hwplan_inverse_free(dlp_hwplan_inverse *inv);
+
+// Among the configurations one part away from c[chosen]: the cheapest that swaps `part` ("cpu", "storage", ...)
+// and is about as fast (within tol): a cheaper part would do (-1: none).
+int dlp_hwplan_cheaper_part(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol);
+// The one with the most images/s per extra dollar among the faster ones: where more money is best spent (-1: none;
+// *part names the part it swaps).
+int dlp_hwplan_better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part);
 
 #endif
