@@ -102,12 +102,11 @@ static void ml_start(cli_ctx *x, const dlp_train_event *ev) {
     DLP_MLLOG_POINT(x->ml, "seed", json_integer((json_int_t)c->seed), NULL);
     DLP_MLLOG_POINT(x->ml, "opt_name", json_string("sgd"), NULL);
     DLP_MLLOG_POINT(x->ml, "opt_base_learning_rate",
-                    json_real(c->lr_scale_by_batch ? c->lr * gb / 256.0 : c->lr), NULL);  // the peak, as MLPerf's
+                    json_real(c->sched.scale_by_batch ? c->sched.base_lr * gb / 256.0 : c->sched.base_lr), NULL);  // the peak
     DLP_MLLOG_POINT(x->ml, "opt_learning_rate_warmup_epochs",
-                    json_real(c->warmup_epochs + (ev->steps_per_epoch > 0 ? (double)c->warmup_steps / (double)ev->steps_per_epoch : 0)),
+                    json_real(c->sched.warmup_epochs + (ev->steps_per_epoch > 0 ? (double)c->sched.warmup_steps / (double)ev->steps_per_epoch : 0)),
                     NULL);
-    static const char *const k_sched[] = {[DLP_LR_COSINE] = "cosine", [DLP_LR_STEP] = "step", [DLP_LR_CONSTANT] = "constant"};
-    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_decay_schedule", json_string(k_sched[c->schedule]), NULL);
+    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_decay_schedule", json_string(dlp_lr_decay_name(c->sched.decay)), NULL);
     DLP_MLLOG_POINT(x->ml, "sgd_opt_momentum", json_real(c->momentum), NULL);
     DLP_MLLOG_POINT(x->ml, "opt_weight_decay", json_real(c->weight_decay), NULL);
     DLP_MLLOG_POINT(x->ml, "model_bn_span", json_integer(c->batch), NULL);  // BN statistics over one rank's batch
@@ -209,8 +208,6 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
     return g_interrupted != 0;
 }
 
-static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
-static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
 
 static const double *mget(const json_t *metrics, const char *name, const char *stat, double *out) {
     const json_t *v = json_object_get(json_object_get(metrics, name), stat);
@@ -358,22 +355,25 @@ int dlp_cli_train(int argc, char **argv) {
     const char *classes_s, *json_path, *crop_scale, *device, *step_epochs, *val_data, *data;
     const char *mllog_path, *steps_path, *ml_org, *ml_platform;
     int ml_status;
-    int prec, sched, peak, no_eval, no_monitor, no_lr_scale, quiet;
+    int prec, no_eval, no_monitor, no_lr_scale, quiet;
     int64_t seed;
     const char *def_device = dlp_backend_find("cpu", NULL) ? "cpu" : "ref";
     dlp_err_clear();
+    char step_def[64] = "";  // the step milestones' default, from the schedule's
+    for (int i = 0; i < 8 && c.sched.step_epochs[i] > 0; i++)
+        snprintf(step_def + strlen(step_def), sizeof step_def - strlen(step_def), "%s%g", i ? "," : "", c.sched.step_epochs[i]);
     dlp_opt opts[] = {
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR|LIST|synthetic[:k=v,..]",
          "training data: an ImageNet root (train/, val/), an ImageFolder, a list file of 'path label' lines, or the "
          "synthetic ImageNet (generated and cached on first use)", NULL, 0},
         {"val-data", 0, DLP_OPT_STR, &val_data, NULL, "DIR|LIST|none",
          "validation set (default: the root's val/, the synthetic set's val split)", NULL, 0},
-        {"model", 'm', DLP_OPT_STR, &c.model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &c.model, DLP_OPT_FROM_DST, "NAME", dlp_model_names(), NULL, 0},
         {"classes", 0, DLP_OPT_STR, &classes_s, "auto", "N|auto", "fc outputs (auto: the training set's classes)", NULL, 0},
-        {"size", 0, DLP_OPT_INT, &c.size, "224", "PX", "crop size = input height and width", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &c.size, DLP_OPT_FROM_DST, "PX", "crop size = input height and width", NULL, 0},
         {"crop-scale", 0, DLP_OPT_STR, &crop_scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"val-resize", 0, DLP_OPT_INT, &c.val_resize, "0", "PX", "validation: shorter side before the centre crop (0: size*256/224)", NULL, 0},
-        {"batch", 'b', DLP_OPT_INT, &c.batch, "32", "N", "images per step", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &c.batch, DLP_OPT_FROM_DST, "N", "images per step", NULL, 0},
         {"epochs", 'e', DLP_OPT_I64, &c.epochs, "0", "N", "epochs to train (default 1 when --steps is not given)", NULL, 0},
         {"steps", 's', DLP_OPT_I64, &c.steps, "0", "N", "optimizer steps to train (overrides --epochs)", NULL, 0},
         {"time-limit", 0, DLP_OPT_DOUBLE, &c.time_limit_s, "0", "SECONDS",
@@ -385,17 +385,17 @@ int dlp_cli_train(int argc, char **argv) {
         {"threads", 't', DLP_OPT_INT, &c.threads, "0", "N", "compute threads (0: the default rule, docs/training.md)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &c.workers, "0", "N", "loader threads (0: the default rule)", NULL, 0},
         {"prefetch", 0, DLP_OPT_INT, &c.prefetch, "0", "N", "batches the loader may prepare ahead (0: 2 x workers)", NULL, 0},
-        {"lr", 0, DLP_OPT_DOUBLE, &c.lr, "0.1", "X", "base learning rate per 256 images (peak = X * batch / 256)", NULL, 0},
+        {"lr", 0, DLP_OPT_DOUBLE, &c.sched.base_lr, DLP_OPT_FROM_DST, "X", "base learning rate per 256 images (peak = X * batch / 256)", NULL, 0},
         {"no-lr-scaling", 0, DLP_OPT_FLAG, &no_lr_scale, NULL, NULL, "--lr is the peak learning rate itself", NULL, 0},
-        {"warmup", 0, DLP_OPT_DOUBLE, &c.warmup_epochs, "0", "EPOCHS", "linear warm-up length in epochs", NULL, 0},
-        {"warmup-steps", 0, DLP_OPT_I64, &c.warmup_steps, "0", "N", "warm-up length in steps (added to --warmup)", NULL, 0},
-        {"schedule", 0, DLP_OPT_CHOICE, &sched, "cosine", NULL, "decay after the warm-up", "cosine|step|constant", 0},
-        {"final-lr", 0, DLP_OPT_DOUBLE, &c.final_lr, "0", "X", "cosine: the learning rate at the last step", NULL, 0},
-        {"step-epochs", 0, DLP_OPT_STR, &step_epochs, "30,60,80", "E,E,..", "step: decay milestones in epochs", NULL, 0},
-        {"step-gamma", 0, DLP_OPT_DOUBLE, &c.step_gamma, "0.1", "X", "step: factor at each milestone", NULL, 0},
-        {"momentum", 0, DLP_OPT_DOUBLE, &c.momentum, "0.9", "X", "SGD momentum", NULL, 0},
+        {"warmup", 0, DLP_OPT_DOUBLE, &c.sched.warmup_epochs, DLP_OPT_FROM_DST, "EPOCHS", "linear warm-up length in epochs", NULL, 0},
+        {"warmup-steps", 0, DLP_OPT_I64, &c.sched.warmup_steps, DLP_OPT_FROM_DST, "N", "warm-up length in steps (added to --warmup)", NULL, 0},
+        {"schedule", 0, DLP_OPT_ENUM, &c.sched.decay, DLP_OPT_FROM_DST, NULL, "decay after the warm-up", dlp_lr_decay_choices, 0},
+        {"final-lr", 0, DLP_OPT_DOUBLE, &c.sched.final_lr, DLP_OPT_FROM_DST, "X", "cosine: the learning rate at the last step", NULL, 0},
+        {"step-epochs", 0, DLP_OPT_STR, &step_epochs, step_def, "E,E,..", "step: decay milestones in epochs", NULL, 0},
+        {"step-gamma", 0, DLP_OPT_DOUBLE, &c.sched.step_gamma, DLP_OPT_FROM_DST, "X", "step: factor at each milestone", NULL, 0},
+        {"momentum", 0, DLP_OPT_DOUBLE, &c.momentum, DLP_OPT_FROM_DST, "X", "SGD momentum", NULL, 0},
         {"nesterov", 0, DLP_OPT_FLAG, &c.nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
-        {"wd", 0, DLP_OPT_DOUBLE, &c.weight_decay, "0.0001", "X", "weight decay", NULL, 0},
+        {"wd", 0, DLP_OPT_DOUBLE, &c.weight_decay, DLP_OPT_FROM_DST, "X", "weight decay", NULL, 0},
         {"no-bn-decay", 0, DLP_OPT_FLAG, &c.no_bn_decay, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
         {"label-smoothing", 0, DLP_OPT_DOUBLE, &c.label_smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
         {"zero-init-residual", 0, DLP_OPT_FLAG, &c.zero_init_residual, NULL, NULL, "zero each residual block's last BN gamma", NULL, 0},
@@ -405,7 +405,7 @@ int dlp_cli_train(int argc, char **argv) {
         {"val-limit", 0, DLP_OPT_I64, &c.val_limit_samples, "0", "N", "validate on N samples only", NULL, 0},
         {"checkpoint", 0, DLP_OPT_STR, &c.checkpoint_dir, NULL, "DIR", "write checkpoints here (step-N.safetensors + .state)", NULL, 0},
         {"checkpoint-every", 0, DLP_OPT_I64, &c.checkpoint_every, "0", "N", "checkpoint every N steps (0: at epoch ends)", NULL, 0},
-        {"keep-checkpoints", 0, DLP_OPT_INT, &c.keep_checkpoints, "2", "N", "keep the newest N (0: all)", NULL, 0},
+        {"keep-checkpoints", 0, DLP_OPT_INT, &c.keep_checkpoints, DLP_OPT_FROM_DST, "N", "keep the newest N (0: all)", NULL, 0},
         {"resume", 0, DLP_OPT_STR, &c.resume, NULL, "FILE|DIR", "continue from a checkpoint (a directory: its newest)", NULL, 0},
         {"read-limit", 0, DLP_OPT_SIZE, &c.read_limit_bytes_per_s, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 50M)", NULL, 0},
         {"drop-cache", 0, DLP_OPT_FLAG, &c.drop_cache, NULL, NULL, "cold reads: drop the dataset from the page cache first", NULL, 0},
@@ -426,11 +426,11 @@ int dlp_cli_train(int argc, char **argv) {
         {"no-monitor", 0, DLP_OPT_FLAG, &no_monitor, NULL, NULL, "do not run the hardware monitor", NULL, 0},
         {"log-every", 0, DLP_OPT_I64, &c.log_every, "0", "N", "a step line every N steps (0: about every 5 s)", NULL, 0},
         {"quiet", 'q', DLP_OPT_FLAG, &quiet, NULL, NULL, "no step lines", NULL, 0},
-        {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, "-1", "N",
+        {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, DLP_OPT_FROM_DST, "N",
          "steps left out of the steady-state figures (-1: min(10, steps/10))", NULL, 0},
-        {"peak", 0, DLP_OPT_CHOICE, &peak, "measure", NULL,
+        {"peak", 0, DLP_OPT_ENUM, &c.peak, DLP_OPT_FROM_DST, NULL,
          "the backend's peak GFLOP/s: measured at the start (under the run's conditions), from the cache of an "
-         "earlier measurement on this machine and build, or none", "measure|cached|off", 0},
+         "earlier measurement on this machine and build, or none", dlp_train_peak_choices, 0},
         {"sync-phases", 0, DLP_OPT_FLAG, &c.sync_phases, NULL, NULL, "asynchronous devices: wait after each phase (exact split)", NULL, 0},
         {"bucket-elems", 0, DLP_OPT_I64, &c.bucket_elems, "0", "N", "gradient bucket size in elements (0: one bucket)", NULL, 0},
         {"dist", 0, DLP_OPT_STR, &c.dist, "auto", "KIND", "communicator: auto (mpi when started by mpirun/srun, else local), local, mpi; each rank trains on its shard", NULL, 0},
@@ -459,11 +459,9 @@ int dlp_cli_train(int argc, char **argv) {
     c.data = data;
     c.val_data = val_data;
     c.precision = dlp_cli_precision(prec, device);
-    c.schedule = k_decays[sched];
-    c.peak = k_peaks[peak];
     c.eval = !no_eval;
     c.monitor = !no_monitor;
-    c.lr_scale_by_batch = !no_lr_scale;
+    c.sched.scale_by_batch = !no_lr_scale;
     if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
     c.seed = (uint64_t)seed;
     if (strcmp(classes_s, "auto") == 0) {
@@ -479,7 +477,7 @@ int dlp_cli_train(int argc, char **argv) {
     int ms[8];
     int nm = dlp_parse_int_list(step_epochs, ms, 8);
     if (nm < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs));
-    for (int i = 0; i < 8; i++) c.step_epochs[i] = i < nm ? ms[i] : 0;
+    for (int i = 0; i < 8; i++) c.sched.step_epochs[i] = i < nm ? ms[i] : 0;
     // Outputs are checked before anything runs.
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     if (c.monitor_csv && (st = dlp_check_new_output(c.monitor_csv, "--monitor-csv"))) return dlp_cli_fail(st);

@@ -208,6 +208,23 @@ static int table_has_verbose(const dlp_opt *table) {
     return 0;
 }
 
+const char dlp_opt_from_dst[] = "(the value dst holds)";
+
+// The default as --help prints it: the text, or for DLP_OPT_FROM_DST the value dst holds (NULL: none).
+static const char *default_text(const dlp_opt *o, char *buf, size_t len) {
+    if (o->def != dlp_opt_from_dst) return o->def;
+    switch (o->type) {
+    case DLP_OPT_FLAG: return NULL;
+    case DLP_OPT_INT: snprintf(buf, len, "%d", *(const int *)o->dst); return buf;
+    case DLP_OPT_I64: case DLP_OPT_SIZE: snprintf(buf, len, "%lld", (long long)*(const int64_t *)o->dst); return buf;
+    case DLP_OPT_DOUBLE: snprintf(buf, len, "%g", *(const double *)o->dst); return buf;
+    case DLP_OPT_STR: return *(const char *const *)o->dst;
+    case DLP_OPT_CHOICE: choice_name((const char *)o->choices, *(const int *)o->dst, buf, len); return buf;
+    case DLP_OPT_ENUM: return dlp_opt_choice_name((const dlp_opt_choice *)o->choices, *(const int *)o->dst);
+    }
+    return NULL;
+}
+
 void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
     if (usage) fprintf(f, "%s\n\noptions:\n", usage);
     for (const dlp_opt *o = table; o->name; o++) {
@@ -219,7 +236,9 @@ void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
         else
             snprintf(left, sizeof left, "      --%s%s%s", o->name, meta[0] ? " " : "", meta);
         fprintf(f, "%-34s %s", left, o->help ? o->help : "");
-        if (o->def && o->type != DLP_OPT_FLAG) fprintf(f, " (default %s)", o->def);
+        char defbuf[64];
+        const char *def = default_text(o, defbuf, sizeof defbuf);
+        if (def && o->type != DLP_OPT_FLAG) fprintf(f, " (default %s)", def);
         fputc('\n', f);
     }
     if (!table_has_verbose(table))
@@ -242,7 +261,7 @@ dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **ar
     for (int i = 0; i < n; i++) {
         dlp_opt *o = &table[i];
         o->given = 0;
-        dlp_status s = set_value(o, o->def);
+        dlp_status s = o->def == dlp_opt_from_dst ? DLP_OK : set_value(o, o->def);
         if (s != DLP_OK) {
             free(lo);
             free(shorts);

@@ -31,12 +31,17 @@ typedef struct dlp_opt {
     int short_name;       // 0 for none
     dlp_opt_type type;
     void *dst;
-    const char *def;      // default in text form (NULL: zero / NULL string)
+    const char *def;      // default in text form (NULL: zero / NULL string; DLP_OPT_FROM_DST: what dst holds)
     const char *meta;     // argument name in --help ("N", "DIR"); NULL: from type
     const char *help;
     const void *choices;  // DLP_OPT_CHOICE: "fp32|bf16|fp16" (a string); DLP_OPT_ENUM: a dlp_opt_choice table
     int given;  // set by dlp_opts_parse when the option was on the command line
 } dlp_opt;
+
+// .def = DLP_OPT_FROM_DST: the default is the value dst holds before parsing, set by the config's *_default()
+// function, so that the default is written once; --help prints that value.
+extern const char dlp_opt_from_dst[];
+#define DLP_OPT_FROM_DST dlp_opt_from_dst
 
 // Applies defaults, then parses argv[first..argc). Non-option arguments are moved to the end; *rest is set to
 // the index of the first one. "-h/--help" prints help to stdout and returns DLP_ERR_CANCELLED;

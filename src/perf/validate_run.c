@@ -230,7 +230,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     tc.threads = c->threads;
     tc.workers = c->workers;
     tc.seed = vc->seed;
-    tc.lr = 0.01;
+    tc.sched.base_lr = 0.01;
     tc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
     tc.limit_samples = c->images;
     tc.drop_cache = c->cold;

@@ -29,6 +29,10 @@ const char *dlp_train_phase_name(dlp_train_phase p) {
     return (unsigned)p < DLP_TRAIN_PH_COUNT ? dlp_step_phase_name((dlp_step_phase)(p - DLP_TRAIN_PH_INPUT)) : "?";
 }
 
+const dlp_opt_choice dlp_train_peak_choices[] = {
+    {"measure", DLP_TRAIN_PEAK_MEASURE}, {"cached", DLP_TRAIN_PEAK_CACHED}, {"off", DLP_TRAIN_PEAK_OFF}, {NULL, 0},
+};
+
 void dlp_train_cfg_defaults(dlp_train_cfg *c) {
     memset(c, 0, sizeof *c);
     c->model = "resnet50";
@@ -37,13 +41,7 @@ void dlp_train_cfg_defaults(dlp_train_cfg *c) {
     c->crop_scale_hi = 1.0;
     c->batch = 32;
     c->precision = DLP_DTYPE_F32;
-    c->lr = 0.1;
-    c->lr_scale_by_batch = 1;
-    c->schedule = DLP_LR_COSINE;
-    c->step_gamma = 0.1;
-    c->step_epochs[0] = 30;
-    c->step_epochs[1] = 60;
-    c->step_epochs[2] = 80;
+    dlp_lr_schedule_default(&c->sched);
     c->momentum = 0.9;
     c->weight_decay = 1e-4;
     c->eval = 1;
@@ -543,7 +541,9 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers and --prefetch must not be negative");
     if (!(c->time_limit_s >= 0) || !isfinite(c->time_limit_s))
         return DLP_ERR(DLP_ERR_INVALID, "--time-limit must be a finite number of seconds, not negative");
-    if (!(c->lr > 0) || !isfinite(c->lr)) return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", c->lr);
+    const dlp_lr_schedule *sc = &c->sched;
+    if (!(sc->base_lr > 0) || !isfinite(sc->base_lr))
+        return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", sc->base_lr);
     if (!(c->momentum >= 0 && c->momentum < 1)) return DLP_ERR(DLP_ERR_INVALID, "--momentum %g is not in [0, 1)", c->momentum);
     if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
         return DLP_ERR(DLP_ERR_INVALID, "--wd %g must be finite and not negative", c->weight_decay);
@@ -558,9 +558,9 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--eval-every, --checkpoint-every, --log-every and --keep-checkpoints must "
                        "not be negative");
     if (c->read_limit_bytes_per_s < 0) return DLP_ERR(DLP_ERR_INVALID, "--read-limit must not be negative");
-    if (!(c->warmup_epochs >= 0) || !isfinite(c->warmup_epochs) || c->warmup_steps < 0)
+    if (!(sc->warmup_epochs >= 0) || !isfinite(sc->warmup_epochs) || sc->warmup_steps < 0)
         return DLP_ERR(DLP_ERR_INVALID, "--warmup and --warmup-steps must be finite and not negative");
-    if (!(c->final_lr >= 0) || !isfinite(c->final_lr) || !(c->step_gamma > 0) || !isfinite(c->step_gamma))
+    if (!(sc->final_lr >= 0) || !isfinite(sc->final_lr) || !(sc->step_gamma > 0) || !isfinite(sc->step_gamma))
         return DLP_ERR(DLP_ERR_INVALID, "--final-lr must be finite and not negative, --step-gamma finite and positive");
     if (c->checkpoint_every > 0 && !c->checkpoint_dir)
         return DLP_ERR(DLP_ERR_INVALID, "--checkpoint-every needs --checkpoint DIR");
@@ -750,19 +750,11 @@ static dlp_status setup(dlp_trainer *t) {
     t->spe = dlp_loader_batches_per_epoch(t->tl);
     t->total_steps = c->steps > 0 ? c->steps : c->epochs * t->spe;
     dlp_lr_schedule *s = &t->sched;
-    dlp_lr_schedule_default(s);
-    s->base_lr = c->lr;
-    s->scale_by_batch = c->lr_scale_by_batch;
+    *s = c->sched;
     s->batch = c->batch;
     s->world = t->world;  // the learning rate follows the global batch
     s->steps_per_epoch = t->spe;
     s->total_steps = t->total_steps;
-    s->warmup_epochs = c->warmup_epochs;
-    s->warmup_steps = c->warmup_steps;
-    s->decay = c->schedule;
-    s->final_lr = c->final_lr;
-    s->step_gamma = c->step_gamma;
-    memcpy(s->step_epochs, c->step_epochs, sizeof s->step_epochs);
     DLP_CHECK(dlp_lr_schedule_check(s));
 
     t->pos.seed = c->seed;
