@@ -38,22 +38,19 @@ static dlp_status parse_wh(const char *s, const char *opt, int *w, int *h) {
     return DLP_OK;
 }
 
-static const dlp_dtype k_dtypes[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_U8};
-#define DTYPE_CHOICES "fp32|bf16|fp16|uint8"
-#define LAYOUT_CHOICES "NCHW|NHWC"
 
 // Transform options common to bench and crop.
 typedef struct xform_opts {
     const char *crop, *scale, *ratio, *dct_scales;
-    int dtype, layout, no_dct;
+    int dtype, layout, no_dct;  // dtype, layout: dlp_elem_choices', dlp_layout_choices' values
 } xform_opts;
 
 static dlp_status apply_xform_opts(const xform_opts *o, dlp_transform *t) {
     DLP_CHECK(parse_wh(o->crop, "crop", &t->out_w, &t->out_h));
     DLP_CHECK(dlp_parse_range(o->scale, "scale", NAN, &t->scale_lo, &t->scale_hi));
     DLP_CHECK(dlp_parse_range(o->ratio, "ratio", NAN, &t->ratio_lo, &t->ratio_hi));
-    t->dtype = k_dtypes[o->dtype];
-    t->layout = o->layout ? DLP_LAYOUT_NHWC : DLP_LAYOUT_NCHW;
+    t->dtype = (dlp_dtype)o->dtype;
+    t->layout = (dlp_layout)o->layout;
     if (o->no_dct) {
         t->dct_scales = 1u << 8;
     } else if (o->dct_scales && o->dct_scales[0]) {
@@ -169,8 +166,8 @@ static int cmd_bench(int argc, char **argv) {
         {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
         {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
-        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
+        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
         {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (no DCT scaling)", NULL, 0},
         {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
         {"read-limit", 0, DLP_OPT_SIZE, &read_limit, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 200M)", NULL, 0},
@@ -279,8 +276,8 @@ static int cmd_crop(int argc, char **argv) {
         {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
         {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
-        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
+        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
         {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (exactly torchvision's pixels)", NULL, 0},
         {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
         {0},

@@ -17,6 +17,7 @@
 #include "hw/host.h"
 #include "run/mllog.h"
 #include "run/train.h"
+#include "run/train_log.h"
 
 static volatile sig_atomic_t g_interrupted, g_signal;
 
@@ -28,111 +29,12 @@ static void on_signal(int sig) {
 
 typedef struct cli_ctx {
     int log_steps;  // print a step line
-    // --mllog: MLPerf Training's ResNet keys, in the reference's order (docs/training.md, "MLPerf log")
-    dlp_mllog *ml;
     const dlp_train_cfg *c;
-    int world, in_block, in_epoch, in_eval, has_val;
-    int64_t epoch;  // the epoch open in the log (0-based)
-    // --steps-jsonl: one JSON object per optimizer step
-    FILE *steps;
-    const char *steps_path, *ml_path, *ml_org, *ml_platform;
-    int ml_status;
-    int64_t t_init_ms;
+    dlp_train_mllog ml;  // --mllog (docs/training.md, "MLPerf log")
+    FILE *steps;         // --steps-jsonl: one JSON object per optimizer step
+    const char *steps_path, *ml_path;
     dlp_status ml_st;  // opening --mllog or --steps-jsonl failed (at the START event)
 } cli_ctx;
-
-// MLPerf's order: cache_clear, init_start, the submission, (setup), the configuration, init_stop, run_start.
-static dlp_status ml_open(cli_ctx *x) {
-    DLP_CHECK(dlp_mllog_open(x->ml_path, &x->ml));
-    const dlp_train_cfg *c = x->c;
-    dlp_mllog_event(x->ml, DLP_MLLOG_POINT_IN_TIME, "cache_clear", json_boolean(c->drop_cache), NULL, x->t_init_ms,
-                    __FILE__, __LINE__);
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "init_start", NULL, NULL, x->t_init_ms, __FILE__, __LINE__);
-    static const char *const k_status[] = {"onprem", "cloud", "preview", "research"};
-    char platform[256];
-    const char *pl = x->ml_platform;
-    if (!pl || !pl[0]) {
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        snprintf(platform, sizeof platform, "%s: %s", c->device, h.cpu_model);
-        pl = platform;
-    }
-    DLP_MLLOG_POINT(x->ml, "submission_benchmark", json_string("resnet"), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_org", json_string(x->ml_org && x->ml_org[0] ? x->ml_org : "dlperf"), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_division", json_string("open"), NULL);  // dlperf does not follow the closed rules
-    DLP_MLLOG_POINT(x->ml, "submission_status", json_string(k_status[x->ml_status]), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_platform", json_string(pl), NULL);
-    DLP_MLLOG_POINT(x->ml, "model", json_string(c->model), NULL);
-    return DLP_OK;
-}
-
-// MLPerf counts epochs from 1 in epoch_num and first_epoch_num.
-static void ml_epoch_open(cli_ctx *x, int64_t epoch, int64_t time_ms) {
-    json_t *md = json_object();
-    json_object_set_new(md, "first_epoch_num", json_integer(epoch + 1));
-    json_object_set_new(md, "epoch_count", json_integer(1));  // evaluation follows every epoch
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "block_start", NULL, md, time_ms, __FILE__, __LINE__);
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "epoch_start", NULL, dlp_mllog_md("epoch_num", json_integer(epoch + 1)),
-                    time_ms, __FILE__, __LINE__);
-    x->epoch = epoch;
-    x->in_block = x->in_epoch = 1;
-}
-
-static void ml_epoch_close(cli_ctx *x) {
-    if (x->in_epoch) DLP_MLLOG_END(x->ml, "epoch_stop", NULL, dlp_mllog_md("epoch_num", json_integer(x->epoch + 1)));
-    if (x->in_block) {
-        json_t *md = json_object();
-        json_object_set_new(md, "first_epoch_num", json_integer(x->epoch + 1));
-        json_object_set_new(md, "epoch_count", json_integer(1));
-        DLP_MLLOG_END(x->ml, "block_stop", NULL, md);
-    }
-    x->in_block = x->in_epoch = 0;
-}
-
-// Setup done: the configuration, init_stop and run_start, the first block and epoch.
-static void ml_start(cli_ctx *x, const dlp_train_event *ev) {
-    const dlp_train_cfg *c = x->c;
-    x->world = ev->world > 0 ? ev->world : 1;
-    x->has_val = ev->val_images > 0;
-    const int gb = c->batch * x->world;
-    DLP_MLLOG_POINT(x->ml, "global_batch_size", json_integer(gb), NULL);
-    DLP_MLLOG_POINT(x->ml, "train_samples", json_integer(ev->train_images * x->world), NULL);
-    DLP_MLLOG_POINT(x->ml, "eval_samples", json_integer(ev->val_images * x->world), NULL);
-    DLP_MLLOG_POINT(x->ml, "gradient_accumulation_steps", json_integer(1), NULL);
-    DLP_MLLOG_POINT(x->ml, "seed", json_integer((json_int_t)c->seed), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_name", json_string("sgd"), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_base_learning_rate",
-                    json_real(c->sched.scale_by_batch ? c->sched.base_lr * gb / 256.0 : c->sched.base_lr), NULL);  // the peak
-    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_warmup_epochs",
-                    json_real(c->sched.warmup_epochs + (ev->steps_per_epoch > 0 ? (double)c->sched.warmup_steps / (double)ev->steps_per_epoch : 0)),
-                    NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_decay_schedule", json_string(dlp_lr_decay_name(c->sched.decay)), NULL);
-    DLP_MLLOG_POINT(x->ml, "sgd_opt_momentum", json_real(c->momentum), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_weight_decay", json_real(c->weight_decay), NULL);
-    DLP_MLLOG_POINT(x->ml, "model_bn_span", json_integer(c->batch), NULL);  // BN statistics over one rank's batch
-    DLP_MLLOG_POINT(x->ml, "train_steps", json_integer(ev->total_steps), NULL);
-    DLP_MLLOG_END(x->ml, "init_stop", NULL, NULL);
-    DLP_MLLOG_START(x->ml, "run_start", NULL, NULL);
-    ml_epoch_open(x, ev->epoch, 0);
-}
-
-static json_t *eval_md(cli_ctx *x, int64_t epoch, int64_t step) {
-    json_t *md = json_object();
-    json_object_set_new(md, "epoch_num", json_integer(epoch + 1));
-    json_object_set_new(md, "samples_count", json_integer((json_int_t)step * x->c->batch * x->world));
-    return md;
-}
-
-// An evaluation follows every epoch's end (eval_start there); one in mid-epoch or the final one of a run stopped in
-// mid-epoch is reported when done, its eval_start then written with eval_stop.
-static void ml_eval(cli_ctx *x, const dlp_train_event *ev) {
-    if (!x->in_eval) DLP_MLLOG_START(x->ml, "eval_start", NULL, eval_md(x, ev->epoch, ev->step));
-    x->in_eval = 0;
-    DLP_MLLOG_POINT(x->ml, "eval_accuracy", json_real(ev->top1), eval_md(x, ev->epoch, ev->step));
-    DLP_MLLOG_END(x->ml, "eval_stop", NULL, eval_md(x, ev->epoch, ev->step));
-}
-
-
 
 static void fmt_duration(double s, char *buf, size_t len) {
     if (!(s >= 0) || s > 360000) {
@@ -153,35 +55,14 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
     case DLP_TRAIN_EV_START:
         // the files are rank 0's, opened here (the rank is known once set up)
         if (ctx->steps_path && (ctx->ml_st = dlp_fopen_new(ctx->steps_path, &ctx->steps))) return 1;
-        if (ctx->ml_path) {
-            if ((ctx->ml_st = ml_open(ctx))) return 1;  // stop: the log was asked for
-            ml_start(ctx, ev);
-        }
+        if (ctx->ml_path && (ctx->ml_st = dlp_train_mllog_start(&ctx->ml, ctx->ml_path, ev))) return 1;  // asked for
         break;
     case DLP_TRAIN_EV_STEP:
-        if (ctx->ml && !ctx->in_epoch) ml_epoch_open(ctx, ev->epoch, 0);  // the epoch after an evaluation
-        if (ctx->steps) {
-            double total = 0;
-            for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) total += ev->phase_ms[p];
-            fprintf(ctx->steps, "{\"step\": %lld, \"epoch\": %lld, \"step_in_epoch\": %lld, \"time_ms\": %lld, "
-                    "\"loss\": %.6g, \"lr\": %.6g, \"images\": %d, \"ms\": %.4f, \"img_per_s\": %.3f, \"phase_ms\": {",
-                    (long long)ev->step, (long long)ev->epoch, (long long)ev->step_in_epoch,
-                    (long long)dlp_mllog_now_ms(), ev->loss, ev->lr, ctx->c->batch, total,
-                    total > 0 ? ctx->c->batch * 1000.0 / total : 0.0);
-            for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++)
-                fprintf(ctx->steps, "%s\"%s\": %.4f", p ? ", " : "", dlp_train_phase_name((dlp_train_phase)p), ev->phase_ms[p]);
-            fprintf(ctx->steps, "}}\n");
-            fflush(ctx->steps);
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
+        if (ctx->steps) dlp_train_steps_line(ctx->steps, ev, ctx->c->batch);
         break;
     case DLP_TRAIN_EV_EPOCH:
-        if (ctx->ml) {
-            ml_epoch_close(ctx);
-            if (ctx->has_val && ctx->c->eval) {  // the trainer evaluates right after an epoch's end
-                DLP_MLLOG_START(ctx->ml, "eval_start", NULL, eval_md(ctx, ev->epoch, ev->step));
-                ctx->in_eval = 1;
-            }
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
         break;
     case DLP_TRAIN_EV_LOG:
         if (!ctx->log_steps) break;
@@ -191,10 +72,7 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
                 ev->img_per_s, 100 * ev->data_wait_frac, ev->ms_per_step, eta);
         break;
     case DLP_TRAIN_EV_EVAL:
-        if (ctx->ml) {
-            ml_epoch_close(ctx);  // an evaluation in mid-epoch closes the block (the next step opens another)
-            ml_eval(ctx, ev);
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
         fprintf(stderr, "eval step %lld (epoch %lld): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images)\n",
                 (long long)ev->step, (long long)ev->epoch + 1, 100 * ev->top1, 100 * ev->top5, ev->loss,
                 (long long)ev->val_images);
@@ -416,8 +294,8 @@ int dlp_cli_train(int argc, char **argv) {
         {"mllog-org", 0, DLP_OPT_STR, &ml_org, "dlperf", "NAME", "--mllog: submission_org", NULL, 0},
         {"mllog-platform", 0, DLP_OPT_STR, &ml_platform, NULL, "NAME",
          "--mllog: submission_platform (default: the device and this host's CPU)", NULL, 0},
-        {"mllog-status", 0, DLP_OPT_CHOICE, &ml_status, "onprem", NULL, "--mllog: submission_status",
-         "onprem|cloud|preview|research", 0},
+        {"mllog-status", 0, DLP_OPT_ENUM, &ml_status, "onprem", NULL, "--mllog: submission_status",
+         dlp_train_mllog_status_choices, 0},
         {"steps-jsonl", 0, DLP_OPT_STR, &steps_path, NULL, "FILE",
          "one JSON line per optimizer step: loss, lr, phase times (new file or - for stdout)", NULL, 0},
         {"monitor-csv", 0, DLP_OPT_STR, &c.monitor_csv, NULL, "FILE", "hardware time series as CSV (new file)", NULL, 0},
@@ -487,13 +365,9 @@ int dlp_cli_train(int argc, char **argv) {
     if ((c.monitor_csv || c.monitor_jsonl) && !c.monitor)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)"));
 
-    cli_ctx ctx = {.log_steps = !quiet, .c = &c};
-    ctx.steps_path = steps_path;
-    ctx.ml_path = mllog_path;
-    ctx.ml_org = ml_org;
-    ctx.ml_platform = ml_platform;
-    ctx.ml_status = ml_status;
-    ctx.t_init_ms = dlp_mllog_now_ms();  // init_start: the log is written by rank 0, known once set up
+    cli_ctx ctx = {.log_steps = !quiet, .c = &c, .steps_path = steps_path, .ml_path = mllog_path};
+    ctx.ml = (dlp_train_mllog){.c = &c, .org = ml_org, .platform = ml_platform, .status = ml_status,
+                               .t_init_ms = dlp_mllog_now_ms()};  // init_start: rank 0 writes it, known once set up
     c.callback = on_event;
     c.callback_ctx = &ctx;
     json_t *echo = dlp_opts_to_json(opts);
@@ -515,12 +389,7 @@ int dlp_cli_train(int argc, char **argv) {
         snprintf(r.stopped_by, sizeof r.stopped_by, "interrupted");
     }
     const int reporter = r.rank == 0;  // data-parallel runs: rank 0 prints and writes the result
-    if (ctx.ml && reporter) {
-        ml_epoch_close(&ctx);
-        DLP_MLLOG_END(ctx.ml, "run_stop", NULL,
-                      dlp_mllog_md("status", json_string(st == DLP_OK && !g_interrupted ? "success" : "aborted")));
-    }
-    dlp_status cst = dlp_mllog_close(ctx.ml);
+    dlp_status cst = dlp_train_mllog_stop(&ctx.ml, st == DLP_OK && !g_interrupted);  // run_stop: rank 0's
     if (st == DLP_OK) st = cst;
     if (ctx.steps) {
         const int bad = ferror(ctx.steps);
