@@ -49,13 +49,19 @@ PY
   done
 done
 
+# Runs `dlperf CMD ARGS` for each line of ARGS on stdin into $O/CMD-<line number>.txt (the command, its output, its
+# exit status).
+each_line() {
+  local cmd=$1 i=0 args
+  while read -r args; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    { echo "\$ dlperf $cmd $args"; "$D" $cmd $args 2>&1; echo "exit $?"; } >"$O/$cmd-$i.txt"
+  done
+}
+
 # 2. predictions
-i=0
-while read -r args; do
-  i=$((i + 1))
-  # shellcheck disable=SC2086
-  { echo "\$ dlperf predict $args"; "$D" predict $args 2>&1; echo "exit $?"; } >"$O/predict-$i.txt"
-done <<EOF
+each_line predict <<EOF
 --system dgx-a100
 --system dgx-station
 --system desktop-4090
@@ -73,12 +79,7 @@ done <<EOF
 EOF
 
 # 3. plans
-i=0
-while read -r args; do
-  i=$((i + 1))
-  # shellcheck disable=SC2086
-  { echo "\$ dlperf plan $args"; "$D" plan $args 2>&1; echo "exit $?"; } >"$O/plan-$i.txt"
-done <<EOF
+each_line plan <<EOF
 --catalog $FX --budget-usd 4000
 --catalog $FX --budget-usd-h 12
 --catalog $FX --deadline-h 10
