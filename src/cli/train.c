@@ -27,6 +27,16 @@ static void on_signal(int sig) {
     if (g_interrupted >= 2) _exit(128 + sig);  // a second Ctrl-C: stop now
 }
 
+// SIGINT and SIGTERM stop the run after the step (a second one at once); old gets the handlers to restore.
+static void catch_signals(struct sigaction old[2]) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old[0]);
+    sigaction(SIGTERM, &sa, &old[1]);
+}
+
 typedef struct cli_ctx {
     int log_steps;  // print a step line
     const dlp_train_cfg *c;
@@ -223,6 +233,59 @@ static void maybe_reexec(int argc, char **argv, const char *device) {
     free(nargv);
 }
 
+// --classes, --crop-scale and --step-epochs into the config.
+static dlp_status parse_shapes(dlp_train_cfg *c, const char *classes_s, const char *crop_scale, const char *step_epochs) {
+    if (strcmp(classes_s, "auto") == 0) {
+        c->classes = 0;
+    } else {
+        char *end;
+        long v = strtol(classes_s, &end, 10);
+        if (*end || v < 1 || v > 1000000)
+            return DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s);
+        c->classes = (int)v;
+    }
+    DLP_CHECK(dlp_parse_range(crop_scale, "crop-scale", 1.0, &c->crop_scale_lo, &c->crop_scale_hi));
+    int ms[8];
+    int nm = dlp_parse_int_list(step_epochs, ms, 8);
+    if (nm < 0) return DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs);
+    for (int i = 0; i < 8; i++) c->sched.step_epochs[i] = i < nm ? ms[i] : 0;
+    return DLP_OK;
+}
+
+// Outputs are checked before anything runs.
+static dlp_status check_outputs(const dlp_train_cfg *c, const char *json_path, const char *mllog_path,
+                                const char *steps_path) {
+    if (json_path) DLP_CHECK(dlp_check_new_output(json_path, "--json"));
+    if (c->monitor_csv) DLP_CHECK(dlp_check_new_output(c->monitor_csv, "--monitor-csv"));
+    if (c->monitor_jsonl) DLP_CHECK(dlp_check_new_output(c->monitor_jsonl, "--monitor-jsonl"));
+    if (mllog_path) DLP_CHECK(dlp_check_new_output(mllog_path, "--mllog"));
+    if (steps_path) DLP_CHECK(dlp_check_new_output(steps_path, "--steps-jsonl"));
+    if ((c->monitor_csv || c->monitor_jsonl) && !c->monitor)
+        return DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)");
+    return DLP_OK;
+}
+
+// After the run: the logs closed, and on rank 0 (data-parallel runs: it prints and writes the result) the summary
+// and the result written (a partial one when the run failed).
+static dlp_status finish(cli_ctx *ctx, const dlp_train_cfg *c, const dlp_train_result *r, dlp_status st,
+                         const char *json_path) {
+    const int reporter = r->rank == 0;  // data-parallel runs: rank 0 prints and writes the result
+    dlp_status cst = dlp_train_mllog_stop(&ctx->ml, st == DLP_OK && !g_interrupted);  // run_stop: rank 0's
+    if (st == DLP_OK) st = cst;
+    if (ctx->steps) {
+        const int bad = ferror(ctx->steps);
+        if ((fclose(ctx->steps) != 0 || bad) && st == DLP_OK)
+            st = DLP_ERR(DLP_ERR_IO, "cannot write the per-step file %s: it is incomplete", ctx->steps_path);
+    }
+    if (st == DLP_OK && reporter) print_summary(c, r, json_path);
+    if (json_path && r->json && reporter) {
+        dlp_status wst = dlp_json_write(r->json, json_path, DLP_WRITE_NOCLOBBER);
+        if (st == DLP_OK) st = wst;
+        else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);
+    }
+    return st;
+}
+
 int dlp_cli_train(int argc, char **argv) {
     dlp_train_cfg c;
     dlp_train_cfg_defaults(&c);
@@ -342,66 +405,29 @@ int dlp_cli_train(int argc, char **argv) {
     c.sched.scale_by_batch = !no_lr_scale;
     if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
     c.seed = (uint64_t)seed;
-    if (strcmp(classes_s, "auto") == 0) {
-        c.classes = 0;
-    } else {
-        char *end;
-        long v = strtol(classes_s, &end, 10);
-        if (*end || v < 1 || v > 1000000)
-            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s));
-        c.classes = (int)v;
-    }
-    if ((st = dlp_parse_range(crop_scale, "crop-scale", 1.0, &c.crop_scale_lo, &c.crop_scale_hi))) return dlp_cli_fail(st);
-    int ms[8];
-    int nm = dlp_parse_int_list(step_epochs, ms, 8);
-    if (nm < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs));
-    for (int i = 0; i < 8; i++) c.sched.step_epochs[i] = i < nm ? ms[i] : 0;
-    // Outputs are checked before anything runs.
-    if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
-    if (c.monitor_csv && (st = dlp_check_new_output(c.monitor_csv, "--monitor-csv"))) return dlp_cli_fail(st);
-    if (c.monitor_jsonl && (st = dlp_check_new_output(c.monitor_jsonl, "--monitor-jsonl"))) return dlp_cli_fail(st);
-    if (mllog_path && (st = dlp_check_new_output(mllog_path, "--mllog"))) return dlp_cli_fail(st);
-    if (steps_path && (st = dlp_check_new_output(steps_path, "--steps-jsonl"))) return dlp_cli_fail(st);
-    if ((c.monitor_csv || c.monitor_jsonl) && !c.monitor)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)"));
+    if ((st = parse_shapes(&c, classes_s, crop_scale, step_epochs))) return dlp_cli_fail(st);
+    if ((st = check_outputs(&c, json_path, mllog_path, steps_path))) return dlp_cli_fail(st);
 
     cli_ctx ctx = {.log_steps = !quiet, .c = &c, .steps_path = steps_path, .ml_path = mllog_path};
     ctx.ml = (dlp_train_mllog){.c = &c, .org = ml_org, .platform = ml_platform, .status = ml_status,
                                .t_init_ms = dlp_mllog_now_ms()};  // init_start: rank 0 writes it, known once set up
+    json_t *echo = dlp_opts_to_json(opts);
     c.callback = on_event;
     c.callback_ctx = &ctx;
-    json_t *echo = dlp_opts_to_json(opts);
     c.options = echo;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    struct sigaction old[2];
+    catch_signals(old);
 
     dlp_train_result r;
     st = dlp_train_run(&c, &r);
     if (ctx.ml_st) st = ctx.ml_st;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
     if (g_interrupted && r.json) {
         json_object_set_new(json_object_get(r.json, "run"), "stopped_by", json_string("interrupted"));
         snprintf(r.stopped_by, sizeof r.stopped_by, "interrupted");
     }
-    const int reporter = r.rank == 0;  // data-parallel runs: rank 0 prints and writes the result
-    dlp_status cst = dlp_train_mllog_stop(&ctx.ml, st == DLP_OK && !g_interrupted);  // run_stop: rank 0's
-    if (st == DLP_OK) st = cst;
-    if (ctx.steps) {
-        const int bad = ferror(ctx.steps);
-        if ((fclose(ctx.steps) != 0 || bad) && st == DLP_OK)
-            st = DLP_ERR(DLP_ERR_IO, "cannot write the per-step file %s: it is incomplete", steps_path);
-    }
-    if (st == DLP_OK && reporter) print_summary(&c, &r, json_path);
-    if (json_path && r.json && reporter) {
-        dlp_status wst = dlp_json_write(r.json, json_path, DLP_WRITE_NOCLOBBER);
-        if (st == DLP_OK) st = wst;
-        else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);
-    }
+    st = finish(&ctx, &c, &r, st, json_path);
     dlp_train_result_free(&r);
     json_decref(echo);
     if (st == DLP_OK && g_interrupted) return 128 + (g_signal ? g_signal : SIGINT);  // 130 for Ctrl-C, 143 for SIGTERM
