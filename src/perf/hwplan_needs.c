@@ -1,6 +1,7 @@
 // perf/hwplan_needs: what each part of a machine must deliver to keep its GPUs busy.
 #include "perf/hwplan_needs.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,4 +109,48 @@ int dlp_hwplan_needs(const dlp_profile *p, const dlp_prediction *o, const dlp_hw
         out[nl++] = l;
     }
     return nl;
+}
+
+void dlp_hwplan_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen, double tol, int hourly,
+                        dlp_hwplan_balance_info *b) {
+    char m[64], *why = b->why;
+    double host = dlp_hwplan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
+    int balanced = fabs(r - 1) <= 0.10;
+    why[0] = '\0';
+    *b = (dlp_hwplan_balance_info){.host_img_per_s = host, .device_img_per_s = dev, .ratio = r, .balanced = balanced};
+    if (!balanced && !c) {  // a given machine: its changes are listed after the requirements
+        snprintf(why, sizeof b->why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
+                                              : "the GPUs wait for the CPU input pipeline or storage (see the change below)");
+    } else if (!balanced && r > 1) {
+        int k = c ? dlp_hwplan_cheaper_part(c, n, chosen, "cpu", tol) : -1;
+        if (k >= 0)
+            snprintf(why, sizeof b->why, "the CPU pipeline has %.2fx what the GPUs take: a cheaper part would do (%dx %s, %s "
+                     "less)", r, c[k].sockets, c[k].cpu->id, dlp_hwplan_money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
+        else if (c[chosen].sys)
+            snprintf(why, sizeof b->why, "the CPU pipeline has %.2fx what the GPUs take: %s is a whole catalog system (a "
+                     "cloud instance or a fixed build), its CPU comes with it", r, c[chosen].sys->id);
+        else
+            snprintf(why, sizeof b->why, "the CPU pipeline has %.2fx what the GPUs take, and no cheaper CPU or storage the "
+                     "platform takes keeps them fed: the spare cores are the price of the cheapest part that does", r);
+    } else if (!balanced) {
+        snprintf(why, sizeof b->why, "the GPUs wait for %s (the CPU pipeline delivers %.2fx what they take)",
+                 dlp_stage_name(o->bottleneck), r);
+        int best = -1;
+        for (int i = 0; c && i < n; i++) {
+            const char *what;
+            if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || (strcmp(what, "cpu") && strcmp(what, "storage")))
+                continue;
+            if (c[i].ratio >= 0.9 && (best < 0 || c[i].budget_cost < c[best].budget_cost)) best = i;
+        }
+        size_t ln = strlen(why);
+        if (best >= 0)
+            snprintf(why + ln, sizeof b->why - ln, "; buy %s (%s more%s)", c[best].stor != c[chosen].stor
+                     ? (c[best].stor ? c[best].stor->id : "the base drive") : c[best].cpu->id,
+                     dlp_hwplan_money(c[best].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m),
+                     c[best].feasible ? "" : ", over the budget");
+        else
+            snprintf(why + ln, sizeof b->why - ln, "%s", c[chosen].sys
+                     ? "; a whole catalog system's CPU and storage come with it: the requirement lines say what would feed them"
+                     : "; no CPU or storage this platform takes feeds them: the requirement lines say what would");
+    }
 }
