@@ -63,6 +63,35 @@ static void test_enum_help(void **state) {
     assert_non_null(strstr(buf, "(default fp32)"));
 }
 
+// DLP_OPT_FROM_DST: the default is what the config's *_default() put in dst; --help prints it; a value given wins.
+static void test_from_dst(void **state) {
+    (void)state;
+    double lr = 0.1;
+    int batch = 32, decay = 2;
+    static const dlp_opt_choice decays[] = {{"cosine", 1}, {"step", 2}, {NULL, 0}};
+    dlp_opt t[] = {
+        {"lr", 0, DLP_OPT_DOUBLE, &lr, DLP_OPT_FROM_DST, "X", "learning rate", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &batch, DLP_OPT_FROM_DST, "N", "batch", NULL, 0},
+        {"schedule", 0, DLP_OPT_ENUM, &decay, DLP_OPT_FROM_DST, NULL, "decay", decays, 0},
+        {0},
+    };
+    char *argv[] = {"x", "-b", "8"};
+    int rest;
+    assert_int_equal(dlp_opts_parse(t, NULL, 3, argv, &rest), DLP_OK);
+    assert_true(lr == 0.1);
+    assert_int_equal(batch, 8);
+    assert_int_equal(decay, 2);
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    assert_non_null(f);
+    dlp_opts_help(f, NULL, t);
+    fclose(f);
+    assert_non_null(strstr(buf, "learning rate (default 0.1)"));
+    assert_non_null(strstr(buf, "batch (default 8)"));  // what dst holds now
+    assert_non_null(strstr(buf, "--schedule cosine|step"));
+    assert_non_null(strstr(buf, "decay (default step)"));
+}
+
 static void test_dtype_parse(void **state) {
     (void)state;
     dlp_dtype d = DLP_DTYPE_U8;
@@ -84,6 +113,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enum_cases),
         cmocka_unit_test(test_enum_help),
+        cmocka_unit_test(test_from_dst),
         cmocka_unit_test(test_dtype_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
