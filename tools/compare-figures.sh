@@ -1,10 +1,12 @@
 #!/bin/bash
 # Records the figures a refactoring must not change, so that two builds can be compared with diff:
 #   tools/compare-figures.sh BUILD_A/dlperf OUT_A; tools/compare-figures.sh BUILD_B/dlperf OUT_B; diff -r OUT_A OUT_B
-# What it records: the loss and learning-rate curve (and the SHA-256 of the final weights) of short seeded trainings on the ref and cpu backends (the
-# steps JSON lines with their timing fields left out), the outputs of `dlperf predict`, `dlperf plan`,
+# What it records: the loss and learning-rate curve (and the SHA-256 of the final weights) of short seeded trainings
+# on the ref and cpu backends (the steps JSON lines with their timing fields left out), the outputs of `dlperf predict`,
+# `dlperf plan`,
 # `dlperf validate --list` (predictions only) and `dlperf nn info` as printed, and `dlperf run`'s output with every
-# number masked and runs of spaces squeezed (a timed run's figures differ from run to run; its lines and verdict wording must not).
+# number masked, runs of spaces squeezed and the data stage's best thread count's plural folded (a timed run's
+# figures differ from run to run; its lines and verdict wording must not).
 # Run it from the repository root (it reads tests/fixtures). Needs python3.
 set -u
 D=$(realpath "${1:?usage: tools/compare-figures.sh PATH/TO/dlperf OUTDIR}")
@@ -103,5 +105,5 @@ done
   --infer-seconds 0.2 --infer-batch 1,4 --bench-images 8 --compare desktop-4090,dgx-a100 --usd-per-hour 1.5 \
   --out "$T/run" >"$T/run.out" 2>/dev/null
 echo "exit $?" >>"$T/run.out"
-sed -E -e "s#$T#TMP#g" -e 's/[0-9]+(\.[0-9]+)?/N/g' -e 's/ +/ /g' "$T/run.out" >"$O/run-masked.txt"
+sed -E -e "s#$T#TMP#g" -e 's/[0-9]+(\.[0-9]+)?/N/g' -e 's/ +/ /g' -e 's/loader threads? /loader thread(s) /' "$T/run.out" >"$O/run-masked.txt"
 echo "compare-figures: $(ls "$O" | wc -l) files in $O"
