@@ -26,6 +26,7 @@
 #include "nn/state.h"
 #include "run/step.h"
 #include "run/step_file.h"
+#include "run/net_bench.h"
 
 
 static const char *default_device(void) { return dlp_backend_name(dlp_backends()[0]); }
@@ -123,6 +124,59 @@ static int cmd_info(int argc, char **argv) {
 
 // ---- nn bench ---------------------------------------------------------------------------------------------
 
+// The stderr line before the timed steps.
+static void bench_ready(void *ctx, const char *arch, const char *backend) {
+    const dlp_net_bench_cfg *c = ctx;
+    fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", arch, c->batch, c->size,
+            c->size, backend, dlp_dtype_name(c->precision), c->infer ? "inference" : "training", c->warmup, c->steps);
+}
+
+// dlperf.nn-bench/1
+static dlp_status write_bench_json(const char *path, const dlp_opt *opts, const dlp_net_bench_cfg *c,
+                                   const dlp_net_bench_result *r) {
+    const dlp_step_bench_result *br = &r->phases;
+    const int infer = c->infer;
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_t *res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
+    json_object_set_new(res, "config", dlp_opts_to_json(opts));
+    json_object_set_new(res, "backend", json_string(r->backend));
+    json_object_set_new(res, "compute_threads", json_integer(c->threads > 0 ? c->threads : h.cpus_allowed));
+    json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
+    json_object_set_new(res, "plan_ms", json_real(r->plan_ms));
+    if (r->plan_info) json_object_set_new(res, "backend_plan", json_incref(r->plan_info));  // ISA, kernels, fusions
+    json_object_set_new(res, "img_per_s", json_real(r->img_per_s));
+    json_object_set_new(res, "step_ms", json_real(r->step_ms));
+    json_object_set_new(res, "step_ms_p10", json_real(br->step.p10_ms));
+    json_object_set_new(res, "step_ms_p50", json_real(br->step.p50_ms));
+    json_object_set_new(res, "step_ms_p90", json_real(br->step.p90_ms));
+    json_object_set_new(res, "gflop_per_image", json_real(r->gflop_per_image));
+    json_object_set_new(res, "achieved_gflop_per_s", json_real(r->gflop_per_s));
+    if (r->peak_gflop_per_s > 0) {
+        json_object_set_new(res, "peak_gflop_per_s", json_real(r->peak_gflop_per_s));
+        json_object_set_new(res, "fraction_of_peak", json_real(r->gflop_per_s / r->peak_gflop_per_s));
+    }
+    json_t *ph = json_object(), *pq = json_object();
+    for (int p = 0; p < DLP_STEP_NPHASES; p++)
+        if (!infer || p <= DLP_STEP_FORWARD) {
+            const char *name = dlp_step_phase_name((dlp_step_phase)p);
+            json_object_set_new(ph, name, json_real(br->phase[p].mean_ms));
+            json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br->phase[p].p10_ms, "p50",
+                                                    br->phase[p].p50_ms, "p90", br->phase[p].p90_ms));
+        }
+    json_object_set_new(res, "phase_ms_per_step", ph);
+    json_object_set_new(res, "phase_ms_quantiles", pq);
+    if (!infer) {
+        json_object_set_new(res, "loss_first", json_real(br->loss_first));
+        json_object_set_new(res, "loss_last", json_real(br->loss_last));
+    }
+    json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
+    dlp_status st = dlp_json_write(res, path, DLP_WRITE_NOCLOBBER);
+    json_decref(res);
+    return st;
+}
+
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
     int classes, size, batch, prec, threads, steps, warmup, infer, peak;
@@ -153,117 +207,28 @@ static int cmd_bench(int argc, char **argv) {
     if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
-    const char *arg;
-    const dlp_backend *ops = dlp_backend_find(device, &arg);
-    if (!ops) return dlp_cli_fail(dlp_err_status());
-    char why[256] = "";
-    if (dlp_backend_available(ops, why, sizeof why) != DLP_OK)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", device, why));
-    dlp_net net;
-    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
-    float *params = malloc((size_t)net.param_count * sizeof(float)), *bufs = malloc((size_t)net.buf_count * sizeof(float));
-    int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
-    void *input = NULL;
-    dlp_plan *plan = NULL;
-    json_t *res = NULL;
-    dlp_step_bench_result br = {0};
-    if (!params || !bufs || !labels) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
+    dlp_net_bench_cfg bc = {.model = model, .device = device, .classes = classes, .size = size, .batch = batch,
+                            .threads = threads, .steps = steps, .warmup = warmup, .precision = (dlp_dtype)prec,
+                            .infer = infer, .peak = peak, .seed = (uint64_t)seed, .on_ready = bench_ready, .ctx = &bc};
+    dlp_net_bench_result r;
+    if ((st = dlp_net_bench(&bc, &r))) {
+        dlp_net_bench_free(&r);
+        return dlp_cli_fail(st);
     }
-    dlp_resnet_init_params(&net, (uint64_t)seed, 0, params, bufs);
-    dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = (dlp_dtype)prec, .threads = threads, .arg = arg};
-    int64_t t0 = dlp_now_ns();
-    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
-    const double plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
-    DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
-    dlp_layout layout;
-    dlp_dtype in_type;
-    dlp_plan_input_format(plan, &layout, &in_type);
-    const int64_t in_elems = (int64_t)batch * dlp_net_layer_numel(&net, 0);
-    input = malloc((size_t)in_elems * dlp_dtype_size(in_type));
-    if (!input) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the input batch");
-        goto out;
-    }
-    dlp_rng rng;
-    dlp_rng_init(&rng, (uint64_t)seed, 99);
-    dlp_step_fill_random(input, in_elems, in_type, &rng);
-    for (int i = 0; i < batch; i++) labels[i] = (int32_t)dlp_rng_below(&rng, (uint64_t)classes);
-    fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", net.arch, batch, size,
-            size, dlp_backend_name(ops), dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
-    // run/step's harness: every phase timed on its own (the device waited for after each)
-    const dlp_step_cfg sc = {.plan = plan, .train = !infer, .sync_phases = 1};
-    const dlp_step_batch sb = {.input = input, .n = batch, .labels = infer ? NULL : labels,
-                               .sgd = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f}};
-    const dlp_step_bench_cfg bc = {.warmup = warmup, .min_steps = steps, .max_steps = steps};
-    DLP_CHECK_GOTO(st, dlp_step_bench(&sc, &sb, &bc, &br), out);
-    const double step_ms = br.step.mean_ms, total_s = step_ms * steps * 1e-3;
-    const double img_per_s = (double)batch * steps / total_s;
-    const double flop_img = dlp_net_forward_flops(&net) * (infer ? 1 : 3);
-    const double gflops = flop_img * batch * steps / total_s * 1e-9;
-    double peak_gflops = 0;
-    if (peak) DLP_CHECK_GOTO(st, dlp_backend_measure_peak(ops, cfg.precision, threads, &peak_gflops), out);
-    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, dlp_backend_name(ops),
-           dlp_dtype_name(cfg.precision), infer ? "inference" : "training");
+    const dlp_step_bench_result *br = &r.phases;
+    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", r.arch, batch, size, size, r.backend,
+           dlp_dtype_name(bc.precision), infer ? "inference" : "training");
     printf("%-10s %.2f img/s, %.1f ms per step, %.1f GFLOP/s achieved (%.2f GFLOP per image)\n", "throughput",
-           img_per_s, step_ms, gflops, flop_img * 1e-9);
+           r.img_per_s, r.step_ms, r.gflop_per_s, r.gflop_per_image);
     for (int p = 0; p < DLP_STEP_NPHASES; p++)
         if (!infer || p <= DLP_STEP_FORWARD)
-            printf("%-10s %9.2f ms per step (%4.1f%%)\n", dlp_step_phase_name((dlp_step_phase)p), br.phase[p].mean_ms,
-                   100.0 * br.phase[p].mean_ms / step_ms);
-    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", br.loss_first, br.loss_last);
-    if (peak_gflops > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak", peak_gflops,
-                                100 * gflops / peak_gflops);
-    if (json_path) {
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
-        json_object_set_new(res, "config", dlp_opts_to_json(opts));
-        json_object_set_new(res, "backend", json_string(dlp_backend_name(ops)));
-        json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
-        json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
-        json_object_set_new(res, "plan_ms", json_real(plan_ms));
-        json_t *info = dlp_plan_info_json(plan);  // what the backend chose: ISA, every kernel, fusions, memory
-        if (info) json_object_set_new(res, "backend_plan", info);
-        json_object_set_new(res, "img_per_s", json_real(img_per_s));
-        json_object_set_new(res, "step_ms", json_real(step_ms));
-        json_object_set_new(res, "step_ms_p10", json_real(br.step.p10_ms));
-        json_object_set_new(res, "step_ms_p50", json_real(br.step.p50_ms));
-        json_object_set_new(res, "step_ms_p90", json_real(br.step.p90_ms));
-        json_object_set_new(res, "gflop_per_image", json_real(flop_img * 1e-9));
-        json_object_set_new(res, "achieved_gflop_per_s", json_real(gflops));
-        if (peak_gflops > 0) {
-            json_object_set_new(res, "peak_gflop_per_s", json_real(peak_gflops));
-            json_object_set_new(res, "fraction_of_peak", json_real(gflops / peak_gflops));
-        }
-        json_t *ph = json_object(), *pq = json_object();
-        for (int p = 0; p < DLP_STEP_NPHASES; p++)
-            if (!infer || p <= DLP_STEP_FORWARD) {
-                const char *name = dlp_step_phase_name((dlp_step_phase)p);
-                json_object_set_new(ph, name, json_real(br.phase[p].mean_ms));
-                json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br.phase[p].p10_ms, "p50",
-                                                        br.phase[p].p50_ms, "p90", br.phase[p].p90_ms));
-            }
-        json_object_set_new(res, "phase_ms_per_step", ph);
-        json_object_set_new(res, "phase_ms_quantiles", pq);
-        if (!infer) {
-            json_object_set_new(res, "loss_first", json_real(br.loss_first));
-            json_object_set_new(res, "loss_last", json_real(br.loss_last));
-        }
-        json_object_set_new(res, "host", dlp_host_to_json(&h));
-        json_object_set_new(res, "versions", dlp_versions_to_json());
-        st = dlp_json_write(res, json_path, DLP_WRITE_NOCLOBBER);
-    }
-out:
-    json_decref(res);
-    dlp_step_bench_free(&br);
-    dlp_plan_free(plan);
-    free(input);
-    free(params);
-    free(bufs);
-    free(labels);
-    dlp_net_free(&net);
+            printf("%-10s %9.2f ms per step (%4.1f%%)\n", dlp_step_phase_name((dlp_step_phase)p), br->phase[p].mean_ms,
+                   100.0 * br->phase[p].mean_ms / r.step_ms);
+    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", br->loss_first, br->loss_last);
+    if (r.peak_gflop_per_s > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak",
+                                       r.peak_gflop_per_s, 100 * r.gflop_per_s / r.peak_gflop_per_s);
+    if (json_path) st = write_bench_json(json_path, opts, &bc, &r);
+    dlp_net_bench_free(&r);
     return dlp_cli_fail(st);
 }
 
