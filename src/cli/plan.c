@@ -44,35 +44,6 @@ static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
     }
 }
 
-static json_t *cand_json(const dlp_hwplan_cand *c) {
-    json_t *e = json_object();
-    json_object_set_new(e, "id", json_string(c->id));
-    json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
-    json_object_set_new(e, "platform", c->plat ? json_string(c->plat->id) : json_null());
-    json_object_set_new(e, "gpu", json_string(c->gpu->id));
-    json_object_set_new(e, "gpus_per_node", json_integer(c->gpus));
-    json_object_set_new(e, "cpu", json_string(c->cpu->id));
-    json_object_set_new(e, "sockets", json_integer(c->sockets));
-    json_object_set_new(e, "storage", c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base"));
-    json_object_set_new(e, "nodes", json_integer(c->nodes));
-    json_object_set_new(e, "ok", json_boolean(c->ok));
-    if (!c->ok) json_object_set_new(e, "error", json_string(c->err));
-    json_object_set_new(e, "feasible", json_boolean(c->feasible));
-    json_object_set_new(e, "price_usd", json_real(c->price_usd));
-    json_object_set_new(e, "usd_per_hour", json_real(c->usd_per_hour));
-    json_object_set_new(e, "budget_cost", json_real(c->budget_cost));
-    if (c->ok) {
-        json_object_set_new(e, "img_per_s", json_real(c->img_per_s));
-        json_object_set_new(e, "host_img_per_s_per_node", dlp_json_real_or_null(c->host_img_per_s));
-        json_object_set_new(e, "device_img_per_s_per_node", json_real(c->device_img_per_s));
-        json_object_set_new(e, "host_over_device", dlp_json_real_or_null(c->ratio));
-        json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(c->bottleneck)));
-        json_object_set_new(e, "total_s", json_real(c->total_s));
-        json_object_set_new(e, "usd_per_million_images", json_real(c->usd_per_million));
-        json_object_set_new(e, "usd_total", json_real(c->usd_total));
-    }
-    return e;
-}
 
 // --- what each part must deliver -----------------------------------------------------------------------------------
 
@@ -256,9 +227,9 @@ static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req
         printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
                money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
                100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
-        json_object_set_new(res, "better_spent", cand_json(&c[sp]));
+        json_object_set_new(res, "better_spent", dlp_hwplan_cand_to_json(&c[sp]));
     }
-    json_object_set_new(res, "best", cand_json(&c[chosen]));
+    json_object_set_new(res, "best", dlp_hwplan_cand_to_json(&c[chosen]));
 out:
     free(p);
     free(o);
@@ -390,14 +361,14 @@ int dlp_cli_plan(int argc, char **argv) {
             printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
                    money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
                    dur(x->total_s, b2, sizeof b2), x->usd_per_million, dlp_stage_name(x->bottleneck), x->ratio);
-            json_array_append_new(top, cand_json(x));
+            json_array_append_new(top, dlp_hwplan_cand_to_json(x));
         }
         json_object_set_new(res, "top", top);
         st = print_chosen(cat, &req, &op, c, n, chosen, res);
         if (st) goto done;
     }
     json_t *all = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(all, cand_json(&c[i]));
+    for (int i = 0; i < n; i++) json_array_append_new(all, dlp_hwplan_cand_to_json(&c[i]));
     json_object_set_new(res, "configurations", all);
 done:
     if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
