@@ -343,6 +343,55 @@ static int stop_now(dlp_trainer *t) {
     return t->stopped_by[0] != 0;
 }
 
+// Mid-epoch evaluation and checkpoints, when due (the end of an epoch has its own: end_epoch).
+static dlp_status mid_epoch_work(dlp_trainer *t, int64_t epoch, int64_t *tprev) {
+    const dlp_train_cfg *c = &t->c;
+    int did = 0;
+    if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
+        DLP_CHECK(dlp_plan_sync(t->plan));
+        DLP_CHECK(run_eval(t, -1));
+        did = 1;
+    }
+    if (c->checkpoint_dir && c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0) {
+        DLP_CHECK(save_checkpoint(t));
+        did = 1;
+    }
+    if (did) {
+        epoch_phase(t, epoch);
+        *tprev = dlp_now_ns();
+    }
+    return DLP_OK;
+}
+
+// An epoch's end: the EPOCH event, the next epoch's loading started (so the loader works while we evaluate and
+// save), the evaluation and the checkpoint.
+static dlp_status end_epoch(dlp_trainer *t, int64_t epoch, const dlp_train_epoch_stats *es, int *epoch_started,
+                            int64_t *tprev) {
+    const dlp_train_cfg *c = &t->c;
+    t->pos.epoch = epoch + 1;
+    t->pos.step_in_epoch = 0;
+    dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
+                          .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
+    if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    const int more = t->pos.step < t->stop_at && !stop_now(t);
+    if (more) {
+        DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
+        *epoch_started = 1;
+    }
+    int did = 0;
+    if (c->eval && t->vl) {
+        DLP_CHECK(dlp_plan_sync(t->plan));
+        DLP_CHECK(run_eval(t, epoch));
+        did = 1;
+    }
+    if (c->checkpoint_dir && (c->checkpoint_every == 0 || t->pos.step % c->checkpoint_every == 0)) {
+        DLP_CHECK(save_checkpoint(t));
+        did = 1;
+    }
+    if (did) *tprev = dlp_now_ns();
+    return DLP_OK;
+}
+
 static dlp_status train_loop(dlp_trainer *t) {
     const dlp_train_cfg *c = &t->c;
     // The step's phases (input .. update, the allreduce through the run's communicator) come from run/step; this loop
@@ -461,45 +510,10 @@ static dlp_status train_loop(dlp_trainer *t) {
             if (c->time_limit_s > 0 && dlp_ns_to_s(tprev - t->t_loop0) >= c->time_limit_s && !t->stopped_by[0])
                 snprintf(t->stopped_by, sizeof t->stopped_by, "time-limit");
             if (epoch_done) break;
-            // mid-epoch evaluation and checkpoints (the end of an epoch has its own below)
-            int did = 0;
-            if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
-                DLP_CHECK(dlp_plan_sync(t->plan));
-                DLP_CHECK(run_eval(t, -1));
-                did = 1;
-            }
-            if (c->checkpoint_dir && c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0) {
-                DLP_CHECK(save_checkpoint(t));
-                did = 1;
-            }
-            if (did) {
-                epoch_phase(t, epoch);
-                tprev = dlp_now_ns();
-            }
+            DLP_CHECK(mid_epoch_work(t, epoch, &tprev));
         }
         if (!epoch_done) break;  // stopped mid-epoch
-        t->pos.epoch = epoch + 1;
-        t->pos.step_in_epoch = 0;
-        dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
-                              .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
-        if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
-        const int more = t->pos.step < t->stop_at && !stop_now(t);
-        // Start loading the next epoch now, so the loader works while we evaluate and save.
-        if (more) {
-            DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
-            epoch_started = 1;
-        }
-        int did = 0;
-        if (c->eval && t->vl) {
-            DLP_CHECK(dlp_plan_sync(t->plan));
-            DLP_CHECK(run_eval(t, epoch));
-            did = 1;
-        }
-        if (c->checkpoint_dir && (c->checkpoint_every == 0 || t->pos.step % c->checkpoint_every == 0)) {
-            DLP_CHECK(save_checkpoint(t));
-            did = 1;
-        }
-        if (did) tprev = dlp_now_ns();
+        DLP_CHECK(end_epoch(t, epoch, es, &epoch_started, &tprev));
         epoch++;
     }
     // Queued device work belongs to the loop's time.
