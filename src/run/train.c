@@ -657,6 +657,43 @@ static int resumes_from(const char *resume, const char *dir) {
     return realpath(r, a) && realpath(dir, b) && strcmp(a, b) == 0;
 }
 
+// Where the run starts: from the beginning, or a checkpoint's position, weights, BN statistics and momentum (with
+// several ranks, rank 0's broadcast to all).
+static dlp_status start_position(dlp_trainer *t) {
+    const dlp_train_cfg *c = &t->c;
+    t->pos.seed = c->seed;
+    t->best_top1 = -1;
+    t->last_top1 = t->last_top5 = -1;
+    t->last_eval_step = t->last_ck_step = -1;
+    // --resume DIR naming the run's own --checkpoint DIR with no complete checkpoint in it yet: a preempted run's
+    // first start (or a restart killed before its first checkpoint) — one command serves every (re)start
+    int fresh = 0;
+    if (c->resume && c->checkpoint_dir && dlp_is_dir(c->resume) && resumes_from(c->resume, c->checkpoint_dir)) {
+        char p[1024];
+        int64_t have;
+        newest_checkpoint(c->resume, p, sizeof p, &have);
+        if (have < 0) {
+            DLP_INFO("--resume %s: no complete checkpoint there yet; the run starts from the beginning", c->resume);
+            fresh = 1;
+        }
+    }
+    if (c->resume && !fresh) {
+        DLP_CHECK(load_resume(t));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
+    } else {
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+    }
+    if (t->world > 1) {  // every rank starts from rank 0's weights, BN statistics and momentum
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->params, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->bufs, (size_t)t->net.buf_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->mom, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
+    }
+    return DLP_OK;
+}
+
 static dlp_status setup(dlp_trainer *t) {
     dlp_train_cfg *c = &t->c;
     DLP_CHECK(check_cfg(c));
@@ -771,36 +808,7 @@ static dlp_status setup(dlp_trainer *t) {
     s->total_steps = t->total_steps;
     DLP_CHECK(dlp_lr_schedule_check(s));
 
-    t->pos.seed = c->seed;
-    t->best_top1 = -1;
-    t->last_top1 = t->last_top5 = -1;
-    t->last_eval_step = t->last_ck_step = -1;
-    // --resume DIR naming the run's own --checkpoint DIR with no complete checkpoint in it yet: a preempted run's
-    // first start (or a restart killed before its first checkpoint) — one command serves every (re)start
-    int fresh = 0;
-    if (c->resume && c->checkpoint_dir && dlp_is_dir(c->resume) && resumes_from(c->resume, c->checkpoint_dir)) {
-        char p[1024];
-        int64_t have;
-        newest_checkpoint(c->resume, p, sizeof p, &have);
-        if (have < 0) {
-            DLP_INFO("--resume %s: no complete checkpoint there yet; the run starts from the beginning", c->resume);
-            fresh = 1;
-        }
-    }
-    if (c->resume && !fresh) {
-        DLP_CHECK(load_resume(t));
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
-    } else {
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-    }
-    if (t->world > 1) {  // every rank starts from rank 0's weights, BN statistics and momentum
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->params, (size_t)t->net.param_count * sizeof(float), 0));
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->bufs, (size_t)t->net.buf_count * sizeof(float), 0));
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->mom, (size_t)t->net.param_count * sizeof(float), 0));
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
-    }
+    DLP_CHECK(start_position(t));
     t->stop_at = t->total_steps;
     if (c->stop_at_step > 0 && c->stop_at_step < t->stop_at) t->stop_at = c->stop_at_step;
     if (t->stop_at < t->pos.step) t->stop_at = t->pos.step;
