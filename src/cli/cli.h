@@ -6,6 +6,7 @@
 #define DLP_CLI_H
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/opts.h"
 #include "core/status.h"
 #include "serve/stack.h"
@@ -29,7 +30,7 @@ dlp_status dlp_cli_parse(dlp_opt *opts, const char *usage, int argc, char **argv
 // ---- the serving engine's options (cli/engine_opts), shared by `dlperf serve` and `dlperf loadgen --sut local` --
 typedef struct dlp_cli_engine_opts {
     const char *model, *device, *weights;
-    int precision, threads, max_batch, classes, size, dct, single_plan;  // precision: the choice's index
+    int precision, threads, max_batch, classes, size, dct, single_plan;  // precision: dlp_precision_choices' value
     int64_t seed;
 } dlp_cli_engine_opts;
 typedef enum { DLP_CLI_SERVE, DLP_CLI_LOADGEN } dlp_cli_engine_user;
@@ -50,6 +51,11 @@ void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg);
 // speed instead (its own --precision auto).
 #define DLP_CLI_PRECISION_HELP "compute precision (auto: fp16 on a GPU, cuda or sim:<gpu>; fp32 on the cpu and ref devices)"
 dlp_dtype dlp_cli_auto_precision(const char *device);
+// The dtype of a --precision choice (dlp_precision_choices): auto resolved by the rule above.
+dlp_dtype dlp_cli_precision(int choice, const char *device);
+// A --precision row mapped through dlp_precision_choices (auto|fp32|bf16|fp16), default auto.
+#define DLP_CLI_PRECISION_ROW(dst, help) \
+    {"precision", 'p', DLP_OPT_ENUM, dst, "auto", NULL, help, dlp_precision_choices, 0}
 
 // cli/fmt: "19,722" ("-" when not finite); "850 ms", "12.3 s", "3 min 04 s", "2 h 05 min", "3.5 days" (coarse:
 // no ms, whole minutes below an hour: "54 min").

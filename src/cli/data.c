@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "data/bench.h"
+#include "data/check.h"
 #include "data/jpeg.h"
 #include "data/loader.h"
 #include "data/source.h"
@@ -38,22 +39,19 @@ static dlp_status parse_wh(const char *s, const char *opt, int *w, int *h) {
     return DLP_OK;
 }
 
-static const dlp_dtype k_dtypes[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_U8};
-#define DTYPE_CHOICES "fp32|bf16|fp16|uint8"
-#define LAYOUT_CHOICES "NCHW|NHWC"
 
 // Transform options common to bench and crop.
 typedef struct xform_opts {
     const char *crop, *scale, *ratio, *dct_scales;
-    int dtype, layout, no_dct;
+    int dtype, layout, no_dct;  // dtype, layout: dlp_elem_choices', dlp_layout_choices' values
 } xform_opts;
 
 static dlp_status apply_xform_opts(const xform_opts *o, dlp_transform *t) {
     DLP_CHECK(parse_wh(o->crop, "crop", &t->out_w, &t->out_h));
     DLP_CHECK(dlp_parse_range(o->scale, "scale", NAN, &t->scale_lo, &t->scale_hi));
     DLP_CHECK(dlp_parse_range(o->ratio, "ratio", NAN, &t->ratio_lo, &t->ratio_hi));
-    t->dtype = k_dtypes[o->dtype];
-    t->layout = o->layout ? DLP_LAYOUT_NHWC : DLP_LAYOUT_NCHW;
+    t->dtype = (dlp_dtype)o->dtype;
+    t->layout = (dlp_layout)o->layout;
     if (o->no_dct) {
         t->dct_scales = 1u << 8;
     } else if (o->dct_scales && o->dct_scales[0]) {
@@ -169,8 +167,8 @@ static int cmd_bench(int argc, char **argv) {
         {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
         {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
-        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
+        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
         {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (no DCT scaling)", NULL, 0},
         {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
         {"read-limit", 0, DLP_OPT_SIZE, &read_limit, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 200M)", NULL, 0},
@@ -279,8 +277,8 @@ static int cmd_crop(int argc, char **argv) {
         {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
         {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_CHOICE, &xo.dtype, "fp32", NULL, "output element type", DTYPE_CHOICES, 0},
-        {"layout", 0, DLP_OPT_CHOICE, &xo.layout, "NCHW", NULL, "output layout", LAYOUT_CHOICES, 0},
+        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
+        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
         {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (exactly torchvision's pixels)", NULL, 0},
         {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
         {0},
@@ -305,68 +303,27 @@ static int cmd_crop(int argc, char **argv) {
         c.flip = flip;
         cp = &c;
     }
-    char *buf;
-    size_t len;
-    if ((st = dlp_read_file(in, &buf, &len, 256u << 20))) return dlp_cli_fail(st);
-    dlp_transformer *xf;
-    if ((st = dlp_transformer_create(&t, &xf))) {
-        free(buf);
-        return dlp_cli_fail(st);
-    }
-    if (cp) {  // the box must lie in the image: check against the header
-        dlp_jpeg_dec *d;
-        dlp_jpeg_info ji;
-        st = dlp_jpeg_dec_create(&d);
-        if (st == DLP_OK) {
-            st = dlp_jpeg_open(d, (const uint8_t *)buf, len, &ji);
-            dlp_jpeg_close(d);
-            dlp_jpeg_dec_free(d);
-        }
-        if (st == DLP_OK && (c.x + c.w > ji.width || c.y + c.h > ji.height))
-            st = DLP_ERR(DLP_ERR_INVALID, "--box %s is outside the %dx%d image", box, ji.width, ji.height);
-    }
-    size_t nbytes = dlp_transform_sample_bytes(&t);
-    void *dst = calloc(1, nbytes);
+    void *dst;
+    size_t nbytes;
     dlp_sample_info info;
-    dlp_rng rng;
-    dlp_rng_init(&rng, (uint64_t)seed, 0);
-    if (st == DLP_OK && !dst) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    if (st == DLP_OK) st = dlp_transformer_run(xf, (const uint8_t *)buf, len, cp, &rng, dst, &info);
-    if (st == DLP_OK) st = dlp_write_atomic(out, dst, nbytes, DLP_WRITE_NOCLOBBER);
+    if ((st = dlp_transform_file(&t, in, cp, (uint64_t)seed, &dst, &nbytes, &info))) return dlp_cli_fail(st);
+    st = dlp_write_atomic(out, dst, nbytes, DLP_WRITE_NOCLOBBER);
     if (st == DLP_OK) {
-        json_t *o = json_object();
-        json_object_set_new(o, "width", json_integer(info.width));
-        json_object_set_new(o, "height", json_integer(info.height));
-        json_object_set_new(o, "components", json_integer(info.jpeg.components));
-        json_object_set_new(o, "progressive", json_boolean(info.jpeg.progressive));
-        json_t *cj = json_object();
-        json_object_set_new(cj, "x", json_integer(info.crop.x));
-        json_object_set_new(cj, "y", json_integer(info.crop.y));
-        json_object_set_new(cj, "w", json_integer(info.crop.w));
-        json_object_set_new(cj, "h", json_integer(info.crop.h));
-        json_object_set_new(cj, "resized_w", json_integer(info.crop.resized_w));
-        json_object_set_new(cj, "resized_h", json_integer(info.crop.resized_h));
-        json_object_set_new(cj, "flip", json_boolean(info.crop.flip));
-        json_object_set_new(o, "crop", cj);
-        json_object_set_new(o, "dct_scale", json_integer(info.scale_num));
-        json_object_set_new(o, "decoded_w", json_integer(info.dec_w));
-        json_object_set_new(o, "decoded_h", json_integer(info.dec_h));
-        json_object_set_new(o, "out_w", json_integer(t.out_w));
-        json_object_set_new(o, "out_h", json_integer(t.out_h));
-        json_object_set_new(o, "dtype", json_string(dlp_dtype_name(t.dtype)));
-        json_object_set_new(o, "layout", json_string(dlp_layout_name(t.layout)));
-        json_object_set_new(o, "bytes", json_integer((json_int_t)nbytes));
+        json_t *o = dlp_sample_info_to_json(&info, &t, nbytes);
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
         putchar('\n');
         json_decref(o);
     }
     free(dst);
-    free(buf);
-    dlp_transformer_free(xf);
     return dlp_cli_fail(st);
 }
 
 // ---- data info ------------------------------------------------------------------------------------------------------
+
+static void print_bad(void *ctx, const char *path, dlp_bad_kind kind, const char *why) {
+    (void)ctx;
+    printf("  bad: %s: %s (%s)\n", path, dlp_bad_kind_name(kind), why);
+}
 
 static int cmd_info(int argc, char **argv) {
     const char *data = "synthetic", *split = "train";
@@ -388,43 +345,16 @@ static int cmd_info(int argc, char **argv) {
     if (ds->nclasses > 5) printf("  ... class %d: %s\n", ds->nclasses - 1, ds->class_names[ds->nclasses - 1]);
     int rc = 0;
     if (check) {
-        dlp_jpeg_dec *d;
-        if ((st = dlp_jpeg_dec_create(&d))) {
+        dlp_dataset_check_result r;
+        if ((st = dlp_dataset_check(ds, print_bad, NULL, &r))) {
             dlp_dataset_free(ds);
             return dlp_cli_fail(st);
         }
-        int64_t kinds[DLP_BAD_KIND_COUNT] = {0}, bytes = 0, bad = 0;
-        char path[4096];
-        for (int64_t i = 0; i < ds->n; i++) {
-            dlp_dataset_path(ds, i, path, sizeof path);
-            char *buf;
-            size_t len;
-            dlp_bad_kind k = DLP_BAD_NONE;
-            if (dlp_read_file(path, &buf, &len, 256u << 20) != DLP_OK) {
-                k = DLP_BAD_IO;
-            } else {
-                bytes += (int64_t)len;
-                dlp_jpeg_info ji;
-                dlp_jpeg_rgb img;
-                if (dlp_jpeg_open(d, (const uint8_t *)buf, len, &ji) != DLP_OK ||
-                    dlp_jpeg_decode_region(d, 1, 0, 0, 1 << 30, 1 << 30, &img) != DLP_OK)
-                    k = dlp_jpeg_bad(d) != DLP_BAD_NONE ? dlp_jpeg_bad(d) : DLP_BAD_CORRUPT;
-                dlp_jpeg_close(d);
-                free(buf);
-            }
-            if (k != DLP_BAD_NONE) {
-                kinds[k]++;
-                bad++;
-                printf("  bad: %s: %s (%s)\n", path, dlp_bad_kind_name(k), dlp_err_msg());
-            }
-            dlp_err_clear();
-        }
-        dlp_jpeg_dec_free(d);
-        printf("checked %lld files, %.1f MB: %lld bad", (long long)ds->n, bytes / 1e6, (long long)bad);
+        printf("checked %lld files, %.1f MB: %lld bad", (long long)r.files, r.bytes / 1e6, (long long)r.bad);
         for (int k = 1; k < DLP_BAD_KIND_COUNT; k++)
-            if (kinds[k]) printf(", %s %lld", dlp_bad_kind_name((dlp_bad_kind)k), (long long)kinds[k]);
+            if (r.kinds[k]) printf(", %s %lld", dlp_bad_kind_name((dlp_bad_kind)k), (long long)r.kinds[k]);
         printf("\n");
-        rc = bad ? 1 : 0;
+        rc = r.bad ? 1 : 0;
     }
     dlp_dataset_free(ds);
     return rc;

@@ -7,12 +7,14 @@
 
 #include "backend/backend.h"
 #include "cli/cli.h"
+#include "core/dtype.h"
 #include "core/log.h"
 
 typedef struct engine_row {
     const char *name;
     dlp_opt_type type;
-    const char *def, *meta, *choices;
+    const char *def, *meta;
+    const dlp_opt_choice *choices;  // value-mapped choices (precision)
     size_t off;                // where the value goes in dlp_cli_engine_opts
     int short_name[2];         // [DLP_CLI_SERVE], [DLP_CLI_LOADGEN]
     const char *help[2];       // NULL: the command has no such option
@@ -25,7 +27,7 @@ static const engine_row k_rows[DLP_CLI_ENGINE_NOPTS] = {
     [DLP_CLI_ENGINE_DEVICE] = {"device", DLP_OPT_STR, "cpu", "DEV", NULL, OFF(device), {0, 0},
         {"backend: cpu | ref | cuda | sim:<gpu>", "local: backend: cpu | ref | cuda | sim:<gpu>"}},
     // one meaning per short option across commands: -p is --precision, -w --workers, -b --batch, -d --data
-    [DLP_CLI_ENGINE_PRECISION] = {"precision", DLP_OPT_CHOICE, "auto", NULL, "auto|fp32|bf16|fp16", OFF(precision),
+    [DLP_CLI_ENGINE_PRECISION] = {"precision", DLP_OPT_ENUM, "auto", NULL, dlp_precision_choices, OFF(precision),
         {'p', 'p'}, {DLP_CLI_PRECISION_HELP, "local: " DLP_CLI_PRECISION_HELP}},
     [DLP_CLI_ENGINE_THREADS] = {"threads", DLP_OPT_INT, "0", "N", NULL, OFF(threads), {'t', 't'},
         {"compute threads (0: all allowed CPUs)", "local: compute threads, shared by the SUT threads' plans (0: all)"}},
@@ -63,14 +65,16 @@ dlp_dtype dlp_cli_auto_precision(const char *device) {
     return dlp_device_default_precision(device);
 }
 
+dlp_dtype dlp_cli_precision(int choice, const char *device) {
+    return choice == DLP_PRECISION_AUTO ? dlp_cli_auto_precision(device) : (dlp_dtype)choice;
+}
+
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg) {
-    static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // the choices'
-                                                                                                       // order
     memset(cfg, 0, sizeof *cfg);
     cfg->model = (dlp_infer_model_cfg){.model = o->model, .num_classes = o->classes, .size = o->size,
                                        .weights = o->weights, .seed = (uint64_t)o->seed};
     cfg->device = o->device;
-    cfg->precision = o->precision == 0 ? dlp_cli_auto_precision(o->device) : k_prec[o->precision];
+    cfg->precision = dlp_cli_precision(o->precision, o->device);
     cfg->threads = o->threads;
     cfg->max_batch = o->max_batch;
     cfg->single_plan = o->single_plan;

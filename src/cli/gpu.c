@@ -31,8 +31,6 @@ static dlp_status parse_device(const char *device, int *index) {
     return DLP_OK;
 }
 
-static const char *const k_prec = "fp32|bf16|fp16";
-static const dlp_dtype k_prec_dt[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
 // The model with nn's (torchvision's) initialization, for timing: values matter only as realistic magnitudes.
 static dlp_status build_model(const char *model, int classes, int image, dlp_net *net, float **params, float **bufs) {
@@ -84,12 +82,12 @@ static int gpu_info(int argc, char **argv) {
 
 static int gpu_bench(int argc, char **argv) {
     const char *device = "cuda", *model = "resnet50", *json = NULL;
-    int batch = 256, prec = 2, steps = 30, warmup = 10, image = 224, classes = 1000, tf32 = 0, h2d = 0, infer = 0;
+    int batch = 256, prec = DLP_DTYPE_F16, steps = 30, warmup = 10, image = 224, classes = 1000, tf32 = 0, h2d = 0, infer = 0;
     dlp_opt opts[] = {
         {"device", 0, DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
         {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", "resnet18|34|50|101|152|resnet-mini", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &batch, "256", "N", "samples per step", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp16", NULL, "compute type", k_prec, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp16", NULL, "compute type", dlp_dtype_choices, 0},
         {"tf32", 0, DLP_OPT_FLAG, &tf32, NULL, NULL, "allow TF32 for fp32", NULL, 0},
         {"infer", 0, DLP_OPT_FLAG, &infer, NULL, NULL, "time inference (BN folded) instead of training", NULL, 0},
         {"h2d", 0, DLP_OPT_FLAG, &h2d, NULL, NULL, "copy the batch from pinned host memory every step", NULL, 0},
@@ -116,7 +114,7 @@ static int gpu_bench(int argc, char **argv) {
     float *params, *bufs;
     if ((st = build_model(model, classes, image, &net, &params, &bufs))) return dlp_cli_fail(st);
     dlp_cuda_step_point pt;
-    st = dlp_cuda_probe_steps(&net, params, bufs, !infer, k_prec_dt[prec], tf32, &batch, 1, warmup, steps, h2d, &pt);
+    st = dlp_cuda_probe_steps(&net, params, bufs, !infer, (dlp_dtype)prec, tf32, &batch, 1, warmup, steps, h2d, &pt);
     double gflop = dlp_net_forward_flops(&net) * 1e-9 * (infer ? 1 : 3);
     dlp_net_free(&net);
     free(params);
@@ -124,7 +122,7 @@ static int gpu_bench(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     printf("%s %s %s batch %d on %s: %.0f img/s, %.3f ms/step (p10 %.3f, p90 %.3f), %.0f TFLOP/s, plan %.0f ms, "
            "%.1f GiB, %d graphs",
-           model, infer ? "inference" : "training", dlp_dtype_name(k_prec_dt[prec]), batch, d.name, pt.images_per_s,
+           model, infer ? "inference" : "training", dlp_dtype_name((dlp_dtype)prec), batch, d.name, pt.images_per_s,
            pt.step_ms, pt.step_ms_p10, pt.step_ms_p90, pt.images_per_s * gflop * 1e-3, pt.plan_ms,
            pt.device_bytes / 1073741824.0, pt.graphs_captured);
     if (h2d) printf(", h2d copy %.3f ms/step, stall %.3f ms/step", pt.copy_ms, pt.stall_ms);
@@ -171,11 +169,11 @@ static dlp_status write_machine_profile(const char *path, const char *catalog_di
 static int gpu_probe(int argc, char **argv) {
     const char *device = "cuda", *model = "resnet50", *json = NULL, *batches_s = "1,8,32,64,128,256";
     const char *profile = NULL, *gpu_id = NULL, *catalog = NULL;
-    int prec = 2, steps = 15, warmup = 5, image = 224;
+    int prec = DLP_DTYPE_F16, steps = 15, warmup = 5, image = 224;
     dlp_opt opts[] = {
         {"device", 0, DLP_OPT_STR, &device, "cuda", "cuda[:N]", "the GPU", NULL, 0},
         {"model", 'm', DLP_OPT_STR, &model, "resnet50", "NAME", "resnet18|34|50|101|152|resnet-mini", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp16", NULL, "compute type", k_prec, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp16", NULL, "compute type", dlp_dtype_choices, 0},
         {"batches", 0, DLP_OPT_STR, &batches_s, "1,8,32,64,128,256", "LIST", "batch sizes to time", NULL, 0},
         {"steps", 's', DLP_OPT_INT, &steps, "15", "N", "timed steps per point", NULL, 0},
         {"warmup", 0, DLP_OPT_INT, &warmup, "5", "N", "untimed steps per point", NULL, 0},
@@ -210,9 +208,9 @@ static int gpu_probe(int argc, char **argv) {
     float *params, *bufs;
     if ((st = build_model(model, 1000, image, &net, &params, &bufs))) return dlp_cli_fail(st);
     dlp_cuda_step_point pts[64];
-    st = dlp_cuda_probe_steps(&net, params, bufs, 1, k_prec_dt[prec], 0, batches, nb, warmup, steps, 0, pts);
+    st = dlp_cuda_probe_steps(&net, params, bufs, 1, (dlp_dtype)prec, 0, batches, nb, warmup, steps, 0, pts);
     if (st == DLP_OK)
-        st = dlp_cuda_probe_steps(&net, params, bufs, 0, k_prec_dt[prec], 0, batches, nb, warmup, steps, 0, pts + nb);
+        st = dlp_cuda_probe_steps(&net, params, bufs, 0, (dlp_dtype)prec, 0, batches, nb, warmup, steps, 0, pts + nb);
     dlp_net_free(&net);
     free(params);
     free(bufs);

@@ -15,10 +15,11 @@
 #include "data/source.h"
 #include "hw/host.h"
 #include "monitor/monitor.h"
+#include "run/classify.h"
 #include "run/infer.h"
 
 #define MAX_BATCHES 16
-#define TOPK 5
+#define TOPK DLP_CLASSIFY_TOPK
 
 typedef struct infer_opts {
     const char *model, *weights, *data, *images, *batches, *labels, *json, *mon_csv;
@@ -28,45 +29,7 @@ typedef struct infer_opts {
     const char *device;
 } infer_opts;
 
-static const dlp_dtype k_prec[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // [0]: auto
 
-
-// Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
-// at its root, two levels above val/<wnid>/x.JPEG) when it names as many classes as the model has.
-static dlp_status find_labels(const infer_opts *o, const char *first_image, int nclasses, char ***labels, int *n,
-                              char *src, size_t src_len) {
-    *labels = NULL;
-    *n = 0;
-    if (o->labels) {
-        snprintf(src, src_len, "%s", o->labels);
-        return dlp_infer_labels_load(o->labels, labels, n);
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", first_image ? first_image : "");
-    for (int up = 0; up < 4; up++) {
-        char *slash = strrchr(dir, '/');
-        if (!slash) break;
-        *slash = '\0';
-        char p[4200];
-        snprintf(p, sizeof p, "%s/labels.txt", dir[0] ? dir : "/");
-        char head[16] = "";
-        FILE *f = fopen(p, "r");
-        if (!f) continue;
-        size_t got = fread(head, 1, sizeof head - 1, f);
-        fclose(f);
-        head[got] = '\0';
-        if (strncmp(head, "# index wnid", 12) != 0) continue;  // only the synthetic ImageNet's own format
-        if (dlp_infer_labels_load(p, labels, n) == DLP_OK && *n == nclasses) {
-            snprintf(src, src_len, "%s", p);
-            return DLP_OK;
-        }
-        dlp_err_clear();
-        dlp_infer_labels_free(*labels, *n);
-        *labels = NULL;
-        *n = 0;
-    }
-    return DLP_OK;
-}
 
 static void print_topk(const char *path, const int *cls, const float *prob, char **labels, int nlabels) {
     printf("%s\n", path);
@@ -75,81 +38,48 @@ static void print_topk(const char *path, const int *cls, const float *prob, char
 }
 
 // --top5: classify the given images, in batches, and print each one's top-5.
+static void on_labels(void *ctx, const char *src) {
+    (void)ctx;
+    fprintf(stderr, "infer: class names from %s\n", src);
+}
+
 static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_infer_engine_cfg *ec, int nfiles_args,
                            char **file_args, json_t *result) {
-    dlp_infer_files files = {0};
-    dlp_infer_engine e;
-    memset(&e, 0, sizeof e);
-    dlp_infer_prep *prep = NULL;
-    dlp_infer_library lib;
-    memset(&lib, 0, sizeof lib);
-    float *logits = NULL;
-    char **labels = NULL;
-    int nlabels = 0;
-    dlp_status st = DLP_OK;
-    for (int i = 0; i < nfiles_args && st == DLP_OK; i++) st = dlp_infer_files_add(&files, file_args[i]);
-    if (st == DLP_OK && nfiles_args == 0 && o->images) st = dlp_infer_files_add(&files, o->images);
-    if (st == DLP_OK && files.n == 0)
-        st = DLP_ERR(DLP_ERR_INVALID, "--top5 needs images: dlperf infer --top5 a.jpg b.jpg (or a directory)");
-    char lsrc[4200] = "";
-    if (st == DLP_OK)
-        st = find_labels(o, files.paths[0], m->net.num_classes, &labels, &nlabels, lsrc, sizeof lsrc);
-    if (st == DLP_OK && lsrc[0] && !o->labels) fprintf(stderr, "infer: class names from %s\n", lsrc);
-    dlp_infer_engine_cfg c = *ec;
-    c.batch = files.n < c.batch ? files.n : c.batch;
-    if (st == DLP_OK) st = dlp_infer_engine_create(m, &c, &e);
-    if (st == DLP_OK) {
-        dlp_infer_prep_cfg pc = {.size = m->size, .layout = e.layout, .dtype = e.in_dtype, .dct_scaling = o->dct,
-                                 .workers = 1};
-        st = dlp_infer_prep_create(&pc, &prep);
-    }
-    if (st == DLP_OK) st = dlp_infer_library_load(prep, &files, 0, &lib);
-    if (st == DLP_OK && !(logits = malloc((size_t)lib.n * (size_t)e.num_classes * sizeof *logits)))
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for logits");
-    for (int i = 0; st == DLP_OK && i < lib.n; i += e.batch) {
-        int n = lib.n - i < e.batch ? lib.n - i : e.batch;
-        st = dlp_infer_engine_run(&e, lib.data + (size_t)i * lib.sample_bytes, n, logits + (size_t)i * e.num_classes);
-    }
+    char *images[1] = {(char *)o->images};
+    dlp_classify_cfg cc = {.paths = nfiles_args || !o->images ? file_args : images,
+                           .npaths = nfiles_args || !o->images ? nfiles_args : 1, .labels_path = o->labels,
+                           .dct_scaling = o->dct, .on_labels = on_labels};
+    dlp_classify_result r;
+    dlp_status st = dlp_classify(m, ec, &cc, &r);
     if (st == DLP_OK) {
         if (m->random_init)
             printf("(random weights: these classes mean nothing)\n");
-        if (nlabels > 0 && nlabels != m->net.num_classes)
-            DLP_WARN("%s has %d labels for %d classes", lsrc, nlabels, m->net.num_classes);
+        if (r.nlabels > 0 && r.nlabels != m->net.num_classes)
+            DLP_WARN("%s has %d labels for %d classes", r.labels_src, r.nlabels, m->net.num_classes);
         json_t *arr = json_array();
-        for (int i = 0; i < lib.n; i++) {
-            int cls[TOPK];
-            float prob[TOPK];
-            for (int j = 0; j < TOPK; j++) cls[j] = -1, prob[j] = 0;
-            dlp_infer_topk(logits + (size_t)i * e.num_classes, e.num_classes, TOPK, cls, prob);
-            const char *path = files.paths[lib.file[i]];
-            print_topk(path, cls, prob, labels, nlabels);
+        for (int i = 0; i < r.n; i++) {
+            const int *cls = r.cls[i];
+            const float *prob = r.prob[i];
+            print_topk(r.paths[i], cls, prob, r.labels, r.nlabels);
             json_t *top = json_array();
             for (int j = 0; j < TOPK && cls[j] >= 0; j++) {
                 json_t *t = json_pack("{si so}", "class", cls[j], "prob", dlp_json_real_or_null(prob[j]));
-                json_t *lab = cls[j] < nlabels ? json_string(labels[cls[j]]) : NULL;  // NULL: not UTF-8
-                if (cls[j] < nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
+                json_t *lab = cls[j] < r.nlabels ? json_string(r.labels[cls[j]]) : NULL;  // NULL: not UTF-8
+                if (cls[j] < r.nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
                 json_array_append_new(top, t);
             }
             json_t *logit_arr = json_array();
-            for (int k = 0; k < e.num_classes; k++)
-            {
-                const float z = logits[(size_t)i * e.num_classes + k];
-                json_array_append_new(logit_arr, dlp_json_real_or_null(z));  // keeps every index
-            }
-            json_array_append_new(arr, json_pack("{ss so so}", "path", path, "top5", top, "logits", logit_arr));
+            for (int k = 0; k < r.num_classes; k++)  // keeps every index
+                json_array_append_new(logit_arr, dlp_json_real_or_null(r.logits[(size_t)i * r.num_classes + k]));
+            json_array_append_new(arr, json_pack("{ss so so}", "path", r.paths[i], "top5", top, "logits", logit_arr));
         }
         json_object_set_new(result, "top5", arr);
-        json_object_set_new(result, "labels", lsrc[0] ? json_string(lsrc) : json_null());
-        json_object_set_new(result, "skipped_images", json_integer(lib.skipped));
-        json_object_set_new(result, "plan", dlp_infer_engine_plan_json(&e));
-        if (lib.skipped) fprintf(stderr, "infer: %d of %d images could not be decoded (skipped)\n", lib.skipped, files.n);
+        json_object_set_new(result, "labels", r.labels_src[0] ? json_string(r.labels_src) : json_null());
+        json_object_set_new(result, "skipped_images", json_integer(r.skipped));
+        json_object_set_new(result, "plan", json_incref(r.plan));
+        if (r.skipped) fprintf(stderr, "infer: %d of %d images could not be decoded (skipped)\n", r.skipped, r.nfiles);
     }
-    free(logits);
-    dlp_infer_library_free(&lib);
-    dlp_infer_prep_free(prep);
-    dlp_infer_engine_free(&e);
-    dlp_infer_labels_free(labels, nlabels);
-    dlp_infer_files_free(&files);
+    dlp_classify_free(&r);
     return st;
 }
 
@@ -331,7 +261,7 @@ int dlp_cli_infer(int argc, char **argv) {
         {"samples", 0, DLP_OPT_INT, &o.samples, "64", "N", "images preprocessed into memory (--from tensor) or cycled "
          "through (--from jpeg inline)", NULL, 0},
         {"batch", 'b', DLP_OPT_STR, &o.batches, "1,8,32", "LIST", "batch sizes to measure, e.g. 1,8,32", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &o.precision, "auto", NULL, DLP_CLI_PRECISION_HELP, "auto|fp32|bf16|fp16", 0},
+        DLP_CLI_PRECISION_ROW(&o.precision, DLP_CLI_PRECISION_HELP),
         {"device", 0, DLP_OPT_STR, &o.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "--from jpeg: loader threads decoding ahead (0: decode "
@@ -393,7 +323,7 @@ int dlp_cli_infer(int argc, char **argv) {
     if (m.random_init)
         DLP_WARN("no --weights: %s runs with torchvision's random initialization (seed %lld), so its predictions are "
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
-    const dlp_dtype prec = o.precision == 0 ? dlp_cli_auto_precision(o.device) : k_prec[o.precision];
+    const dlp_dtype prec = dlp_cli_precision(o.precision, o.device);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = prec,
                                       .threads = o.threads};
     const int threads_used = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();

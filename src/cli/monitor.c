@@ -19,7 +19,7 @@
 #include "core/log.h"
 #include "core/opts.h"
 #include "hw/host.h"
-#include "monitor/http.h"
+#include "monitor/command.h"
 #include "monitor/monitor.h"
 
 static const char k_usage[] =
@@ -28,32 +28,6 @@ static const char k_usage[] =
     "process tree while it runs. Exits with COMMAND's exit status (128+N if signal N killed it). SIGINT, SIGTERM,\n"
     "SIGHUP and SIGQUIT sent to dlperf are passed on to COMMAND.\n"
     "       dlperf monitor --list        which sources work on this machine, and why not";
-
-static volatile sig_atomic_t g_child = 0;
-static volatile sig_atomic_t g_pending_sig = 0;
-static const int k_forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-// Passes a signal on to the command. One the terminal sent (si_code SI_KERNEL, e.g. Ctrl-C) reached the command's
-// process group already: sending it again would deliver it twice.
-static void forward_signal(int sig, siginfo_t *si, void *uc) {
-    (void)uc;
-    if (si && si->si_code == SI_KERNEL) return;
-    if (g_child > 0) kill((pid_t)g_child, sig);
-    else g_pending_sig = sig;
-}
-
-static void set_forwarding(int on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    if (on) {
-        sa.sa_sigaction = forward_signal;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    } else {
-        sa.sa_handler = SIG_DFL;
-    }
-    for (size_t i = 0; i < sizeof k_forwarded / sizeof k_forwarded[0]; i++) sigaction(k_forwarded[i], &sa, NULL);
-}
 
 // --- the summary table --------------------------------------------------------------------------------------
 
@@ -184,6 +158,40 @@ static void print_summary(FILE *f, const json_t *summary, char **cmd, int ncmd, 
 
 // --- the command ----------------------------------------------------------------------------------------------
 
+static void on_serving(void *ctx, const char *addr, int port) {
+    (void)ctx;
+    int v6 = strchr(addr, ':') != NULL;
+    fprintf(stderr, "dlperf monitor: serving http://%s%s%s:%d/metrics\n", v6 ? "[" : "", addr, v6 ? "]" : "", port);
+}
+
+// The result (dlperf.monitor/1).
+static dlp_status write_result(const char *json_path, const dlp_opt *opts, char **cmd, int ncmd,
+                               const dlp_monitor_command_result *r) {
+    json_t *res = dlp_json_result_new("dlperf.monitor/1", 0, NULL);
+    json_object_set_new(res, "options", dlp_opts_to_json(opts));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
+    json_t *c = json_array();
+    for (int i = 0; i < ncmd; i++) json_array_append_new(c, json_string(cmd[i]));
+    json_object_set_new(res, "command", c);
+    json_object_set_new(res, "exit_code", json_integer(r->exit_code));
+    json_object_set_new(res, "signal", r->signal ? json_integer(r->signal) : json_null());
+    if (r->exec_errno) json_object_set_new(res, "exec_error", json_string(strerror(r->exec_errno)));
+    json_object_set_new(res, "wall_s", json_real(r->wall_s));
+    const struct rusage *ru = &r->ru;
+    json_t *ru_j = json_object();
+    json_object_set_new(ru_j, "user_s", json_real((double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6));
+    json_object_set_new(ru_j, "system_s", json_real((double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec * 1e-6));
+    json_object_set_new(ru_j, "max_rss_bytes", json_integer((json_int_t)ru->ru_maxrss * 1024));
+    json_object_set_new(res, "rusage", ru_j);
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "monitor", json_incref(r->summary));
+    dlp_status st = dlp_json_write(res, json_path, DLP_WRITE_NOCLOBBER);
+    json_decref(res);
+    return st;
+}
+
 int dlp_cli_monitor(int argc, char **argv) {
     int interval_ms = 500, metrics_port = -1, all_disks = 0, per_cpu = 0, no_pcie = 0, list = 0, quiet = 0;
     const char *csv = NULL, *jsonl = NULL, *json_path = NULL, *metrics_addr = NULL, *sources = NULL, *root = NULL,
@@ -262,127 +270,22 @@ int dlp_cli_monitor(int argc, char **argv) {
         (csv && jsonl && strcmp(csv, jsonl) == 0))
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--csv, --jsonl and --json must name different files"));
 
-    // The child waits on `go` until the monitor has its baseline, then execs; `err` carries an exec failure.
-    int go[2], err[2];
-    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_IO, "pipe: %s", strerror(errno)));
-    set_forwarding(1);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_IO, "fork: %s", strerror(errno)));
-    if (pid == 0) {
-        set_forwarding(0);
-        close(go[1]);
-        close(err[0]);
-        char c;
-        ssize_t r;
-        do r = read(go[0], &c, 1);
-        while (r < 0 && errno == EINTR);
-        if (r != 1) _exit(125);  // dlperf gave up before starting the command
-        execvp(cmd[0], cmd);
-        int e = errno;
-        ssize_t w = write(err[1], &e, sizeof e);
-        (void)w;
-        _exit(e == ENOENT ? 127 : 126);
-    }
-    g_child = pid;
-    if (g_pending_sig) kill(pid, g_pending_sig);
-    close(go[0]);
-    close(err[1]);
-
-    cfg.pid = pid;
     cfg.csv_path = csv;
     cfg.jsonl_path = jsonl;
-    dlp_monitor *mon = NULL;
-    dlp_monitor_http *http = NULL;
-    st = dlp_monitor_create(&cfg, &mon);
-    if (st == DLP_OK && metrics_port >= 0) st = dlp_monitor_http_start(mon, metrics_addr, metrics_port, &http);
-    if (st == DLP_OK) st = dlp_monitor_start(mon);
-    if (st != DLP_OK) {
-        close(go[1]);  // the child reads EOF and exits without running the command
-        close(err[0]);
-        waitpid(pid, NULL, 0);
-        set_forwarding(0);
-        dlp_monitor_http_stop(http);
-        dlp_monitor_destroy(mon);
-        return dlp_cli_fail(st);
-    }
-    if (http) {
-        int v6 = strchr(metrics_addr, ':') != NULL;
-        fprintf(stderr, "dlperf monitor: serving http://%s%s%s:%d/metrics\n", v6 ? "[" : "", metrics_addr, v6 ? "]" : "",
-                dlp_monitor_http_port(http));
-    }
-    int64_t t0 = dlp_now_ns();
-    ssize_t w = write(go[1], "g", 1);
-    (void)w;
-    close(go[1]);
-    int exec_errno = 0;
-    ssize_t r;
-    do r = read(err[0], &exec_errno, sizeof exec_errno);
-    while (r < 0 && errno == EINTR);
-    if (r != (ssize_t)sizeof exec_errno) exec_errno = 0;  // EOF: exec succeeded and closed the pipe
-    close(err[0]);
-
-    // Wait for the command to end without reaping it, so its tree can be read one last time.
-    siginfo_t si;
-    int wr;
-    do wr = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
-    while (wr != 0 && errno == EINTR);
-    dlp_status stop_st = dlp_monitor_stop(mon);
-    if (stop_st != DLP_OK) {
+    dlp_monitor_command_cfg cc = {.mon = cfg, .cmd = cmd, .metrics_addr = metrics_addr, .metrics_port = metrics_port,
+                                  .on_serving = on_serving};
+    dlp_monitor_command_result r;
+    if ((st = dlp_monitor_run_command(&cc, &r))) return dlp_cli_fail(st);
+    if (r.exec_errno) fprintf(stderr, "dlperf monitor: cannot run '%s': %s\n", cmd[0], strerror(r.exec_errno));
+    if (!quiet && !r.exec_errno) print_summary(stderr, r.summary, cmd, ncmd, r.exit_code, r.signal, r.wall_s);
+    int out_failed = r.monitor_failed;
+    if (json_path && write_result(json_path, opts, cmd, ncmd, &r) != DLP_OK) {
         dlp_err_print(stderr);
         dlp_err_clear();
+        out_failed = 1;
     }
-    int status = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-    }
-    double wall_s = (double)(dlp_now_ns() - t0) * 1e-9;
-    g_child = 0;
-    set_forwarding(0);
-    dlp_monitor_http_stop(http);
-    int code = 0, sig = 0;
-    if (WIFEXITED(status)) code = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status)) {
-        sig = WTERMSIG(status);
-        code = 128 + sig;
-    }
-    if (exec_errno) fprintf(stderr, "dlperf monitor: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
-
-    json_t *summary = dlp_monitor_summary_json(mon);
-    if (!quiet && !exec_errno) print_summary(stderr, summary, cmd, ncmd, code, sig, wall_s);
-    int out_failed = stop_st != DLP_OK;
-    if (json_path) {
-        json_t *res = dlp_json_result_new("dlperf.monitor/1", 0, NULL);
-        json_object_set_new(res, "options", dlp_opts_to_json(opts));
-        json_object_set_new(res, "versions", dlp_versions_to_json());
-        json_t *c = json_array();
-        for (int i = 0; i < ncmd; i++) json_array_append_new(c, json_string(cmd[i]));
-        json_object_set_new(res, "command", c);
-        json_object_set_new(res, "exit_code", json_integer(code));
-        json_object_set_new(res, "signal", sig ? json_integer(sig) : json_null());
-        if (exec_errno) json_object_set_new(res, "exec_error", json_string(strerror(exec_errno)));
-        json_object_set_new(res, "wall_s", json_real(wall_s));
-        json_t *ru_j = json_object();
-        json_object_set_new(ru_j, "user_s", json_real((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6));
-        json_object_set_new(ru_j, "system_s", json_real((double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6));
-        json_object_set_new(ru_j, "max_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
-        json_object_set_new(res, "rusage", ru_j);
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        json_object_set_new(res, "host", dlp_host_to_json(&h));
-        json_object_set_new(res, "monitor", json_incref(summary));
-        if (dlp_json_write(res, json_path, DLP_WRITE_NOCLOBBER) != DLP_OK) {
-            dlp_err_print(stderr);
-            dlp_err_clear();
-            out_failed = 1;
-        }
-        json_decref(res);
-    }
-    json_decref(summary);
-    dlp_monitor_destroy(mon);
+    dlp_monitor_command_result_free(&r);
     // The command's status passes through; if it succeeded but an output file is incomplete, say so with 1.
-    if (code == 0 && out_failed) return 1;
-    return code;
+    if (r.exit_code == 0 && out_failed) return 1;
+    return r.exit_code;
 }

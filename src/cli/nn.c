@@ -20,13 +20,14 @@
 #include "core/tensor.h"
 #include "hw/host.h"
 #include "nn/checkpoint.h"
+#include "nn/convert.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
 #include "run/step.h"
+#include "run/step_file.h"
+#include "run/net_bench.h"
 
-#define PRECISIONS "fp32|bf16|fp16"
-static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};
 
 static const char *default_device(void) { return dlp_backend_name(dlp_backends()[0]); }
 
@@ -123,6 +124,59 @@ static int cmd_info(int argc, char **argv) {
 
 // ---- nn bench ---------------------------------------------------------------------------------------------
 
+// The stderr line before the timed steps.
+static void bench_ready(void *ctx, const char *arch, const char *backend) {
+    const dlp_net_bench_cfg *c = ctx;
+    fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", arch, c->batch, c->size,
+            c->size, backend, dlp_dtype_name(c->precision), c->infer ? "inference" : "training", c->warmup, c->steps);
+}
+
+// dlperf.nn-bench/1
+static dlp_status write_bench_json(const char *path, const dlp_opt *opts, const dlp_net_bench_cfg *c,
+                                   const dlp_net_bench_result *r) {
+    const dlp_step_bench_result *br = &r->phases;
+    const int infer = c->infer;
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_t *res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
+    json_object_set_new(res, "config", dlp_opts_to_json(opts));
+    json_object_set_new(res, "backend", json_string(r->backend));
+    json_object_set_new(res, "compute_threads", json_integer(c->threads > 0 ? c->threads : h.cpus_allowed));
+    json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
+    json_object_set_new(res, "plan_ms", json_real(r->plan_ms));
+    if (r->plan_info) json_object_set_new(res, "backend_plan", json_incref(r->plan_info));  // ISA, kernels, fusions
+    json_object_set_new(res, "img_per_s", json_real(r->img_per_s));
+    json_object_set_new(res, "step_ms", json_real(r->step_ms));
+    json_object_set_new(res, "step_ms_p10", json_real(br->step.p10_ms));
+    json_object_set_new(res, "step_ms_p50", json_real(br->step.p50_ms));
+    json_object_set_new(res, "step_ms_p90", json_real(br->step.p90_ms));
+    json_object_set_new(res, "gflop_per_image", json_real(r->gflop_per_image));
+    json_object_set_new(res, "achieved_gflop_per_s", json_real(r->gflop_per_s));
+    if (r->peak_gflop_per_s > 0) {
+        json_object_set_new(res, "peak_gflop_per_s", json_real(r->peak_gflop_per_s));
+        json_object_set_new(res, "fraction_of_peak", json_real(r->gflop_per_s / r->peak_gflop_per_s));
+    }
+    json_t *ph = json_object(), *pq = json_object();
+    for (int p = 0; p < DLP_STEP_NPHASES; p++)
+        if (!infer || p <= DLP_STEP_FORWARD) {
+            const char *name = dlp_step_phase_name((dlp_step_phase)p);
+            json_object_set_new(ph, name, json_real(br->phase[p].mean_ms));
+            json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br->phase[p].p10_ms, "p50",
+                                                    br->phase[p].p50_ms, "p90", br->phase[p].p90_ms));
+        }
+    json_object_set_new(res, "phase_ms_per_step", ph);
+    json_object_set_new(res, "phase_ms_quantiles", pq);
+    if (!infer) {
+        json_object_set_new(res, "loss_first", json_real(br->loss_first));
+        json_object_set_new(res, "loss_last", json_real(br->loss_last));
+    }
+    json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
+    dlp_status st = dlp_json_write(res, path, DLP_WRITE_NOCLOBBER);
+    json_decref(res);
+    return st;
+}
+
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
     int classes, size, batch, prec, threads, steps, warmup, infer, peak;
@@ -133,7 +187,7 @@ static int cmd_bench(int argc, char **argv) {
         {"size", 0, DLP_OPT_INT, &size, "224", "PX", "input height and width", NULL, 0},
         {"classes", 0, DLP_OPT_INT, &classes, "1000", "N", "number of classes", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, default_device(), "DEV", "backend: cpu|ref|cuda|sim:<gpu>", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"steps", 's', DLP_OPT_INT, &steps, "10", "N", "timed steps", NULL, 0},
         {"warmup", 0, DLP_OPT_INT, &warmup, "2", "N", "untimed steps first", NULL, 0},
@@ -153,183 +207,41 @@ static int cmd_bench(int argc, char **argv) {
     if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
-    const char *arg;
-    const dlp_backend *ops = dlp_backend_find(device, &arg);
-    if (!ops) return dlp_cli_fail(dlp_err_status());
-    char why[256] = "";
-    if (dlp_backend_available(ops, why, sizeof why) != DLP_OK)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_UNSUPPORTED, "device %s is not available here: %s", device, why));
-    dlp_net net;
-    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
-    float *params = malloc((size_t)net.param_count * sizeof(float)), *bufs = malloc((size_t)net.buf_count * sizeof(float));
-    int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
-    void *input = NULL;
-    dlp_plan *plan = NULL;
-    json_t *res = NULL;
-    dlp_step_bench_result br = {0};
-    if (!params || !bufs || !labels) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
+    dlp_net_bench_cfg bc = {.model = model, .device = device, .classes = classes, .size = size, .batch = batch,
+                            .threads = threads, .steps = steps, .warmup = warmup, .precision = (dlp_dtype)prec,
+                            .infer = infer, .peak = peak, .seed = (uint64_t)seed, .on_ready = bench_ready, .ctx = &bc};
+    dlp_net_bench_result r;
+    if ((st = dlp_net_bench(&bc, &r))) {
+        dlp_net_bench_free(&r);
+        return dlp_cli_fail(st);
     }
-    dlp_resnet_init_params(&net, (uint64_t)seed, 0, params, bufs);
-    dlp_plan_cfg cfg = {.batch = batch, .train = !infer, .precision = k_precisions[prec], .threads = threads, .arg = arg};
-    int64_t t0 = dlp_now_ns();
-    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
-    const double plan_ms = dlp_ns_to_ms(dlp_now_ns() - t0);
-    DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
-    dlp_layout layout;
-    dlp_dtype in_type;
-    dlp_plan_input_format(plan, &layout, &in_type);
-    const int64_t in_elems = (int64_t)batch * dlp_net_layer_numel(&net, 0);
-    input = malloc((size_t)in_elems * dlp_dtype_size(in_type));
-    if (!input) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory for the input batch");
-        goto out;
-    }
-    dlp_rng rng;
-    dlp_rng_init(&rng, (uint64_t)seed, 99);
-    dlp_step_fill_random(input, in_elems, in_type, &rng);
-    for (int i = 0; i < batch; i++) labels[i] = (int32_t)dlp_rng_below(&rng, (uint64_t)classes);
-    fprintf(stderr, "nn bench: %s batch %d %dx%d on %s (%s, %s), %d warm-up + %d timed steps\n", net.arch, batch, size,
-            size, dlp_backend_name(ops), dlp_dtype_name(cfg.precision), infer ? "inference" : "training", warmup, steps);
-    // run/step's harness: every phase timed on its own (the device waited for after each)
-    const dlp_step_cfg sc = {.plan = plan, .train = !infer, .sync_phases = 1};
-    const dlp_step_batch sb = {.input = input, .n = batch, .labels = infer ? NULL : labels,
-                               .sgd = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f}};
-    const dlp_step_bench_cfg bc = {.warmup = warmup, .min_steps = steps, .max_steps = steps};
-    DLP_CHECK_GOTO(st, dlp_step_bench(&sc, &sb, &bc, &br), out);
-    const double step_ms = br.step.mean_ms, total_s = step_ms * steps * 1e-3;
-    const double img_per_s = (double)batch * steps / total_s;
-    const double flop_img = dlp_net_forward_flops(&net) * (infer ? 1 : 3);
-    const double gflops = flop_img * batch * steps / total_s * 1e-9;
-    double peak_gflops = 0;
-    if (peak) DLP_CHECK_GOTO(st, dlp_backend_measure_peak(ops, cfg.precision, threads, &peak_gflops), out);
-    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", net.arch, batch, size, size, dlp_backend_name(ops),
-           dlp_dtype_name(cfg.precision), infer ? "inference" : "training");
+    const dlp_step_bench_result *br = &r.phases;
+    printf("%-10s %s batch %d %dx%d, %s %s, %s\n", "config", r.arch, batch, size, size, r.backend,
+           dlp_dtype_name(bc.precision), infer ? "inference" : "training");
     printf("%-10s %.2f img/s, %.1f ms per step, %.1f GFLOP/s achieved (%.2f GFLOP per image)\n", "throughput",
-           img_per_s, step_ms, gflops, flop_img * 1e-9);
+           r.img_per_s, r.step_ms, r.gflop_per_s, r.gflop_per_image);
     for (int p = 0; p < DLP_STEP_NPHASES; p++)
         if (!infer || p <= DLP_STEP_FORWARD)
-            printf("%-10s %9.2f ms per step (%4.1f%%)\n", dlp_step_phase_name((dlp_step_phase)p), br.phase[p].mean_ms,
-                   100.0 * br.phase[p].mean_ms / step_ms);
-    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", br.loss_first, br.loss_last);
-    if (peak_gflops > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak", peak_gflops,
-                                100 * gflops / peak_gflops);
-    if (json_path) {
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
-        json_object_set_new(res, "config", dlp_opts_to_json(opts));
-        json_object_set_new(res, "backend", json_string(dlp_backend_name(ops)));
-        json_object_set_new(res, "compute_threads", json_integer(threads > 0 ? threads : h.cpus_allowed));
-        json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
-        json_object_set_new(res, "plan_ms", json_real(plan_ms));
-        json_t *info = dlp_plan_info_json(plan);  // what the backend chose: ISA, every kernel, fusions, memory
-        if (info) json_object_set_new(res, "backend_plan", info);
-        json_object_set_new(res, "img_per_s", json_real(img_per_s));
-        json_object_set_new(res, "step_ms", json_real(step_ms));
-        json_object_set_new(res, "step_ms_p10", json_real(br.step.p10_ms));
-        json_object_set_new(res, "step_ms_p50", json_real(br.step.p50_ms));
-        json_object_set_new(res, "step_ms_p90", json_real(br.step.p90_ms));
-        json_object_set_new(res, "gflop_per_image", json_real(flop_img * 1e-9));
-        json_object_set_new(res, "achieved_gflop_per_s", json_real(gflops));
-        if (peak_gflops > 0) {
-            json_object_set_new(res, "peak_gflop_per_s", json_real(peak_gflops));
-            json_object_set_new(res, "fraction_of_peak", json_real(gflops / peak_gflops));
-        }
-        json_t *ph = json_object(), *pq = json_object();
-        for (int p = 0; p < DLP_STEP_NPHASES; p++)
-            if (!infer || p <= DLP_STEP_FORWARD) {
-                const char *name = dlp_step_phase_name((dlp_step_phase)p);
-                json_object_set_new(ph, name, json_real(br.phase[p].mean_ms));
-                json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br.phase[p].p10_ms, "p50",
-                                                        br.phase[p].p50_ms, "p90", br.phase[p].p90_ms));
-            }
-        json_object_set_new(res, "phase_ms_per_step", ph);
-        json_object_set_new(res, "phase_ms_quantiles", pq);
-        if (!infer) {
-            json_object_set_new(res, "loss_first", json_real(br.loss_first));
-            json_object_set_new(res, "loss_last", json_real(br.loss_last));
-        }
-        json_object_set_new(res, "host", dlp_host_to_json(&h));
-        json_object_set_new(res, "versions", dlp_versions_to_json());
-        st = dlp_json_write(res, json_path, DLP_WRITE_NOCLOBBER);
-    }
-out:
-    json_decref(res);
-    dlp_step_bench_free(&br);
-    dlp_plan_free(plan);
-    free(input);
-    free(params);
-    free(bufs);
-    free(labels);
-    dlp_net_free(&net);
+            printf("%-10s %9.2f ms per step (%4.1f%%)\n", dlp_step_phase_name((dlp_step_phase)p), br->phase[p].mean_ms,
+                   100.0 * br->phase[p].mean_ms / r.step_ms);
+    if (!infer) printf("%-10s %.4f at the first step, %.4f at the last\n", "loss", br->loss_first, br->loss_last);
+    if (r.peak_gflop_per_s > 0) printf("%-10s %.1f GFLOP/s convolution peak; achieved %.0f%% of it\n", "peak",
+                                       r.peak_gflop_per_s, 100 * r.gflop_per_s / r.peak_gflop_per_s);
+    if (json_path) st = write_bench_json(json_path, opts, &bc, &r);
+    dlp_net_bench_free(&r);
     return dlp_cli_fail(st);
 }
 
 // ---- nn step ----------------------------------------------------------------------------------------------
 
-typedef struct step_io {
-    dlp_st_file in;
-    float *x;
-    int32_t *labels;
-    int n, c, h, w;
-} step_io;
-
-static dlp_status read_batch(const char *path, step_io *io) {
-    memset(io, 0, sizeof *io);
-    DLP_CHECK(dlp_st_open(path, 0, &io->in));
-    const dlp_st_tensor *x = dlp_st_find(&io->in, "input"), *y = dlp_st_find(&io->in, "labels");
-    if (!x || !y)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: needs tensors 'input' (N, C, H, W) and 'labels' (N)", path);
-    if (x->ndim != 4 || y->ndim != 1 || y->shape[0] != x->shape[0] || x->shape[0] < 1 || x->shape[0] > 1 << 20)
-        return DLP_ERR(DLP_ERR_FORMAT, "%s: 'input' must be (N, C, H, W) and 'labels' (N) with the same N", path);
-    static const char *const dims[4] = {"N", "C", "H", "W"};
-    static const int64_t maxd[4] = {1 << 20, 64, 1 << 14, 1 << 14};  // a batch, channels, pixels: sane bounds
-    for (int d = 0; d < 4; d++)
-        if (x->shape[d] < 1 || x->shape[d] > maxd[d])
-            return DLP_ERR(DLP_ERR_FORMAT, "%s: tensor 'input' has %s = %lld (must be 1..%lld)", path, dims[d],
-                           (long long)x->shape[d], (long long)maxd[d]);
-    io->n = (int)x->shape[0];
-    io->c = (int)x->shape[1];
-    io->h = (int)x->shape[2];
-    io->w = (int)x->shape[3];
-    io->x = malloc((size_t)x->numel * sizeof(float));
-    int64_t *l = malloc((size_t)io->n * sizeof(int64_t));
-    io->labels = malloc((size_t)io->n * sizeof(int32_t));
-    if (!io->x || !l || !io->labels) {
-        free(l);
-        return DLP_ERR(DLP_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    dlp_status st = dlp_st_read_f32(&io->in, x, io->x);
-    if (!st) st = dlp_st_read_i64(&io->in, y, l);
-    for (int i = 0; !st && i < io->n; i++) {
-        if (l[i] < 0 || l[i] > INT32_MAX)  // checked before narrowing: 2^32 + 3 must not become class 3
-            st = DLP_ERR(DLP_ERR_FORMAT, "%s: tensor 'labels'[%d] = %lld is not a class index (0 .. 2^31 - 1)", path, i,
-                         (long long)l[i]);
-        else io->labels[i] = (int32_t)l[i];
-    }
-    free(l);
-    return st;
-}
-
-static void step_io_free(step_io *io) {
-    free(io->x);
-    free(io->labels);
-    dlp_st_close(&io->in);
-}
-
-// What nn step reads from the plan between phases.
-typedef struct step_reads {
-    dlp_plan *plan;
-    float *logits, *grads;
-} step_reads;
-
-static dlp_status read_after(void *ctx, dlp_step_phase p) {
-    step_reads *r = ctx;
-    if (p == DLP_STEP_FORWARD) return dlp_plan_get_output(r->plan, r->logits);
-    if (p == DLP_STEP_BACKWARD) return dlp_plan_get_grads(r->plan, r->grads);
-    return DLP_OK;
+// --out, and --checkpoint with its state file, must not exist.
+static dlp_status check_step_outputs(const char *out_path, const char *ck_path) {
+    DLP_CHECK(dlp_check_new_output(out_path, "--out"));
+    if (!ck_path) return DLP_OK;
+    char sp[1100];
+    dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
+    DLP_CHECK(dlp_check_new_output(ck_path, "--checkpoint"));
+    return dlp_check_new_output(sp, "--checkpoint's state");
 }
 
 static int cmd_step(int argc, char **argv) {
@@ -348,7 +260,7 @@ static int cmd_step(int argc, char **argv) {
          "safetensors with 'input' (N, 3, H, W) F32 and 'labels' (N) integer (required)", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, "ref", "DEV", "backend: ref|cpu|cuda|sim:<gpu>", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "fp32", NULL, "compute type", PRECISIONS, 0},
+        {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
         {"eval", 0, DLP_OPT_FLAG, &eval, NULL, NULL, "inference plan: logits and loss only, BN with running stats", NULL, 0},
         {"plan-batch", 0, DLP_OPT_INT, &plan_batch, "0", "N", "with --eval: the plan's batch (>= N: a partial batch)", NULL, 0},
@@ -375,175 +287,19 @@ static int cmd_step(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
-    if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
-    if (ck_path) {
-        char sp[1100];
-        dlp_checkpoint_state_path(ck_path, sp, sizeof sp);
-        if ((st = dlp_check_new_output(ck_path, "--checkpoint")) || (st = dlp_check_new_output(sp, "--checkpoint's state")))
-            return dlp_cli_fail(st);
-    }
-    const char *arg;
-    const dlp_backend *ops = dlp_backend_find(device, &arg);
-    if (!ops) return dlp_cli_fail(dlp_err_status());
-    step_io io;
-    dlp_net net;
-    memset(&net, 0, sizeof net);
-    float *params = NULL, *bufs = NULL, *grads = NULL, *gx = NULL, *logits = NULL, *newp = NULL, *newb = NULL;
-    dlp_plan *plan = NULL;
-    void *in_conv = NULL;  // the batch in the plan's input format when that is not NCHW fp32
-    dlp_st_writer w;
-    dlp_st_writer_init(&w);
-    char **names = NULL;
-    int nnames = 0;
-    DLP_CHECK_GOTO(st, read_batch(input_path, &io), out);
-    dlp_resnet_cfg rc;
-    DLP_CHECK_GOTO(st, dlp_resnet_cfg_from_name(model, classes, io.h, &rc), out);
-    rc.in_channels = io.c;
-    rc.width_px = io.w;
-    DLP_CHECK_GOTO(st, dlp_resnet_build(&rc, &net), out);
-    const int n = io.n;
-    if (plan_batch == 0) plan_batch = n;
-    if (plan_batch < n || (!eval && plan_batch != n)) {
-        st = DLP_ERR(DLP_ERR_INVALID, "--plan-batch %d: must be >= the batch's %d samples, and only with --eval", plan_batch, n);
-        goto out;
-    }
-    params = malloc((size_t)net.param_count * sizeof(float));
-    bufs = malloc((size_t)net.buf_count * sizeof(float));
-    grads = malloc((size_t)net.param_count * sizeof(float));
-    newp = malloc((size_t)net.param_count * sizeof(float));
-    newb = malloc((size_t)net.buf_count * sizeof(float));
-    gx = malloc((size_t)n * dlp_net_layer_numel(&net, 0) * sizeof(float));
-    logits = malloc((size_t)n * net.num_classes * sizeof(float));
-    if (!params || !bufs || !grads || !newp || !newb || !gx || !logits) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    int64_t nbt = 0;
-    if (weights) DLP_CHECK_GOTO(st, dlp_state_load(&net, weights, DLP_STATE_STRICT, params, bufs, &nbt), out);
-    else dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, params, bufs);
-    dlp_plan_cfg cfg = {.batch = plan_batch, .train = !eval, .precision = k_precisions[prec], .threads = threads, .arg = arg};
-    DLP_CHECK_GOTO(st, dlp_plan_create(ops, &net, &cfg, &plan), out);
-    DLP_CHECK_GOTO(st, dlp_plan_set_params(plan, params, bufs), out);
-    dlp_layout layout;
-    dlp_dtype in_type;
-    dlp_plan_input_format(plan, &layout, &in_type);
-    if (layout != DLP_LAYOUT_NCHW || in_type != DLP_DTYPE_F32) {
-        // Convert the NCHW fp32 batch to what the plan wants.
-        const int64_t hw = (int64_t)io.h * io.w, per = hw * io.c;
-        void *conv = malloc((size_t)(n * per) * dlp_dtype_size(in_type));
-        if (!conv || in_type == DLP_DTYPE_U8) {
-            free(conv);
-            st = DLP_ERR(DLP_ERR_UNSUPPORTED, "nn step: cannot feed device %s its input format", dlp_backend_name(ops));
-            goto out;
-        }
-        for (int i = 0; i < n; i++)
-            for (int c = 0; c < io.c; c++)
-                for (int64_t j = 0; j < hw; j++) {
-                    float v = io.x[i * per + c * hw + j];
-                    int64_t at = layout == DLP_LAYOUT_NHWC ? i * per + j * io.c + c : i * per + c * hw + j;
-                    if (in_type == DLP_DTYPE_F32) ((float *)conv)[at] = v;
-                    else ((uint16_t *)conv)[at] = in_type == DLP_DTYPE_BF16 ? dlp_f32_to_bf16(v) : dlp_f32_to_f16(v);
-                }
-        in_conv = conv;
-    }
-    // One step through run/step: the logits read after the forward, the gradients before the update.
-    step_reads rd = {.plan = plan, .logits = logits, .grads = grads};
-    const dlp_step_cfg sc = {.plan = plan, .train = !eval, .sync_phases = 1, .label_smoothing = (float)smoothing,
-                             .after_phase = read_after, .hook_ctx = &rd};
-    const dlp_step_batch sb = {.input = in_conv ? in_conv : (const void *)io.x, .n = n, .labels = io.labels,
-                               .sgd = {.lr = (float)lr, .momentum = (float)momentum, .weight_decay = (float)wd,
-                                       .nesterov = nesterov, .decay_no_decay_params = !no_decay_bn}};
-    dlp_step_result sr;
-    DLP_CHECK_GOTO(st, dlp_step_run(&sc, &sb, -1, &sr), out);
-    const dlp_loss_out lo = sr.loss;
-    int64_t c1 = lo.correct_top1, c5 = lo.correct_top5;
-    int64_t lshape[2] = {n, net.num_classes};
-    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "logits", DLP_ST_F32, 2, lshape, logits), out);
-    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "loss", DLP_ST_F64, 0, NULL, &lo.loss), out);
-    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top1", DLP_ST_I64, 0, NULL, &c1), out);
-    DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "correct_top5", DLP_ST_I64, 0, NULL, &c5), out);
-    int64_t nbt_after = nbt + 1;
-    if (!eval) {
-        DLP_CHECK_GOTO(st, dlp_plan_get_params(plan, newp, newb), out);
-        int64_t xshape[4] = {n, io.c, io.h, io.w};
-        if (dlp_backend_has(ops, DLP_BACKEND_INPUT_GRAD)) {
-            DLP_CHECK_GOTO(st, dlp_plan_get_input_grad(plan, gx), out);
-            DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, "input_grad", DLP_ST_F32, 4, xshape, gx), out);
-        }
-        names = calloc((size_t)(2 * net.nparams + 2 * net.nbufs), sizeof *names);
-        if (!names) {
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        for (int i = 0; i < net.nparams; i++) {
-            const dlp_param *p = &net.params[i];
-            if (asprintf(&names[nnames], "grad.%s", p->name) < 0) names[nnames] = NULL;
-            if (!names[nnames]) { st = DLP_ERR(DLP_ERR_NOMEM, "out of memory"); goto out; }
-            DLP_CHECK_GOTO(st, dlp_st_writer_add(&w, names[nnames++], DLP_ST_F32, p->ndim, p->shape, grads + p->offset), out);
-        }
-        // updated.<name>: the state_dict after optimizer.step(), in its order
-        for (int li = 0; li < net.nlayers; li++) {
-            const dlp_layer *l = &net.layers[li];
-            for (int k = 0; k < l->nparams + l->nbufs + (l->kind == DLP_LAYER_BN); k++) {
-                const dlp_param *p = k < l->nparams ? &net.params[l->param0 + k]
-                                   : k < l->nparams + l->nbufs ? &net.bufs[l->buf0 + k - l->nparams] : NULL;
-                char *nm;
-                if (asprintf(&nm, "updated.%s%s", p ? p->name : l->name, p ? "" : ".num_batches_tracked") < 0) {
-                    st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-                    goto out;
-                }
-                names[nnames++] = nm;
-                if (p) st = dlp_st_writer_add(&w, nm, DLP_ST_F32, p->ndim, p->shape,
-                                              (k < l->nparams ? newp : newb) + p->offset);
-                else st = dlp_st_writer_add(&w, nm, DLP_ST_I64, 0, NULL, &nbt_after);
-                if (st) goto out;
-            }
-        }
-    }
-    DLP_CHECK_GOTO(st, dlp_st_writer_write(&w, out_path, DLP_WRITE_NOCLOBBER), out);
-    if (ck_path) {
-        dlp_checkpoint ck;
-        memset(&ck, 0, sizeof ck);
-        dlp_lr_schedule_default(&ck.sched);
-        ck.sched.base_lr = lr;
-        ck.sched.scale_by_batch = 0;
-        ck.sched.decay = DLP_LR_CONSTANT;
-        ck.pos.step = eval ? 0 : 1;
-        ck.pos.step_in_epoch = ck.pos.step;
-        ck.pos.samples_seen = eval ? 0 : n;
-        ck.pos.seed = (uint64_t)seed;
-        ck.pos.last_loss = lo.loss;
-        float *mom = NULL;
-        if (!eval) {
-            mom = malloc((size_t)net.param_count * sizeof(float));
-            if (!mom || (st = dlp_plan_get_momentum(plan, mom))) {
-                free(mom);
-                if (!st) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-                goto out;
-            }
-        }
-        st = dlp_checkpoint_save(ck_path, &net, eval ? params : newp, eval ? bufs : newb, mom, &ck);
-        free(mom);
-        if (st) goto out;
-    }
-    printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", dlp_backend_name(ops),
-           n, lo.loss, (long long)c1, (long long)c5, out_path);
-out:
-    free(in_conv);
-    if (plan) dlp_plan_free(plan);
-    dlp_st_writer_free(&w);
-    for (int i = 0; i < nnames; i++) free(names[i]);
-    free(names);
-    step_io_free(&io);
-    free(params);
-    free(bufs);
-    free(grads);
-    free(gx);
-    free(logits);
-    free(newp);
-    free(newb);
-    dlp_net_free(&net);
-    return dlp_cli_fail(st);
+    if ((st = check_step_outputs(out_path, ck_path))) return dlp_cli_fail(st);
+    dlp_step_file_cfg sc = {
+        .model = model, .classes = classes, .weights = weights, .seed = (uint64_t)seed, .zero_init_residual = zero_init,
+        .input_path = input_path, .out_path = out_path, .checkpoint_path = ck_path, .device = device,
+        .precision = (dlp_dtype)prec, .threads = threads, .eval = eval, .plan_batch = plan_batch, .lr = lr,
+        .momentum = momentum, .weight_decay = wd, .label_smoothing = smoothing, .nesterov = nesterov,
+        .no_bn_decay = no_decay_bn,
+    };
+    dlp_step_file_result r;
+    if ((st = dlp_step_file_run(&sc, &r))) return dlp_cli_fail(st);
+    printf("%s on %s: %d samples, loss %.6f, top-1 %lld, top-5 %lld -> %s\n", eval ? "eval" : "train step", r.backend,
+           r.n, r.loss, (long long)r.top1, (long long)r.top5, out_path);
+    return 0;
 }
 
 // ---- nn init ----------------------------------------------------------------------------------------------

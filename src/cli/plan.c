@@ -17,6 +17,8 @@
 #include "hw/host.h"
 #include "hw/parts.h"
 #include "perf/hwplan.h"
+#include "perf/hwplan_change.h"
+#include "perf/hwplan_needs.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
@@ -28,19 +30,7 @@ typedef struct {
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
 static const char *dur(double s, char *buf, size_t len) { return dlp_cli_dur(s, 1, buf, len); }
 
-static const char *rate(double bps, char *buf, size_t len) {
-    if (bps >= 1e9) snprintf(buf, len, "%.1f GB/s", bps / 1e9);
-    else snprintf(buf, len, "%.0f MB/s", bps / 1e6);
-    return buf;
-}
-
-// "$12,345" or "$12.34/h"
-static const char *money(double v, int hourly, char *buf, size_t len) {
-    char g[32];
-    if (hourly) snprintf(buf, len, "$%.2f/h", v);
-    else snprintf(buf, len, "$%s", grp(v, g, sizeof g));
-    return buf;
-}
+static const char *money(double v, int hourly, char *buf, size_t len) { return dlp_hwplan_money(v, hourly, buf, len); }
 
 static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
     if (c->sys)
@@ -54,44 +44,11 @@ static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
     }
 }
 
-static json_t *cand_json(const dlp_hwplan_cand *c) {
-    json_t *e = json_object();
-    json_object_set_new(e, "id", json_string(c->id));
-    json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
-    json_object_set_new(e, "platform", c->plat ? json_string(c->plat->id) : json_null());
-    json_object_set_new(e, "gpu", json_string(c->gpu->id));
-    json_object_set_new(e, "gpus_per_node", json_integer(c->gpus));
-    json_object_set_new(e, "cpu", json_string(c->cpu->id));
-    json_object_set_new(e, "sockets", json_integer(c->sockets));
-    json_object_set_new(e, "storage", c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base"));
-    json_object_set_new(e, "nodes", json_integer(c->nodes));
-    json_object_set_new(e, "ok", json_boolean(c->ok));
-    if (!c->ok) json_object_set_new(e, "error", json_string(c->err));
-    json_object_set_new(e, "feasible", json_boolean(c->feasible));
-    json_object_set_new(e, "price_usd", json_real(c->price_usd));
-    json_object_set_new(e, "usd_per_hour", json_real(c->usd_per_hour));
-    json_object_set_new(e, "budget_cost", json_real(c->budget_cost));
-    if (c->ok) {
-        json_object_set_new(e, "img_per_s", json_real(c->img_per_s));
-        json_object_set_new(e, "host_img_per_s_per_node", dlp_json_real_or_null(c->host_img_per_s));
-        json_object_set_new(e, "device_img_per_s_per_node", json_real(c->device_img_per_s));
-        json_object_set_new(e, "host_over_device", dlp_json_real_or_null(c->ratio));
-        json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(c->bottleneck)));
-        json_object_set_new(e, "total_s", json_real(c->total_s));
-        json_object_set_new(e, "usd_per_million_images", json_real(c->usd_per_million));
-        json_object_set_new(e, "usd_total", json_real(c->usd_total));
-    }
-    return e;
-}
 
 // --- what each part must deliver -----------------------------------------------------------------------------------
 
-typedef struct req_line {
-    const char *part;
-    char need[120], has[160], mark[240];
-} req_line;
 
-static void add_line(json_t *arr, const req_line *l) {
+static void add_line(json_t *arr, const dlp_hwplan_need *l) {
     printf("    %-15s %-50s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
     if (!arr) return;
     json_t *e = json_object();
@@ -102,169 +59,26 @@ static void add_line(json_t *arr, const req_line *l) {
     json_array_append_new(arr, e);
 }
 
-// The cheapest neighbor of `chosen` (one part swapped, `what`) that is about as fast (a cheaper part would do), or
-// the one with the most images/s per extra dollar among those faster (money better spent here).
-static int cheaper_would_do(const dlp_hwplan_cand *c, int n, int chosen, const char *part, double tol) {
-    int best = -1;
-    for (int i = 0; i < n; i++) {
-        const char *what;
-        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || strcmp(what, part)) continue;
-        if (c[i].budget_cost < c[chosen].budget_cost && c[i].img_per_s >= (1 - tol) * c[chosen].img_per_s &&
-            (best < 0 || c[i].budget_cost < c[best].budget_cost))
-            best = i;
-    }
-    return best;
-}
-
-static int better_spent(const dlp_hwplan_cand *c, int n, int chosen, double tol, const char **part) {
-    int best = -1;
-    double best_gain = 0;
-    for (int i = 0; i < n; i++) {
-        const char *what;
-        if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what)) continue;
-        double dcost = c[i].budget_cost - c[chosen].budget_cost, dimg = c[i].img_per_s - c[chosen].img_per_s;
-        if (dimg <= tol * c[chosen].img_per_s || dcost <= 0) continue;
-        if (dimg / dcost > best_gain) {
-            best_gain = dimg / dcost;
-            best = i;
-            *part = what;
-        }
-    }
-    return best;
-}
-
 static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
                                double tol, int hourly, const char *pipe, json_t *arr) {
-    char b1[32], b2[32], m[64];
+    char b1[32];
     int N = o->devices;
-    double target = o->busy_img_per_s;
     printf("  what each part must deliver to keep the %d GPU%s per node busy at %s img/s:\n", N, N > 1 ? "s" : "",
-           grp(target, b1, sizeof b1));
-    req_line l;
-    int k;
-    // GPUs
-    memset(&l, 0, sizeof l);
-    l.part = "GPUs";
-    snprintf(l.need, sizeof l.need, "%s img/s per GPU (%s)", grp(o->device_img_per_s / N, b1, sizeof b1),
-             o->step.rate ? "the device profile" : "-");
-    snprintf(l.has, sizeof l.has, "compute %s img/s per GPU", grp(o->stages[DLP_STAGE_COMPUTE].img_per_s / N, b1, sizeof b1));
-    add_line(arr, &l);
-    // CPU cores
-    memset(&l, 0, sizeof l);
-    l.part = "cores per GPU";
-    snprintf(l.need, sizeof l.need, ">= %.1f (%s pipeline, cores %.2fx the dev core)", o->loader_cores_needed / N, pipe,
-             p->host.core_speed_rel);
-    snprintf(l.has, sizeof l.has, "has %.1f free (%s)", o->loader_cores / N, p->host.cpu_model);
-    double head = o->loader_cores / o->loader_cores_needed;
-    if (head < 1 - 1e-9) snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for the CPU");
-    else if (c && (k = cheaper_would_do(c, n, chosen, "cpu", tol)) >= 0)
-        snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %dx %s saves %s", head, c[k].sockets, c[k].cpu->id,
-                 money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
-    else if (head > 1.5)
-        snprintf(l.mark, sizeof l.mark, "%.1fx headroom%s", head, !c ? "" : c[chosen].sys ? " (the CPU comes with the system)"
-                                                                                       : " (no cheaper CPU this platform takes)");
-    else snprintf(l.mark, sizeof l.mark, "ok (%.1fx)", head);
-    add_line(arr, &l);
-    // Storage (cold reads: the first epoch, or every epoch when the dataset does not stay cached)
-    memset(&l, 0, sizeof l);
-    l.part = "storage";
-    snprintf(l.need, sizeof l.need, ">= %s cold", rate(o->storage_bytes_per_s_needed, b1, sizeof b1));
-    snprintf(l.has, sizeof l.has, "has %s (%s)", rate(p->storage.cold_read_bytes_per_s, b2, sizeof b2), p->storage.desc);
-    head = p->storage.cold_read_bytes_per_s / o->storage_bytes_per_s_needed;
-    if (o->stages[DLP_STAGE_READ].present && o->stages[DLP_STAGE_READ].img_per_s < target * (1 - 1e-9))
-        snprintf(l.mark, sizeof l.mark, "SHORT: the GPUs wait for storage");
-    else if (c && (k = cheaper_would_do(c, n, chosen, "storage", tol)) >= 0)
-        snprintf(l.mark, sizeof l.mark, "%.1fx; a cheaper part would do: %s", head, c[k].stor ? c[k].stor->id : "the base drive");
-    else snprintf(l.mark, sizeof l.mark, "%.1fx%s", head, o->storage_cold ? "" : " (read cold in the first epoch only)");
-    add_line(arr, &l);
-    // Memory: the page cache that keeps the dataset warm
-    memset(&l, 0, sizeof l);
-    l.part = "memory";
-    snprintf(l.need, sizeof l.need, ">= %.0f GB page cache to read warm", o->page_cache_bytes_needed / 1e9);
-    snprintf(l.has, sizeof l.has, "has %.0f GB (%.0f GB RAM)", p->storage.page_cache_bytes / 1e9, p->host.mem_bytes / 1e9);
-    snprintf(l.mark, sizeof l.mark, "%s", o->storage_cold ? "every epoch reads cold: storage must keep up" : "ok");
-    add_line(arr, &l);
-    if (o->stages[DLP_STAGE_HOSTMEM].present) {
-        memset(&l, 0, sizeof l);
-        l.part = "memory bw";
-        double need = p->host.mem_bw_bytes_per_s * target / o->stages[DLP_STAGE_HOSTMEM].img_per_s;
-        snprintf(l.need, sizeof l.need, ">= %s", rate(need, b1, sizeof b1));
-        snprintf(l.has, sizeof l.has, "has %s", rate(p->host.mem_bw_bytes_per_s, b2, sizeof b2));
-        snprintf(l.mark, sizeof l.mark, "%s", need > p->host.mem_bw_bytes_per_s ? "SHORT" : "ok");
-        add_line(arr, &l);
-    }
-    // PCIe
-    memset(&l, 0, sizeof l);
-    l.part = "PCIe";
-    snprintf(l.need, sizeof l.need, ">= %s per GPU host-to-device", rate(o->h2d_bytes_per_s_needed, b1, sizeof b1));
-    snprintf(l.has, sizeof l.has, "has %s per GPU", rate(o->h2d_bytes_per_s, b2, sizeof b2));
-    snprintf(l.mark, sizeof l.mark, "%s", o->h2d_bytes_per_s < o->h2d_bytes_per_s_needed ? "SHORT" : "ok");
-    add_line(arr, &l);
-    // Allreduce
-    if (N * o->nodes > 1) {
-        memset(&l, 0, sizeof l);
-        l.part = "allreduce";
-        if (o->busbw_needed > 0) snprintf(l.need, sizeof l.need, ">= %.0f GB/s bus bandwidth", o->busbw_needed / 1e9);
-        else snprintf(l.need, sizeof l.need, "hidden under backward");
-        snprintf(l.has, sizeof l.has, "has %.0f GB/s in the node%s", p->net.allreduce_busbw_bytes_per_s / 1e9,
-                 o->nodes > 1 ? " + the network between nodes" : "");
-        if (o->nodes > 1) {
-            size_t ln = strlen(l.has);
-            snprintf(l.has + ln, sizeof l.has - ln, " (%.1f GB/s)", p->net.nic_bytes_per_s / 1e9);
-        }
-        // Exposed beyond 2% of the step: the allreduce must get faster by t / (t - exposed) to hide under backward.
-        int short_ar = o->allreduce_exposed_s > 0.02 * o->device_step_s;
-        double factor = o->allreduce_s > o->allreduce_exposed_s ? o->allreduce_s / (o->allreduce_s - o->allreduce_exposed_s) : 0;
-        if (short_ar && o->nodes > 1 && factor > 0)
-            snprintf(l.need, sizeof l.need, ">= %.1f GB/s between nodes (%.1fx)", factor * p->net.nic_bytes_per_s / 1e9, factor);
-        else if (short_ar && factor > 0)
-            snprintf(l.need, sizeof l.need, ">= %.0f GB/s bus bandwidth", factor * p->net.allreduce_busbw_bytes_per_s / 1e9);
-        snprintf(l.mark, sizeof l.mark, "%s (%.2f ms exposed per step)", short_ar ? "SHORT" : "ok", o->allreduce_exposed_s * 1e3);
-        add_line(arr, &l);
-    }
+           grp(o->busy_img_per_s, b1, sizeof b1));
+    dlp_hwplan_need lines[DLP_HWPLAN_MAX_NEEDS];
+    int nl = dlp_hwplan_needs(p, o, c, n, chosen, tol, hourly, pipe, lines);
+    for (int i = 0; i < nl; i++) add_line(arr, &lines[i]);
 }
 
 // Balance of one prediction: the input pipeline's capacity over the devices'.
 static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen, double tol, int hourly,
                           json_t *res) {
-    char b1[32], b2[32], m[64], why[400] = "";
-    double host = dlp_hwplan_host_cap(o), dev = o->device_img_per_s, r = host / dev;
-    int balanced = fabs(r - 1) <= 0.10;
-    if (!balanced && !c) {  // a given machine: its changes are listed after the requirements
-        snprintf(why, sizeof why, "%s", r > 1 ? "the CPU pipeline has spare capacity (see 'a cheaper part would do' below)"
-                                              : "the GPUs wait for the CPU input pipeline or storage (see the change below)");
-    } else if (!balanced && r > 1) {
-        int k = c ? cheaper_would_do(c, n, chosen, "cpu", tol) : -1;
-        if (k >= 0)
-            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: a cheaper part would do (%dx %s, %s "
-                     "less)", r, c[k].sockets, c[k].cpu->id, money(c[chosen].budget_cost - c[k].budget_cost, hourly, m, sizeof m));
-        else if (c[chosen].sys)
-            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take: %s is a whole catalog system (a "
-                     "cloud instance or a fixed build), its CPU comes with it", r, c[chosen].sys->id);
-        else
-            snprintf(why, sizeof why, "the CPU pipeline has %.2fx what the GPUs take, and no cheaper CPU or storage the "
-                     "platform takes keeps them fed: the spare cores are the price of the cheapest part that does", r);
-    } else if (!balanced) {
-        snprintf(why, sizeof why, "the GPUs wait for %s (the CPU pipeline delivers %.2fx what they take)",
-                 dlp_stage_name(o->bottleneck), r);
-        int best = -1;
-        for (int i = 0; c && i < n; i++) {
-            const char *what;
-            if (!c[i].ok || !dlp_hwplan_neighbor(&c[chosen], &c[i], &what) || (strcmp(what, "cpu") && strcmp(what, "storage")))
-                continue;
-            if (c[i].ratio >= 0.9 && (best < 0 || c[i].budget_cost < c[best].budget_cost)) best = i;
-        }
-        size_t ln = strlen(why);
-        if (best >= 0)
-            snprintf(why + ln, sizeof why - ln, "; buy %s (%s more%s)", c[best].stor != c[chosen].stor
-                     ? (c[best].stor ? c[best].stor->id : "the base drive") : c[best].cpu->id,
-                     money(c[best].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m),
-                     c[best].feasible ? "" : ", over the budget");
-        else
-            snprintf(why + ln, sizeof why - ln, "%s", c[chosen].sys
-                     ? "; a whole catalog system's CPU and storage come with it: the requirement lines say what would feed them"
-                     : "; no CPU or storage this platform takes feeds them: the requirement lines say what would");
-    }
+    char b1[32], b2[32];
+    dlp_hwplan_balance_info bi;
+    dlp_hwplan_balance(o, c, n, chosen, tol, hourly, &bi);
+    const double host = bi.host_img_per_s, dev = bi.device_img_per_s, r = bi.ratio;
+    const int balanced = bi.balanced;
+    const char *why = bi.why;
     printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n", grp(host, b1, sizeof b1),
            grp(dev, b2, sizeof b2), r, balanced ? "balanced (within 10%)" : "not balanced: ", why);
     if (res) {
@@ -278,59 +92,38 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
     }
 }
 
-// --- the inverse: a machine's cheapest change --------------------------------------------------------------------------
+// --- the inverse: a machine's cheapest change (perf/hwplan_change) ----------------------------------------------------
 
-typedef struct change {
-    const dlp_cpu_spec *cpu;
-    const dlp_storage_opt *stor;
-    double dusd, img_per_s;
-    dlp_stage bottleneck;
-} change;
+static json_t *change_json(const dlp_hwplan_change *ch, int with_bottleneck) {
+    json_t *e = json_object();
+    json_object_set_new(e, "cpu", ch->cpu ? json_string(ch->cpu->id) : json_null());
+    json_object_set_new(e, "storage", ch->stor ? json_string(ch->stor->id) : json_null());
+    json_object_set_new(e, "delta_usd", json_real(ch->delta_usd));
+    json_object_set_new(e, "img_per_s", json_real(ch->img_per_s));
+    if (with_bottleneck) json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(ch->bottleneck)));
+    return e;
+}
+
+// "CPU -> x, storage -> y"
+static const char *change_text(const dlp_hwplan_change *ch, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%s%s%s", ch->cpu ? "CPU -> " : "", ch->cpu ? ch->cpu->id : "", ch->cpu && ch->stor ? ", " : "",
+             ch->stor ? "storage -> " : "", ch->stor ? ch->stor->id : "");
+    return buf;
+}
 
 static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
                           json_t *res) {
-    dlp_profile *p = malloc(sizeof *p), *p2 = malloc(sizeof *p2);
-    dlp_prediction *o = malloc(sizeof *o), *o2 = malloc(sizeof *o2);
-    dlp_status st = p && p2 && o && o2 ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    const dlp_system_spec *s = NULL;
-    dlp_workload w;
-    dlp_cost cost;
-    char b1[32], b2[32], m[64];
-    if (!st && op->system) {
-        s = dlp_catalog_system(cat, op->system);
-        if (!s) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--system");
-        if (!st) st = dlp_hwplan_predict_spec(cat, s, 1, req, p, &w, o, &cost);
-    } else if (!st) {
-        st = dlp_profile_read(op->profile, p);
-        if (!st && op->device) {  // a catalog GPU put into the measured host
-            dlp_sim_spec sim;
-            st = dlp_sim_spec_parse(strncmp(op->device, "sim:", 4) == 0 ? op->device + 4 : op->device, &sim);
-            if (!st) st = dlp_sim_device(&sim, cat, &p->devices[0]);
-            if (!st) {
-                p->ndevices = 1;
-                p->devices_per_node = op->devices > 0 ? op->devices : p->devices_per_node > 0 ? p->devices_per_node : 1;
-            }
-        } else if (!st) {  // the profile's GPU first
-            for (int i = 1; i < p->ndevices; i++)
-                if (p->devices[i].kind == DLP_DEVICE_GPU && p->devices[0].kind != DLP_DEVICE_GPU) p->devices[0] = p->devices[i];
-        }
-        if (!st && (p->ndevices == 0 || p->devices[0].kind != DLP_DEVICE_GPU))
-            st = DLP_ERR(DLP_ERR_INVALID, "plan: profile %s has no GPU device (plan sizes GPU machines): give --device <gpu> "
-                         "(e.g. --device a100) to put a catalog GPU into it, or measure one with dlperf probe --device cuda",
-                         p->id);
-        if (!st) {
-            w = req->w;
-            w.devices = op->devices;
-            w.nodes = 1;
-            if (!req->prec_given) w.prec = DLP_PREC_FP16;
-            if (w.batch <= 0) {
-                const dlp_rate *r = dlp_device_find_rate(&p->devices[0], w.task, w.prec, 0);
-                w.batch = r && r->batch_ref > 0 ? r->batch_ref : 256;
-            }
-            st = dlp_predict(p, &p->devices[0], &w, o);
-        }
+    dlp_hwplan_inverse inv;
+    dlp_hwplan_machine_req m = {op->system, op->profile, op->device, op->devices};
+    dlp_status st = dlp_hwplan_inverse_run(cat, parts, req, &m, &inv);
+    if (st) {
+        dlp_hwplan_inverse_free(&inv);
+        return st;
     }
-    if (st) goto out;
+    const dlp_profile *p = inv.profile;
+    const dlp_prediction *o = inv.pred;
+    const dlp_system_spec *s = inv.sys;
+    char b1[32], b2[32], mb[64], what[200];
     printf("%s: %s; %d x %s, %s; bottleneck %s; %s img/s (GPUs alone %s img/s)\n", p->id, p->name, o->devices,
            p->devices[0].name, p->host.cpu_model, dlp_stage_name(o->bottleneck), grp(o->img_per_s, b1, sizeof b1),
            grp(o->device_img_per_s, b2, sizeof b2));
@@ -338,122 +131,108 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     json_t *reqs = json_array();
     json_object_set_new(res, "requirements", reqs);
     print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
-    // Changes: each CPU of the catalog with a price (a catalog system only: a profile's CPU is measured, not a part)
-    // and each storage option, alone and together.
-    // The CPUs a platform built on this system takes, else every priced CPU of the catalog (which board takes which
-    // CPU is recorded only for platforms).
-    const dlp_cpu_spec *cpus[64];
-    int ncpu = 0, nst = parts ? parts->nstorage : 0, from_platform = 0;
-    if (s && s->kind == DLP_SYSTEM_CLOUD) nst = 0;  // an instance comes as it is: another instance is the change
-    for (int i = 0; s && parts && i < parts->nplatforms; i++)
-        if (parts->platforms[i].base == s && parts->platforms[i].sockets == s->sockets) {
-            for (int k = 0; k < parts->platforms[i].ncpus && ncpu < 64; k++) cpus[ncpu++] = parts->platforms[i].cpus[k];
-            from_platform = 1;
-            break;
-        }
-    for (int i = 0; s && s->kind == DLP_SYSTEM_OWNED && !from_platform && i < cat->ncpus && ncpu < 64; i++)
-        cpus[ncpu++] = &cat->cpus[i];
-    double orig = o->img_per_s, dev = o->device_img_per_s;
-    int host_bound = dlp_hwplan_host_cap(o) < dev * (1 - req->tolerance);
-    change best = {0}, cheap = {0};
-    int have_best = 0, have_cheap = 0, tried = 0;
     json_t *chj = json_array();
+    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, change_json(&inv.changes[i], 1));
     json_object_set_new(res, "changes", chj);
-    for (int ic = -1; ic < ncpu; ic++) {
-        const dlp_cpu_spec *cpu = ic < 0 ? NULL : cpus[ic];
-        if (cpu && (cpu == s->cpu || !(cpu->price_usd > 0))) continue;
-        for (int is = -1; is < nst; is++) {
-            const dlp_storage_opt *so = is < 0 ? NULL : &parts->storage[is];
-            if (!cpu && !so) continue;
-            double dusd = 0;
-            if (s) {
-                dlp_system_spec spec = *s;
-                if (cpu) {
-                    spec.cpu = cpu;
-                    dusd += spec.sockets * (cpu->price_usd - s->cpu->price_usd);
-                }
-                if (so) {
-                    spec.storage_desc = so->desc;
-                    spec.storage_read_gb_s = so->read_gb_s;
-                    spec.storage_stream_gb_s = so->stream_gb_s;
-                    spec.storage_latency_us = so->latency_us;
-                    spec.storage_tb = so->tb;
-                }
-                dlp_workload w2;
-                st = dlp_hwplan_predict_spec(cat, &spec, 1, req, p2, &w2, o2, &cost);
-            } else {
-                *p2 = *p;
-                snprintf(p2->storage.desc, sizeof p2->storage.desc, "%s", so->desc);
-                p2->storage.cold_read_bytes_per_s = so->read_gb_s * 1e9;
-                p2->storage.cold_stream_bytes_per_s = so->stream_gb_s * 1e9;
-                p2->storage.cold_latency_s = so->latency_us * 1e-6;
-                st = dlp_predict(p2, &p2->devices[0], &w, o2);
-            }
-            if (st) {
-                dlp_err_clear();
-                st = DLP_OK;
-                continue;
-            }
-            if (so) dusd += so->price_usd;
-            tried++;
-            change ch = {cpu, so, dusd, o2->img_per_s, o2->bottleneck};
-            json_t *e = json_object();
-            json_object_set_new(e, "cpu", cpu ? json_string(cpu->id) : json_null());
-            json_object_set_new(e, "storage", so ? json_string(so->id) : json_null());
-            json_object_set_new(e, "delta_usd", json_real(dusd));
-            json_object_set_new(e, "img_per_s", json_real(o2->img_per_s));
-            json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(o2->bottleneck)));
-            json_array_append_new(chj, e);
-            // Removes a host-side bottleneck: the GPUs are fed (within the tolerance of their own rate).
-            if (host_bound && o2->img_per_s >= dev * (1 - req->tolerance) && (!have_best || dusd < best.dusd)) {
-                best = ch;
-                have_best = 1;
-            }
-            // Keeps the throughput for less money.
-            if (o2->img_per_s >= orig * (1 - req->tolerance) && dusd < 0 && (!have_cheap || dusd < cheap.dusd)) {
-                cheap = ch;
-                have_cheap = 1;
-            }
-        }
-    }
     printf("\n");
-    char what[200];
-    if (host_bound && have_best) {
-        snprintf(what, sizeof what, "%s%s%s%s%s", best.cpu ? "CPU -> " : "", best.cpu ? best.cpu->id : "",
-                 best.cpu && best.stor ? ", " : "", best.stor ? "storage -> " : "", best.stor ? best.stor->id : "");
-        printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n", what,
-               best.dusd >= 0 ? "+" : "-", money(fabs(best.dusd), 0, m, sizeof m), grp(orig, b1, sizeof b1),
-               grp(best.img_per_s, b2, sizeof b2), dlp_stage_name(best.bottleneck));
-        json_t *e = json_object();
-        json_object_set_new(e, "cpu", best.cpu ? json_string(best.cpu->id) : json_null());
-        json_object_set_new(e, "storage", best.stor ? json_string(best.stor->id) : json_null());
-        json_object_set_new(e, "delta_usd", json_real(best.dusd));
-        json_object_set_new(e, "img_per_s", json_real(best.img_per_s));
-        json_object_set_new(res, "cheapest_fix", e);
-    } else if (host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
+    const dlp_hwplan_change *best = inv.best >= 0 ? &inv.changes[inv.best] : NULL;
+    const dlp_hwplan_change *cheap = inv.cheap >= 0 ? &inv.changes[inv.cheap] : NULL;
+    if (inv.host_bound && best) {
+        printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n",
+               change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
+               money(fabs(best->delta_usd), 0, mb, sizeof mb), grp(o->img_per_s, b1, sizeof b1),
+               grp(best->img_per_s, b2, sizeof b2), dlp_stage_name(best->bottleneck));
+        json_object_set_new(res, "cheapest_fix", change_json(best, 0));
+    } else if (inv.host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
         printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
                "--budget-usd-h)\n", s->id);
-    } else if (host_bound) {
+    } else if (inv.host_bound) {
         printf("  no CPU or storage of the catalog (%d change%s tried) feeds the GPUs: the requirement lines above say "
-               "what would\n", tried, tried == 1 ? "" : "s");
+               "what would\n", inv.nchanges, inv.nchanges == 1 ? "" : "s");
     } else {
         printf("  the %s sets the pace, not the CPU input pipeline: more GPU throughput (faster or more GPUs, or a faster "
                "allreduce/PCIe as above) is the change to buy\n", dlp_stage_name(o->bottleneck));
     }
-    if (s && !from_platform && (have_best || have_cheap))
+    if (s && !inv.from_platform && (best || cheap))
         printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
-    json_object_set_new(res, "cpus_from_platform", json_boolean(from_platform));
-    if (have_cheap) {
-        snprintf(what, sizeof what, "%s%s%s%s%s", cheap.cpu ? "CPU -> " : "", cheap.cpu ? cheap.cpu->id : "",
-                 cheap.cpu && cheap.stor ? ", " : "", cheap.stor ? "storage -> " : "", cheap.stor ? cheap.stor->id : "");
-        printf("  a cheaper part would do: %s saves %s at %s img/s\n", what, money(-cheap.dusd, 0, m, sizeof m),
-               grp(cheap.img_per_s, b1, sizeof b1));
+    json_object_set_new(res, "cpus_from_platform", json_boolean(inv.from_platform));
+    if (cheap)
+        printf("  a cheaper part would do: %s saves %s at %s img/s\n", change_text(cheap, what, sizeof what),
+               money(-cheap->delta_usd, 0, mb, sizeof mb), grp(cheap->img_per_s, b1, sizeof b1));
+    dlp_hwplan_inverse_free(&inv);
+    return DLP_OK;
+}
+
+// The search's request from the options.
+static dlp_status make_request(const opts_t *op, const dlp_catalog *cat, dlp_hwplan_req *r,
+                               const dlp_catalog_dataset **cd_out) {
+    dlp_hwplan_req_init(r);
+    r->mode = op->budget_h > 0 || (op->cloud && !(op->budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
+    r->budget = r->mode == DLP_HWPLAN_HOURLY ? op->budget_h : op->budget;
+    r->deadline_s = op->deadline_h * 3600;
+    r->tolerance = op->tolerance;
+    r->max_nodes = op->max_nodes;
+    r->pipeline = op->pipeline;
+    r->prec_given = op->precision != DLP_PRECISION_AUTO;  // auto: fp16 on the GPUs plans are made of
+    r->w.prec = r->prec_given ? (dlp_prec)op->precision : DLP_PREC_FP16;
+    snprintf(r->w.model, sizeof r->w.model, "%s", op->model);
+    r->w.classes = op->classes;
+    r->w.batch = op->batch;
+    dlp_img_transform_init(&r->w.tf, 1, op->size);
+    r->w.storage = (dlp_storage_state)op->storage;
+    r->w.epochs = op->epochs;
+    r->cp.lifetime_years = op->lifetime;
+    r->cp.utilization = op->utilization;
+    r->cp.usd_per_kwh = op->kwh;
+    r->cp.pue = op->pue;
+    r->cp.alt_rate = op->alt;
+    const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
+    *cd_out = cd;
+    if (cd) r->w.stats = cd->stats;
+    if (op->images > 0) r->w.stats.images = op->images;
+    return cd ? DLP_OK : dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
+}
+
+// The chosen configuration in full: its cost, balance, what each part must deliver, where more money goes best.
+static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req, const opts_t *op,
+                               const dlp_hwplan_cand *c, int n, int chosen, json_t *res) {
+    const int hourly = req->mode == DLP_HWPLAN_HOURLY;
+    char b1[32], b2[32], b3[32], m[64], d[300];
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *o = malloc(sizeof *o);
+    dlp_status st = p && o ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_system_spec spec;
+    dlp_hwplan_spec(&c[chosen], &spec);
+    dlp_workload w;
+    dlp_cost cost;
+    if (!st) st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, req, p, &w, o, &cost);
+    if (st) goto out;
+    describe(&c[chosen], d, sizeof d);
+    printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
+           grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req->w.epochs,
+           c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
+    printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
+    if (req->deadline_s > 0)
+        printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
+    else
+        printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req->tolerance);
+    print_balance(o, c, n, chosen, req->tolerance, hourly, res);
+    json_t *reqs = json_array();
+    json_object_set_new(res, "requirements", reqs);
+    print_requirements(p, o, c, n, chosen, req->tolerance, hourly, op->pipeline, reqs);
+    const char *part = "";
+    int sp = dlp_hwplan_better_spent(c, n, chosen, req->tolerance, &part);
+    if (sp >= 0) {
+        describe(&c[sp], d, sizeof d);
+        printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
+               money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
+               100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
+        json_object_set_new(res, "better_spent", dlp_hwplan_cand_to_json(&c[sp]));
     }
+    json_object_set_new(res, "best", dlp_hwplan_cand_to_json(&c[chosen]));
 out:
     free(p);
-    free(p2);
     free(o);
-    free(o2);
     return st;
 }
 
@@ -473,7 +252,7 @@ int dlp_cli_plan(int argc, char **argv) {
         {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per GPU (0: each GPU's published figure's batch)", NULL, 0},
         {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
-        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP " (plans are for GPUs: fp16)", "auto|fp32|tf32|bf16|fp16", 0},
+        {"precision", 0, DLP_OPT_ENUM, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP " (plans are for GPUs: fp16)", dlp_prec_train_choices, 0},
         {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs to train", NULL, 0},
         {"dataset", 0, DLP_OPT_STR, &op.dataset, "imagenet-train", "ID", "catalog dataset", NULL, 0},
         {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
@@ -529,31 +308,8 @@ int dlp_cli_plan(int argc, char **argv) {
         return dlp_cli_fail(st);
     }
     dlp_hwplan_req req;
-    dlp_hwplan_req_init(&req);
-    req.mode = op.budget_h > 0 || (op.cloud && !(op.budget > 0)) ? DLP_HWPLAN_HOURLY : DLP_HWPLAN_PURCHASE;
-    req.budget = req.mode == DLP_HWPLAN_HOURLY ? op.budget_h : op.budget;
-    req.deadline_s = op.deadline_h * 3600;
-    req.tolerance = op.tolerance;
-    req.max_nodes = op.max_nodes;
-    req.pipeline = op.pipeline;
-    static const dlp_prec k_prec[] = {DLP_PREC_FP16, DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
-    req.prec_given = op.precision > 0;  // [0]: auto, fp16 on the GPUs plans are made of
-    req.w.prec = req.prec_given ? k_prec[op.precision] : DLP_PREC_FP16;
-    snprintf(req.w.model, sizeof req.w.model, "%s", op.model);
-    req.w.classes = op.classes;
-    req.w.batch = op.batch;
-    dlp_img_transform_init(&req.w.tf, 1, op.size);
-    req.w.storage = (dlp_storage_state)op.storage;
-    req.w.epochs = op.epochs;
-    const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op.dataset);
-    if (!cd) st = dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
-    else req.w.stats = cd->stats;
-    if (op.images > 0) req.w.stats.images = op.images;
-    req.cp.lifetime_years = op.lifetime;
-    req.cp.utilization = op.utilization;
-    req.cp.usd_per_kwh = op.kwh;
-    req.cp.pue = op.pue;
-    req.cp.alt_rate = op.alt;
+    const dlp_catalog_dataset *cd = NULL;
+    st = make_request(&op, cat, &req, &cd);
     int hourly = req.mode == DLP_HWPLAN_HOURLY;
 
     json_t *res = dlp_json_result_new("dlperf.plan/1", 0, NULL);
@@ -561,8 +317,6 @@ int dlp_cli_plan(int argc, char **argv) {
     json_object_set_new(res, "versions", dlp_versions_to_json());
     dlp_hwplan_cand *c = NULL;
     int n = 0;
-    dlp_profile *p = NULL;
-    dlp_prediction *o = NULL;
     if (!st && inv) {
         st = inverse(cat, parts, &req, &op, res);
         goto done;
@@ -572,7 +326,7 @@ int dlp_cli_plan(int argc, char **argv) {
     int chosen = dlp_hwplan_choose(c, n, &req);
     int nfeas = 0;
     for (int i = 0; i < n; i++) nfeas += c[i].feasible;
-    char b1[32], b2[32], b3[32], m[64], d[300];
+    char b1[32], b2[32], m[64], d[300];
     printf("plan: %s", hourly ? "rent (cloud systems)" : "buy (platforms x GPUs x CPUs x storage, and whole systems)");
     if (req.budget > 0) printf(", budget %s", money(req.budget, hourly, m, sizeof m));
     if (req.deadline_s > 0) printf(", deadline %s", dur(req.deadline_s, b1, sizeof b1));
@@ -607,55 +361,19 @@ int dlp_cli_plan(int argc, char **argv) {
             printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
                    money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
                    dur(x->total_s, b2, sizeof b2), x->usd_per_million, dlp_stage_name(x->bottleneck), x->ratio);
-            json_array_append_new(top, cand_json(x));
+            json_array_append_new(top, dlp_hwplan_cand_to_json(x));
         }
         json_object_set_new(res, "top", top);
-        // The chosen one in full.
-        p = malloc(sizeof *p);
-        o = malloc(sizeof *o);
-        if (!p || !o) {
-            st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        dlp_system_spec spec;
-        dlp_hwplan_spec(&c[chosen], &spec);
-        dlp_workload w;
-        dlp_cost cost;
-        st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, &req, p, &w, o, &cost);
+        st = print_chosen(cat, &req, &op, c, n, chosen, res);
         if (st) goto done;
-        describe(&c[chosen], d, sizeof d);
-        printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
-               grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req.w.epochs,
-               c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
-        printf("%s\n", hourly ? "" : (snprintf(m, sizeof m, "; price $%s", grp(c[chosen].price_usd, b1, sizeof b1)), m));
-        if (req.deadline_s > 0)
-            printf("  (the %s configuration that meets the deadline)\n", hourly ? "cheapest run of any" : "cheapest");
-        else
-            printf("  (the cheapest configuration within %.0f%% of the fastest affordable one)\n", 100 * req.tolerance);
-        print_balance(o, c, n, chosen, req.tolerance, hourly, res);
-        json_t *reqs = json_array();
-        json_object_set_new(res, "requirements", reqs);
-        print_requirements(p, o, c, n, chosen, req.tolerance, hourly, op.pipeline, reqs);
-        const char *part = "";
-        int sp = better_spent(c, n, chosen, req.tolerance, &part);
-        if (sp >= 0) {
-            describe(&c[sp], d, sizeof d);
-            printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
-                   money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
-                   100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
-            json_object_set_new(res, "better_spent", cand_json(&c[sp]));
-        }
-        json_object_set_new(res, "best", cand_json(&c[chosen]));
     }
     json_t *all = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(all, cand_json(&c[i]));
+    for (int i = 0; i < n; i++) json_array_append_new(all, dlp_hwplan_cand_to_json(&c[i]));
     json_object_set_new(res, "configurations", all);
 done:
     if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
     json_decref(res);
     free(c);
-    free(p);
-    free(o);
     dlp_parts_free(parts);
     dlp_catalog_free(cat);
     return dlp_cli_fail(st);

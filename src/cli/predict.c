@@ -163,9 +163,7 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     snprintf(w->model, sizeof w->model, "%s", op->model);
     w->classes = op->classes;
     w->task = op->mode == 1 ? DLP_TASK_INFER : DLP_TASK_TRAIN;
-    static const dlp_prec k_prec[] = {DLP_PREC_FP32, DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16,
-                                      DLP_PREC_INT8};  // [0]: auto, the rule of dlp_cli_auto_precision
-    if (op->precision > 0) w->prec = k_prec[op->precision];
+    if (op->precision != DLP_PRECISION_AUTO) w->prec = (dlp_prec)op->precision;  // auto: dlp_cli_auto_precision's rule
     else w->prec = d->kind == DLP_DEVICE_CPU ? DLP_PREC_FP32 : DLP_PREC_FP16;
     if (op->batch > 0) {
         w->batch = op->batch;
@@ -224,7 +222,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"classes", 0, DLP_OPT_INT, &op.classes, "1000", NULL, "output classes", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &op.batch, "0", NULL, "batch per device (0: the published figure's batch; 256 GPU, 32 cpu)", NULL, 0},
         {"size", 0, DLP_OPT_INT, &op.size, "224", NULL, "image size after crop (square)", NULL, 0},
-        {"precision", 0, DLP_OPT_CHOICE, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP, "auto|fp32|tf32|bf16|fp16|int8", 0},
+        {"precision", 0, DLP_OPT_ENUM, &op.precision, "auto", NULL, DLP_CLI_PRECISION_HELP, dlp_prec_choices, 0},
         {"mode", 0, DLP_OPT_CHOICE, &op.mode, "train", NULL, "training or inference", "train|infer", 0},
         {"workers", 'w', DLP_OPT_INT, &op.workers, "0", NULL, "loader threads per device (0: the free hardware threads / devices)", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &op.threads, "0", NULL, "compute threads of the cpu device (0: all cores)", NULL, 0},

@@ -17,6 +17,7 @@
 #include "hw/host.h"
 #include "run/mllog.h"
 #include "run/train.h"
+#include "run/train_log.h"
 
 static volatile sig_atomic_t g_interrupted, g_signal;
 
@@ -26,114 +27,24 @@ static void on_signal(int sig) {
     if (g_interrupted >= 2) _exit(128 + sig);  // a second Ctrl-C: stop now
 }
 
+// SIGINT and SIGTERM stop the run after the step (a second one at once); old gets the handlers to restore.
+static void catch_signals(struct sigaction old[2]) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old[0]);
+    sigaction(SIGTERM, &sa, &old[1]);
+}
+
 typedef struct cli_ctx {
     int log_steps;  // print a step line
-    // --mllog: MLPerf Training's ResNet keys, in the reference's order (docs/training.md, "MLPerf log")
-    dlp_mllog *ml;
     const dlp_train_cfg *c;
-    int world, in_block, in_epoch, in_eval, has_val;
-    int64_t epoch;  // the epoch open in the log (0-based)
-    // --steps-jsonl: one JSON object per optimizer step
-    FILE *steps;
-    const char *steps_path, *ml_path, *ml_org, *ml_platform;
-    int ml_status;
-    int64_t t_init_ms;
+    dlp_train_mllog ml;  // --mllog (docs/training.md, "MLPerf log")
+    FILE *steps;         // --steps-jsonl: one JSON object per optimizer step
+    const char *steps_path, *ml_path;
     dlp_status ml_st;  // opening --mllog or --steps-jsonl failed (at the START event)
 } cli_ctx;
-
-// MLPerf's order: cache_clear, init_start, the submission, (setup), the configuration, init_stop, run_start.
-static dlp_status ml_open(cli_ctx *x) {
-    DLP_CHECK(dlp_mllog_open(x->ml_path, &x->ml));
-    const dlp_train_cfg *c = x->c;
-    dlp_mllog_event(x->ml, DLP_MLLOG_POINT_IN_TIME, "cache_clear", json_boolean(c->drop_cache), NULL, x->t_init_ms,
-                    __FILE__, __LINE__);
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "init_start", NULL, NULL, x->t_init_ms, __FILE__, __LINE__);
-    static const char *const k_status[] = {"onprem", "cloud", "preview", "research"};
-    char platform[256];
-    const char *pl = x->ml_platform;
-    if (!pl || !pl[0]) {
-        dlp_host_info h;
-        dlp_host_probe(&h);
-        snprintf(platform, sizeof platform, "%s: %s", c->device, h.cpu_model);
-        pl = platform;
-    }
-    DLP_MLLOG_POINT(x->ml, "submission_benchmark", json_string("resnet"), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_org", json_string(x->ml_org && x->ml_org[0] ? x->ml_org : "dlperf"), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_division", json_string("open"), NULL);  // dlperf does not follow the closed rules
-    DLP_MLLOG_POINT(x->ml, "submission_status", json_string(k_status[x->ml_status]), NULL);
-    DLP_MLLOG_POINT(x->ml, "submission_platform", json_string(pl), NULL);
-    DLP_MLLOG_POINT(x->ml, "model", json_string(c->model), NULL);
-    return DLP_OK;
-}
-
-// MLPerf counts epochs from 1 in epoch_num and first_epoch_num.
-static void ml_epoch_open(cli_ctx *x, int64_t epoch, int64_t time_ms) {
-    json_t *md = json_object();
-    json_object_set_new(md, "first_epoch_num", json_integer(epoch + 1));
-    json_object_set_new(md, "epoch_count", json_integer(1));  // evaluation follows every epoch
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "block_start", NULL, md, time_ms, __FILE__, __LINE__);
-    dlp_mllog_event(x->ml, DLP_MLLOG_INTERVAL_START, "epoch_start", NULL, dlp_mllog_md("epoch_num", json_integer(epoch + 1)),
-                    time_ms, __FILE__, __LINE__);
-    x->epoch = epoch;
-    x->in_block = x->in_epoch = 1;
-}
-
-static void ml_epoch_close(cli_ctx *x) {
-    if (x->in_epoch) DLP_MLLOG_END(x->ml, "epoch_stop", NULL, dlp_mllog_md("epoch_num", json_integer(x->epoch + 1)));
-    if (x->in_block) {
-        json_t *md = json_object();
-        json_object_set_new(md, "first_epoch_num", json_integer(x->epoch + 1));
-        json_object_set_new(md, "epoch_count", json_integer(1));
-        DLP_MLLOG_END(x->ml, "block_stop", NULL, md);
-    }
-    x->in_block = x->in_epoch = 0;
-}
-
-// Setup done: the configuration, init_stop and run_start, the first block and epoch.
-static void ml_start(cli_ctx *x, const dlp_train_event *ev) {
-    const dlp_train_cfg *c = x->c;
-    x->world = ev->world > 0 ? ev->world : 1;
-    x->has_val = ev->val_images > 0;
-    const int gb = c->batch * x->world;
-    DLP_MLLOG_POINT(x->ml, "global_batch_size", json_integer(gb), NULL);
-    DLP_MLLOG_POINT(x->ml, "train_samples", json_integer(ev->train_images * x->world), NULL);
-    DLP_MLLOG_POINT(x->ml, "eval_samples", json_integer(ev->val_images * x->world), NULL);
-    DLP_MLLOG_POINT(x->ml, "gradient_accumulation_steps", json_integer(1), NULL);
-    DLP_MLLOG_POINT(x->ml, "seed", json_integer((json_int_t)c->seed), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_name", json_string("sgd"), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_base_learning_rate",
-                    json_real(c->lr_scale_by_batch ? c->lr * gb / 256.0 : c->lr), NULL);  // the peak, as MLPerf's
-    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_warmup_epochs",
-                    json_real(c->warmup_epochs + (ev->steps_per_epoch > 0 ? (double)c->warmup_steps / (double)ev->steps_per_epoch : 0)),
-                    NULL);
-    static const char *const k_sched[] = {[DLP_LR_COSINE] = "cosine", [DLP_LR_STEP] = "step", [DLP_LR_CONSTANT] = "constant"};
-    DLP_MLLOG_POINT(x->ml, "opt_learning_rate_decay_schedule", json_string(k_sched[c->schedule]), NULL);
-    DLP_MLLOG_POINT(x->ml, "sgd_opt_momentum", json_real(c->momentum), NULL);
-    DLP_MLLOG_POINT(x->ml, "opt_weight_decay", json_real(c->weight_decay), NULL);
-    DLP_MLLOG_POINT(x->ml, "model_bn_span", json_integer(c->batch), NULL);  // BN statistics over one rank's batch
-    DLP_MLLOG_POINT(x->ml, "train_steps", json_integer(ev->total_steps), NULL);
-    DLP_MLLOG_END(x->ml, "init_stop", NULL, NULL);
-    DLP_MLLOG_START(x->ml, "run_start", NULL, NULL);
-    ml_epoch_open(x, ev->epoch, 0);
-}
-
-static json_t *eval_md(cli_ctx *x, int64_t epoch, int64_t step) {
-    json_t *md = json_object();
-    json_object_set_new(md, "epoch_num", json_integer(epoch + 1));
-    json_object_set_new(md, "samples_count", json_integer((json_int_t)step * x->c->batch * x->world));
-    return md;
-}
-
-// An evaluation follows every epoch's end (eval_start there); one in mid-epoch or the final one of a run stopped in
-// mid-epoch is reported when done, its eval_start then written with eval_stop.
-static void ml_eval(cli_ctx *x, const dlp_train_event *ev) {
-    if (!x->in_eval) DLP_MLLOG_START(x->ml, "eval_start", NULL, eval_md(x, ev->epoch, ev->step));
-    x->in_eval = 0;
-    DLP_MLLOG_POINT(x->ml, "eval_accuracy", json_real(ev->top1), eval_md(x, ev->epoch, ev->step));
-    DLP_MLLOG_END(x->ml, "eval_stop", NULL, eval_md(x, ev->epoch, ev->step));
-}
-
-
 
 static void fmt_duration(double s, char *buf, size_t len) {
     if (!(s >= 0) || s > 360000) {
@@ -154,35 +65,14 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
     case DLP_TRAIN_EV_START:
         // the files are rank 0's, opened here (the rank is known once set up)
         if (ctx->steps_path && (ctx->ml_st = dlp_fopen_new(ctx->steps_path, &ctx->steps))) return 1;
-        if (ctx->ml_path) {
-            if ((ctx->ml_st = ml_open(ctx))) return 1;  // stop: the log was asked for
-            ml_start(ctx, ev);
-        }
+        if (ctx->ml_path && (ctx->ml_st = dlp_train_mllog_start(&ctx->ml, ctx->ml_path, ev))) return 1;  // asked for
         break;
     case DLP_TRAIN_EV_STEP:
-        if (ctx->ml && !ctx->in_epoch) ml_epoch_open(ctx, ev->epoch, 0);  // the epoch after an evaluation
-        if (ctx->steps) {
-            double total = 0;
-            for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) total += ev->phase_ms[p];
-            fprintf(ctx->steps, "{\"step\": %lld, \"epoch\": %lld, \"step_in_epoch\": %lld, \"time_ms\": %lld, "
-                    "\"loss\": %.6g, \"lr\": %.6g, \"images\": %d, \"ms\": %.4f, \"img_per_s\": %.3f, \"phase_ms\": {",
-                    (long long)ev->step, (long long)ev->epoch, (long long)ev->step_in_epoch,
-                    (long long)dlp_mllog_now_ms(), ev->loss, ev->lr, ctx->c->batch, total,
-                    total > 0 ? ctx->c->batch * 1000.0 / total : 0.0);
-            for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++)
-                fprintf(ctx->steps, "%s\"%s\": %.4f", p ? ", " : "", dlp_train_phase_name((dlp_train_phase)p), ev->phase_ms[p]);
-            fprintf(ctx->steps, "}}\n");
-            fflush(ctx->steps);
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
+        if (ctx->steps) dlp_train_steps_line(ctx->steps, ev, ctx->c->batch);
         break;
     case DLP_TRAIN_EV_EPOCH:
-        if (ctx->ml) {
-            ml_epoch_close(ctx);
-            if (ctx->has_val && ctx->c->eval) {  // the trainer evaluates right after an epoch's end
-                DLP_MLLOG_START(ctx->ml, "eval_start", NULL, eval_md(ctx, ev->epoch, ev->step));
-                ctx->in_eval = 1;
-            }
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
         break;
     case DLP_TRAIN_EV_LOG:
         if (!ctx->log_steps) break;
@@ -192,10 +82,7 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
                 ev->img_per_s, 100 * ev->data_wait_frac, ev->ms_per_step, eta);
         break;
     case DLP_TRAIN_EV_EVAL:
-        if (ctx->ml) {
-            ml_epoch_close(ctx);  // an evaluation in mid-epoch closes the block (the next step opens another)
-            ml_eval(ctx, ev);
-        }
+        dlp_train_mllog_event(&ctx->ml, ev);
         fprintf(stderr, "eval step %lld (epoch %lld): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images)\n",
                 (long long)ev->step, (long long)ev->epoch + 1, 100 * ev->top1, 100 * ev->top5, ev->loss,
                 (long long)ev->val_images);
@@ -209,9 +96,6 @@ static int on_event(void *vctx, const dlp_train_event *ev) {
     return g_interrupted != 0;
 }
 
-static const dlp_dtype k_precisions[] = {DLP_DTYPE_F32, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16};  // [0]: auto
-static const dlp_lr_decay k_decays[] = {DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_CONSTANT};
-static const dlp_train_peak_mode k_peaks[] = {DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED, DLP_TRAIN_PEAK_OFF};
 
 static const double *mget(const json_t *metrics, const char *name, const char *stat, double *out) {
     const json_t *v = json_object_get(json_object_get(metrics, name), stat);
@@ -349,6 +233,59 @@ static void maybe_reexec(int argc, char **argv, const char *device) {
     free(nargv);
 }
 
+// --classes, --crop-scale and --step-epochs into the config.
+static dlp_status parse_shapes(dlp_train_cfg *c, const char *classes_s, const char *crop_scale, const char *step_epochs) {
+    if (strcmp(classes_s, "auto") == 0) {
+        c->classes = 0;
+    } else {
+        char *end;
+        long v = strtol(classes_s, &end, 10);
+        if (*end || v < 1 || v > 1000000)
+            return DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s);
+        c->classes = (int)v;
+    }
+    DLP_CHECK(dlp_parse_range(crop_scale, "crop-scale", 1.0, &c->crop_scale_lo, &c->crop_scale_hi));
+    int ms[8];
+    int nm = dlp_parse_int_list(step_epochs, ms, 8);
+    if (nm < 0) return DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs);
+    for (int i = 0; i < 8; i++) c->sched.step_epochs[i] = i < nm ? ms[i] : 0;
+    return DLP_OK;
+}
+
+// Outputs are checked before anything runs.
+static dlp_status check_outputs(const dlp_train_cfg *c, const char *json_path, const char *mllog_path,
+                                const char *steps_path) {
+    if (json_path) DLP_CHECK(dlp_check_new_output(json_path, "--json"));
+    if (c->monitor_csv) DLP_CHECK(dlp_check_new_output(c->monitor_csv, "--monitor-csv"));
+    if (c->monitor_jsonl) DLP_CHECK(dlp_check_new_output(c->monitor_jsonl, "--monitor-jsonl"));
+    if (mllog_path) DLP_CHECK(dlp_check_new_output(mllog_path, "--mllog"));
+    if (steps_path) DLP_CHECK(dlp_check_new_output(steps_path, "--steps-jsonl"));
+    if ((c->monitor_csv || c->monitor_jsonl) && !c->monitor)
+        return DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)");
+    return DLP_OK;
+}
+
+// After the run: the logs closed, and on rank 0 (data-parallel runs: it prints and writes the result) the summary
+// and the result written (a partial one when the run failed).
+static dlp_status finish(cli_ctx *ctx, const dlp_train_cfg *c, const dlp_train_result *r, dlp_status st,
+                         const char *json_path) {
+    const int reporter = r->rank == 0;  // data-parallel runs: rank 0 prints and writes the result
+    dlp_status cst = dlp_train_mllog_stop(&ctx->ml, st == DLP_OK && !g_interrupted);  // run_stop: rank 0's
+    if (st == DLP_OK) st = cst;
+    if (ctx->steps) {
+        const int bad = ferror(ctx->steps);
+        if ((fclose(ctx->steps) != 0 || bad) && st == DLP_OK)
+            st = DLP_ERR(DLP_ERR_IO, "cannot write the per-step file %s: it is incomplete", ctx->steps_path);
+    }
+    if (st == DLP_OK && reporter) print_summary(c, r, json_path);
+    if (json_path && r->json && reporter) {
+        dlp_status wst = dlp_json_write(r->json, json_path, DLP_WRITE_NOCLOBBER);
+        if (st == DLP_OK) st = wst;
+        else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);
+    }
+    return st;
+}
+
 int dlp_cli_train(int argc, char **argv) {
     dlp_train_cfg c;
     dlp_train_cfg_defaults(&c);
@@ -359,22 +296,25 @@ int dlp_cli_train(int argc, char **argv) {
     const char *classes_s, *json_path, *crop_scale, *device, *step_epochs, *val_data, *data;
     const char *mllog_path, *steps_path, *ml_org, *ml_platform;
     int ml_status;
-    int prec, sched, peak, no_eval, no_monitor, no_lr_scale, quiet;
+    int prec, no_eval, no_monitor, no_lr_scale, quiet;
     int64_t seed;
     const char *def_device = dlp_backend_find("cpu", NULL) ? "cpu" : "ref";
     dlp_err_clear();
+    char step_def[64] = "";  // the step milestones' default, from the schedule's
+    for (int i = 0; i < 8 && c.sched.step_epochs[i] > 0; i++)
+        snprintf(step_def + strlen(step_def), sizeof step_def - strlen(step_def), "%s%g", i ? "," : "", c.sched.step_epochs[i]);
     dlp_opt opts[] = {
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR|LIST|synthetic[:k=v,..]",
          "training data: an ImageNet root (train/, val/), an ImageFolder, a list file of 'path label' lines, or the "
          "synthetic ImageNet (generated and cached on first use)", NULL, 0},
         {"val-data", 0, DLP_OPT_STR, &val_data, NULL, "DIR|LIST|none",
          "validation set (default: the root's val/, the synthetic set's val split)", NULL, 0},
-        {"model", 'm', DLP_OPT_STR, &c.model, "resnet50", "NAME", dlp_model_names(), NULL, 0},
+        {"model", 'm', DLP_OPT_STR, &c.model, DLP_OPT_FROM_DST, "NAME", dlp_model_names(), NULL, 0},
         {"classes", 0, DLP_OPT_STR, &classes_s, "auto", "N|auto", "fc outputs (auto: the training set's classes)", NULL, 0},
-        {"size", 0, DLP_OPT_INT, &c.size, "224", "PX", "crop size = input height and width", NULL, 0},
+        {"size", 0, DLP_OPT_INT, &c.size, DLP_OPT_FROM_DST, "PX", "crop size = input height and width", NULL, 0},
         {"crop-scale", 0, DLP_OPT_STR, &crop_scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
         {"val-resize", 0, DLP_OPT_INT, &c.val_resize, "0", "PX", "validation: shorter side before the centre crop (0: size*256/224)", NULL, 0},
-        {"batch", 'b', DLP_OPT_INT, &c.batch, "32", "N", "images per step", NULL, 0},
+        {"batch", 'b', DLP_OPT_INT, &c.batch, DLP_OPT_FROM_DST, "N", "images per step", NULL, 0},
         {"epochs", 'e', DLP_OPT_I64, &c.epochs, "0", "N", "epochs to train (default 1 when --steps is not given)", NULL, 0},
         {"steps", 's', DLP_OPT_I64, &c.steps, "0", "N", "optimizer steps to train (overrides --epochs)", NULL, 0},
         {"time-limit", 0, DLP_OPT_DOUBLE, &c.time_limit_s, "0", "SECONDS",
@@ -382,21 +322,21 @@ int dlp_cli_train(int argc, char **argv) {
         {"stop-at-step", 0, DLP_OPT_I64, &c.stop_at_step, "0", "N",
          "stop after step N as if interrupted (the schedule still spans --steps/--epochs)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, def_device, "DEV", "cpu|ref|cuda|sim:<gpu>[,...]", NULL, 0},
-        {"precision", 'p', DLP_OPT_CHOICE, &prec, "auto", NULL, DLP_CLI_PRECISION_HELP, "auto|fp32|bf16|fp16", 0},
+        DLP_CLI_PRECISION_ROW(&prec, DLP_CLI_PRECISION_HELP),
         {"threads", 't', DLP_OPT_INT, &c.threads, "0", "N", "compute threads (0: the default rule, docs/training.md)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &c.workers, "0", "N", "loader threads (0: the default rule)", NULL, 0},
         {"prefetch", 0, DLP_OPT_INT, &c.prefetch, "0", "N", "batches the loader may prepare ahead (0: 2 x workers)", NULL, 0},
-        {"lr", 0, DLP_OPT_DOUBLE, &c.lr, "0.1", "X", "base learning rate per 256 images (peak = X * batch / 256)", NULL, 0},
+        {"lr", 0, DLP_OPT_DOUBLE, &c.sched.base_lr, DLP_OPT_FROM_DST, "X", "base learning rate per 256 images (peak = X * batch / 256)", NULL, 0},
         {"no-lr-scaling", 0, DLP_OPT_FLAG, &no_lr_scale, NULL, NULL, "--lr is the peak learning rate itself", NULL, 0},
-        {"warmup", 0, DLP_OPT_DOUBLE, &c.warmup_epochs, "0", "EPOCHS", "linear warm-up length in epochs", NULL, 0},
-        {"warmup-steps", 0, DLP_OPT_I64, &c.warmup_steps, "0", "N", "warm-up length in steps (added to --warmup)", NULL, 0},
-        {"schedule", 0, DLP_OPT_CHOICE, &sched, "cosine", NULL, "decay after the warm-up", "cosine|step|constant", 0},
-        {"final-lr", 0, DLP_OPT_DOUBLE, &c.final_lr, "0", "X", "cosine: the learning rate at the last step", NULL, 0},
-        {"step-epochs", 0, DLP_OPT_STR, &step_epochs, "30,60,80", "E,E,..", "step: decay milestones in epochs", NULL, 0},
-        {"step-gamma", 0, DLP_OPT_DOUBLE, &c.step_gamma, "0.1", "X", "step: factor at each milestone", NULL, 0},
-        {"momentum", 0, DLP_OPT_DOUBLE, &c.momentum, "0.9", "X", "SGD momentum", NULL, 0},
+        {"warmup", 0, DLP_OPT_DOUBLE, &c.sched.warmup_epochs, DLP_OPT_FROM_DST, "EPOCHS", "linear warm-up length in epochs", NULL, 0},
+        {"warmup-steps", 0, DLP_OPT_I64, &c.sched.warmup_steps, DLP_OPT_FROM_DST, "N", "warm-up length in steps (added to --warmup)", NULL, 0},
+        {"schedule", 0, DLP_OPT_ENUM, &c.sched.decay, DLP_OPT_FROM_DST, NULL, "decay after the warm-up", dlp_lr_decay_choices, 0},
+        {"final-lr", 0, DLP_OPT_DOUBLE, &c.sched.final_lr, DLP_OPT_FROM_DST, "X", "cosine: the learning rate at the last step", NULL, 0},
+        {"step-epochs", 0, DLP_OPT_STR, &step_epochs, step_def, "E,E,..", "step: decay milestones in epochs", NULL, 0},
+        {"step-gamma", 0, DLP_OPT_DOUBLE, &c.sched.step_gamma, DLP_OPT_FROM_DST, "X", "step: factor at each milestone", NULL, 0},
+        {"momentum", 0, DLP_OPT_DOUBLE, &c.momentum, DLP_OPT_FROM_DST, "X", "SGD momentum", NULL, 0},
         {"nesterov", 0, DLP_OPT_FLAG, &c.nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
-        {"wd", 0, DLP_OPT_DOUBLE, &c.weight_decay, "0.0001", "X", "weight decay", NULL, 0},
+        {"wd", 0, DLP_OPT_DOUBLE, &c.weight_decay, DLP_OPT_FROM_DST, "X", "weight decay", NULL, 0},
         {"no-bn-decay", 0, DLP_OPT_FLAG, &c.no_bn_decay, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
         {"label-smoothing", 0, DLP_OPT_DOUBLE, &c.label_smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
         {"zero-init-residual", 0, DLP_OPT_FLAG, &c.zero_init_residual, NULL, NULL, "zero each residual block's last BN gamma", NULL, 0},
@@ -406,7 +346,7 @@ int dlp_cli_train(int argc, char **argv) {
         {"val-limit", 0, DLP_OPT_I64, &c.val_limit_samples, "0", "N", "validate on N samples only", NULL, 0},
         {"checkpoint", 0, DLP_OPT_STR, &c.checkpoint_dir, NULL, "DIR", "write checkpoints here (step-N.safetensors + .state)", NULL, 0},
         {"checkpoint-every", 0, DLP_OPT_I64, &c.checkpoint_every, "0", "N", "checkpoint every N steps (0: at epoch ends)", NULL, 0},
-        {"keep-checkpoints", 0, DLP_OPT_INT, &c.keep_checkpoints, "2", "N", "keep the newest N (0: all)", NULL, 0},
+        {"keep-checkpoints", 0, DLP_OPT_INT, &c.keep_checkpoints, DLP_OPT_FROM_DST, "N", "keep the newest N (0: all)", NULL, 0},
         {"resume", 0, DLP_OPT_STR, &c.resume, NULL, "FILE|DIR", "continue from a checkpoint (a directory: its newest)", NULL, 0},
         {"read-limit", 0, DLP_OPT_SIZE, &c.read_limit_bytes_per_s, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 50M)", NULL, 0},
         {"drop-cache", 0, DLP_OPT_FLAG, &c.drop_cache, NULL, NULL, "cold reads: drop the dataset from the page cache first", NULL, 0},
@@ -417,8 +357,8 @@ int dlp_cli_train(int argc, char **argv) {
         {"mllog-org", 0, DLP_OPT_STR, &ml_org, "dlperf", "NAME", "--mllog: submission_org", NULL, 0},
         {"mllog-platform", 0, DLP_OPT_STR, &ml_platform, NULL, "NAME",
          "--mllog: submission_platform (default: the device and this host's CPU)", NULL, 0},
-        {"mllog-status", 0, DLP_OPT_CHOICE, &ml_status, "onprem", NULL, "--mllog: submission_status",
-         "onprem|cloud|preview|research", 0},
+        {"mllog-status", 0, DLP_OPT_ENUM, &ml_status, "onprem", NULL, "--mllog: submission_status",
+         dlp_train_mllog_status_choices, 0},
         {"steps-jsonl", 0, DLP_OPT_STR, &steps_path, NULL, "FILE",
          "one JSON line per optimizer step: loss, lr, phase times (new file or - for stdout)", NULL, 0},
         {"monitor-csv", 0, DLP_OPT_STR, &c.monitor_csv, NULL, "FILE", "hardware time series as CSV (new file)", NULL, 0},
@@ -427,11 +367,11 @@ int dlp_cli_train(int argc, char **argv) {
         {"no-monitor", 0, DLP_OPT_FLAG, &no_monitor, NULL, NULL, "do not run the hardware monitor", NULL, 0},
         {"log-every", 0, DLP_OPT_I64, &c.log_every, "0", "N", "a step line every N steps (0: about every 5 s)", NULL, 0},
         {"quiet", 'q', DLP_OPT_FLAG, &quiet, NULL, NULL, "no step lines", NULL, 0},
-        {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, "-1", "N",
+        {"measure-warmup", 0, DLP_OPT_INT, &c.measure_warmup_steps, DLP_OPT_FROM_DST, "N",
          "steps left out of the steady-state figures (-1: min(10, steps/10))", NULL, 0},
-        {"peak", 0, DLP_OPT_CHOICE, &peak, "measure", NULL,
+        {"peak", 0, DLP_OPT_ENUM, &c.peak, DLP_OPT_FROM_DST, NULL,
          "the backend's peak GFLOP/s: measured at the start (under the run's conditions), from the cache of an "
-         "earlier measurement on this machine and build, or none", "measure|cached|off", 0},
+         "earlier measurement on this machine and build, or none", dlp_train_peak_choices, 0},
         {"sync-phases", 0, DLP_OPT_FLAG, &c.sync_phases, NULL, NULL, "asynchronous devices: wait after each phase (exact split)", NULL, 0},
         {"bucket-elems", 0, DLP_OPT_I64, &c.bucket_elems, "0", "N", "gradient bucket size in elements (0: one bucket)", NULL, 0},
         {"dist", 0, DLP_OPT_STR, &c.dist, "auto", "KIND", "communicator: auto (mpi when started by mpirun/srun, else local), local, mpi; each rank trains on its shard", NULL, 0},
@@ -459,83 +399,35 @@ int dlp_cli_train(int argc, char **argv) {
     c.device = device;
     c.data = data;
     c.val_data = val_data;
-    c.precision = prec == 0 ? dlp_cli_auto_precision(device) : k_precisions[prec];
-    c.schedule = k_decays[sched];
-    c.peak = k_peaks[peak];
+    c.precision = dlp_cli_precision(prec, device);
     c.eval = !no_eval;
     c.monitor = !no_monitor;
-    c.lr_scale_by_batch = !no_lr_scale;
+    c.sched.scale_by_batch = !no_lr_scale;
     if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
     c.seed = (uint64_t)seed;
-    if (strcmp(classes_s, "auto") == 0) {
-        c.classes = 0;
-    } else {
-        char *end;
-        long v = strtol(classes_s, &end, 10);
-        if (*end || v < 1 || v > 1000000)
-            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--classes '%s' is not a positive number or auto", classes_s));
-        c.classes = (int)v;
-    }
-    if ((st = dlp_parse_range(crop_scale, "crop-scale", 1.0, &c.crop_scale_lo, &c.crop_scale_hi))) return dlp_cli_fail(st);
-    int ms[8];
-    int nm = dlp_parse_int_list(step_epochs, ms, 8);
-    if (nm < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--step-epochs '%s' is not a list like 30,60,80", step_epochs));
-    for (int i = 0; i < 8; i++) c.step_epochs[i] = i < nm ? ms[i] : 0;
-    // Outputs are checked before anything runs.
-    if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
-    if (c.monitor_csv && (st = dlp_check_new_output(c.monitor_csv, "--monitor-csv"))) return dlp_cli_fail(st);
-    if (c.monitor_jsonl && (st = dlp_check_new_output(c.monitor_jsonl, "--monitor-jsonl"))) return dlp_cli_fail(st);
-    if (mllog_path && (st = dlp_check_new_output(mllog_path, "--mllog"))) return dlp_cli_fail(st);
-    if (steps_path && (st = dlp_check_new_output(steps_path, "--steps-jsonl"))) return dlp_cli_fail(st);
-    if ((c.monitor_csv || c.monitor_jsonl) && !c.monitor)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-csv/--monitor-jsonl need the monitor (drop --no-monitor)"));
+    if ((st = parse_shapes(&c, classes_s, crop_scale, step_epochs))) return dlp_cli_fail(st);
+    if ((st = check_outputs(&c, json_path, mllog_path, steps_path))) return dlp_cli_fail(st);
 
-    cli_ctx ctx = {.log_steps = !quiet, .c = &c};
-    ctx.steps_path = steps_path;
-    ctx.ml_path = mllog_path;
-    ctx.ml_org = ml_org;
-    ctx.ml_platform = ml_platform;
-    ctx.ml_status = ml_status;
-    ctx.t_init_ms = dlp_mllog_now_ms();  // init_start: the log is written by rank 0, known once set up
+    cli_ctx ctx = {.log_steps = !quiet, .c = &c, .steps_path = steps_path, .ml_path = mllog_path};
+    ctx.ml = (dlp_train_mllog){.c = &c, .org = ml_org, .platform = ml_platform, .status = ml_status,
+                               .t_init_ms = dlp_mllog_now_ms()};  // init_start: rank 0 writes it, known once set up
+    json_t *echo = dlp_opts_to_json(opts);
     c.callback = on_event;
     c.callback_ctx = &ctx;
-    json_t *echo = dlp_opts_to_json(opts);
     c.options = echo;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    struct sigaction old[2];
+    catch_signals(old);
 
     dlp_train_result r;
     st = dlp_train_run(&c, &r);
     if (ctx.ml_st) st = ctx.ml_st;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
     if (g_interrupted && r.json) {
         json_object_set_new(json_object_get(r.json, "run"), "stopped_by", json_string("interrupted"));
         snprintf(r.stopped_by, sizeof r.stopped_by, "interrupted");
     }
-    const int reporter = r.rank == 0;  // data-parallel runs: rank 0 prints and writes the result
-    if (ctx.ml && reporter) {
-        ml_epoch_close(&ctx);
-        DLP_MLLOG_END(ctx.ml, "run_stop", NULL,
-                      dlp_mllog_md("status", json_string(st == DLP_OK && !g_interrupted ? "success" : "aborted")));
-    }
-    dlp_status cst = dlp_mllog_close(ctx.ml);
-    if (st == DLP_OK) st = cst;
-    if (ctx.steps) {
-        const int bad = ferror(ctx.steps);
-        if ((fclose(ctx.steps) != 0 || bad) && st == DLP_OK)
-            st = DLP_ERR(DLP_ERR_IO, "cannot write the per-step file %s: it is incomplete", steps_path);
-    }
-    if (st == DLP_OK && reporter) print_summary(&c, &r, json_path);
-    if (json_path && r.json && reporter) {
-        dlp_status wst = dlp_json_write(r.json, json_path, DLP_WRITE_NOCLOBBER);
-        if (st == DLP_OK) st = wst;
-        else if (wst == DLP_OK) fprintf(stderr, "partial result (the run failed): %s\n", json_path);
-    }
+    st = finish(&ctx, &c, &r, st, json_path);
     dlp_train_result_free(&r);
     json_decref(echo);
     if (st == DLP_OK && g_interrupted) return 128 + (g_signal ? g_signal : SIGINT);  // 130 for Ctrl-C, 143 for SIGTERM

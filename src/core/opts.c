@@ -95,6 +95,37 @@ static void choice_name(const char *choices, int idx, char *buf, size_t len) {
     buf[n] = '\0';
 }
 
+// "a|b|c" of a choice table's names.
+static void map_names(const dlp_opt_choice *m, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (; m && m->name && n < len; m++) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "|" : "", m->name);
+}
+
+dlp_status dlp_opt_choice_parse(const dlp_opt_choice *map, const char *what, const char *name, int *value) {
+    for (const dlp_opt_choice *m = map; m && m->name; m++)
+        if (name && strcmp(m->name, name) == 0) {
+            *value = m->value;
+            return DLP_OK;
+        }
+    char names[256];
+    map_names(map, names, sizeof names);
+    return DLP_ERR(DLP_ERR_INVALID, "%s: '%s' is not one of %s", what, name ? name : "(null)", names);
+}
+
+const char *dlp_opt_choice_name(const dlp_opt_choice *map, int value) {
+    for (const dlp_opt_choice *m = map; m && m->name; m++)
+        if (m->value == value) return m->name;
+    return "?";
+}
+
+// The names an option's choice takes: its map's, or its choices string.
+static const char *choice_names(const dlp_opt *o, char *buf, size_t len) {
+    if (o->type != DLP_OPT_ENUM) return (const char *)o->choices;
+    map_names((const dlp_opt_choice *)o->choices, buf, len);
+    return buf;
+}
+
 static dlp_status set_value(dlp_opt *o, const char *v) {
     char *end;
     switch (o->type) {
@@ -137,16 +168,27 @@ static dlp_status set_value(dlp_opt *o, const char *v) {
         return DLP_OK;
     case DLP_OPT_CHOICE: {
         if (!v) { *(int *)o->dst = 0; return DLP_OK; }
-        int i = choice_index(o->choices, v);
-        if (i < 0) return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not one of %s", o->name, v, o->choices);
+        int i = choice_index((const char *)o->choices, v);
+        if (i < 0) return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not one of %s", o->name, v, (const char *)o->choices);
         *(int *)o->dst = i;
         return DLP_OK;
+    }
+    case DLP_OPT_ENUM: {
+        if (!v) { *(int *)o->dst = ((const dlp_opt_choice *)o->choices)[0].value; return DLP_OK; }
+        for (const dlp_opt_choice *m = (const dlp_opt_choice *)o->choices; m->name; m++)
+            if (strcmp(m->name, v) == 0) {
+                *(int *)o->dst = m->value;
+                return DLP_OK;
+            }
+        char names[256];
+        return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not one of %s", o->name, v,
+                       choice_names(o, names, sizeof names));
     }
     }
     return DLP_ERR(DLP_ERR_INTERNAL, "option --%s has an unknown type", o->name);
 }
 
-static const char *default_meta(const dlp_opt *o) {
+static const char *default_meta(const dlp_opt *o, char *buf, size_t len) {
     if (o->meta) return o->meta;
     switch (o->type) {
     case DLP_OPT_FLAG: return "";
@@ -154,7 +196,7 @@ static const char *default_meta(const dlp_opt *o) {
     case DLP_OPT_SIZE: return "SIZE";
     case DLP_OPT_DOUBLE: return "X";
     case DLP_OPT_STR: return "S";
-    case DLP_OPT_CHOICE: return o->choices;
+    case DLP_OPT_CHOICE: case DLP_OPT_ENUM: return choice_names(o, buf, len);
     }
     return "";
 }
@@ -166,17 +208,37 @@ static int table_has_verbose(const dlp_opt *table) {
     return 0;
 }
 
+const char dlp_opt_from_dst[] = "(the value dst holds)";
+
+// The default as --help prints it: the text, or for DLP_OPT_FROM_DST the value dst holds (NULL: none).
+static const char *default_text(const dlp_opt *o, char *buf, size_t len) {
+    if (o->def != dlp_opt_from_dst) return o->def;
+    switch (o->type) {
+    case DLP_OPT_FLAG: return NULL;
+    case DLP_OPT_INT: snprintf(buf, len, "%d", *(const int *)o->dst); return buf;
+    case DLP_OPT_I64: case DLP_OPT_SIZE: snprintf(buf, len, "%lld", (long long)*(const int64_t *)o->dst); return buf;
+    case DLP_OPT_DOUBLE: snprintf(buf, len, "%g", *(const double *)o->dst); return buf;
+    case DLP_OPT_STR: return *(const char *const *)o->dst;
+    case DLP_OPT_CHOICE: choice_name((const char *)o->choices, *(const int *)o->dst, buf, len); return buf;
+    case DLP_OPT_ENUM: return dlp_opt_choice_name((const dlp_opt_choice *)o->choices, *(const int *)o->dst);
+    }
+    return NULL;
+}
+
 void dlp_opts_help(FILE *f, const char *usage, const dlp_opt *table) {
     if (usage) fprintf(f, "%s\n\noptions:\n", usage);
     for (const dlp_opt *o = table; o->name; o++) {
         char left[96];
-        const char *meta = default_meta(o);
+        char names[256];
+        const char *meta = default_meta(o, names, sizeof names);
         if (o->short_name)
             snprintf(left, sizeof left, "  -%c, --%s%s%s", o->short_name, o->name, meta[0] ? " " : "", meta);
         else
             snprintf(left, sizeof left, "      --%s%s%s", o->name, meta[0] ? " " : "", meta);
         fprintf(f, "%-34s %s", left, o->help ? o->help : "");
-        if (o->def && o->type != DLP_OPT_FLAG) fprintf(f, " (default %s)", o->def);
+        char defbuf[64];
+        const char *def = default_text(o, defbuf, sizeof defbuf);
+        if (def && o->type != DLP_OPT_FLAG) fprintf(f, " (default %s)", def);
         fputc('\n', f);
     }
     if (!table_has_verbose(table))
@@ -203,7 +265,7 @@ dlp_status dlp_opts_parse(dlp_opt *table, const char *usage, int argc, char **ar
     for (int i = 0; i < n; i++) {
         dlp_opt *o = &table[i];
         o->given = 0;
-        dlp_status s = set_value(o, o->def);
+        dlp_status s = o->def == dlp_opt_from_dst ? DLP_OK : set_value(o, o->def);
         if (s != DLP_OK) {
             free(lo);
             free(shorts);
@@ -292,10 +354,11 @@ json_t *dlp_opts_to_json(const dlp_opt *table) {
         }
         case DLP_OPT_CHOICE: {
             char buf[64];
-            choice_name(o->choices, *(int *)o->dst, buf, sizeof buf);
+            choice_name((const char *)o->choices, *(int *)o->dst, buf, sizeof buf);
             v = json_string(buf);
             break;
         }
+        case DLP_OPT_ENUM: v = json_string(dlp_opt_choice_name((const dlp_opt_choice *)o->choices, *(int *)o->dst)); break;
         }
         if (v) json_object_set_new(obj, o->name, v);
     }

@@ -13,6 +13,12 @@
 
 const char *const dlp_prec_names[DLP_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16", "int8"};
 
+#define PREC_CHOICES {"auto", DLP_PRECISION_AUTO}, {"fp32", DLP_PREC_FP32}, {"tf32", DLP_PREC_TF32}, \
+                     {"bf16", DLP_PREC_BF16}, {"fp16", DLP_PREC_FP16}
+const dlp_opt_choice dlp_prec_choices[] = {PREC_CHOICES, {"int8", DLP_PREC_INT8}, {NULL, 0}};
+const dlp_opt_choice dlp_prec_train_choices[] = {PREC_CHOICES, {NULL, 0}};
+#undef PREC_CHOICES
+
 const char *dlp_prec_name(dlp_prec p) { return (unsigned)p < DLP_PREC_COUNT ? dlp_prec_names[p] : "?"; }
 
 dlp_status dlp_prec_parse(const char *s, dlp_prec *out) {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
+#include "core/opts.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -27,6 +29,9 @@ typedef enum { DLP_PREC_FP32 = 0, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16, D
 const char *dlp_prec_name(dlp_prec p);
 extern const char *const dlp_prec_names[DLP_PREC_COUNT];  // by dlp_prec (field tables' DLP_FT_ENUM)
 dlp_status dlp_prec_parse(const char *s, dlp_prec *out);  // DLP_ERR_INVALID naming the choices
+// The model's --precision choices (core/opts): auto|fp32|tf32|bf16|fp16|int8 -> DLP_PRECISION_AUTO, DLP_PREC_*;
+// the training ones (no int8) for commands that size training runs.
+extern const dlp_opt_choice dlp_prec_choices[], dlp_prec_train_choices[];
 // Bytes per input element the device is fed at this precision: fp32/tf32 4, bf16/fp16 2, int8 1.
 size_t dlp_prec_input_bytes(dlp_prec p);
 // The precision a backend plan runs: F32 (+tf32 flag), BF16, F16.

@@ -8,6 +8,10 @@
 
 static const char *const k_decay_names[DLP_LR_DECAY_COUNT] = {"constant", "cosine", "step"};
 
+const dlp_opt_choice dlp_lr_decay_choices[] = {
+    {"cosine", DLP_LR_COSINE}, {"step", DLP_LR_STEP}, {"constant", DLP_LR_CONSTANT}, {NULL, 0},
+};
+
 const char *dlp_lr_decay_name(dlp_lr_decay d) { return (unsigned)d < DLP_LR_DECAY_COUNT ? k_decay_names[d] : "?"; }
 
 void dlp_lr_schedule_default(dlp_lr_schedule *s) {

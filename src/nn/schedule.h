@@ -2,12 +2,13 @@
 // (Goyal et al.: lr = base_lr * batch * world / 256), a linear warm-up, then constant, cosine or step decay.
 // The schedule is a pure function of the step, so a resumed run needs only the step (and this config).
 // Defines: dlp_lr_decay, dlp_lr_schedule, dlp_lr_schedule_default, dlp_lr_peak, dlp_lr_at, dlp_lr_schedule_check,
-//          dlp_lr_schedule_to_json, dlp_lr_schedule_from_json, dlp_lr_decay_name.
+//          dlp_lr_schedule_to_json, dlp_lr_schedule_from_json, dlp_lr_decay_name, dlp_lr_decay_choices.
 #ifndef DLP_NN_SCHEDULE_H
 #define DLP_NN_SCHEDULE_H
 #include <jansson.h>
 #include <stdint.h>
 
+#include "core/opts.h"
 #include "core/status.h"
 
 typedef enum { DLP_LR_CONSTANT = 0, DLP_LR_COSINE, DLP_LR_STEP, DLP_LR_DECAY_COUNT } dlp_lr_decay;
@@ -28,6 +29,8 @@ typedef struct dlp_lr_schedule {
 } dlp_lr_schedule;
 
 const char *dlp_lr_decay_name(dlp_lr_decay d);  // "constant", "cosine", "step"
+// The --schedule choices (core/opts): cosine|step|constant -> DLP_LR_*.
+extern const dlp_opt_choice dlp_lr_decay_choices[];
 // Defaults: base_lr 0.1 per 256 images, scaled; no warm-up; warmup_start 0.1; cosine to 0; gamma 0.1 at
 // epochs 30, 60, 80; batch 256, world 1.
 void dlp_lr_schedule_default(dlp_lr_schedule *s);

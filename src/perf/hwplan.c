@@ -1,6 +1,7 @@
 // perf/hwplan: the configurations a catalog can build, each predicted and costed, and the choice among them.
 #include "perf/hwplan.h"
 
+#include "core/json.h"
 #include "hw/derive.h"
 
 #include <math.h>
@@ -252,4 +253,34 @@ int dlp_hwplan_neighbor(const dlp_hwplan_cand *a, const dlp_hwplan_cand *b, cons
     if (a->nodes != b->nodes) d++, w = "nodes";
     if (what) *what = w;
     return d == 1;
+}
+
+json_t *dlp_hwplan_cand_to_json(const dlp_hwplan_cand *c) {
+    json_t *e = json_object();
+    json_object_set_new(e, "id", json_string(c->id));
+    json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
+    json_object_set_new(e, "platform", c->plat ? json_string(c->plat->id) : json_null());
+    json_object_set_new(e, "gpu", json_string(c->gpu->id));
+    json_object_set_new(e, "gpus_per_node", json_integer(c->gpus));
+    json_object_set_new(e, "cpu", json_string(c->cpu->id));
+    json_object_set_new(e, "sockets", json_integer(c->sockets));
+    json_object_set_new(e, "storage", c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base"));
+    json_object_set_new(e, "nodes", json_integer(c->nodes));
+    json_object_set_new(e, "ok", json_boolean(c->ok));
+    if (!c->ok) json_object_set_new(e, "error", json_string(c->err));
+    json_object_set_new(e, "feasible", json_boolean(c->feasible));
+    json_object_set_new(e, "price_usd", json_real(c->price_usd));
+    json_object_set_new(e, "usd_per_hour", json_real(c->usd_per_hour));
+    json_object_set_new(e, "budget_cost", json_real(c->budget_cost));
+    if (c->ok) {
+        json_object_set_new(e, "img_per_s", json_real(c->img_per_s));
+        json_object_set_new(e, "host_img_per_s_per_node", dlp_json_real_or_null(c->host_img_per_s));
+        json_object_set_new(e, "device_img_per_s_per_node", json_real(c->device_img_per_s));
+        json_object_set_new(e, "host_over_device", dlp_json_real_or_null(c->ratio));
+        json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(c->bottleneck)));
+        json_object_set_new(e, "total_s", json_real(c->total_s));
+        json_object_set_new(e, "usd_per_million_images", json_real(c->usd_per_million));
+        json_object_set_new(e, "usd_total", json_real(c->usd_total));
+    }
+    return e;
 }

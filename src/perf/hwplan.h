@@ -6,7 +6,7 @@
 // run). docs/model.md, "Plan".
 // Defines: dlp_hwplan_mode, dlp_hwplan_req, dlp_hwplan_req_init, dlp_hwplan_cand, dlp_hwplan_host_cap,
 //          dlp_hwplan_spec, dlp_hwplan_predict_spec, dlp_hwplan_fill, dlp_hwplan_enumerate, dlp_hwplan_choose,
-//          dlp_hwplan_frontier, dlp_hwplan_neighbor.
+//          dlp_hwplan_frontier, dlp_hwplan_neighbor, dlp_hwplan_cand_to_json.
 #ifndef DLP_PERF_HWPLAN_H
 #define DLP_PERF_HWPLAN_H
 #include "core/status.h"
@@ -73,6 +73,8 @@ int dlp_hwplan_choose(dlp_hwplan_cand *c, int n, const dlp_hwplan_req *req);
 // The feasible configurations no other feasible one beats (cheaper or as cheap and faster), fastest first; the
 // chosen one first of all. Writes up to max indices into idx, returns how many.
 int dlp_hwplan_frontier(const dlp_hwplan_cand *c, int n, int chosen, int *idx, int max);
+// A configuration as dlperf.plan/1 lists it: its parts, cost, and (when predicted) rate, balance and bottleneck.
+json_t *dlp_hwplan_cand_to_json(const dlp_hwplan_cand *c);
 // Whether a and b differ in exactly one part; *what names it ("cpu", "storage", "gpus", "gpu", "nodes").
 int dlp_hwplan_neighbor(const dlp_hwplan_cand *a, const dlp_hwplan_cand *b, const char **what);
 

@@ -115,9 +115,12 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         s[0] = '\0';
         DLP_CHECK(dlp_field_opt_str(o, "precision", s, sizeof s, w));
         if (s[0]) {
-            if (strcmp(s, "fp32") == 0) c->prec = DLP_PREC_FP32;
-            else if (strcmp(s, "bf16") == 0) c->prec = DLP_PREC_BF16;
-            else return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'precision' is '%s' (fp32|bf16)", w, s);
+            dlp_prec p;  // the runs train on CPUs: fp32 or bf16
+            if (dlp_prec_parse(s, &p) != DLP_OK || (p != DLP_PREC_FP32 && p != DLP_PREC_BF16)) {
+                dlp_err_clear();
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'precision' is '%s' (fp32|bf16)", w, s);
+            }
+            c->prec = p;
         }
         s[0] = '\0';
         DLP_CHECK(dlp_field_opt_str(o, "storage", s, sizeof s, w));

@@ -147,7 +147,7 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
              "--workers %d --precision %s --steps %d --measure-warmup %d --lr 0.01 --peak off --no-monitor --seed %llu "
              "--quiet%s%s --json '%s' >'%s' 2>&1",
              mpirun, vc->ds->root, c->model,
-             c->size, c->batch, c->device, c->threads, c->workers, c->prec == DLP_PREC_BF16 ? "bf16" : "fp32", steps,
+             c->size, c->batch, c->device, c->threads, c->workers, dlp_prec_name(c->prec), steps,
              warm, (unsigned long long)vc->seed, rl, c->cold ? " --drop-cache" : "", out, log);
     int64_t t0 = dlp_now_ns();
     int rc = system(cmd);
@@ -230,7 +230,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     tc.threads = c->threads;
     tc.workers = c->workers;
     tc.seed = vc->seed;
-    tc.lr = 0.01;
+    tc.sched.base_lr = 0.01;
     tc.read_limit_bytes_per_s = c->read_limit_bytes_per_s;
     tc.limit_samples = c->images;
     tc.drop_cache = c->cold;

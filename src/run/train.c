@@ -29,6 +29,10 @@ const char *dlp_train_phase_name(dlp_train_phase p) {
     return (unsigned)p < DLP_TRAIN_PH_COUNT ? dlp_step_phase_name((dlp_step_phase)(p - DLP_TRAIN_PH_INPUT)) : "?";
 }
 
+const dlp_opt_choice dlp_train_peak_choices[] = {
+    {"measure", DLP_TRAIN_PEAK_MEASURE}, {"cached", DLP_TRAIN_PEAK_CACHED}, {"off", DLP_TRAIN_PEAK_OFF}, {NULL, 0},
+};
+
 void dlp_train_cfg_defaults(dlp_train_cfg *c) {
     memset(c, 0, sizeof *c);
     c->model = "resnet50";
@@ -37,13 +41,7 @@ void dlp_train_cfg_defaults(dlp_train_cfg *c) {
     c->crop_scale_hi = 1.0;
     c->batch = 32;
     c->precision = DLP_DTYPE_F32;
-    c->lr = 0.1;
-    c->lr_scale_by_batch = 1;
-    c->schedule = DLP_LR_COSINE;
-    c->step_gamma = 0.1;
-    c->step_epochs[0] = 30;
-    c->step_epochs[1] = 60;
-    c->step_epochs[2] = 80;
+    dlp_lr_schedule_default(&c->sched);
     c->momentum = 0.9;
     c->weight_decay = 1e-4;
     c->eval = 1;
@@ -345,6 +343,55 @@ static int stop_now(dlp_trainer *t) {
     return t->stopped_by[0] != 0;
 }
 
+// Mid-epoch evaluation and checkpoints, when due (the end of an epoch has its own: end_epoch).
+static dlp_status mid_epoch_work(dlp_trainer *t, int64_t epoch, int64_t *tprev) {
+    const dlp_train_cfg *c = &t->c;
+    int did = 0;
+    if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
+        DLP_CHECK(dlp_plan_sync(t->plan));
+        DLP_CHECK(run_eval(t, -1));
+        did = 1;
+    }
+    if (c->checkpoint_dir && c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0) {
+        DLP_CHECK(save_checkpoint(t));
+        did = 1;
+    }
+    if (did) {
+        epoch_phase(t, epoch);
+        *tprev = dlp_now_ns();
+    }
+    return DLP_OK;
+}
+
+// An epoch's end: the EPOCH event, the next epoch's loading started (so the loader works while we evaluate and
+// save), the evaluation and the checkpoint.
+static dlp_status end_epoch(dlp_trainer *t, int64_t epoch, const dlp_train_epoch_stats *es, int *epoch_started,
+                            int64_t *tprev) {
+    const dlp_train_cfg *c = &t->c;
+    t->pos.epoch = epoch + 1;
+    t->pos.step_in_epoch = 0;
+    dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
+                          .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
+    if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    const int more = t->pos.step < t->stop_at && !stop_now(t);
+    if (more) {
+        DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
+        *epoch_started = 1;
+    }
+    int did = 0;
+    if (c->eval && t->vl) {
+        DLP_CHECK(dlp_plan_sync(t->plan));
+        DLP_CHECK(run_eval(t, epoch));
+        did = 1;
+    }
+    if (c->checkpoint_dir && (c->checkpoint_every == 0 || t->pos.step % c->checkpoint_every == 0)) {
+        DLP_CHECK(save_checkpoint(t));
+        did = 1;
+    }
+    if (did) *tprev = dlp_now_ns();
+    return DLP_OK;
+}
+
 static dlp_status train_loop(dlp_trainer *t) {
     const dlp_train_cfg *c = &t->c;
     // The step's phases (input .. update, the allreduce through the run's communicator) come from run/step; this loop
@@ -463,45 +510,10 @@ static dlp_status train_loop(dlp_trainer *t) {
             if (c->time_limit_s > 0 && dlp_ns_to_s(tprev - t->t_loop0) >= c->time_limit_s && !t->stopped_by[0])
                 snprintf(t->stopped_by, sizeof t->stopped_by, "time-limit");
             if (epoch_done) break;
-            // mid-epoch evaluation and checkpoints (the end of an epoch has its own below)
-            int did = 0;
-            if (c->eval_every > 0 && t->pos.step % c->eval_every == 0 && t->vl) {
-                DLP_CHECK(dlp_plan_sync(t->plan));
-                DLP_CHECK(run_eval(t, -1));
-                did = 1;
-            }
-            if (c->checkpoint_dir && c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0) {
-                DLP_CHECK(save_checkpoint(t));
-                did = 1;
-            }
-            if (did) {
-                epoch_phase(t, epoch);
-                tprev = dlp_now_ns();
-            }
+            DLP_CHECK(mid_epoch_work(t, epoch, &tprev));
         }
         if (!epoch_done) break;  // stopped mid-epoch
-        t->pos.epoch = epoch + 1;
-        t->pos.step_in_epoch = 0;
-        dlp_train_event ev = {.kind = DLP_TRAIN_EV_EPOCH, .epoch = epoch, .step_in_epoch = t->spe,
-                              .loss = es->steps ? es->loss_sum / (double)es->steps : 0, .lr = t->last_lr};
-        if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
-        const int more = t->pos.step < t->stop_at && !stop_now(t);
-        // Start loading the next epoch now, so the loader works while we evaluate and save.
-        if (more) {
-            DLP_CHECK(dlp_loader_start_epoch(t->tl, epoch + 1));
-            epoch_started = 1;
-        }
-        int did = 0;
-        if (c->eval && t->vl) {
-            DLP_CHECK(dlp_plan_sync(t->plan));
-            DLP_CHECK(run_eval(t, epoch));
-            did = 1;
-        }
-        if (c->checkpoint_dir && (c->checkpoint_every == 0 || t->pos.step % c->checkpoint_every == 0)) {
-            DLP_CHECK(save_checkpoint(t));
-            did = 1;
-        }
-        if (did) tprev = dlp_now_ns();
+        DLP_CHECK(end_epoch(t, epoch, es, &epoch_started, &tprev));
         epoch++;
     }
     // Queued device work belongs to the loop's time.
@@ -543,7 +555,9 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers and --prefetch must not be negative");
     if (!(c->time_limit_s >= 0) || !isfinite(c->time_limit_s))
         return DLP_ERR(DLP_ERR_INVALID, "--time-limit must be a finite number of seconds, not negative");
-    if (!(c->lr > 0) || !isfinite(c->lr)) return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", c->lr);
+    const dlp_lr_schedule *sc = &c->sched;
+    if (!(sc->base_lr > 0) || !isfinite(sc->base_lr))
+        return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", sc->base_lr);
     if (!(c->momentum >= 0 && c->momentum < 1)) return DLP_ERR(DLP_ERR_INVALID, "--momentum %g is not in [0, 1)", c->momentum);
     if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
         return DLP_ERR(DLP_ERR_INVALID, "--wd %g must be finite and not negative", c->weight_decay);
@@ -558,9 +572,9 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--eval-every, --checkpoint-every, --log-every and --keep-checkpoints must "
                        "not be negative");
     if (c->read_limit_bytes_per_s < 0) return DLP_ERR(DLP_ERR_INVALID, "--read-limit must not be negative");
-    if (!(c->warmup_epochs >= 0) || !isfinite(c->warmup_epochs) || c->warmup_steps < 0)
+    if (!(sc->warmup_epochs >= 0) || !isfinite(sc->warmup_epochs) || sc->warmup_steps < 0)
         return DLP_ERR(DLP_ERR_INVALID, "--warmup and --warmup-steps must be finite and not negative");
-    if (!(c->final_lr >= 0) || !isfinite(c->final_lr) || !(c->step_gamma > 0) || !isfinite(c->step_gamma))
+    if (!(sc->final_lr >= 0) || !isfinite(sc->final_lr) || !(sc->step_gamma > 0) || !isfinite(sc->step_gamma))
         return DLP_ERR(DLP_ERR_INVALID, "--final-lr must be finite and not negative, --step-gamma finite and positive");
     if (c->checkpoint_every > 0 && !c->checkpoint_dir)
         return DLP_ERR(DLP_ERR_INVALID, "--checkpoint-every needs --checkpoint DIR");
@@ -642,6 +656,43 @@ static int resumes_from(const char *resume, const char *dir) {
         else snprintf(r, sizeof r, ".");
     }
     return realpath(r, a) && realpath(dir, b) && strcmp(a, b) == 0;
+}
+
+// Where the run starts: from the beginning, or a checkpoint's position, weights, BN statistics and momentum (with
+// several ranks, rank 0's broadcast to all).
+static dlp_status start_position(dlp_trainer *t) {
+    const dlp_train_cfg *c = &t->c;
+    t->pos.seed = c->seed;
+    t->best_top1 = -1;
+    t->last_top1 = t->last_top5 = -1;
+    t->last_eval_step = t->last_ck_step = -1;
+    // --resume DIR naming the run's own --checkpoint DIR with no complete checkpoint in it yet: a preempted run's
+    // first start (or a restart killed before its first checkpoint) — one command serves every (re)start
+    int fresh = 0;
+    if (c->resume && c->checkpoint_dir && dlp_is_dir(c->resume) && resumes_from(c->resume, c->checkpoint_dir)) {
+        char p[1024];
+        int64_t have;
+        newest_checkpoint(c->resume, p, sizeof p, &have);
+        if (have < 0) {
+            DLP_INFO("--resume %s: no complete checkpoint there yet; the run starts from the beginning", c->resume);
+            fresh = 1;
+        }
+    }
+    if (c->resume && !fresh) {
+        DLP_CHECK(load_resume(t));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
+    } else {
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+    }
+    if (t->world > 1) {  // every rank starts from rank 0's weights, BN statistics and momentum
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->params, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->bufs, (size_t)t->net.buf_count * sizeof(float), 0));
+        DLP_CHECK(dlp_comm_broadcast(t->comm, t->mom, (size_t)t->net.param_count * sizeof(float), 0));
+        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
+        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
+    }
+    return DLP_OK;
 }
 
 static dlp_status setup(dlp_trainer *t) {
@@ -752,51 +803,14 @@ static dlp_status setup(dlp_trainer *t) {
     t->spe = dlp_loader_batches_per_epoch(t->tl);
     t->total_steps = c->steps > 0 ? c->steps : c->epochs * t->spe;
     dlp_lr_schedule *s = &t->sched;
-    dlp_lr_schedule_default(s);
-    s->base_lr = c->lr;
-    s->scale_by_batch = c->lr_scale_by_batch;
+    *s = c->sched;
     s->batch = c->batch;
     s->world = t->world;  // the learning rate follows the global batch
     s->steps_per_epoch = t->spe;
     s->total_steps = t->total_steps;
-    s->warmup_epochs = c->warmup_epochs;
-    s->warmup_steps = c->warmup_steps;
-    s->decay = c->schedule;
-    s->final_lr = c->final_lr;
-    s->step_gamma = c->step_gamma;
-    memcpy(s->step_epochs, c->step_epochs, sizeof s->step_epochs);
     DLP_CHECK(dlp_lr_schedule_check(s));
 
-    t->pos.seed = c->seed;
-    t->best_top1 = -1;
-    t->last_top1 = t->last_top5 = -1;
-    t->last_eval_step = t->last_ck_step = -1;
-    // --resume DIR naming the run's own --checkpoint DIR with no complete checkpoint in it yet: a preempted run's
-    // first start (or a restart killed before its first checkpoint) — one command serves every (re)start
-    int fresh = 0;
-    if (c->resume && c->checkpoint_dir && dlp_is_dir(c->resume) && resumes_from(c->resume, c->checkpoint_dir)) {
-        char p[1024];
-        int64_t have;
-        newest_checkpoint(c->resume, p, sizeof p, &have);
-        if (have < 0) {
-            DLP_INFO("--resume %s: no complete checkpoint there yet; the run starts from the beginning", c->resume);
-            fresh = 1;
-        }
-    }
-    if (c->resume && !fresh) {
-        DLP_CHECK(load_resume(t));
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
-    } else {
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-    }
-    if (t->world > 1) {  // every rank starts from rank 0's weights, BN statistics and momentum
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->params, (size_t)t->net.param_count * sizeof(float), 0));
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->bufs, (size_t)t->net.buf_count * sizeof(float), 0));
-        DLP_CHECK(dlp_comm_broadcast(t->comm, t->mom, (size_t)t->net.param_count * sizeof(float), 0));
-        DLP_CHECK(dlp_plan_set_params(t->plan, t->params, t->bufs));
-        DLP_CHECK(dlp_plan_set_momentum(t->plan, t->mom));
-    }
+    DLP_CHECK(start_position(t));
     t->stop_at = t->total_steps;
     if (c->stop_at_step > 0 && c->stop_at_step < t->stop_at) t->stop_at = c->stop_at_step;
     if (t->stop_at < t->pos.step) t->stop_at = t->pos.step;

@@ -75,6 +75,8 @@ typedef int (*dlp_train_callback)(void *ctx, const dlp_train_event *ev);
 // MEASURE: at the start of the run, under the same conditions as the run (and stored in the cache); CACHED: the
 // cache's value for this backend, precision, thread count, CPU and build when there is one, else measured.
 typedef enum { DLP_TRAIN_PEAK_OFF = 0, DLP_TRAIN_PEAK_MEASURE, DLP_TRAIN_PEAK_CACHED } dlp_train_peak_mode;
+// The --peak choices (core/opts): measure|cached|off.
+extern const dlp_opt_choice dlp_train_peak_choices[];
 
 typedef struct dlp_train_cfg {
     // ---- model and data ----
@@ -109,14 +111,9 @@ typedef struct dlp_train_cfg {
                                 // "mpi"; with several ranks each trains on its shard and gradients are averaged
     uint64_t seed;              // weights, data order, augmentation (default 0)
     // ---- optimizer and schedule ----
-    double lr;                  // base learning rate per 256 images when lr_scale_by_batch (default 0.1)
-    int lr_scale_by_batch;      // default 1: peak = lr * batch / 256
-    double warmup_epochs;       // linear warm-up (default 0)
-    int64_t warmup_steps;       // added to warmup_epochs
-    dlp_lr_decay schedule;      // default cosine
-    double final_lr;            // cosine: the lr at the last step (default 0)
-    double step_gamma;          // step decay factor (default 0.1)
-    double step_epochs[8];      // step decay milestones in epochs (default 30, 60, 80)
+    dlp_lr_schedule sched;      // base_lr per 256 images when scale_by_batch, warm-up, decay, final_lr, step
+                                // milestones: dlp_lr_schedule_default's; batch, world, steps_per_epoch and
+                                // total_steps are set by the run
     double momentum;            // default 0.9
     int nesterov;
     double weight_decay;        // default 1e-4

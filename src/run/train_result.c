@@ -155,7 +155,9 @@ static json_t *dist_json(const dlp_trainer *t) {
     return d;
 }
 
-void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
+// The result's figures: counts, times, rates, the loader's capacity, GFLOP/s against the peak, the verdict; ls gets
+// the training loader's statistics.
+static void figures(dlp_trainer *t, dlp_train_result *r, dlp_loader_stats *ls_out) {
     const dlp_train_cfg *c = &t->c;
     r->rank = t->rank;
     r->world = t->world > 0 ? t->world : 1;
@@ -194,10 +196,10 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     r->steady_img_per_s = safe_div((double)t->steady_images, dlp_ns_to_s(steady_ns));
     r->compute_img_per_s = safe_div((double)t->steady_images, dlp_ns_to_s(compute_ns));
     r->data_wait_frac = safe_div((double)t->steady_ph_ns[DLP_TRAIN_PH_DATA_WAIT], (double)steady_ns);
-    dlp_loader_stats ls;
-    memset(&ls, 0, sizeof ls);
-    if (t->tl) dlp_loader_get_stats(t->tl, &ls);
-    double worker_ns_per_img = safe_div((double)(ls.read_ns + ls.decode_ns + ls.augment_ns), (double)ls.images);
+    dlp_loader_stats *ls = ls_out;
+    memset(ls, 0, sizeof *ls);
+    if (t->tl) dlp_loader_get_stats(t->tl, ls);
+    double worker_ns_per_img = safe_div((double)(ls->read_ns + ls->decode_ns + ls->augment_ns), (double)ls->images);
     r->loader_img_per_s = safe_div(1e9 * c->workers, worker_ns_per_img);
     r->gflop_per_image = t->have_net ? 3 * dlp_net_forward_flops(&t->net) * 1e-9 : 0;
     r->gflop_per_s = r->gflop_per_image * r->steady_img_per_s;
@@ -219,13 +221,40 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     r->threads = c->threads;
     r->workers = c->workers;
     verdict(t, r);
+}
 
-    json_t *o = dlp_json_result_new("dlperf.train/1", 0, NULL);
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "options", c->options ? json_incref(c->options) : json_null());
-    json_object_set_new(cfg, "resolved", resolved_json(t));
-    json_object_set_new(o, "config", cfg);
+// Each epoch's figures (those with steps or a validation).
+static json_t *epochs_json(const dlp_trainer *t) {
+    json_t *eps = json_array();
+    for (int64_t k = 0; t->epochs && k < t->nepochs; k++) {
+        const dlp_train_epoch_stats *es = &t->epochs[k];
+        if (!es->steps && !es->has_val) continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "epoch", json_integer(t->resume_pos.epoch + k + 1));
+        json_object_set_new(e, "steps", json_integer(es->steps));
+        json_object_set_new(e, "images", json_integer(es->images));
+        json_object_set_new(e, "loss_mean", json_real(safe_div(es->loss_sum, (double)es->steps)));
+        json_object_set_new(e, "train_top1", json_real(safe_div((double)es->correct_top1, (double)es->images)));
+        json_object_set_new(e, "img_per_s", json_real(safe_div((double)es->images, dlp_ns_to_s(es->loop_ns))));
+        json_object_set_new(e, "data_wait_frac", json_real(safe_div((double)es->data_wait_ns, (double)es->loop_ns)));
+        json_object_set_new(e, "train_s", json_real(dlp_ns_to_s(es->loop_ns)));
+        const int64_t before = k == 0 ? t->resume_pos.step_in_epoch : 0;  // steps of a resumed epoch done earlier
+        json_object_set_new(e, "complete", json_boolean(es->steps + before == t->spe));
+        if (es->has_val) {
+            json_t *v = json_object();
+            json_object_set_new(v, "top1", json_real(es->val_top1));
+            json_object_set_new(v, "top5", json_real(es->val_top5));
+            json_object_set_new(v, "loss", json_real(es->val_loss));
+            json_object_set_new(e, "val", v);
+        } else {
+            json_object_set_new(e, "val", json_null());
+        }
+        json_array_append_new(eps, e);
+    }
+    return eps;
+}
 
+static json_t *data_json(const dlp_trainer *t) {
     json_t *data = json_object();
     json_object_set_new(data, "train", json_string(t->train_where));
     json_object_set_new(data, "train_files", json_integer(t->train_ds ? t->train_ds->n : 0));
@@ -235,7 +264,21 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(data, "val_images", json_integer(t->vl ? dlp_loader_samples_per_epoch(t->vl) : 0));
     json_object_set_new(data, "input_layout", json_string(t->in_layout == DLP_LAYOUT_NHWC ? "NHWC" : "NCHW"));
     json_object_set_new(data, "input_dtype", json_string(dlp_dtype_name(t->in_dtype)));
-    json_object_set_new(o, "data", data);
+    return data;
+}
+
+void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
+    const dlp_train_cfg *c = &t->c;
+    dlp_loader_stats ls;
+    figures(t, r, &ls);
+
+    json_t *o = dlp_json_result_new("dlperf.train/1", 0, NULL);
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "options", c->options ? json_incref(c->options) : json_null());
+    json_object_set_new(cfg, "resolved", resolved_json(t));
+    json_object_set_new(o, "config", cfg);
+
+    json_object_set_new(o, "data", data_json(t));
 
     json_t *model = json_object();
     json_object_set_new(model, "arch", json_string(t->have_net ? t->net.arch : c->model));
@@ -330,33 +373,7 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(loss, "last", json_real(r->last_loss));
     json_object_set_new(o, "loss", loss);
 
-    json_t *eps = json_array();
-    for (int64_t k = 0; t->epochs && k < t->nepochs; k++) {
-        const dlp_train_epoch_stats *es = &t->epochs[k];
-        if (!es->steps && !es->has_val) continue;
-        json_t *e = json_object();
-        json_object_set_new(e, "epoch", json_integer(t->resume_pos.epoch + k + 1));
-        json_object_set_new(e, "steps", json_integer(es->steps));
-        json_object_set_new(e, "images", json_integer(es->images));
-        json_object_set_new(e, "loss_mean", json_real(safe_div(es->loss_sum, (double)es->steps)));
-        json_object_set_new(e, "train_top1", json_real(safe_div((double)es->correct_top1, (double)es->images)));
-        json_object_set_new(e, "img_per_s", json_real(safe_div((double)es->images, dlp_ns_to_s(es->loop_ns))));
-        json_object_set_new(e, "data_wait_frac", json_real(safe_div((double)es->data_wait_ns, (double)es->loop_ns)));
-        json_object_set_new(e, "train_s", json_real(dlp_ns_to_s(es->loop_ns)));
-        const int64_t before = k == 0 ? t->resume_pos.step_in_epoch : 0;  // steps of a resumed epoch done earlier
-        json_object_set_new(e, "complete", json_boolean(es->steps + before == t->spe));
-        if (es->has_val) {
-            json_t *v = json_object();
-            json_object_set_new(v, "top1", json_real(es->val_top1));
-            json_object_set_new(v, "top5", json_real(es->val_top5));
-            json_object_set_new(v, "loss", json_real(es->val_loss));
-            json_object_set_new(e, "val", v);
-        } else {
-            json_object_set_new(e, "val", json_null());
-        }
-        json_array_append_new(eps, e);
-    }
-    json_object_set_new(o, "epochs", eps);
+    json_object_set_new(o, "epochs", epochs_json(t));
     json_object_set_new(o, "evals", t->evals ? json_incref(t->evals) : json_array());
     json_t *acc = json_object();
     json_object_set_new(acc, "best_top1", t->best_top1 >= 0 ? json_real(t->best_top1) : json_null());

@@ -95,9 +95,9 @@ static void tiny_cfg(dlp_train_cfg *c) {
     c->threads = 2;
     c->workers = 1;
     c->data = g_ds;
-    c->lr = 0.05;
-    c->lr_scale_by_batch = 0;
-    c->warmup_steps = 2;
+    c->sched.base_lr = 0.05;
+    c->sched.scale_by_batch = 0;
+    c->sched.warmup_steps = 2;
     c->label_smoothing = 0.1;
     c->monitor = 0;
     c->peak = DLP_TRAIN_PEAK_OFF;
@@ -491,7 +491,7 @@ static void test_config_errors(void **state) {
         if (strcmp(cases[i].what, "classes") == 0) c.classes = 2;
         if (strcmp(cases[i].what, "batch") == 0) c.batch = 64;
         if (strcmp(cases[i].what, "device") == 0) c.device = "nosuch";
-        if (strcmp(cases[i].what, "lr") == 0) c.lr = -1;
+        if (strcmp(cases[i].what, "lr") == 0) c.sched.base_lr = -1;
         if (strcmp(cases[i].what, "data") == 0) c.data = missing;
         dlp_train_result r;
         dlp_status st = dlp_train_run(&c, &r);
@@ -504,8 +504,8 @@ static void test_config_errors(void **state) {
     dlp_train_cfg c;
     tiny_cfg(&c);
     c.steps = 9;
-    c.lr = 1e12;
-    c.warmup_steps = 0;
+    c.sched.base_lr = 1e12;
+    c.sched.warmup_steps = 0;
     dlp_train_result r;
     assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_NUMERIC);
     assert_non_null(strstr(dlp_err_msg(), "diverged"));

@@ -1,0 +1,182 @@
+// perf/validate_sweep: the sweep of `dlperf validate`: configurations, machine, dataset, runs and summary.
+#include "perf/validate_sweep.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/fs.h"
+#include "core/json.h"
+#include "data/source.h"
+#include "hw/host.h"
+#include "perf/datastats.h"
+#include "perf/probe.h"
+
+static void say(const dlp_validate_sweep_req *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const dlp_validate_sweep_req *req, const char *fmt, ...) {
+    if (!req->progress) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    req->progress(req->ctx, line);
+}
+
+// The configurations: from the file, or the built-in sweep on what this build has (a configuration on a backend
+// not built here is left out, said).
+static dlp_status load_configs(const dlp_validate_sweep_req *req, dlp_validate_sweep *sw) {
+    dlp_validate_config *cfgs = sw->cfgs;
+    if (req->configs_path) {
+        json_t *a;
+        DLP_CHECK(dlp_json_load(req->configs_path, &a));
+        dlp_status st = dlp_validate_configs_from_json(a, req->configs_path, cfgs, DLP_VALIDATE_MAX_CONFIGS, &sw->n);
+        json_decref(a);
+        return st;
+    }
+    int nb = dlp_validate_builtin(req->quick, cfgs, DLP_VALIDATE_MAX_CONFIGS);
+    for (int i = 0; i < nb; i++) {
+        const dlp_backend *ops = dlp_backend_find(cfgs[i].device, NULL);
+        char why[256] = "";
+        if (!ops || dlp_backend_available(ops, why, sizeof why) != DLP_OK) {
+            char label[160];
+            dlp_validate_config_label(&cfgs[i], label, sizeof label);
+            say(req, "validate: left out %s: the %.*s backend is not available here%s%s", label,
+                (int)strcspn(cfgs[i].device, ":"), cfgs[i].device, why[0] ? ": " : "", why);
+            dlp_err_clear();
+            continue;
+        }
+        cfgs[sw->n++] = cfgs[i];
+    }
+    return DLP_OK;
+}
+
+// The machine: read, or measured once (quick) before the sweep.
+static dlp_status load_machine(const dlp_validate_sweep_req *req, dlp_validate_sweep *sw) {
+    if (req->profile_path) return dlp_profile_read(req->profile_path, sw->prof);
+    say(req, "validate: no --profile: probing this machine first (quick)");
+    dlp_probe_cfg pc;
+    dlp_probe_cfg_init(&pc);
+    pc.data = req->data;
+    pc.quick = 1;
+    pc.progress = req->progress;
+    pc.progress_ctx = req->ctx;
+    pc.seed = req->seed;
+    DLP_CHECK(dlp_probe_run(&pc, sw->prof, &sw->probe_details));
+    if (req->save_profile) {
+        json_t *o = dlp_profile_to_json(sw->prof);
+        json_object_set(o, "probe", sw->probe_details);
+        dlp_status st = dlp_json_write(o, req->save_profile, DLP_WRITE_NOCLOBBER);
+        json_decref(o);
+        if (st) return st;
+        say(req, "validate: profile written to %s", req->save_profile);
+    }
+    return DLP_OK;
+}
+
+dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_validate_sweep *sw) {
+    memset(sw, 0, sizeof *sw);
+    sw->cfgs = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->cfgs);
+    sw->rows = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->rows);
+    sw->ape = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->ape);
+    sw->prof = malloc(sizeof *sw->prof);
+    sw->stats = malloc(sizeof *sw->stats);
+    if (!sw->cfgs || !sw->rows || !sw->ape || !sw->prof || !sw->stats) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    DLP_CHECK(load_configs(req, sw));
+    if (dlp_catalog_load(req->catalog_dir, &sw->cat) != DLP_OK) {  // only sim:<gpu> devices need it
+        if (req->catalog_dir) return dlp_err_status();
+        dlp_err_clear();
+        sw->cat = NULL;
+    }
+    DLP_CHECK(dlp_data_open(req->data, "train", NULL, &sw->ds, sw->where, sizeof sw->where));
+    int skipped = 0;
+    DLP_CHECK(dlp_dataset_stats_of(sw->ds, 0, 20000, sw->stats, &skipped));
+    DLP_CHECK(load_machine(req, sw));
+
+    dlp_validate_cfg *vc = &sw->vc;
+    dlp_validate_cfg_init(vc);
+    vc->profile = sw->prof;
+    vc->catalog = sw->cat;
+    vc->ds = sw->ds;
+    vc->stats = sw->stats;
+    vc->min_steps = req->steps;
+    vc->min_seconds = req->seconds;
+    vc->max_seconds = req->max_seconds;
+    vc->retries = req->retries < 0 ? 0 : req->retries;
+    vc->canary_base_gflops = sw->prof->host.canary_gflops;
+    vc->seed = req->seed;
+    for (int i = 0; i < sw->n; i++) {  // devices set at the knee: their rate from the loader's predicted rate
+        dlp_status st = dlp_validate_resolve_balance(vc, &sw->cfgs[i]);
+        if (st) {
+            char label[160], msg[512];
+            dlp_validate_config_label(&sw->cfgs[i], label, sizeof label);
+            snprintf(msg, sizeof msg, "%s", dlp_err_msg());
+            return DLP_ERR(st, "configuration %d (%s): %s", i + 1, label, msg);
+        }
+    }
+    return DLP_OK;
+}
+
+void dlp_validate_sweep_run(dlp_validate_sweep *sw, int i) {
+    dlp_validate_run_config(&sw->vc, &sw->cfgs[i], &sw->rows[i]);
+    sw->ape[i] = sw->rows[i].ok ? sw->rows[i].ape : NAN;
+}
+
+void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
+    const int n = sw->n;
+    sw->seconds = seconds;
+    sw->nok = sw->agree = sw->nfinite = sw->nprobed = sw->busy = 0;
+    for (int i = 0; i < n; i++) {
+        const dlp_validate_row *r = &sw->rows[i];
+        if (r->ok) {
+            sw->nok++;
+            sw->agree += strcmp(r->predicted_regime, r->observed_regime) == 0;
+        }
+        sw->busy += r->ok && isfinite(r->other_load_cores) && r->other_load_cores > 0.2;
+    }
+    sw->mape = dlp_validate_mape(sw->ape, n);
+    double *ape_probed = calloc((size_t)n + 1, sizeof *ape_probed);  // the runs on the machine as probed
+    for (int i = 0; i < n; i++) {
+        sw->nfinite += isfinite(sw->ape[i]) != 0;
+        if (ape_probed && isfinite(sw->ape[i]) && dlp_validate_disturbance(&sw->vc, &sw->rows[i]) <= 1)
+            ape_probed[sw->nprobed++] = sw->ape[i];
+    }
+    sw->mape_probed = ape_probed && sw->nprobed ? dlp_validate_mape(ape_probed, sw->nprobed) : NAN;
+    free(ape_probed);
+    sw->nsc = dlp_validate_scaling_pairs(sw->rows, n, sw->sc, DLP_VALIDATE_MAX_CONFIGS);
+}
+
+void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_label, json_t *res) {
+    json_object_set_new(res, "profile", json_string(profile_label));
+    json_object_set_new(res, "machine", dlp_profile_to_json(sw->prof));
+    json_object_set_new(res, "dataset", dlp_dataset_stats_to_json(sw->stats));
+    json_t *a = json_array();
+    for (int i = 0; i < sw->n; i++) json_array_append_new(a, dlp_validate_row_to_json(&sw->rows[i]));
+    json_object_set_new(res, "rows", a);
+    json_object_set_new(res, "mape", dlp_json_real_or_null(sw->mape));
+    json_object_set_new(res, "mape_as_probed", dlp_json_real_or_null(sw->mape_probed));
+    json_object_set_new(res, "configurations_as_probed", json_integer(sw->nprobed));
+    json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(sw->rows, sw->sc, sw->nsc));
+    json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
+    json_object_set_new(res, "regime_agree", json_integer(sw->agree));
+    json_object_set_new(res, "seconds", json_real(sw->seconds));
+    dlp_host_info h;
+    dlp_host_probe(&h);
+    json_object_set_new(res, "host", dlp_host_to_json(&h));
+    json_object_set_new(res, "versions", dlp_versions_to_json());
+}
+
+void dlp_validate_sweep_free(dlp_validate_sweep *sw) {
+    json_decref(sw->probe_details);
+    dlp_dataset_free(sw->ds);
+    dlp_catalog_free(sw->cat);
+    free(sw->cfgs);
+    free(sw->rows);
+    free(sw->ape);
+    free(sw->prof);
+    free(sw->stats);
+    memset(sw, 0, sizeof *sw);
+}
