@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/stats.h"
 
 #define DLP_LG_MAX_RECORDS ((int64_t)1 << 27)  // queries (and samples) one run can hold
 
