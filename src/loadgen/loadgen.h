@@ -1,6 +1,8 @@
 // loadgen: an MLPerf-style load generator — the four LoadGen scenarios (SingleStream, MultiStream, Server,
 // Offline) with MLPerf's validity rules, driving any System Under Test through one small interface, with a
-// summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
+// summary in the style of mlperf_log_summary.txt and a versioned JSON result. The harness knows only core/ (and
+// HTTP); two SUT-side files reach further: loadgen/sut_local.c runs dlperf's engine (serve/stack) and
+// loadgen/images.c reads and preprocesses the HTTP SUT's images (data/).
 // Defines: dlp_lg_scenario (with dlp_lg_scenario_name/parse/choices/searchable), dlp_lg_settings,
 //          dlp_lg_latency (dlp_lg_latency_summarize), dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_sweep,
 //          dlp_lg_summary_text, dlp_lg_detail_write, dlp_lg_result_to_json, dlp_lg_conf_apply. The System Under Test
