@@ -91,7 +91,7 @@ static void delay_destroy(void *ctx) {
     free(d);
 }
 
-dlp_lg_sut delay_sut_new(int64_t delay_ns, delay_sut **out) {
+dlp_lg_sut lgt_delay_sut_new(int64_t delay_ns, delay_sut **out) {
     delay_sut *d = calloc(1, sizeof *d);
     assert_non_null(d);
     d->delay_ns = delay_ns;
@@ -123,14 +123,14 @@ static dlp_status rate_infer(void *ctx, int worker, const uint32_t *idx, int n, 
     return DLP_OK;
 }
 
-dlp_lg_sut rate_sut_new(rate_engine *e, int max_batch) {
+dlp_lg_sut lgt_rate_sut_new(rate_engine *e, int max_batch) {
     dlp_lg_inproc_cfg c = {.fn = rate_infer, .ctx = e, .max_batch = max_batch, .threads = 1, .name = "rate"};
     dlp_lg_sut s;
     assert_int_equal(dlp_lg_sut_inproc_create(&c, &s), DLP_OK);
     return s;
 }
 
-void fast_settings(dlp_lg_settings *s, dlp_lg_scenario sc) {
+void lgt_fast_settings(dlp_lg_settings *s, dlp_lg_scenario sc) {
     dlp_lg_settings_default(s, sc);
     s->min_duration_ns = 200 * MS;
     s->idle_timeout_ns = 2000 * MS;

@@ -1,6 +1,7 @@
 // tests/unit/loadgen_suts: the SUTs of known behaviour the loadgen harness tests run against (linked into every
 // unit test binary by the Makefile's TEST_SUPPORT rule; used by test_loadgen_run.c and test_loadgen_search.c).
-// Defines: delay_sut (delay_sut_new), rate_engine (rate_sut_new), fast_settings, MS.
+// Defines: delay_sut (lgt_delay_sut_new), rate_engine (lgt_rate_sut_new), lgt_fast_settings, MS (lgt_: these are
+// linked into every test binary, so their names say whose they are).
 #ifndef DLP_TESTS_LOADGEN_SUTS_H
 #define DLP_TESTS_LOADGEN_SUTS_H
 #include <pthread.h>
@@ -34,7 +35,7 @@ typedef struct delay_sut {
     int64_t calls, samples, outstanding, max_outstanding, max_call_samples, min_call_samples;
 } delay_sut;
 
-dlp_lg_sut delay_sut_new(int64_t delay_ns, delay_sut **out);
+dlp_lg_sut lgt_delay_sut_new(int64_t delay_ns, delay_sut **out);
 
 // A SUT of known capacity: the in-process SUT with one worker whose "inference" takes service_ns per sample,
 // paced by absolute deadlines: a call that starts within 2 ms of the previous deadline is taken to start at
@@ -46,9 +47,9 @@ typedef struct rate_engine {
     int fail_every;  // fail calls whose first index % fail_every == 0 (0: never)
 } rate_engine;
 
-dlp_lg_sut rate_sut_new(rate_engine *e, int max_batch);
+dlp_lg_sut lgt_rate_sut_new(rate_engine *e, int max_batch);
 
 // The scenario's defaults with a short run: min duration 200 ms, idle timeout 2 s.
-void fast_settings(dlp_lg_settings *s, dlp_lg_scenario sc);
+void lgt_fast_settings(dlp_lg_settings *s, dlp_lg_scenario sc);
 
 #endif

@@ -20,9 +20,9 @@
 static void test_single_stream(void **state) {
     (void)state;
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(2 * MS, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(2 * MS, &d);
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SINGLE_STREAM);
+    lgt_fast_settings(&s, DLP_LG_SINGLE_STREAM);
     s.min_query_count = 80;
     dlp_lg_result r;
     assert_int_equal(dlp_lg_run(&s, &sut, &r), DLP_OK);
@@ -59,9 +59,9 @@ static void test_single_stream(void **state) {
 static void test_multi_stream(void **state) {
     (void)state;
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(1 * MS, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(1 * MS, &d);
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_MULTI_STREAM);
+    lgt_fast_settings(&s, DLP_LG_MULTI_STREAM);
     s.min_duration_ns = 0;
     s.min_query_count = 662;
     dlp_lg_result r;
@@ -87,9 +87,9 @@ static void test_multi_stream(void **state) {
 static void test_offline(void **state) {
     (void)state;
     rate_engine e = {.service_ns = 250000};  // 4000 samples/s, in batches of up to 16
-    dlp_lg_sut sut = rate_sut_new(&e, 16);
+    dlp_lg_sut sut = lgt_rate_sut_new(&e, 16);
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_OFFLINE);
+    lgt_fast_settings(&s, DLP_LG_OFFLINE);
     s.target_qps = 4000;
     s.min_duration_ns = 250 * MS;
     s.min_query_count = 512;
@@ -133,9 +133,9 @@ static void test_server_valid_invalid(void **state) {
     // A pure 5 ms delay under a 200 ms bound (loose: threads on this shared machine stall for tens of ms):
     // VALID whatever the rate.
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(5 * MS, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(5 * MS, &d);
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SERVER);
+    lgt_fast_settings(&s, DLP_LG_SERVER);
     s.target_latency_ns = 200 * MS;
     s.target_qps = 1000;
     s.min_query_count = 600;
@@ -164,7 +164,7 @@ static void test_server_valid_invalid(void **state) {
     dlp_lg_sut_destroy(&sut);
 
     // A pure 250 ms delay: every sample is over the bound -> INVALID, "reduce the target QPS".
-    sut = delay_sut_new(250 * MS, &d);
+    sut = lgt_delay_sut_new(250 * MS, &d);
     s.target_qps = 500;
     s.min_query_count = 500;
     s.min_duration_ns = 0;
@@ -187,11 +187,11 @@ static void test_latency_from_schedule(void **state) {
     // The SUT answers at once but stalls the issuing thread for 60 ms once: the queries scheduled during the
     // stall are issued late and that lateness is their latency (MLPerf counts from the scheduled time).
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(0, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(0, &d);
     d->stall_call = 50;
     d->stall_ns = 60 * MS;
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SERVER);
+    lgt_fast_settings(&s, DLP_LG_SERVER);
     s.target_qps = 1000;
     s.min_query_count = 500;
     s.min_duration_ns = 0;
@@ -212,10 +212,10 @@ static void test_lost_and_duplicates(void **state) {
     (void)state;
     // Samples the SUT never answers: the run gives up after the idle timeout and counts them lost.
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(1 * MS, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(1 * MS, &d);
     d->drop_every = 50;
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SERVER);
+    lgt_fast_settings(&s, DLP_LG_SERVER);
     s.target_qps = 2000;
     s.min_query_count = 500;
     s.min_duration_ns = 0;
@@ -235,9 +235,9 @@ static void test_lost_and_duplicates(void **state) {
     dlp_lg_sut_destroy(&sut);  // answers the dropped ones now: the harness must ignore them safely
 
     // A sample answered twice is a SUT bug, reported.
-    sut = delay_sut_new(0, &d);
+    sut = lgt_delay_sut_new(0, &d);
     d->answer_twice_id = 7;
-    fast_settings(&s, DLP_LG_SINGLE_STREAM);
+    lgt_fast_settings(&s, DLP_LG_SINGLE_STREAM);
     s.min_query_count = 64;
     s.min_duration_ns = 0;
     assert_int_equal(dlp_lg_run(&s, &sut, &r), DLP_OK);
@@ -251,9 +251,9 @@ static void test_failures_and_max_queries(void **state) {
     (void)state;
     // An engine failing one call in 10: those samples are ERROR; INVALID unless the allowed fraction covers it.
     rate_engine e = {.service_ns = 100000, .fail_every = 10};
-    dlp_lg_sut sut = rate_sut_new(&e, 1);
+    dlp_lg_sut sut = lgt_rate_sut_new(&e, 1);
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SINGLE_STREAM);
+    lgt_fast_settings(&s, DLP_LG_SINGLE_STREAM);
     s.min_duration_ns = 0;
     s.min_query_count = 200;
     s.sample_count = 100;

@@ -31,10 +31,10 @@ static void test_server_search(void **state) {
     // Trials share one schedule seed, so validity falls monotonically with the rate.
     const double cap = 1000;
     delay_sut *d;
-    dlp_lg_sut sut = delay_sut_new(0, &d);
+    dlp_lg_sut sut = lgt_delay_sut_new(0, &d);
     d->service_ns = 1000000;
     dlp_lg_settings s;
-    fast_settings(&s, DLP_LG_SERVER);
+    lgt_fast_settings(&s, DLP_LG_SERVER);
     s.target_latency_ns = 150 * MS;
     s.min_query_count = 500;
     s.min_duration_ns = 1000 * MS;
