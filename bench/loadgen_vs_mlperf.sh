@@ -5,15 +5,15 @@
 #
 # Real LoadGen runs a SingleStream and a Server test against a Python SUT that answers after 1-4.5 ms (and, in
 # Server, at 300 QPS), with its trace on; each sample's latency is read from the trace ("complete_ns" of the
-# Sample events) and given to dlperf's statistics (build/tests/test_loadgen --summarize P, the same code
+# Sample events) and given to dlperf's statistics (build/tests/test_loadgen_stats --summarize P, the same code
 # `dlperf loadgen` uses). Every figure of the summary's latency block and SingleStream's early-stopping estimate
 # must be equal to the nanosecond; the script prints them side by side and exits 1 on any difference.
 # LoadGen's own code and the pip package are not a dlperf dependency: only this script installs them.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${1:-/tmp/dlperf-mlperf-loadgen-venv}
-HELPER="$ROOT/build/tests/test_loadgen"
-[ -x "$HELPER" ] || { echo "build first: make (needs cmocka for build/tests/test_loadgen)"; exit 2; }
+HELPER="$ROOT/build/tests/test_loadgen_stats"
+[ -x "$HELPER" ] || { echo "build first: make (needs cmocka for build/tests/test_loadgen_stats)"; exit 2; }
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import mlperf_loadgen" 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q mlcommons-loadgen

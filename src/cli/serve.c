@@ -110,7 +110,7 @@ int dlp_cli_serve(int argc, char **argv) {
 
     char **labels = NULL;
     int nlabels = 0;
-    if (labels_path && (st = dlp_serve_labels_load(labels_path, &labels, &nlabels))) return dlp_cli_fail(st);
+    if (labels_path && (st = dlp_infer_labels_load(labels_path, &labels, &nlabels))) return dlp_cli_fail(st);
     cfg.labels = (const char *const *)labels;
     cfg.nlabels = nlabels;
 
@@ -181,6 +181,6 @@ int dlp_cli_serve(int argc, char **argv) {
     dlp_monitor_destroy(mon);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     dlp_serve_stack_close(&stack);
-    dlp_serve_labels_free(labels, nlabels);
+    dlp_infer_labels_free(labels, nlabels);
     return dlp_cli_fail(st);
 }

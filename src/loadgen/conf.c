@@ -84,6 +84,7 @@ dlp_status dlp_lg_conf_apply(const char *text, const char *model, dlp_lg_setting
         n++;
     }
     const char *sc = dlp_lg_scenario_name(s->scenario);
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
     const char *v;
     unsigned m = 0;
     // Scenario-specific keys are read under their own scenario (LoadGen reads e.g. "Server.target_latency"
@@ -97,7 +98,7 @@ dlp_status dlp_lg_conf_apply(const char *text, const char *model, dlp_lg_setting
         s->target_latency_percentile = strtod(v, NULL) / 100;
         m |= DLP_LG_CONF_PERCENTILE;
     }
-    if (s->scenario == DLP_LG_MULTI_STREAM && (v = conf_find(kv, n, model, sc, "samples_per_query")))
+    if (ops && ops->sized_queries && (v = conf_find(kv, n, model, sc, "samples_per_query")))
         s->samples_per_query = (int)strtol(v, NULL, 0), m |= DLP_LG_CONF_SPQ;
     if ((v = conf_find(kv, n, model, sc, "min_duration")))
         s->min_duration_ns = (int64_t)strtoll(v, NULL, 0) * 1000000LL, m |= DLP_LG_CONF_MIN_DURATION;

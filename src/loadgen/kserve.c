@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "loadgen/kserve.h"
 #include "loadgen/loadgen.h"
 
 dlp_status dlp_lg_kserve_body(const float *chw, int h, int w, const char *input_name, int binary, char **body,

@@ -1,10 +1,14 @@
 // loadgen: an MLPerf-style load generator — the four LoadGen scenarios (SingleStream, MultiStream, Server,
 // Offline) with MLPerf's validity rules, driving any System Under Test through one small interface, with a
-// summary in the style of mlperf_log_summary.txt and a versioned JSON result. Knows only core/ (and HTTP).
+// summary in the style of mlperf_log_summary.txt and a versioned JSON result. The harness knows only core/ (and
+// HTTP); two SUT-side files reach further: loadgen/sut_local.c runs dlperf's engine (serve/stack) and
+// loadgen/images.c reads and preprocesses the HTTP SUT's images (data/).
 // Defines: dlp_lg_scenario (with dlp_lg_scenario_name/parse/choices/searchable), dlp_lg_settings,
-//          dlp_lg_sample, dlp_lg_response, dlp_lg_outcome, dlp_lg_done, dlp_lg_sut, dlp_lg_latency, dlp_lg_result,
-//          dlp_lg_run, dlp_lg_search, dlp_lg_summary_text, dlp_lg_result_to_json, and the statistics helpers
-//          (latency summary, Poisson schedule, early stopping).
+//          dlp_lg_latency (dlp_lg_latency_summarize), dlp_lg_result, dlp_lg_run, dlp_lg_search, dlp_lg_sweep,
+//          dlp_lg_summary_text, dlp_lg_detail_write, dlp_lg_result_to_json, dlp_lg_conf_apply. The System Under Test
+//          interface (and its http and in-process implementations) is loadgen/sut.h, included here; the
+//          statistics behind the rules (early stopping, the Poisson schedule) and the KServe codec are private
+//          to loadgen/ (loadgen/stats.h, loadgen/kserve.h).
 #ifndef DLP_LOADGEN_H
 #define DLP_LOADGEN_H
 #include <jansson.h>
@@ -92,88 +96,7 @@ enum {
 dlp_status dlp_lg_conf_apply(const char *text, const char *model, dlp_lg_settings *s, unsigned *set_mask,
                              char *ignored, size_t ignored_cap);
 
-// --- the System Under Test interface (MLPerf's SystemUnderTest: IssueQuery / FlushQueries) ---------------
-typedef struct dlp_lg_sample {
-    uint64_t id;     // response id: pass it back in dlp_lg_response
-    uint32_t index;  // which sample of the library (the SUT maps it to its data: a JPEG body, a tensor)
-} dlp_lg_sample;
-
-typedef enum {
-    DLP_LG_OK = 0,
-    DLP_LG_REJECTED,  // the SUT refused it (HTTP 503: queue full)
-    DLP_LG_TIMEOUT,   // a deadline passed (HTTP 504, or the client's receive timeout)
-    DLP_LG_ERROR,     // anything else (connection refused or reset, HTTP 4xx/5xx, engine error)
-    DLP_LG_OUTCOME_COUNT
-} dlp_lg_outcome;
-const char *dlp_lg_outcome_name(dlp_lg_outcome o);
-
-typedef struct dlp_lg_response {
-    uint64_t id;
-    dlp_lg_outcome outcome;
-    int32_t top1;  // predicted class when known (-1 otherwise); for accuracy runs
-    int has_server_times;             // the service reported where the time went (dlperf serve's JSON does)
-    int64_t server_queue_ns, server_infer_ns;
-} dlp_lg_response;
-
-// Where a SUT reports responses: fn(ctx, responses, n) from any thread, exactly once per sample.
-typedef struct dlp_lg_done {
-    void (*fn)(void *ctx, const dlp_lg_response *r, size_t n);
-    void *ctx;
-} dlp_lg_done;
-
-typedef struct dlp_lg_sut {
-    const char *name;
-    void *ctx;
-    // Starts work on n samples and returns without waiting for them. Each sample is answered through
-    // done->fn exactly once, from any thread, possibly before issue_query returns; `done` stays valid until
-    // the last answer. On a non-OK return none of these samples was taken (the harness counts them failed).
-    dlp_status (*issue_query)(void *ctx, const dlp_lg_sample *s, size_t n, const dlp_lg_done *done);
-    void (*flush)(void *ctx);          // optional: no more queries for now (MLPerf's FlushQueries)
-    json_t *(*stats_json)(void *ctx);  // optional: the SUT's own counters, for the result
-    void (*destroy)(void *ctx);        // optional: joins the SUT's threads (answering what is left) and frees
-} dlp_lg_sut;
-
-void dlp_lg_sut_destroy(dlp_lg_sut *sut);
-
-// In-process SUT: worker threads take up to max_batch queued samples at a time (never waiting for more) and
-// call fn(ctx, worker, indices, n, top1) synchronously. The inference engine plugs in here: fn looks the
-// samples up in its preloaded library, runs the plan and writes each sample's top-1 class (or -1).
-// fn returns DLP_OK or an error (every sample of that call is then answered DLP_LG_ERROR).
-typedef dlp_status (*dlp_lg_infer_fn)(void *ctx, int worker, const uint32_t *indices, int n, int32_t *top1);
-typedef struct dlp_lg_inproc_cfg {
-    dlp_lg_infer_fn fn;
-    void *ctx;
-    int max_batch;  // samples per call (>= 1)
-    int threads;    // worker threads (>= 1); a plan is not re-entrant, so one plan per worker
-    const char *name;
-} dlp_lg_inproc_cfg;
-dlp_status dlp_lg_sut_inproc_create(const dlp_lg_inproc_cfg *cfg, dlp_lg_sut *out);
-
-// HTTP SUT: POSTs sample i's body (bodies[i % nbodies]) to url over at most `connections` keep-alive
-// connections (one thread each). 200 -> OK (top-1 taken from the JSON when present), 503 -> REJECTED,
-// 504 or a receive timeout -> TIMEOUT, anything else -> ERROR; every status and error kind is counted.
-typedef struct dlp_lg_http_cfg {
-    const char *url;                 // http://host:port/path
-    const void *const *bodies;       // not copied: must outlive the SUT
-    const size_t *body_lens;
-    int nbodies;
-    const char *content_type;        // "image/jpeg"
-    int connections;                 // >= 1
-    int64_t connect_timeout_ns, send_timeout_ns, recv_timeout_ns;
-    int64_t max_pending;             // samples waiting for a free connection beyond this are REJECTED locally
-    const char *extra_headers;       // NULL or "Name: value\r\n" lines sent with every request
-    int kserve;                      // answers are KServe v2 inference responses: top-1 is the argmax of
-                                     // outputs[0].data (else the first "class" of dlperf serve's answer)
-} dlp_lg_http_cfg;
-
-// KServe v2 / Triton request bodies for one preprocessed image: a (1, 3, h, w) FP32 tensor named input_name, as
-// JSON ("data": [...], every float exact) or with the binary-data extension (a JSON header, then the raw little-endian
-// floats; *header_len is its length, for the Inference-Header-Content-Length header). Output asked as JSON.
-dlp_status dlp_lg_kserve_body(const float *chw, int h, int w, const char *input_name, int binary, char **body,
-                              size_t *len, size_t *header_len);
-// The argmax of outputs[0].data in a KServe v2 JSON response, or -1.
-int32_t dlp_lg_kserve_top1(const char *body, size_t len);
-dlp_status dlp_lg_sut_http_create(const dlp_lg_http_cfg *cfg, dlp_lg_sut *out);
+#include "loadgen/sut.h"
 
 // --- statistics (percentiles by MLPerf's rule: core/stats' dlp_stats_rank_i64) ---------------------------------
 typedef struct dlp_lg_latency {
@@ -183,21 +106,6 @@ typedef struct dlp_lg_latency {
 } dlp_lg_latency;
 // Sorts lat in place and fills out (count 0 and zeros when n == 0).
 void dlp_lg_latency_summarize(int64_t *lat, size_t n, dlp_lg_latency *out);
-
-// Arrival times of a Poisson process at rate_per_s: t[0] = 0, then exponential gaps with mean 1/rate,
-// cumulative, in ns. Deterministic from seed.
-void dlp_lg_poisson_schedule(double rate_per_s, uint64_t seed, int64_t n, int64_t *t_ns);
-
-// MLPerf's early-stopping arithmetic (binomial, confidence c, tolerance 0). The least number h of passing
-// queries such that seeing h passes and t failures gives, with confidence c, a true failure rate < 1 - p.
-int64_t dlp_lg_es_min_passing(int64_t t, double p, double c);
-// P(X <= t) for X ~ Binomial(n, q), computed in log space.
-double dlp_lg_binomial_cdf(int64_t t, int64_t n, double q);
-// SingleStream/MultiStream: the early-stopping estimate of the p-percentile from sorted latencies (the t-th
-// highest, t as large as the query count allows). Returns 0 with *need set to the minimum query count when
-// n is too small, else 1 with *estimate_ns and *discarded (t - 1) set.
-int dlp_lg_es_estimate(const int64_t *sorted, int64_t n, double p, double c, int64_t *estimate_ns,
-                       int64_t *discarded, int64_t *need);
 
 // --- running ---------------------------------------------------------------------------------------
 #define DLP_LG_MAX_REASONS 8

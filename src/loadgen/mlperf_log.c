@@ -10,31 +10,36 @@
 
 #include "loadgen/scenario.h"
 
-typedef struct detail_log {
+struct dlp_lg_detail_log {
     FILE *f;
     int64_t time_ns;  // the time_ms of the lines written next (since the run's start)
     int err;
-} detail_log;
+};
+typedef dlp_lg_detail_log detail_log;
 
 // One line: {"key", "value" (any JSON, stolen), "time_ms", "namespace", "event_type", "metadata"} as LoadGen's
 // AsyncLog::LogDetail writes it.
-static void mllog_at(detail_log *d, const char *key, json_t *value, int is_warning, int line) {
+static void mllog_at(detail_log *d, const char *key, json_t *value, int is_warning, const char *file, int line) {
     char *v = value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_t *k = json_string(key);
     char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
     if (!v || !ks) d->err = 1;
     else if (fprintf(d->f, ":::MLLOG {\"key\": %s, \"value\": %s, \"time_ms\": %lld.%06lld, \"namespace\": "
                      "\"mlperf::logging\", \"event_type\": \"POINT_IN_TIME\", \"metadata\": {\"is_error\": false, "
-                     "\"is_warning\": %s, \"file\": \"src/loadgen/mlperf_log.c\", \"line_no\": %d, \"pid\": %d, "
+                     "\"is_warning\": %s, \"file\": \"%s\", \"line_no\": %d, \"pid\": %d, "
                      "\"tid\": %d}}\n", ks, v, (long long)(d->time_ns / 1000000), (long long)(d->time_ns % 1000000),
-                     is_warning ? "true" : "false", line, (int)getpid(), (int)getpid()) < 0)
+                     is_warning ? "true" : "false", file, line, (int)getpid(), (int)getpid()) < 0)
         d->err = 1;
     free(v);
     free(ks);
     json_decref(value);
     json_decref(k);
 }
-#define MLLOG(d, key, value) mllog_at((d), (key), (value), 0, __LINE__)
+#define MLLOG(d, key, value) mllog_at((d), (key), (value), 0, __FILE__, __LINE__)
+
+void dlp_lg_detail_key_at(dlp_lg_detail_log *d, const char *key, json_t *value, const char *file, int line) {
+    mllog_at(d, key, value, 0, file, line);
+}
 
 static json_t *u64_json(uint64_t v) { return json_integer((json_int_t)v); }  // LoadGen prints them unsigned
 
@@ -43,7 +48,7 @@ static void pct_key(char *out, size_t cap, const char *pre, double p, const char
     snprintf(out, cap, "%s%.2f%s", pre, p, post);
 }
 
-static void latency_lines(detail_log *d, const dlp_lg_latency *l, const char *kind) {
+void dlp_lg_detail_latency(detail_log *d, const dlp_lg_latency *l, const char *kind) {
     static const double pcts[] = {50, 90, 95, 97, 99, 99.9};
     const int64_t vals[] = {l->p50_ns, l->p90_ns, l->p95_ns, l->p97_ns, l->p99_ns, l->p999_ns};
     char key[96];
@@ -115,10 +120,9 @@ dlp_status dlp_lg_detail_write(FILE *f, const dlp_lg_result *r, json_t *extra) {
     MLLOG(&d, "generic_message", json_string(s->mode == DLP_LG_ACCURACY ? "Starting accuracy mode"
                                                                            : "Starting performance mode"));
     MLLOG(&d, "generated_query_count", json_integer(r->queries_issued));
-    MLLOG(&d, "generated_samples_per_query", json_integer(s->scenario == DLP_LG_OFFLINE ? r->samples_issued
-                                                                                       : s->samples_per_query));
+    MLLOG(&d, "generated_samples_per_query", json_integer(ops->counts_samples ? r->samples_issued : s->samples_per_query));
     d.time_ns = r->duration_ns > 0 ? r->duration_ns : 0;
-    for (int i = 0; i < r->nwarnings; i++) mllog_at(&d, "warning_generic_message", json_string(r->warnings[i]), 1, __LINE__);
+    for (int i = 0; i < r->nwarnings; i++) mllog_at(&d, "warning_generic_message", json_string(r->warnings[i]), 1, __FILE__, __LINE__);
 
     // PerformanceSummary::LogDetail
     MLLOG(&d, "result_validity", json_string(r->valid ? "VALID" : "INVALID"));
@@ -140,31 +144,10 @@ dlp_status dlp_lg_detail_write(FILE *f, const dlp_lg_result *r, json_t *extra) {
     MLLOG(&d, "early_stopping_result", json_string(es));
     MLLOG(&d, "result_query_count", json_integer(r->queries_issued));
     if (ops->perf_constraints) MLLOG(&d, "result_overlatency_query_count", json_integer(r->overlatency_count));
-    int64_t es_ns = r->es_estimate_ns == INT64_MAX ? -1 : r->es_estimate_ns;
-    switch (s->scenario) {
-    case DLP_LG_SINGLE_STREAM:
-        MLLOG(&d, "result_qps_with_loadgen_overhead", json_real(r->qps_with_overhead));
-        MLLOG(&d, "result_qps_without_loadgen_overhead", json_real(r->qps_without_overhead));
-        MLLOG(&d, "early_stopping_latency_ss", json_integer(es_ns));
-        MLLOG(&d, "early_stopping_latency_ms", json_integer(es_ns));
-        break;
-    case DLP_LG_MULTI_STREAM:
-        latency_lines(&d, &r->query_latency, "query_");
-        MLLOG(&d, "early_stopping_latency_ms", json_integer(es_ns));
-        break;
-    case DLP_LG_SERVER:
-        MLLOG(&d, "result_scheduled_samples_per_sec", json_real(r->scheduled_samples_per_s));
-        MLLOG(&d, "result_completed_samples_per_sec", json_real(r->completed_samples_per_s));
-        break;
-    case DLP_LG_OFFLINE:
-        MLLOG(&d, "result_samples_per_second", json_real(r->metric_value));
-        break;
-    default:
-        MLLOG(&d, "dlperf_metric", json_pack("{s:s, s:f}", "name", r->metric_name ? r->metric_name : "",
-                                             "value", r->metric_value));
-        break;
-    }
-    latency_lines(&d, &r->sample_latency, "");
+    if (ops->detail_keys) ops->detail_keys(&d, r);
+    else MLLOG(&d, "dlperf_metric", json_pack("{s:s, s:f}", "name", r->metric_name ? r->metric_name : "",
+                                              "value", r->metric_value));
+    dlp_lg_detail_latency(&d, &r->sample_latency, "");
     MLLOG(&d, "num_errors", json_integer(0));
     // dlperf's own keys after LoadGen's.
     char line[1400];

@@ -469,8 +469,8 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s_in, const dlp_lg_sut *sut, dlp_lg
     if (s_in->mode == DLP_LG_ACCURACY) {
         // Every sample of the library once, in the scenario's pattern, with no timing rule.
         dlp_lg_settings *a = &acc_settings;
-        int64_t per = a->scenario == DLP_LG_MULTI_STREAM ? a->samples_per_query : 1;
-        int64_t queries = a->scenario == DLP_LG_OFFLINE ? a->sample_count : (a->sample_count + per - 1) / per;
+        int64_t per = dlp_lg_scenario_ops_of(a->scenario)->sized_queries ? a->samples_per_query : 1;
+        int64_t queries = (a->sample_count + per - 1) / per;
         a->min_duration_ns = 0;
         a->max_duration_ns = 0;
         a->min_query_count = a->max_query_count = queries;

@@ -2,11 +2,12 @@
 // helpers it may call (private to loadgen/).
 // Defines: dlp_lg_scenario_ops, dlp_lg_span, dlp_lg_tally, dlp_lg_issuer (dlp_lg_issuer_start, dlp_lg_issue,
 //          dlp_lg_wait_answered, dlp_lg_issue_back_to_back, ...), dlp_lg_add_reason/warning,
-//          dlp_lg_es_percentile_rule, dlp_lg_latency_metric, dlp_lg_text (summary lines), the registry's
+//          dlp_lg_es_percentile_rule, dlp_lg_latency_metric, dlp_lg_text (summary lines), dlp_lg_mlperf_rules,
+//          dlp_lg_detail_key/dlp_lg_detail_latency (the detail log's lines), the registry's
 //          dlp_lg_scenario_ops_of and dlp_lg_scenario_count, DLP_LG_MAX_RECORDS.
 //
 // To add a scenario: write src/loadgen/scenario_<x>.c defining `const dlp_lg_scenario_ops dlp_lg_scenario_<x>`
-// (its name, defaults, issue loop, validity rules, metric, summary lines; copy the nearest of scenario_single.c,
+// (its name, defaults, issue loop, validity rules, MLPerf's minimums, metric, summary lines, detail-log keys; copy the nearest of scenario_single.c,
 // scenario_multi.c, scenario_server.c, scenario_offline.c), and add `X(<x>)` at the end of DLP_LG_SCENARIOS in
 // src/loadgen/scenarios.c. Nothing else: the Makefile builds every src/*/*.c; `--scenario <Name>`, the settings
 // checks, run, summary and JSON all go through the table. The public enum dlp_lg_scenario is the index into
@@ -23,6 +24,7 @@
 
 #include "core/status.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/stats.h"
 
 #define DLP_LG_MAX_RECORDS ((int64_t)1 << 27)  // queries (and samples) one run can hold
 
@@ -75,6 +77,26 @@ typedef struct dlp_lg_text {  // a growing string: {0} to start, p NULL after a 
 void dlp_lg_text_printf(dlp_lg_text *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlp_lg_text_latency(dlp_lg_text *b, const dlp_lg_latency *l);  // the "Min latency (ns) ..." block
 
+// --- MLPerf's rules (--mlperf-rules, dlp_lg_settings_mlperf and _breaks) ------------------------------------
+// A scenario's own minimums under MLPerf's rules for ResNet-50 (mlperf.conf, test_settings.h); the rules common
+// to every scenario (min duration 600 s, 1024 performance samples, early stopping, no failed sample) are the
+// harness's (settings.c).
+typedef struct dlp_lg_mlperf_rules {
+    int64_t min_query_count;  // queries, or samples when counts_samples (0: LoadGen's default, 100)
+    double percentile;        // the target percentile MLPerf sets (0: 0.99)
+    int percentile_checked;   // a run at another percentile breaks the rules
+    int samples_per_query;    // the query size MLPerf fixes (0: not fixed)
+    int64_t max_latency_ns;   // the latency bound may not be above this (0: no bound)
+} dlp_lg_mlperf_rules;
+
+// --- the detail log (mlperf_log.c) -----------------------------------------------------------------
+typedef struct dlp_lg_detail_log dlp_lg_detail_log;
+// One ":::MLLOG" line (value stolen), naming the file and line that logged it.
+void dlp_lg_detail_key_at(dlp_lg_detail_log *d, const char *key, json_t *value, const char *file, int line);
+#define dlp_lg_detail_key(d, key, value) dlp_lg_detail_key_at((d), (key), (value), __FILE__, __LINE__)
+// The latency block: result_{min,max,mean}_<kind>latency_ns and the percentiles (kind "" or "query_").
+void dlp_lg_detail_latency(dlp_lg_detail_log *d, const dlp_lg_latency *l, const char *kind);
+
 // Which span must last min_duration.
 typedef enum {
     DLP_LG_SPAN_ISSUING,   // first query's schedule -> last query's issue ("issuing")
@@ -102,6 +124,9 @@ typedef struct dlp_lg_scenario_ops {
                                   // units are queries, and the summary and JSON show per-query latency too
     dlp_lg_span min_duration_span;
     int counts_samples;           // min_query_count counts samples, not queries (Offline)
+    int sized_queries;            // queries carry samples_per_query samples (MultiStream; also a config file's
+                                  // samples_per_query key and AccuracyOnly's query count); else one sample each
+    dlp_lg_mlperf_rules mlperf;   // MLPerf's minimums for this scenario
     // Optional: a performance constraint (clears o->perf_constraints_met, adds reasons and warnings). The
     // summary then prints "Performance constraints satisfied" and the samples over the latency bound.
     void (*perf_constraints)(const dlp_lg_tally *t, const dlp_lg_settings *s, dlp_lg_result *o);
@@ -120,6 +145,9 @@ typedef struct dlp_lg_scenario_ops {
     void (*summary_settings)(dlp_lg_text *b, const dlp_lg_settings *s);
     // Optional: the scenario's own keys in the result JSON (after "completed_samples_per_s").
     void (*result_json)(json_t *o, const dlp_lg_result *r);
+    // Optional: the scenario's result keys in mlperf_log_detail.txt (LoadGen's PerformanceSummary::LogDetail,
+    // between result_overlatency_query_count and the sample latency block); NULL: one "dlperf_metric" key.
+    void (*detail_keys)(dlp_lg_detail_log *d, const dlp_lg_result *r);
 } dlp_lg_scenario_ops;
 
 // The registry (scenarios.c): the scenario at index i of DLP_LG_SCENARIOS, NULL when out of range.

@@ -111,6 +111,11 @@ static void server_summary_stats(dlp_lg_text *b, const dlp_lg_result *r) {
     dlp_lg_text_printf(b, "Scheduled samples per second : %.2f\n", r->scheduled_samples_per_s);
 }
 
+static void server_detail_keys(dlp_lg_detail_log *d, const dlp_lg_result *r) {
+    dlp_lg_detail_key(d, "result_scheduled_samples_per_sec", json_real(r->scheduled_samples_per_s));
+    dlp_lg_detail_key(d, "result_completed_samples_per_sec", json_real(r->completed_samples_per_s));
+}
+
 static const char *const server_aliases[] = {"server", NULL};
 
 const dlp_lg_scenario_ops dlp_lg_scenario_server = {
@@ -123,10 +128,13 @@ const dlp_lg_scenario_ops dlp_lg_scenario_server = {
     .searchable = 1,
     .issue = server_issue,
     .min_duration_span = DLP_LG_SPAN_SCHEDULE,
+    .mlperf = {.min_query_count = 100, .percentile = 0.99, .percentile_checked = 1,
+               .max_latency_ns = 15 * 1000000LL},  // ResNet-50's Server bound
     .perf_constraints = server_perf_constraints,
     .early_stopping = server_early_stopping,
     .measure = server_measure,
     .metric_integer = 0,
     .metric_sep = "    : ",
     .summary_stats = server_summary_stats,
+    .detail_keys = server_detail_keys,
 };

@@ -21,6 +21,15 @@ static void single_result_json(json_t *o, const dlp_lg_result *r) {
     json_object_set_new(o, "qps_without_loadgen_overhead", json_real(r->qps_without_overhead));
 }
 
+// LoadGen's SingleStream result keys (the early-stopping estimate under both of its names; -1: none).
+static void single_detail_keys(dlp_lg_detail_log *d, const dlp_lg_result *r) {
+    int64_t es_ns = r->es_estimate_ns == INT64_MAX ? -1 : r->es_estimate_ns;
+    dlp_lg_detail_key(d, "result_qps_with_loadgen_overhead", json_real(r->qps_with_overhead));
+    dlp_lg_detail_key(d, "result_qps_without_loadgen_overhead", json_real(r->qps_without_overhead));
+    dlp_lg_detail_key(d, "early_stopping_latency_ss", json_integer(es_ns));
+    dlp_lg_detail_key(d, "early_stopping_latency_ms", json_integer(es_ns));
+}
+
 static const char *const single_aliases[] = {"singlestream", "single", "ss", NULL};
 
 const dlp_lg_scenario_ops dlp_lg_scenario_single = {
@@ -31,10 +40,12 @@ const dlp_lg_scenario_ops dlp_lg_scenario_single = {
     .default_min_query_count = 64,  // early stopping's least at p90
     .issue = dlp_lg_issue_back_to_back,
     .min_duration_span = DLP_LG_SPAN_ISSUING,
+    .mlperf = {.min_query_count = 100, .percentile = 0.90, .percentile_checked = 1},
     .early_stopping = dlp_lg_es_percentile_rule,
     .measure = single_measure,
     .metric_integer = 1,
     .metric_sep = " : ",
     .summary_stats = single_summary_stats,
     .result_json = single_result_json,
+    .detail_keys = single_detail_keys,
 };

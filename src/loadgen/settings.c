@@ -58,24 +58,26 @@ const char *dlp_lg_mode_name(dlp_lg_mode m) {
     return m == DLP_LG_ACCURACY ? "AccuracyOnly" : m == DLP_LG_PERFORMANCE ? "PerformanceOnly" : "?";
 }
 
-// MLPerf's numbers for ResNet-50 (loadgen/mlperf.conf, test_settings.h's min_query_count default of 100).
+// MLPerf's numbers for ResNet-50 common to every scenario (loadgen/mlperf.conf); each scenario's own are in its
+// table (dlp_lg_scenario_ops.mlperf).
 #define MLPERF_MIN_DURATION_NS (600 * 1000000000LL)
 #define MLPERF_SAMPLE_COUNT 1024
-#define MLPERF_SERVER_LATENCY_NS (15 * 1000000LL)
 
-static int64_t mlperf_min_queries(dlp_lg_scenario sc) {
-    return sc == DLP_LG_OFFLINE ? 24576 : sc == DLP_LG_MULTI_STREAM ? 662 : 100;
+static int64_t mlperf_min_queries(const dlp_lg_mlperf_rules *m) {
+    return m->min_query_count > 0 ? m->min_query_count : 100;  // test_settings.h's min_query_count default
 }
 
-static double mlperf_percentile(dlp_lg_scenario sc) { return sc == DLP_LG_SINGLE_STREAM ? 0.90 : 0.99; }
+static double mlperf_percentile(const dlp_lg_mlperf_rules *m) { return m->percentile > 0 ? m->percentile : 0.99; }
 
 void dlp_lg_settings_mlperf(dlp_lg_settings *s) {
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
+    if (!ops) return;
+    const dlp_lg_mlperf_rules *m = &ops->mlperf;
     if (s->min_duration_ns < MLPERF_MIN_DURATION_NS) s->min_duration_ns = MLPERF_MIN_DURATION_NS;
-    if (s->min_query_count < mlperf_min_queries(s->scenario)) s->min_query_count = mlperf_min_queries(s->scenario);
-    s->target_latency_percentile = mlperf_percentile(s->scenario);
-    if (s->scenario == DLP_LG_MULTI_STREAM) s->samples_per_query = 8;
-    if (s->scenario == DLP_LG_SERVER && s->target_latency_ns > MLPERF_SERVER_LATENCY_NS)
-        s->target_latency_ns = MLPERF_SERVER_LATENCY_NS;
+    if (s->min_query_count < mlperf_min_queries(m)) s->min_query_count = mlperf_min_queries(m);
+    s->target_latency_percentile = mlperf_percentile(m);
+    if (m->samples_per_query > 0) s->samples_per_query = m->samples_per_query;
+    if (m->max_latency_ns > 0 && s->target_latency_ns > m->max_latency_ns) s->target_latency_ns = m->max_latency_ns;
     s->early_stopping = 1;
     s->max_failed_fraction = 0;
     s->max_duration_ns = 0;
@@ -89,24 +91,25 @@ int dlp_lg_settings_mlperf_breaks(const dlp_lg_settings *s, char (*lines)[160], 
         if (n < max) snprintf(lines[n], sizeof lines[0], __VA_ARGS__); \
         n++;                                                        \
     } while (0)
-    if (s->mode == DLP_LG_ACCURACY) return 0;  // no timing rules in an accuracy run
+    const dlp_lg_scenario_ops *ops = dlp_lg_scenario_ops_of(s->scenario);
+    if (s->mode == DLP_LG_ACCURACY || !ops) return 0;  // no timing rules in an accuracy run
+    const dlp_lg_mlperf_rules *m = &ops->mlperf;
     if (s->min_duration_ns < MLPERF_MIN_DURATION_NS)
         BREAK("min_duration %lld ms < %lld ms", (long long)(s->min_duration_ns / 1000000),
               (long long)(MLPERF_MIN_DURATION_NS / 1000000));
-    int64_t mq = mlperf_min_queries(s->scenario);
+    int64_t mq = mlperf_min_queries(m);
     if (s->min_query_count < mq)
         BREAK("min_query_count %lld < %lld%s", (long long)s->min_query_count, (long long)mq,
-              s->scenario == DLP_LG_OFFLINE ? " samples" : "");
+              ops->counts_samples ? " samples" : "");
     if (s->sample_count < MLPERF_SAMPLE_COUNT)
         BREAK("performance_sample_count %lld < %d", (long long)s->sample_count, MLPERF_SAMPLE_COUNT);
-    if (s->scenario != DLP_LG_OFFLINE && fabs(s->target_latency_percentile - mlperf_percentile(s->scenario)) > 1e-9)
-        BREAK("target_latency_percentile %g != %g", s->target_latency_percentile * 100,
-              mlperf_percentile(s->scenario) * 100);
-    if (s->scenario == DLP_LG_MULTI_STREAM && s->samples_per_query != 8)
-        BREAK("samples_per_query %d != 8", s->samples_per_query);
-    if (s->scenario == DLP_LG_SERVER && s->target_latency_ns > MLPERF_SERVER_LATENCY_NS)
-        BREAK("target_latency %.3f ms > %.0f ms (ResNet-50 Server)", s->target_latency_ns / 1e6,
-              MLPERF_SERVER_LATENCY_NS / 1e6);
+    if (m->percentile_checked && fabs(s->target_latency_percentile - mlperf_percentile(m)) > 1e-9)
+        BREAK("target_latency_percentile %g != %g", s->target_latency_percentile * 100, mlperf_percentile(m) * 100);
+    if (m->samples_per_query > 0 && s->samples_per_query != m->samples_per_query)
+        BREAK("samples_per_query %d != %d", s->samples_per_query, m->samples_per_query);
+    if (m->max_latency_ns > 0 && s->target_latency_ns > m->max_latency_ns)
+        BREAK("target_latency %.3f ms > %.0f ms (ResNet-50 %s)", s->target_latency_ns / 1e6, m->max_latency_ns / 1e6,
+              ops->name);
     if (!s->early_stopping) BREAK("early stopping off");
     if (s->max_failed_fraction > 0) BREAK("max_failed_fraction %g > 0", s->max_failed_fraction);
     if (s->max_duration_ns > 0 && s->max_duration_ns < MLPERF_MIN_DURATION_NS)

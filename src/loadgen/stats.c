@@ -7,6 +7,7 @@
 #include "core/stats.h"
 #include "core/rng.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/stats.h"
 
 void dlp_lg_latency_summarize(int64_t *lat, size_t n, dlp_lg_latency *out) {
     memset(out, 0, sizeof *out);

@@ -1,7 +1,7 @@
 // loadgen/sut: what every System Under Test shares — its teardown.
 #include <string.h>
 
-#include "loadgen/loadgen.h"
+#include "loadgen/sut.h"
 
 void dlp_lg_sut_destroy(dlp_lg_sut *sut) {
     if (!sut) return;

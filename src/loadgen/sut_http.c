@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "loadgen/http_client.h"
+#include "loadgen/kserve.h"
 #include "loadgen/loadgen.h"
 
 typedef struct http_item {

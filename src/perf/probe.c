@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,37 +21,6 @@
 void dlp_probe_cfg_init(dlp_probe_cfg *c) {
     memset(c, 0, sizeof *c);
     c->parts = DLP_PROBE_PART_ALL;
-}
-
-void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) {
-    if (!c->cfg->progress) return;
-    char line[1024];
-    int n = snprintf(line, sizeof line, "probe %5.1fs  ", dlp_ns_to_s(dlp_now_ns() - c->t_start_ns));
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    c->cfg->progress(c->cfg->progress_ctx, line);
-}
-
-void dlp_probe_retry_wait(dlp_probe_ctx *c) {
-    double w = c->quiet_budget_s < 15 ? c->quiet_budget_s : 15;
-    if (!(w > 0)) return;
-    int64_t t0 = dlp_now_ns();
-    dlp_wait_quiet(w, DLP_PROBE_DISTURBED_CORES);
-    c->quiet_budget_s -= dlp_ns_to_s(dlp_now_ns() - t0);
-}
-
-json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names) {
-    json_t *o = json_object(), *c = json_object();
-    for (int j = 0; j < f->k; j++) json_object_set_new(c, names[j], json_real(f->coef[j]));
-    json_object_set_new(o, "coef", c);
-    json_object_set_new(o, "n", json_integer(f->n));
-    json_object_set_new(o, "rms", json_real(f->rms));
-    json_object_set_new(o, "mape", json_real(f->mape));
-    json_object_set_new(o, "max_ape", json_real(f->max_ape));
-    json_object_set_new(o, "r2", json_real(f->r2));
-    return o;
 }
 
 // Physical cores among the CPUs this process may use (distinct core ids per package); the CPU count when the

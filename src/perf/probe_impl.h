@@ -1,4 +1,5 @@
-// perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics — and each
+// perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics (defined in
+// probe_util.c, so the parts depend on it and not on the driver probe.c) — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
 // probe_loop.c, probe_cuda.c, probe_interconnect.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,

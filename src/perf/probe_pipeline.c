@@ -180,94 +180,120 @@ static dlp_status loader_runs(dlp_probe_ctx *c, int size, const int *workers, in
     return dlp_data_bench(&bc, runs);
 }
 
-dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
-    const int quick = c->cfg->quick;
-    dlp_pipeline_profile *pp = &c->p->pipeline;
-    json_t *det = json_object();
-    json_object_set_new(c->details, "pipeline", det);
-    snprintf(pp->name, sizeof pp->name, "dlperf");
-    pp->dct_scaling = 1;
-    pp->crop_window = 1;
+// One probe_pipeline run's shared state: the files in memory, the per-sample configurations and samples, the fits.
+typedef struct pipe_run {
+    dlp_probe_ctx *c;
+    dlp_pipeline_profile *pp;
+    json_t *det;
+    const pcfg *cfgs;
+    int ncfg;
+    file_buf *f;
+    int nfiles, nf;                // files sampled, files read
+    dlp_file_stat *fst;
+    int *fst_file, nfst;
+    dlp_pipeline_sample *smp;
+    int *cfg_n, ns;                // samples per configuration, in all
+    dlp_lsq_fit fd, fa;            // the decode and augment fits
+    dlp_dataset_stats stats;       // the files' statistics, for perf/imgwork's expected work
+} pipe_run;
 
-    // --- 1. per-sample stage costs --------------------------------------------------------------------------
-    static const pcfg k_full[] = {{64, 0.08, 1}, {96, 0.08, 1}, {128, 0.08, 1}, {160, 0.08, 1}, {224, 0.08, 1},
-                                  {288, 0.08, 1}, {64, 0.5, 1},  {128, 0.5, 1},  {224, 0.5, 1},  {224, 1, 1}};
-    static const pcfg k_quick[] = {{64, 0.08, 1}, {128, 0.08, 1}, {224, 0.08, 1}, {224, 0.5, 1}};
-    const pcfg *cfgs = quick ? k_quick : k_full;
-    const int ncfg = quick ? (int)(sizeof k_quick / sizeof k_quick[0]) : (int)(sizeof k_full / sizeof k_full[0]);
-    int nfiles = c->nsubset;
-    file_buf *f = calloc((size_t)nfiles, sizeof *f);
-    dlp_file_stat *fst = calloc((size_t)nfiles, sizeof *fst);
-    int *fst_file = calloc((size_t)nfiles, sizeof *fst_file);
-    dlp_pipeline_sample *smp = calloc((size_t)nfiles * (size_t)ncfg, sizeof *smp);
-    int *cfg_n = calloc((size_t)ncfg, sizeof *cfg_n);
-    dlp_status st = DLP_OK;
-    if (!f || !fst || !fst_file || !smp || !cfg_n) {
-        st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    int nf = 0;
-    DLP_CHECK_GOTO(st, load_files(c, nfiles, f, &nf), out);
-    dlp_probe_say(c, "pipeline: per-sample decode and augment costs, %d files x %d crop configurations, 1 thread", nf, ncfg);
-    int ns = 0, nfst = 0;
+// The fitted stages' CPU time for one image of the expected work iw (without the loader's own cost scale).
+static double stages_cost_s(const dlp_pipeline_profile *pp, const dlp_image_work *iw) {
+    return pp->read_per_file_s + pp->read_per_byte_s * iw->bytes + pp->decode_per_image_s +
+           pp->decode_per_pixel_s * iw->decoded_pixels + pp->decode_per_byte_s * iw->entropy_bytes +
+           pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw->resize_pixels +
+           pp->augment_per_out_pixel_s * iw->out_pixels;
+}
+
+// perf/imgwork's expected work per image of the files at output size `size` (the default crop scales).
+static dlp_status expected_work(const pipe_run *r, int size, dlp_image_work *iw) {
+    dlp_img_transform tf;
+    dlp_img_transform_init(&tf, 1, size);
+    return dlp_image_work_expect(&r->stats, r->pp, &tf, r->c->cfg->seed, 0, iw);
+}
+
+// 1. Per-sample stage costs: every configuration over the files, the DCT scales, the two fits, the files' statistics.
+static dlp_status pipe_stage_fits(pipe_run *r) {
+    dlp_probe_ctx *c = r->c;
+    dlp_probe_say(c, "pipeline: per-sample decode and augment costs, %d files x %d crop configurations, 1 thread", r->nf,
+                  r->ncfg);
     unsigned seen = 0;
-    for (int k = 0; k < ncfg; k++) {
+    for (int k = 0; k < r->ncfg; k++) {
         int got = 0;
-        DLP_CHECK_GOTO(st, run_config(&cfgs[k], f, nf, c->cfg->seed, k, smp + ns, &got, k == 0 ? fst : NULL, fst_file,
-                                      &nfst, &seen), out);
-        cfg_n[k] = got;
-        ns += got;
+        DLP_CHECK(run_config(&r->cfgs[k], r->f, r->nf, c->cfg->seed, k, r->smp + r->ns, &got, k == 0 ? r->fst : NULL,
+                             r->fst_file, &r->nfst, &seen));
+        r->cfg_n[k] = got;
+        r->ns += got;
     }
-    if (ns < 16) {
-        st = DLP_ERR(DLP_ERR_FORMAT, "%s: only %d usable samples for the pipeline fit", c->data_dir, ns);
-        goto out;
-    }
+    if (r->ns < 16) return DLP_ERR(DLP_ERR_FORMAT, "%s: only %d usable samples for the pipeline fit", c->data_dir, r->ns);
     // The DCT scales the decoder chooses from (the model picks among the same, smallest first).
-    pp->dct_scale_mask = detect_dct_scales(f, fst, fst_file, nfst);
-    if (!pp->dct_scale_mask) pp->dct_scale_mask = seen & 0x1FEu;  // no file large enough: those seen
-    json_object_set_new(det, "dct_scale_mask", json_integer(pp->dct_scale_mask));
-    dlp_lsq_fit fd, fa;
-    DLP_CHECK_GOTO(st, dlp_probe_fit_pipeline(smp, ns, pp, &fd, &fa), out);
-    json_object_set_new(det, "decode_fit", dlp_probe_fit_json(&fd, k_dec_names));
-    json_object_set_new(det, "augment_fit", dlp_probe_fit_json(&fa, k_aug_names));
+    r->pp->dct_scale_mask = detect_dct_scales(r->f, r->fst, r->fst_file, r->nfst);
+    if (!r->pp->dct_scale_mask) r->pp->dct_scale_mask = seen & 0x1FEu;  // no file large enough: those seen
+    json_object_set_new(r->det, "dct_scale_mask", json_integer(r->pp->dct_scale_mask));
+    DLP_CHECK(dlp_probe_fit_pipeline(r->smp, r->ns, r->pp, &r->fd, &r->fa));
+    json_object_set_new(r->det, "decode_fit", dlp_probe_fit_json(&r->fd, k_dec_names));
+    json_object_set_new(r->det, "augment_fit", dlp_probe_fit_json(&r->fa, k_aug_names));
+    return dlp_dataset_stats_from_files(r->fst, r->nfst, c->ds->n, c->data_dir, &r->stats);
+}
 
-    // Per configuration: measured means, the fit's prediction on the measured work, and the model's expected work
-    // (perf/imgwork on the files' statistics) against the work the samples really did.
-    dlp_dataset_stats stats;
-    DLP_CHECK_GOTO(st, dlp_dataset_stats_from_files(fst, nfst, c->ds->n, c->data_dir, &stats), out);
+// How much one image's cost varies (crop, source size, file): CV of decode + augment at 224 px, 8-100 % crops.
+static void pipe_cost_cv(pipe_run *r) {
+    int o0 = 0, kk = -1;
+    for (int k = 0; k < r->ncfg && kk < 0; k++) {
+        if (r->cfgs[k].size == 224 && r->cfgs[k].scale_lo < 0.1) kk = k;
+        else o0 += r->cfg_n[k];
+    }
+    if (kk < 0 || r->cfg_n[kk] <= 2) return;
+    const dlp_pipeline_sample *smp = r->smp;
+    double m = 0, v = 0;
+    for (int i = o0; i < o0 + r->cfg_n[kk]; i++) m += smp[i].dec_s + smp[i].aug_s;
+    m /= r->cfg_n[kk];
+    for (int i = o0; i < o0 + r->cfg_n[kk]; i++) {
+        double d = smp[i].dec_s + smp[i].aug_s - m;
+        v += d * d;
+    }
+    r->pp->cost_cv = m > 0 ? sqrt(v / (r->cfg_n[kk] - 1)) / m : 0;
+    json_object_set_new(r->det, "cost_cv_224", json_real(r->pp->cost_cv));
+}
+
+// Per configuration: measured means, the fit's prediction on the measured work, and the model's expected work
+// (perf/imgwork on the files' statistics) against the work the samples really did.
+static dlp_status pipe_config_means(pipe_run *r) {
+    const dlp_lsq_fit *fd = &r->fd, *fa = &r->fa;
     json_t *per = json_array();
-    json_object_set_new(det, "configs", per);
+    json_object_set_new(r->det, "configs", per);
     double ape_fit = 0, ape_work = 0;
     int off = 0;
-    for (int k = 0; k < ncfg; k++) {
+    for (int k = 0; k < r->ncfg; k++) {
+        const pcfg *pc = &r->cfgs[k];
         double m_dec = 0, m_aug = 0, w_dec = 0, w_ent = 0, w_rsz = 0;
-        for (int i = off; i < off + cfg_n[k]; i++) {
-            m_dec += smp[i].dec_s;
-            m_aug += smp[i].aug_s;
-            w_dec += smp[i].dec_px;
-            w_ent += smp[i].ent_bytes;
-            w_rsz += smp[i].rsz_px;
+        for (int i = off; i < off + r->cfg_n[k]; i++) {
+            m_dec += r->smp[i].dec_s;
+            m_aug += r->smp[i].aug_s;
+            w_dec += r->smp[i].dec_px;
+            w_ent += r->smp[i].ent_bytes;
+            w_rsz += r->smp[i].rsz_px;
         }
-        double n = cfg_n[k] > 0 ? cfg_n[k] : 1;
+        double n = r->cfg_n[k] > 0 ? r->cfg_n[k] : 1;
         m_dec /= n, m_aug /= n, w_dec /= n, w_ent /= n, w_rsz /= n;
-        off += cfg_n[k];
-        double out_px = (double)cfgs[k].size * cfgs[k].size;
-        double p_dec = fd.coef[0] + fd.coef[1] * w_dec + fd.coef[2] * w_ent;
-        double p_aug = fa.coef[0] + fa.coef[1] * w_rsz + fa.coef[2] * out_px;
+        off += r->cfg_n[k];
+        double out_px = (double)pc->size * pc->size;
+        double p_dec = fd->coef[0] + fd->coef[1] * w_dec + fd->coef[2] * w_ent;
+        double p_aug = fa->coef[0] + fa->coef[1] * w_rsz + fa->coef[2] * out_px;
         dlp_img_transform tf;
-        dlp_img_transform_init(&tf, 1, cfgs[k].size);
-        tf.scale_min = cfgs[k].scale_lo;
-        tf.scale_max = cfgs[k].scale_hi;
+        dlp_img_transform_init(&tf, 1, pc->size);
+        tf.scale_min = pc->scale_lo;
+        tf.scale_max = pc->scale_hi;
         dlp_image_work iw;
-        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
-        double e_dec = fd.coef[0] + fd.coef[1] * iw.decoded_pixels + fd.coef[2] * iw.entropy_bytes;
-        double e_aug = fa.coef[0] + fa.coef[1] * iw.resize_pixels + fa.coef[2] * iw.out_pixels;
+        DLP_CHECK(dlp_image_work_expect(&r->stats, r->pp, &tf, r->c->cfg->seed, 0, &iw));
+        double e_dec = fd->coef[0] + fd->coef[1] * iw.decoded_pixels + fd->coef[2] * iw.entropy_bytes;
+        double e_aug = fa->coef[0] + fa->coef[1] * iw.resize_pixels + fa->coef[2] * iw.out_pixels;
         ape_fit += fabs((p_dec + p_aug) / (m_dec + m_aug) - 1);
         ape_work += fabs((e_dec + e_aug) / (m_dec + m_aug) - 1);
         json_t *o = json_object();
-        json_object_set_new(o, "size", json_integer(cfgs[k].size));
-        json_object_set_new(o, "scale", json_pack("[ff]", cfgs[k].scale_lo, cfgs[k].scale_hi));
-        json_object_set_new(o, "samples", json_integer(cfg_n[k]));
+        json_object_set_new(o, "size", json_integer(pc->size));
+        json_object_set_new(o, "scale", json_pack("[ff]", pc->scale_lo, pc->scale_hi));
+        json_object_set_new(o, "samples", json_integer(r->cfg_n[k]));
         json_object_set_new(o, "decode_ms", json_real(m_dec * 1e3));
         json_object_set_new(o, "augment_ms", json_real(m_aug * 1e3));
         json_object_set_new(o, "fit_ms", json_real((p_dec + p_aug) * 1e3));
@@ -280,80 +306,67 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
         json_object_set_new(o, "model_resize_px", json_real(iw.resize_pixels));
         json_array_append_new(per, o);
     }
-    json_object_set_new(det, "fit_mape_of_config_means", json_real(ape_fit / ncfg));
-    // How much one image's cost varies (crop, source size, file): CV of decode + augment at 224 px, 8-100 % crops.
-    {
-        int o0 = 0, kk = -1;
-        for (int k = 0; k < ncfg && kk < 0; k++) {
-            if (cfgs[k].size == 224 && cfgs[k].scale_lo < 0.1) kk = k;
-            else o0 += cfg_n[k];
-        }
-        if (kk >= 0 && cfg_n[kk] > 2) {
-            double m = 0, v = 0;
-            for (int i = o0; i < o0 + cfg_n[kk]; i++) m += smp[i].dec_s + smp[i].aug_s;
-            m /= cfg_n[kk];
-            for (int i = o0; i < o0 + cfg_n[kk]; i++) {
-                double d = smp[i].dec_s + smp[i].aug_s - m;
-                v += d * d;
-            }
-            pp->cost_cv = m > 0 ? sqrt(v / (cfg_n[kk] - 1)) / m : 0;
-            json_object_set_new(det, "cost_cv_224", json_real(pp->cost_cv));
-        }
-    }
-    json_object_set_new(det, "model_work_mape_of_config_means", json_real(ape_work / ncfg));
-    dlp_probe_say(c, "pipeline: decode %.3f ms + %.2f ns/px + %.2f ns/B (rms %.3f ms), augment %.3f ms + %.2f ns/px in "
-                  "+ %.2f ns/px out (rms %.3f ms); config means within %.1f%% (fit), %.1f%% (expected work)",
-                  fd.coef[0] * 1e3, fd.coef[1] * 1e9, fd.coef[2] * 1e9, fd.rms * 1e3, fa.coef[0] * 1e3, fa.coef[1] * 1e9,
-                  fa.coef[2] * 1e9, fa.rms * 1e3, 100 * ape_fit / ncfg, 100 * ape_work / ncfg);
+    json_object_set_new(r->det, "fit_mape_of_config_means", json_real(ape_fit / r->ncfg));
+    pipe_cost_cv(r);
+    json_object_set_new(r->det, "model_work_mape_of_config_means", json_real(ape_work / r->ncfg));
+    dlp_probe_say(r->c, "pipeline: decode %.3f ms + %.2f ns/px + %.2f ns/B (rms %.3f ms), augment %.3f ms + %.2f ns/px "
+                  "in + %.2f ns/px out (rms %.3f ms); config means within %.1f%% (fit), %.1f%% (expected work)",
+                  fd->coef[0] * 1e3, fd->coef[1] * 1e9, fd->coef[2] * 1e9, fd->rms * 1e3, fa->coef[0] * 1e3,
+                  fa->coef[1] * 1e9, fa->coef[2] * 1e9, fa->rms * 1e3, 100 * ape_fit / r->ncfg, 100 * ape_work / r->ncfg);
+    return DLP_OK;
+}
 
-    // --- 2. the loader itself, 1 thread, warm: its wall time per image against the fits ---------------------------
-    // The loader's own CPU time per image (the worker's and the consumer's) over the model's cost for the same files
-    // (the fits on the expected work of perf/imgwork), median over output sizes: loader_cost_scale. It carries what
-    // the transformer alone on one buffer does not have (claiming samples, accounting, writing each sample into its
-    // batch slot), or the other way round.
+// 2. The loader itself, 1 thread, warm: its wall time per image against the fits. The loader's own CPU time per
+// image (the worker's and the consumer's) over the model's cost for the same files (the fits on the expected work
+// of perf/imgwork), median over output sizes: loader_cost_scale. It carries what the transformer alone on one
+// buffer does not have (claiming samples, accounting, writing each sample into its batch slot), or the other way
+// round.
+static dlp_status pipe_loader_one_thread(pipe_run *r) {
+    const int quick = r->c->cfg->quick;
+    dlp_pipeline_profile *pp = r->pp;
     static const int k_sizes_full[] = {64, 128, 224}, k_sizes_quick[] = {64, 224};
     const int *osz = quick ? k_sizes_quick : k_sizes_full;
     const int nosz = quick ? 2 : 3;
     const int repeat = quick ? 1 : 3;
     double ratio[8];
     json_t *la = json_array();
-    json_object_set_new(det, "loader_one_thread", la);
+    json_object_set_new(r->det, "loader_one_thread", la);
     for (int k = 0; k < nosz; k++) {
-        dlp_data_bench_run r;
+        dlp_data_bench_run b;
         int one = 1;
-        DLP_CHECK_GOTO(st, loader_runs(c, osz[k], &one, 1, repeat, nf, &r), out);
-        double n = r.images > 0 ? (double)r.images : 1;
-        double stages = (double)(r.stats.read_ns + r.stats.decode_ns + r.stats.augment_ns) * 1e-9 / n;
-        double wall = r.seconds / n;
-        dlp_img_transform tf;
-        dlp_img_transform_init(&tf, 1, osz[k]);
+        DLP_CHECK(loader_runs(r->c, osz[k], &one, 1, repeat, r->nf, &b));
+        double n = b.images > 0 ? (double)b.images : 1;
+        double stages = (double)(b.stats.read_ns + b.stats.decode_ns + b.stats.augment_ns) * 1e-9 / n;
+        double wall = b.seconds / n;
         dlp_image_work iw;
-        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
-        double cm = pp->read_per_file_s + pp->read_per_byte_s * iw.bytes + pp->decode_per_image_s +
-                    pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
-                    pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
-                    pp->augment_per_out_pixel_s * iw.out_pixels;
+        DLP_CHECK(expected_work(r, osz[k], &iw));
+        double cm = stages_cost_s(pp, &iw);
         // CPU time, not wall time: a loaded machine's preemptions are not the loader's cost.
-        ratio[k] = cm > 0 ? r.cpu_seconds / n / cm : 1;
+        ratio[k] = cm > 0 ? b.cpu_seconds / n / cm : 1;
         json_t *o = json_object();
         json_object_set_new(o, "size", json_integer(osz[k]));
-        json_object_set_new(o, "img_per_s", json_real(r.img_per_s));
+        json_object_set_new(o, "img_per_s", json_real(b.img_per_s));
         json_object_set_new(o, "wall_ms_per_image", json_real(wall * 1e3));
-        json_object_set_new(o, "read_ms", json_real((double)r.stats.read_ns * 1e-6 / n));
-        json_object_set_new(o, "decode_ms", json_real((double)r.stats.decode_ns * 1e-6 / n));
-        json_object_set_new(o, "augment_ms", json_real((double)r.stats.augment_ns * 1e-6 / n));
+        json_object_set_new(o, "read_ms", json_real((double)b.stats.read_ns * 1e-6 / n));
+        json_object_set_new(o, "decode_ms", json_real((double)b.stats.decode_ns * 1e-6 / n));
+        json_object_set_new(o, "augment_ms", json_real((double)b.stats.augment_ns * 1e-6 / n));
         json_object_set_new(o, "beyond_stage_times_ms", json_real((wall - stages) * 1e3));
         json_object_set_new(o, "model_stage_ms", json_real(cm * 1e3));
         json_object_set_new(o, "cpu_over_model", json_real(ratio[k]));
-        json_object_set_new(o, "cpu_ms_per_image", json_real(r.cpu_seconds * 1e3 / n));
+        json_object_set_new(o, "cpu_ms_per_image", json_real(b.cpu_seconds * 1e3 / n));
         json_array_append_new(la, o);
     }
     double o_med = dlp_stats_median_f64(ratio, nosz);
     pp->loader_cost_scale = o_med < 0.25 ? 0.25 : o_med > 4 ? 4 : o_med;
-    dlp_probe_say(c, "pipeline: the loader's CPU time per image is %.3f x the fitted stages' (1 thread, median over %d "
-                  "output sizes)", pp->loader_cost_scale, nosz);
+    dlp_probe_say(r->c, "pipeline: the loader's CPU time per image is %.3f x the fitted stages' (1 thread, median over "
+                  "%d output sizes)", pp->loader_cost_scale, nosz);
+    return DLP_OK;
+}
 
-    // --- 3. scaling over threads (224 px, warm) ----------------------------------------------------------------
+// 3. Scaling over threads (224 px, warm), and the loader's rate at 1 thread against the model's.
+static dlp_status pipe_loader_scaling(pipe_run *r) {
+    dlp_probe_ctx *c = r->c;
+    dlp_pipeline_profile *pp = r->pp;
     int wl[DLP_DATA_BENCH_MAX_RUNS], nw = 0;
     const int T = c->threads;
     for (int k = 1; k <= T && nw < DLP_DATA_BENCH_MAX_RUNS - 2; k++) wl[nw++] = k;
@@ -361,16 +374,15 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     if (2 * T > T + 1) wl[nw++] = 2 * T;
     // Median of 7 passes here (a pass lasts about half a second at two threads): every pipeline-bound prediction
     // with that many threads rests on these rates, and a virtual machine's cores dip for a second now and then.
-    const int repeat_scaling = quick ? 1 : 7;
-    dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], nf,
+    const int repeat_scaling = c->cfg->quick ? 1 : 7;
+    dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], r->nf,
                   repeat_scaling);
     dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
     double others[DLP_DATA_BENCH_MAX_RUNS];
     for (int i = 0; i < nw; i++)
-        DLP_CHECK_GOTO(st, dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat_scaling, &runs[i], &others[i]),
-                       out);
+        DLP_CHECK(dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat_scaling, &runs[i], &others[i]));
     json_t *sa = json_array();
-    json_object_set_new(det, "loader_scaling", sa);
+    json_object_set_new(r->det, "loader_scaling", sa);
     // Steady rates (the start of each pass left out): what a training run's loader keeps up once it runs.
     const double x1 = runs[0].steady_img_per_s;
     double rates[DLP_DATA_BENCH_MAX_RUNS];
@@ -388,43 +400,52 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     }
     // The model's CPU cost per image for these runs (224 px, the subset's files): efficiencies relative to it, so
     // that the model gives back the loader's measured rates.
-    double c224 = 0;
-    {
-        dlp_img_transform tf;
-        dlp_img_transform_init(&tf, 1, 224);
-        dlp_image_work iw;
-        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
-        c224 = pp->loader_cost_scale *
-               (pp->read_per_file_s + pp->read_per_byte_s * iw.bytes + pp->decode_per_image_s +
-                pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
-                pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
-                pp->augment_per_out_pixel_s * iw.out_pixels);
-    }
+    dlp_image_work iw;
+    DLP_CHECK(expected_work(r, 224, &iw));
+    double c224 = pp->loader_cost_scale * stages_cost_s(pp, &iw);
     dlp_probe_scaling(wl, rates, nw, c->p->host.cores, c224, pp);
     dlp_probe_say(c, "pipeline: %.0f img/s on 1 thread (efficiency %.2f of its CPU cost), %.2f at %d threads, "
                   "oversubscription adds %.2f core per thread", x1, dlp_pipeline_efficiency(pp, 1),
                   dlp_pipeline_efficiency(pp, c->p->host.cores), c->p->host.cores, pp->oversub_efficiency);
-
     // The loader's wall time per image at 1 thread against the model's c (the fits + overhead) for the same files.
-    {
-        dlp_img_transform tf;
-        dlp_img_transform_init(&tf, 1, 224);
-        dlp_image_work iw;
-        DLP_CHECK_GOTO(st, dlp_image_work_expect(&stats, pp, &tf, c->cfg->seed, 0, &iw), out);
-        double cpred = pp->read_per_file_s + pp->read_per_byte_s * iw.bytes + pp->decode_per_image_s +
-                       pp->decode_per_pixel_s * iw.decoded_pixels + pp->decode_per_byte_s * iw.entropy_bytes +
-                       pp->augment_per_image_s + pp->augment_per_in_pixel_s * iw.resize_pixels +
-                       pp->augment_per_out_pixel_s * iw.out_pixels;
-        cpred *= pp->loader_cost_scale;
-        json_object_set_new(det, "model_img_per_s_1thread_224", json_real(1 / cpred));
-        json_object_set_new(det, "loader_img_per_s_1thread_224", json_real(x1));
-    }
-out:
-    for (int i = 0; f && i < nfiles; i++) free(f[i].data);
-    free(f);
-    free(fst);
-    free(fst_file);
-    free(smp);
-    free(cfg_n);
+    DLP_CHECK(expected_work(r, 224, &iw));
+    double cpred = stages_cost_s(pp, &iw);
+    cpred *= pp->loader_cost_scale;
+    json_object_set_new(r->det, "model_img_per_s_1thread_224", json_real(1 / cpred));
+    json_object_set_new(r->det, "loader_img_per_s_1thread_224", json_real(x1));
+    return DLP_OK;
+}
+
+dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
+    const int quick = c->cfg->quick;
+    pipe_run r = {.c = c, .pp = &c->p->pipeline, .det = json_object()};
+    json_object_set_new(c->details, "pipeline", r.det);
+    snprintf(r.pp->name, sizeof r.pp->name, "dlperf");
+    r.pp->dct_scaling = 1;
+    r.pp->crop_window = 1;
+    static const pcfg k_full[] = {{64, 0.08, 1}, {96, 0.08, 1}, {128, 0.08, 1}, {160, 0.08, 1}, {224, 0.08, 1},
+                                  {288, 0.08, 1}, {64, 0.5, 1},  {128, 0.5, 1},  {224, 0.5, 1},  {224, 1, 1}};
+    static const pcfg k_quick[] = {{64, 0.08, 1}, {128, 0.08, 1}, {224, 0.08, 1}, {224, 0.5, 1}};
+    r.cfgs = quick ? k_quick : k_full;
+    r.ncfg = quick ? (int)(sizeof k_quick / sizeof k_quick[0]) : (int)(sizeof k_full / sizeof k_full[0]);
+    r.nfiles = c->nsubset;
+    r.f = calloc((size_t)r.nfiles, sizeof *r.f);
+    r.fst = calloc((size_t)r.nfiles, sizeof *r.fst);
+    r.fst_file = calloc((size_t)r.nfiles, sizeof *r.fst_file);
+    r.smp = calloc((size_t)r.nfiles * (size_t)r.ncfg, sizeof *r.smp);
+    r.cfg_n = calloc((size_t)r.ncfg, sizeof *r.cfg_n);
+    dlp_status st = DLP_OK;
+    if (!r.f || !r.fst || !r.fst_file || !r.smp || !r.cfg_n) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    if (st == DLP_OK) st = load_files(c, r.nfiles, r.f, &r.nf);
+    if (st == DLP_OK) st = pipe_stage_fits(&r);
+    if (st == DLP_OK) st = pipe_config_means(&r);
+    if (st == DLP_OK) st = pipe_loader_one_thread(&r);
+    if (st == DLP_OK) st = pipe_loader_scaling(&r);
+    for (int i = 0; r.f && i < r.nfiles; i++) free(r.f[i].data);
+    free(r.f);
+    free(r.fst);
+    free(r.fst_file);
+    free(r.smp);
+    free(r.cfg_n);
     return st;
 }

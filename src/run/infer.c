@@ -198,10 +198,14 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
 
 dlp_status dlp_infer_engine_run(dlp_infer_engine *e, const void *batch, int n, float *logits) {
     if (n < 1 || n > e->batch) return DLP_ERR(DLP_ERR_INVALID, "%d samples for a plan of batch %d", n, e->batch);
-    DLP_CHECK(dlp_plan_set_input(e->plan, batch, n));
-    DLP_CHECK(dlp_plan_forward(e->plan, DLP_PASS_EVAL));
-    DLP_CHECK(dlp_plan_get_output(e->plan, logits));
-    DLP_CHECK(dlp_plan_sync(e->plan));
+    return dlp_infer_plan_run(e->plan, batch, n, logits);
+}
+
+dlp_status dlp_infer_plan_run(dlp_plan *plan, const void *batch, int n, float *logits) {
+    DLP_CHECK(dlp_plan_set_input(plan, batch, n));
+    DLP_CHECK(dlp_plan_forward(plan, DLP_PASS_EVAL));
+    DLP_CHECK(dlp_plan_get_output(plan, logits));
+    DLP_CHECK(dlp_plan_sync(plan));
     return DLP_OK;
 }
 

@@ -86,6 +86,10 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
 // One call: set_input(n) + forward(DLP_PASS_EVAL) + get_output (+ sync): n <= batch samples back to back in the
 // input format -> logits (n, num_classes). Not re-entrant (one thread per engine).
 dlp_status dlp_infer_engine_run(dlp_infer_engine *e, const void *batch, int n, float *logits);
+// One inference call on an inference plan (n <= its batch; it computes its whole batch): set_input(n) +
+// forward(DLP_PASS_EVAL) + get_output + sync. The one place a plan is run for inference: dlp_infer_engine_run and the
+// service's plan ladder (serve/ladder.c) both call it.
+dlp_status dlp_infer_plan_run(dlp_plan *plan, const void *batch, int n, float *logits);
 void dlp_infer_engine_free(dlp_infer_engine *e);
 // The backend's description of the plan (what was folded and fused, kernels, ISA) when it gives one; else {}.
 json_t *dlp_infer_engine_plan_json(const dlp_infer_engine *e);

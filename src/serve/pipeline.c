@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "data/jpeg.h"
 #include "monitor/monitor.h"
 
 struct dlp_serve_pipeline {
@@ -421,4 +422,10 @@ void dlp_serve_pipeline_free(dlp_serve_pipeline *p) {
     free(p->free_slots);
     free(p->workers);
     free(p);
+}
+
+int dlp_serve_is_jpeg(const uint8_t *b, size_t len) {
+    const char *what;
+    dlp_bad_kind k = dlp_jpeg_sniff(b, len, &what);
+    return k != DLP_BAD_EMPTY && k != DLP_BAD_NOT_JPEG;  // a truncated JPEG is the decoder's to report
 }

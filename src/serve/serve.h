@@ -2,7 +2,7 @@
 // bounded admission queue -> preprocess workers (JPEG decode/resize) -> dynamic batcher -> inference engine ->
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
-//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_labels_*,
+//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM),
 //          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_plan_ladder,
 //          dlp_serve_engine_plan_calls.
 #ifndef DLP_SERVE_H
@@ -126,14 +126,9 @@ char *dlp_server_metrics_text(dlp_server *s);
 dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engine, const dlp_serve_preprocess *pre,
                          const char *port_file, dlp_serve_stats *stats, int *signo);
 
-// Labels: one class name per line (e.g. torchvision's imagenet_classes.txt; blank lines are kept as ""), or the
-// synthetic ImageNet's labels.txt (see dlp_infer_labels_load).
-dlp_status dlp_serve_labels_load(const char *path, char ***labels, int *n);
-void dlp_serve_labels_free(char **labels, int n);
+// Class names (cfg.labels) come from run/infer's dlp_infer_labels_load, so `dlperf infer` and the service agree.
 
-// Softmax over n logits, then the k most probable classes (ties: lower index first).
-
-// 1 when the body starts with a JPEG SOI marker (FF D8 FF).
+// 1 when the body starts with a JPEG SOI marker (FF D8 FF): data/jpeg's dlp_jpeg_sniff, the one signature check.
 int dlp_serve_is_jpeg(const uint8_t *b, size_t len);
 
 #endif

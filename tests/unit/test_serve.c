@@ -20,6 +20,7 @@
 #include "core/stats.h"
 #include "core/clock.h"
 #include "core/rng.h"
+#include "run/infer.h"
 #include "serve/pipeline.h"
 #include "serve_fake.h"
 #include "testutil.h"
@@ -65,23 +66,23 @@ static void test_labels(void **state) {
     fclose(f);
     char **l;
     int n;
-    assert_int_equal(dlp_serve_labels_load(path, &l, &n), DLP_OK);
+    assert_int_equal(dlp_infer_labels_load(path, &l, &n), DLP_OK);
     assert_int_equal(n, 4);
     assert_string_equal(l[0], "tench");
     assert_string_equal(l[1], "goldfish");
     assert_string_equal(l[2], "");
     assert_string_equal(l[3], "great white shark");
-    dlp_serve_labels_free(l, n);
+    dlp_infer_labels_free(l, n);
     f = fopen(path, "wb");
     fclose(f);
-    assert_int_equal(dlp_serve_labels_load(path, &l, &n), DLP_ERR_FORMAT);
+    assert_int_equal(dlp_infer_labels_load(path, &l, &n), DLP_ERR_FORMAT);
     assert_non_null(strstr(dlp_err_msg(), "empty"));
     f = fopen(path, "wb");
     fwrite("a\0b\n", 1, 4, f);
     fclose(f);
-    assert_int_equal(dlp_serve_labels_load(path, &l, &n), DLP_ERR_FORMAT);
+    assert_int_equal(dlp_infer_labels_load(path, &l, &n), DLP_ERR_FORMAT);
     snprintf(path, sizeof path, "%s/missing.txt", dir);
-    assert_int_not_equal(dlp_serve_labels_load(path, &l, &n), DLP_OK);
+    assert_int_not_equal(dlp_infer_labels_load(path, &l, &n), DLP_OK);
     dlp_err_clear();
     dlp_test_rmtree(dir);
 }
