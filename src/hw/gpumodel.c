@@ -53,24 +53,42 @@ typedef struct {
     double xc, xm, kernels, update_bw;  // update_bw: update bytes / bandwidth (per step)
 } regs;
 
+// A pass's compute and memory times at full rate (before the efficiencies): FLOPs / peak, bytes / memory rate, where
+// the memory rate is the HBM bandwidth or, lower, the SMs' k bytes per SM per clock.
+static void pass_times(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g, dlp_prec prec, double k, double *tc,
+                       double *tm) {
+    double peak = dlp_gpu_peak(g, prec) * 1e12, bw = g->mem_bw_gb_s * 1e9;
+    if (k > 0 && g->sms > 0 && g->boost_mhz > 0 && g->sms * g->boost_mhz * 1e6 * k < bw) bw = g->sms * g->boost_mhz * 1e6 * k;
+    double ef, eb;
+    layer_elems(l, &ef, &eb);
+    double F = backward ? 2 * l->flops : l->flops, B = elem_bytes(prec) * (backward ? eb : ef);
+    *tc = peak > 0 ? F / peak : INFINITY;
+    *tm = bw > 0 ? B / bw : INFINITY;
+}
+
+double dlp_gm_layer_time(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s,
+                         int *memory_bound) {
+    double tc, tm;
+    pass_times(l, backward, g, prec, s->sm_bytes_per_clk, &tc, &tm);
+    int mem = tm / s->me >= tc / s->ce;
+    if (memory_bound) *memory_bound = mem;
+    return mem ? tm / s->me : tc / s->ce;
+}
+
 static dlp_status step_regs(const dlp_gpu_spec *g, dlp_prec prec, double ce, double me, double k, regs *r,
                             dlp_gm_step *st) {
     pthread_once(&g_once, init_layers);
     if (g_nlayers == 0) return DLP_ERR(DLP_ERR_INVALID, "gpumodel: the reference layers could not be built");
-    double peak = dlp_gpu_peak(g, prec) * 1e12, bw = g->mem_bw_gb_s * 1e9;
-    // The SMs' own limit on memory-bound kernels: k bytes per SM per clock at the boost clock (unknown SMs: none).
-    if (k > 0 && g->sms > 0 && g->boost_mhz > 0 && g->sms * g->boost_mhz * 1e6 * k < bw) bw = g->sms * g->boost_mhz * 1e6 * k;
-    if (!(peak > 0)) return DLP_ERR(DLP_ERR_UNSUPPORTED, "GPU %s has no %s rate on its datasheet", g->id, dlp_prec_name(prec));
-    if (!(bw > 0)) return DLP_ERR(DLP_ERR_INVALID, "GPU %s has no memory bandwidth", g->id);
+    if (!(dlp_gpu_peak(g, prec) > 0))
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "GPU %s has no %s rate on its datasheet", g->id, dlp_prec_name(prec));
+    if (!(g->mem_bw_gb_s > 0)) return DLP_ERR(DLP_ERR_INVALID, "GPU %s has no memory bandwidth", g->id);
     double e = elem_bytes(prec);
     memset(r, 0, sizeof *r);
     for (int i = 0; i < g_nlayers; i++) {
         const dlp_wlayer *l = &g_layers[i];
-        double ef, eb;
-        layer_elems(l, &ef, &eb);
         for (int pass = 0; pass < 2; pass++) {
-            double F = pass ? 2 * l->flops : l->flops, B = e * (pass ? eb : ef);
-            double tc = F / peak, tm = B / bw;
+            double tc, tm;
+            pass_times(l, pass, g, prec, k, &tc, &tm);
             int mem = tm / me >= tc / ce;
             if (mem) r->xm += tm;
             else r->xc += tc;
@@ -85,14 +103,16 @@ static dlp_status step_regs(const dlp_gpu_spec *g, dlp_prec prec, double ce, dou
                 } else {
                     st->compute_bound_s += t;
                 }
-                st->flops += F;
-                st->bytes += B;
+                double ef, eb;
+                layer_elems(l, &ef, &eb);
+                st->flops += pass ? 2 * l->flops : l->flops;
+                st->bytes += e * (pass ? eb : ef);
             }
         }
         r->kernels += kernels_of(l);
     }
     r->kernels += UPDATE_KERNELS;
-    r->update_bw = params_ref() * update_bytes_per_param(prec) / bw;
+    r->update_bw = params_ref() * update_bytes_per_param(prec) / (g->mem_bw_gb_s * 1e9);
     return DLP_OK;
 }
 

@@ -11,7 +11,7 @@
 // records (catalog/throughput.json); a stack with too few records for all of them scales a prior fitted on every
 // stack's records instead. No published figure of the GPU being predicted is needed or used.
 // Defines: dlp_gm_stack, dlp_gm_step, dlp_gm_record, dlp_gm_step_compute, dlp_gm_step_time, dlp_gm_img_per_s,
-//          dlp_gm_busbw, dlp_gm_fit, dlp_gm_fit_catalog, dlp_gm_records, dlp_gm_stack_get, dlp_gm_stack_default.
+//          dlp_gm_layer_time, dlp_gm_busbw, dlp_gm_fit, dlp_gm_fit_catalog, dlp_gm_records, dlp_gm_stack_get, dlp_gm_stack_default.
 #ifndef DLP_HW_GPUMODEL_H
 #define DLP_HW_GPUMODEL_H
 #include "core/status.h"
@@ -63,6 +63,10 @@ typedef struct dlp_gm_record {
 // The step of resnet50 at 224x224 (1000 classes) on g at prec under stack s. DLP_ERR_UNSUPPORTED if g has no
 // rate at prec.
 dlp_status dlp_gm_step_compute(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s, dlp_gm_step *out);
+// One layer's pass (backward 0: forward) per image: max(FLOPs / (peak x ce), bytes / (memory rate x me)) — the
+// roofline — and which side bounds it.
+double dlp_gm_layer_time(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s,
+                         int *memory_bound);
 // One GPU's step time at batch b.
 double dlp_gm_step_time(const dlp_gm_step *st, int batch);
 // Whole-run img/s of n GPUs at batch b per GPU (busbw: allreduce bus bandwidth, bytes/s; unused for n = 1).
