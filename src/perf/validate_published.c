@@ -140,6 +140,8 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
                 json_object_set_new(o, "records", json_integer(full.nrecords));
                 json_object_set_new(o, "gpus", json_integer(full.ngpus));
                 json_object_set_new(o, "scaled_prior", json_boolean(full.scaled));
+                json_object_set_new(o, "scale", json_real(full.scale));
+                json_object_set_new(o, "sm_bytes_per_clk", json_real(full.sm_bytes_per_clk));
             } else {
                 dlp_err_clear();
             }
@@ -157,12 +159,13 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
             else printf(" %-31s", " (one GPU only: nothing held out)");
             if (json_object_get(o, "ce"))
                 printf("; fitted on all %d records (%d GPUs)%s: ce %.3f, me %.3f, %.1f us per kernel, loss %.2f%% per "
-                       "added GPU", (int)json_integer_value(json_object_get(o, "records")),
+                       "added GPU, SM limit %g B/clk", (int)json_integer_value(json_object_get(o, "records")),
                        (int)json_integer_value(json_object_get(o, "gpus")),
                        json_is_true(json_object_get(o, "scaled_prior")) ? " as a scaled prior" : "",
                        json_real_value(json_object_get(o, "ce")), json_real_value(json_object_get(o, "me")),
                        1e6 * json_real_value(json_object_get(o, "kernel_s")),
-                       100 * json_real_value(json_object_get(o, "loss_per_gpu")));
+                       100 * json_real_value(json_object_get(o, "loss_per_gpu")),
+                       json_real_value(json_object_get(o, "sm_bytes_per_clk")));
             printf("\n");
         }
         if (skipped) printf("  (%d records of GPUs that are alone in their stack could not be held out)\n", skipped);
