@@ -34,8 +34,9 @@ static int sim_spec_plain(const dlp_sim_spec *s) {
 }
 
 // *plain: the device is a GPU as the catalog or a measured profile has it (published figures apply).
+// *stack_out: the stack a sim/GPU device string names (stack=NAME), else left as it is.
 static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, const char *stack,
-                              dlp_device_profile *d, int *plain) {
+                              dlp_device_profile *d, int *plain, char *stack_out, size_t stack_len) {
     *plain = 1;
     if (!spec || !spec[0]) {
         if (p->ndevices == 0)
@@ -47,6 +48,7 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
         dlp_sim_spec s;
         DLP_CHECK(dlp_sim_spec_parse(spec + 4, &s));
         if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
+        if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
         *plain = sim_spec_plain(&s);
         return dlp_sim_device(&s, cat, d);
     }
@@ -70,6 +72,7 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
     dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options
     DLP_CHECK(dlp_sim_spec_parse(spec, &s));
     if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
+    if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
     *plain = sim_spec_plain(&s);
     return dlp_sim_device(&s, cat, d);
 }
@@ -444,7 +447,9 @@ int dlp_cli_predict(int argc, char **argv) {
         if (op.power > 0) p->cost.power_w = op.power;
         if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
         int plain = 1;
-        st = pick_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain);
+        char dev_stack[48] = "";
+        st = pick_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain, dev_stack, sizeof dev_stack);
+        if (dev_stack[0]) stack = dev_stack;
         if (st) break;
         dlp_workload w;
         st = build_workload(&op, table, cat, p, d, &dcache, &w);
