@@ -12,13 +12,14 @@
 #include "core/opts.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
+#include "hw/gpumodel.h"
 #include "data/source.h"
 #include "perf/cost.h"
 #include "perf/datastats.h"
 #include "perf/model.h"
 
 typedef struct {
-    const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json;
+    const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json, *stack;
     int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, alt, seed;
     int64_t images, read_limit;
     double lifetime, utilization, kwh, pue, price, power, usd_h;
@@ -33,8 +34,9 @@ static int sim_spec_plain(const dlp_sim_spec *s) {
 }
 
 // *plain: the device is a GPU as the catalog or a measured profile has it (published figures apply).
-static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, dlp_device_profile *d,
-                              int *plain) {
+// *stack_out: the stack a sim/GPU device string names (stack=NAME), else left as it is.
+static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, const char *stack,
+                              dlp_device_profile *d, int *plain, char *stack_out, size_t stack_len) {
     *plain = 1;
     if (!spec || !spec[0]) {
         if (p->ndevices == 0)
@@ -45,6 +47,8 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
     if (strncmp(spec, "sim:", 4) == 0) {
         dlp_sim_spec s;
         DLP_CHECK(dlp_sim_spec_parse(spec + 4, &s));
+        if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
+        if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
         *plain = sim_spec_plain(&s);
         return dlp_sim_device(&s, cat, d);
     }
@@ -67,6 +71,8 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
                        "measured by dlperf probe)", p->id);
     dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options
     DLP_CHECK(dlp_sim_spec_parse(spec, &s));
+    if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
+    if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
     *plain = sim_spec_plain(&s);
     return dlp_sim_device(&s, cat, d);
 }
@@ -88,9 +94,114 @@ static void print_header(const dlp_profile *p, const dlp_device_profile *d, cons
            o->work.mean_dct_scale);
 }
 
+// The GPU model behind a catalog GPU's compute: the stack, the step by layer kind with each kind's verdict, and what
+// the GPU would need for the next 10%: the factor on its memory side (HBM bandwidth, or the SMs x clock where those
+// limit memory-bound kernels) or on its tensor peak that alone would make the step 10% shorter.
+static double gm_step_with(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *stk, int batch, double mem_x,
+                           double peak_x) {
+    dlp_gpu_spec h = *g;
+    h.mem_bw_gb_s *= mem_x;
+    h.boost_mhz = (int)lround(h.boost_mhz * mem_x);
+    h.fp32_tflops *= peak_x;
+    h.tf32_tflops *= peak_x;
+    h.fp16_tflops *= peak_x;
+    h.bf16_tflops *= peak_x;
+    h.int8_tops *= peak_x;
+    dlp_gm_step st;
+    if (dlp_gm_step_compute(&h, prec, stk, &st) != DLP_OK) return 0;
+    return dlp_gm_step_time(&st, batch);
+}
+
+static double gm_needed(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *stk, int batch, double target, int mem) {
+    double lo = 1, hi = 16;
+    if (gm_step_with(g, prec, stk, batch, mem ? hi : 1, mem ? 1 : hi) > target) return 0;  // not by this alone
+    for (int i = 0; i < 40; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (gm_step_with(g, prec, stk, batch, mem ? mid : 1, mem ? 1 : mid) > target) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}
+
+static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, const dlp_workload *w, int batch, json_t *out) {
+    dlp_gm_step st;
+    if (w->task != DLP_TASK_TRAIN || dlp_gm_step_compute(g, w->prec, stk, &st) != DLP_OK) {
+        dlp_err_clear();
+        return;
+    }
+    double t = dlp_gm_step_time(&st, batch);
+    printf("\n  GPU model  %s %s from its datasheet under stack %s (fitted on %d records of %d GPUs%s): compute efficiency "
+           "%.2f, memory efficiency %.2f, %.1f us per kernel, %.2f%% per added GPU\n", g->id, dlp_prec_name(w->prec),
+           stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", stk->ce, stk->me,
+           stk->kernel_s * 1e6, 100 * stk->loss);
+    printf("    step at batch %d: %.1f ms = forward %.1f + backward %.1f + update %.2f + %d kernels x %.1f us -> %.0f img/s "
+           "per GPU\n", batch, t * 1e3, batch * st.fwd_s * 1e3, batch * st.bwd_s * 1e3, st.update_s * 1e3, st.kernels,
+           stk->kernel_s * 1e6, batch / t);
+    // Layer kinds by their share of the step, each with the share of its time that is memory-bound.
+    int order[DLP_WL_KIND_COUNT];
+    for (int k = 0; k < DLP_WL_KIND_COUNT; k++) order[k] = k;
+    for (int i = 0; i < DLP_WL_KIND_COUNT; i++)
+        for (int j = i + 1; j < DLP_WL_KIND_COUNT; j++)
+            if (st.kind_s[order[j]] > st.kind_s[order[i]]) {
+                int x = order[i];
+                order[i] = order[j];
+                order[j] = x;
+            }
+    printf("    by layer kind (share of the step, bound):");
+    json_t *kinds = json_array();
+    double per_img = st.fwd_s + st.bwd_s;
+    int shown = 0;
+    for (int i = 0; i < DLP_WL_KIND_COUNT; i++) {
+        int k = order[i];
+        if (st.kind_s[k] * batch < 0.005 * t) continue;
+        double memf = st.kind_mem_s[k] / st.kind_s[k];
+        const char *bound = memf > 0.9 ? "memory" : memf < 0.1 ? "compute" : "mixed";
+        printf("%s %s %.0f%% %s", shown++ ? "," : "", dlp_wl_kind_name((dlp_wl_kind)k), 100 * st.kind_s[k] * batch / t,
+               bound);
+        json_t *e = json_object();
+        json_object_set_new(e, "kind", json_string(dlp_wl_kind_name((dlp_wl_kind)k)));
+        json_object_set_new(e, "share", json_real(st.kind_s[k] * batch / t));
+        json_object_set_new(e, "memory_bound_share", json_real(memf));
+        json_array_append_new(kinds, e);
+    }
+    printf("\n    memory-bound passes %.0f%% of the layer time, compute-bound %.0f%%\n", 100 * st.memory_bound_s / per_img,
+           100 * st.compute_bound_s / per_img);
+    double target = t / 1.1;
+    double xm = gm_needed(g, w->prec, stk, batch, target, 1), xc = gm_needed(g, w->prec, stk, batch, target, 0);
+    int sm_limited = stk->sm_bytes_per_clk > 0 && g->sms > 0 &&
+                     g->sms * g->boost_mhz * 1e6 * stk->sm_bytes_per_clk < g->mem_bw_gb_s * 1e9;
+    printf("    next 10%%: ");
+    if (xm > 0)
+        printf("%s x%.2f", sm_limited ? "the SMs' memory throughput (SMs x clock; HBM is not the limit)" :
+               "HBM bandwidth", xm);
+    else
+        printf("no memory speed-up alone");
+    if (xc > 0) printf(", or tensor peak x%.2f\n", xc);
+    else printf("; no tensor-peak increase alone would do it\n");
+    if (out) {
+        json_t *m = json_object();
+        json_object_set_new(m, "stack", json_string(stk->name));
+        json_object_set_new(m, "records", json_integer(stk->nrecords));
+        json_object_set_new(m, "gpus", json_integer(stk->ngpus));
+        json_object_set_new(m, "ce", json_real(stk->ce));
+        json_object_set_new(m, "me", json_real(stk->me));
+        json_object_set_new(m, "kernel_s", json_real(stk->kernel_s));
+        json_object_set_new(m, "loss_per_gpu", json_real(stk->loss));
+        json_object_set_new(m, "step_s", json_real(t));
+        json_object_set_new(m, "img_per_s_per_gpu", json_real(batch / t));
+        json_object_set_new(m, "layer_kinds", kinds);
+        json_object_set_new(m, "memory_x_for_10pct", json_real(xm));
+        json_object_set_new(m, "peak_x_for_10pct", json_real(xc));
+        json_object_set_new(m, "memory_side", json_string(sm_limited ? "sm" : "hbm"));
+        json_object_set_new(out, "gpu_model", m);
+    } else {
+        json_decref(kinds);
+    }
+}
+
 static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const dlp_device_profile *d,
                              const dlp_workload *w, const dlp_prediction *o, const dlp_cost *cost, int plain,
-                             json_t *pub_out) {
+                             const char *stack, json_t *pub_out, json_t *entry) {
     char b1[32], b2[32], b3[32];
     print_header(p, d, w, o);
     printf("\n  %-16s %14s %12s  %s\n", "stage", "capacity img/s", "per device", "detail");
@@ -113,15 +224,30 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     for (int i = 0; comparable && cat && i < cat->ngpus; i++)
         if (strcmp(cat->gpus[i].id, d->name) == 0) g = &cat->gpus[i];
     int N = o->devices * o->nodes;
+    const int modelled = g && strcmp(d->source, "catalog") == 0 && stack;
+    dlp_gm_stack stk;
+    int have_stk = modelled && dlp_gm_stack_get(cat, stack, &stk) == DLP_OK;
+    if (modelled && !have_stk) dlp_err_clear();
+    // The published figures stand beside the prediction (never in its place); * marks the prediction's stack.
     for (int i = 0; g && i < cat->npublished; i++) {
         const dlp_published *pb = &cat->published[i];
         if (pb->gpu != g || pb->task != w->task || pb->prec != w->prec || (pb->gpus != 1 && pb->gpus != N)) continue;
         double pred = pb->gpus == 1 ? o->per_device_img_per_s : o->cluster_img_per_s;
+        const char *how = pb->gpus == 1 ? " per device" : "";
+        if (pb->gpus == 1 && N > 1 && have_stk) {  // a 1-GPU figure against the model's 1-GPU step, not this run's
+            dlp_gm_step gs;
+            if (dlp_gm_step_compute(g, w->prec, &stk, &gs) == DLP_OK) {
+                pred = o->batch / dlp_gm_step_time(&gs, o->batch);
+                how = " on 1 GPU (GPU model)";
+            } else {
+                dlp_err_clear();
+            }
+        }
         double err = (pred - pb->img_per_s) / pb->img_per_s;
-        printf("  published%s%s: %s img/s on %d GPU%s (batch %d, %s) -> predicted %s%s (%+.1f%%)\n",
-               pb->primary ? "*" : " ", pb->estimate ? " (estimate)" : "", grp(pb->img_per_s, b1, sizeof b1), pb->gpus,
-               pb->gpus > 1 ? "s" : "", pb->batch, pb->framework, grp(pred, b2, sizeof b2),
-               pb->gpus == 1 ? " per device" : "", 100 * err);
+        int same = stack && strcasecmp(pb->stack, stack) == 0;
+        printf("  published%s%s: %s img/s on %d GPU%s (batch %d, %s, stack %s) -> predicted %s%s (%+.1f%%)\n",
+               same ? "*" : " ", pb->estimate ? " (estimate)" : "", grp(pb->img_per_s, b1, sizeof b1), pb->gpus,
+               pb->gpus > 1 ? "s" : "", pb->batch, pb->framework, pb->stack, grp(pred, b2, sizeof b2), how, 100 * err);
         if (pub_out) {
             json_t *e = json_object();
             json_object_set_new(e, "img_per_s", json_real(pb->img_per_s));
@@ -130,16 +256,21 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
             json_object_set_new(e, "framework", json_string(pb->framework));
             json_object_set_new(e, "source", json_string(pb->src->id));
             json_object_set_new(e, "primary", json_boolean(pb->primary));
+            json_object_set_new(e, "stack", json_string(pb->stack));
+            json_object_set_new(e, "same_stack", json_boolean(same));
             json_object_set_new(e, "estimate", json_boolean(pb->estimate));
             json_object_set_new(e, "predicted_img_per_s", json_real(pred));
             json_object_set_new(e, "error", json_real(err));
             json_array_append_new(pub_out, e);
         }
     }
+    if (have_stk) print_gpu_model(g, &stk, w, o->batch, entry);
     printf("\n");
     const char *label = o->bottleneck == DLP_STAGE_COMPUTE ? "verdict:" : "fix:";
     for (int i = 0; i < o->nfix; i++) printf("  %-8s %s\n", i == 0 ? label : "", o->fix[i]);
-    if (g) printf("  (* the figure the device's profile is built from; the prediction is at batch %d)\n", o->batch);
+    if (g && modelled)
+        printf("  (the prediction comes from the datasheet and stack %s, at batch %d; * marks that stack's published figures, "
+               "which its fit includes: dlperf validate --published holds each GPU out)\n", stack, o->batch);
     if (cost->known)
         printf("  cost: $%.2f/h (%s) -> $%.3f per million images, $%.*f per epoch, $%.2f for %d epochs\n",
                cost->usd_per_hour, cost->basis, cost->usd_per_million_images, cost->usd_per_epoch < 1 ? 4 : 2,
@@ -245,6 +376,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"usd-per-hour", 0, DLP_OPT_DOUBLE, &op.usd_h, "0", NULL, "rent per node-hour (sets or replaces)", NULL, 0},
         {"seed", 0, DLP_OPT_INT, &op.seed, "1", NULL, "seed of the crop sampler in the expectations", NULL, 0},
         {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
+        {"stack", 0, DLP_OPT_STR, &op.stack, NULL, "NAME", "software stack the GPU is modelled with (dle-pytorch, dle-mxnet, lambda-pytorch, mlperf; default: the system's, else " DLP_GM_DEFAULT_STACK ")", NULL, 0},
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
         {0},
     };
@@ -296,12 +428,14 @@ int dlp_cli_predict(int argc, char **argv) {
         printf("%-14s %-10s %7s %10s %9s %-15s %6s %12s %9s %9s %9s %11s\n", "system", "device", "devices", "img/s",
                "per dev", "bottleneck", "stall", "epoch", "$/h", "$/1M img", "$/epoch", "$/run");
     while (st == DLP_OK && (op.profile || id)) {
+        const char *stack = op.stack ? op.stack : DLP_GM_DEFAULT_STACK;
         if (op.profile) {
             st = dlp_profile_read(op.profile, p);
         } else {
             const dlp_system_spec *s = dlp_catalog_system(cat, id);
-            st = s ? dlp_derive_system(cat, s, op.pipeline, p) : DLP_ERR_NOTFOUND;
+            st = s ? dlp_derive_system_stack(cat, s, op.pipeline, op.stack, p) : DLP_ERR_NOTFOUND;
             if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
+            stack = op.stack ? op.stack : dlp_gm_stack_default(s);
         }
         if (st) break;
         if (op.price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
@@ -311,11 +445,19 @@ int dlp_cli_predict(int argc, char **argv) {
         if (op.power > 0) p->cost.power_w = op.power;
         if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
         int plain = 1;
-        st = pick_device(cat, p, op.device, d, &plain);
+        char dev_stack[48] = "";
+        st = pick_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain, dev_stack, sizeof dev_stack);
+        if (dev_stack[0]) stack = dev_stack;
         if (st) break;
         dlp_workload w;
         st = build_workload(&op, table, cat, p, d, &dcache, &w);
         if (st) break;
+        if (strcmp(d->source, "catalog") == 0 && w.task == DLP_TASK_TRAIN) {  // the stack's loss per added GPU
+            dlp_gm_stack stk;
+            st = dlp_gm_stack_get(cat, stack, &stk);
+            if (st) break;
+            w.step_loss_per_device = stk.loss;
+        }
         st = dlp_predict(p, d, &w, o);
         if (st) break;
         dlp_cost cost;
@@ -351,7 +493,7 @@ int dlp_cli_predict(int argc, char **argv) {
             else
                 printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
         } else {
-            print_prediction(cat, p, d, &w, o, &cost, plain, pub);
+            print_prediction(cat, p, d, &w, o, &cost, plain, stack, pub, e);
         }
         json_object_set_new(e, "prediction", dlp_prediction_to_json(o));
         json_object_set_new(e, "cost", dlp_cost_to_json(&cost));

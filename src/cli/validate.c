@@ -84,7 +84,7 @@ static void print_summary(const dlp_validate_sweep *sw) {
 
 int dlp_cli_validate(int argc, char **argv) {
     const char *profile_path, *configs_path, *data, *json_path, *catalog_dir, *save_profile;
-    int quick, steps, list, retries;
+    int quick, steps, list, retries, published;
     double seconds, max_seconds;
     int64_t seed;
     dlp_opt opts[] = {
@@ -101,6 +101,7 @@ int dlp_cli_validate(int argc, char **argv) {
         {"catalog", 0, DLP_OPT_STR, &catalog_dir, NULL, "DIR", "catalog directory for sim:<gpu> devices", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "data order and augmentation seed of the runs", NULL, 0},
         {"json", 'j', DLP_OPT_STR, &json_path, NULL, "FILE", "write the result (dlperf.validate/1)", NULL, 0},
+        {"published", 0, DLP_OPT_FLAG, &published, NULL, NULL, "instead of a sweep: the GPU model against the catalog's published figures, each GPU held out (docs/model.md)", NULL, 0},
         {0},
     };
     int rest;
@@ -114,6 +115,7 @@ int dlp_cli_validate(int argc, char **argv) {
     if (steps < 3 || !(seconds >= 0) || !(max_seconds > 0) || max_seconds < seconds)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--steps must be >= 3 and 0 <= --seconds <= --max-seconds"));
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
+    if (published) return dlp_cli_fail(dlp_validate_published_run(catalog_dir, json_path));
     if (save_profile && (st = dlp_check_new_output(save_profile, "--save-profile"))) return dlp_cli_fail(st);
 
     dlp_validate_sweep_req req = {

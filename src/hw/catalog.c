@@ -274,6 +274,9 @@ static dlp_status parse_gpu(dlp_catalog *c, const json_t *e, const char *where0,
     DLP_CHECK(dlp_field_opt_range(e, "tf32_tflops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->tf32_tflops, where));
     DLP_CHECK(dlp_field_opt_range(e, "bf16_tflops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->bf16_tflops, where));
     DLP_CHECK(dlp_field_opt_range(e, "int8_tops", 0, TFLOPS_MIN, TFLOPS_MAX, &g->int8_tops, where));
+    DLP_CHECK(opt_int_field(e, "sms", 1, 100000, &g->sms, where));
+    DLP_CHECK(opt_int_field(e, "boost_mhz", 1, 100000, &g->boost_mhz, where));
+    DLP_CHECK(dlp_field_opt_range(e, "l2_mb", 0, 0.001, 1e5, &g->l2_mb, where));
     DLP_CHECK(int_field(e, "pcie_gen", 1, 6, &g->pcie_gen, where));
     DLP_CHECK(int_field(e, "pcie_lanes", 1, 32, &g->pcie_lanes, where));
     DLP_CHECK(dlp_field_opt_range(e, "nvlink_gb_s", 0, RATE_MIN_GB_S, 1e5, &g->nvlink_gb_s, where));
@@ -341,6 +344,7 @@ static dlp_status parse_system(dlp_catalog *c, const json_t *e, const char *wher
     if (s->gpus > 1 && s->allreduce_busbw_gb_s == 0)
         return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'allreduce_busbw_gb_s' is missing (needed for its %d GPUs)", where, s->gpus);
     DLP_CHECK(dlp_field_opt_range(e, "nic_gb_s", 0, RATE_MIN_GB_S, 1e5, &s->nic_gb_s, where));
+    s->stack = opt_str(e, "stack");
     if (s->kind == DLP_SYSTEM_OWNED) {
         DLP_CHECK(dlp_field_range(e, "power_w", 1, DLP_CATALOG_W_MAX, &s->power_w, where));
         DLP_CHECK(dlp_field_range(e, "price_usd", 1, DLP_CATALOG_USD_MAX, &s->price_usd, where));
@@ -369,6 +373,7 @@ static dlp_status parse_published(dlp_catalog *c, const json_t *e, const char *w
     DLP_CHECK(int_field(e, "gpus", 1, 65536, &p->gpus, where));
     DLP_CHECK(int_field(e, "batch", 0, 1 << 20, &p->batch, where));
     DLP_CHECK(str_field(e, "framework", &p->framework, where));
+    DLP_CHECK(str_field(e, "stack", &p->stack, where));
     DLP_CHECK(str_field(e, "src", &s, where));
     p->src = find_source(c, s);
     if (!p->src) return DLP_ERR(DLP_ERR_FORMAT, "%s: field 'src' names unknown source '%s' (not in %s/sources.json)", where, s, c->dir);
@@ -545,5 +550,6 @@ void dlp_catalog_free(dlp_catalog *c) {
     free(c->published);
     free(c->datasets);
     free(c->pipelines);
+    free(c->gm_cache);
     free(c);
 }

@@ -19,6 +19,8 @@ typedef struct dlp_gpu_spec {
     const char *id, *name, *arch, *notes;
     const json_t *json;            // the entry as loaded (for listings with sources)
     int year;
+    int sms, boost_mhz;            // 0: not on the datasheet
+    double l2_mb;                  // 0: not on the datasheet
     double memory_gb, mem_bw_gb_s;
     double fp32_tflops, tf32_tflops, fp16_tflops, bf16_tflops, int8_tops;  // dense; 0: not supported
     int pcie_gen, pcie_lanes;
@@ -53,6 +55,7 @@ typedef struct dlp_system_spec {
     double power_w, price_usd;              // owned
     int price_year;
     double usd_per_hour, usd_per_hour_alt;  // cloud
+    const char *stack;                      // the software stack predictions use by default ("": hw/gpumodel's)
 } dlp_system_spec;
 
 typedef struct dlp_published {
@@ -62,6 +65,7 @@ typedef struct dlp_published {
     double img_per_s;        // whole run
     int gpus, batch;         // batch per GPU (0: not stated)
     const char *framework;
+    const char *stack;       // the software stack that produced it (dle-pytorch, lambda-pytorch, mlperf, ...)
     const dlp_source *src;
     int primary, estimate;
 } dlp_published;
@@ -89,6 +93,7 @@ typedef struct dlp_catalog {
     dlp_published *published;
     dlp_catalog_dataset *datasets;
     dlp_catalog_pipeline *pipelines;
+    void *gm_cache;          // hw/gpumodel's fitted stacks (filled on first use, freed with the catalog)
 } dlp_catalog;
 
 // Where the catalog is: $DLPERF_CATALOG, else a catalog/ next to or above the running executable (up to

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "core/fs.h"
+#include "hw/gpumodel.h"
 #include "hw/work.h"
 
 // Per-image and fixed times from a published throughput: batch / img_per_s = t0 + update + batch x per_image.
@@ -33,42 +34,26 @@ static void calibrate(dlp_rate *r, double img_per_s, int batch, double t0, doubl
 
 static const char *short_src(const dlp_published *p) { return p->src ? p->src->id : "?"; }
 
-static int add_train_rate(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_prec prec, double update, dlp_rate *r) {
-    if (dlp_gpu_peak(g, prec) <= 0) return 0;
+// A training row from the GPU's datasheet and the stack's fitted efficiencies (hw/gpumodel); no published figure of
+// this GPU is used. 0 when the GPU has no rate at prec.
+static int add_train_rate(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *stk, dlp_rate *r, double *fwd_frac) {
+    dlp_gm_step st;
+    if (dlp_gpu_peak(g, prec) <= 0 || dlp_gm_step_compute(g, prec, stk, &st) != DLP_OK) {
+        dlp_err_clear();
+        return 0;
+    }
     memset(r, 0, sizeof *r);
     r->task = DLP_TASK_TRAIN;
     r->prec = prec;
-    const dlp_published *p = dlp_catalog_primary(c, g, DLP_TASK_TRAIN, prec);
-    if (p) {
-        calibrate(r, p->img_per_s, p->batch, DLP_GPU_T0_TRAIN_S, update);
-        r->estimate = p->estimate;
-        snprintf(r->basis, sizeof r->basis, "%s: %.0f img/s at batch %d, %s [%s]", p->estimate ? "estimate" : "published",
-                 p->img_per_s, p->batch, p->framework, short_src(p));
-        return 1;
-    }
-    const dlp_published *p16 = dlp_catalog_primary(c, g, DLP_TASK_TRAIN, DLP_PREC_FP16);
-    if (prec == DLP_PREC_BF16 && p16) {
-        calibrate(r, p16->img_per_s, p16->batch, DLP_GPU_T0_TRAIN_S, update);
-        r->estimate = 1;
-        snprintf(r->basis, sizeof r->basis, "estimate: bf16 taken equal to the fp16 figure (%.0f img/s at batch %d) [%s, "
-                 "est-derive-precision]", p16->img_per_s, p16->batch, short_src(p16));
-        return 1;
-    }
-    // From a reference GPU's figure at this precision, scaled by the geometric mean of the peak-rate and the
-    // memory-bandwidth ratios (est-derive-precision).
-    const char *ref_id = prec == DLP_PREC_FP32 ? "v100-16gb" : "a100-80gb";
-    dlp_prec ref_prec = prec == DLP_PREC_BF16 ? DLP_PREC_FP16 : prec;
-    const dlp_gpu_spec *ref = NULL;
-    for (int i = 0; i < c->ngpus; i++)
-        if (strcmp(c->gpus[i].id, ref_id) == 0) ref = &c->gpus[i];
-    const dlp_published *rp = ref ? dlp_catalog_primary(c, ref, DLP_TASK_TRAIN, ref_prec) : NULL;
-    if (!rp || dlp_gpu_peak(ref, ref_prec) <= 0) return 0;
-    double peak = dlp_gpu_peak(g, prec) / dlp_gpu_peak(ref, ref_prec), bw = g->mem_bw_gb_s / ref->mem_bw_gb_s;
-    double rate = rp->img_per_s * sqrt(peak * bw);
-    calibrate(r, rate, rp->batch, DLP_GPU_T0_TRAIN_S, update);
+    r->batch_ref = DLP_GM_DEFAULT_BATCH;
+    r->t0_s = st.kernel_s;
+    r->per_image_s = st.fwd_s + st.bwd_s;
+    r->update_s = st.update_s;
     r->estimate = 1;
-    snprintf(r->basis, sizeof r->basis, "estimate: %s's %.0f img/s (%s) x sqrt(peak ratio %.3f x memory bandwidth ratio "
-             "%.3f) = %.0f img/s [est-derive-precision]", ref->id, rp->img_per_s, dlp_prec_name(ref_prec), peak, bw, rate);
+    if (fwd_frac && st.fwd_s + st.bwd_s > 0) *fwd_frac = st.fwd_s / (st.fwd_s + st.bwd_s);
+    snprintf(r->basis, sizeof r->basis, "model: %s datasheet x stack %s (fitted on %d records of %d GPUs%s): %.0f img/s "
+             "at batch %d", g->id, stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", scaled prior" : "",
+             DLP_GM_DEFAULT_BATCH / dlp_gm_step_time(&st, DLP_GM_DEFAULT_BATCH), DLP_GM_DEFAULT_BATCH);
     return 1;
 }
 
@@ -103,7 +88,7 @@ static int add_infer_rate(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_prec 
     return 1;
 }
 
-dlp_status dlp_derive_gpu(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_device_profile *d) {
+dlp_status dlp_derive_gpu_stack(const dlp_catalog *c, const dlp_gpu_spec *g, const char *stack, dlp_device_profile *d) {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", g->id);
     d->kind = DLP_DEVICE_GPU;
@@ -117,17 +102,23 @@ dlp_status dlp_derive_gpu(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_devic
     d->mem_bytes = g->memory_gb * 1e9;
     d->power_w = g->board_power_w;
     d->price_usd = g->price_usd;
-    double update = dlp_work_ref()->params * DLP_GPU_UPDATE_BYTES_PER_PARAM / (0.8 * g->mem_bw_gb_s * 1e9);
+    dlp_gm_stack stk;
+    DLP_CHECK(dlp_gm_stack_get(c, stack && stack[0] ? stack : DLP_GM_DEFAULT_STACK, &stk));
     static const dlp_prec k_train[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16};
     for (size_t i = 0; i < sizeof k_train / sizeof k_train[0]; i++)
-        if (add_train_rate(c, g, k_train[i], update, &d->rates[d->nrates])) d->nrates++;
+        if (add_train_rate(g, k_train[i], &stk, &d->rates[d->nrates], k_train[i] == DLP_PREC_FP16 ? &d->fwd_fraction : NULL))
+            d->nrates++;
     static const dlp_prec k_infer[] = {DLP_PREC_FP32, DLP_PREC_TF32, DLP_PREC_BF16, DLP_PREC_FP16, DLP_PREC_INT8};
     for (size_t i = 0; i < sizeof k_infer / sizeof k_infer[0]; i++)
         if (add_infer_rate(c, g, k_infer[i], d, &d->rates[d->nrates])) d->nrates++;
     if (d->nrates == 0)
-        return DLP_ERR(DLP_ERR_NOTFOUND, "GPU %s: no published or derivable ResNet-50 throughput in %s/throughput.json",
-                       g->id, c->dir);
+        return DLP_ERR(DLP_ERR_NOTFOUND, "GPU %s: no rate on its datasheet (%s/gpus.json) to model ResNet-50 with", g->id,
+                       c->dir);
     return dlp_device_validate(d, g->id);
+}
+
+dlp_status dlp_derive_gpu(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_device_profile *d) {
+    return dlp_derive_gpu_stack(c, g, NULL, d);
 }
 
 dlp_status dlp_derive_gpu_measured(const dlp_catalog *c, const dlp_gpu_spec *g, const char *file,
@@ -171,6 +162,11 @@ dlp_status dlp_derive_gpu_measured(const dlp_catalog *c, const dlp_gpu_spec *g, 
 }
 
 dlp_status dlp_derive_system(const dlp_catalog *c, const dlp_system_spec *s, const char *pipeline, dlp_profile *p) {
+    return dlp_derive_system_stack(c, s, pipeline, NULL, p);
+}
+
+dlp_status dlp_derive_system_stack(const dlp_catalog *c, const dlp_system_spec *s, const char *pipeline, const char *stack,
+                                   dlp_profile *p) {
     dlp_profile_init(p);
     snprintf(p->source, sizeof p->source, "catalog");
     snprintf(p->id, sizeof p->id, "%s", s->id);
@@ -207,7 +203,7 @@ dlp_status dlp_derive_system(const dlp_catalog *c, const dlp_system_spec *s, con
     p->devices_per_node = s->gpus;
     int found = 0;
     DLP_CHECK(dlp_derive_gpu_measured(c, s->gpu, NULL, &p->devices[0], &found));
-    if (!found) DLP_CHECK(dlp_derive_gpu(c, s->gpu, &p->devices[0]));
+    if (!found) DLP_CHECK(dlp_derive_gpu_stack(c, s->gpu, stack && stack[0] ? stack : dlp_gm_stack_default(s), &p->devices[0]));
     p->ndevices = 1;
     p->net.pcie_uplink_bytes_per_s = DLP_H2D_EFFICIENCY * dlp_pcie_bytes_per_s(s->pcie_uplink_gen, 16);
     p->net.gpus_per_uplink = s->pcie_gpus_per_uplink;
@@ -273,11 +269,14 @@ dlp_status dlp_sim_spec_parse(const char *arg, dlp_sim_spec *s) {
         } else if (strcmp(k, "overlap") == 0) {
             if (strcmp(v, "0") && strcmp(v, "1")) return DLP_ERR(DLP_ERR_INVALID, "sim option overlap=%s: 0 or 1", v);
             s->overlap = v[0] - '0';
+        } else if (strcmp(k, "stack") == 0) {
+            if (!v[0] || strlen(v) >= sizeof s->stack) return DLP_ERR(DLP_ERR_INVALID, "sim option stack= needs a stack name");
+            snprintf(s->stack, sizeof s->stack, "%s", v);
         } else if (strcmp(k, "profile") == 0) {
             if (!v[0] || strlen(v) >= sizeof s->profile) return DLP_ERR(DLP_ERR_INVALID, "sim option profile= needs a file name");
             snprintf(s->profile, sizeof s->profile, "%s", v);
         } else {
-            return DLP_ERR(DLP_ERR_INVALID, "sim:%s: unknown option '%s' (scale, img_per_s, t0_ms, pcie_gbps, overlap, profile)",
+            return DLP_ERR(DLP_ERR_INVALID, "sim:%s: unknown option '%s' (scale, img_per_s, t0_ms, pcie_gbps, overlap, profile, stack)",
                            arg, k);
         }
     }
@@ -314,7 +313,7 @@ dlp_status dlp_sim_device(const dlp_sim_spec *s, const dlp_catalog *c, dlp_devic
         if (!g) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "dlp_catalog_gpu");
         int found = 0;
         DLP_CHECK(dlp_derive_gpu_measured(c, g, s->profile[0] ? s->profile : NULL, d, &found));
-        if (!found) DLP_CHECK(dlp_derive_gpu(c, g, d));
+        if (!found) DLP_CHECK(dlp_derive_gpu_stack(c, g, s->stack, d));
     }
     for (int i = 0; i < d->nrates; i++) {
         dlp_rate *r = &d->rates[i];

@@ -95,3 +95,88 @@ const dlp_model_work *dlp_work_ref(void) {
 }
 
 double dlp_work_ratio(const dlp_model_work *w) { return w->fwd_flops / dlp_work_ref()->fwd_flops; }
+
+const char *dlp_wl_kind_name(dlp_wl_kind k) {
+    static const char *const names[] = {"conv", "batchnorm", "relu", "add", "pool", "fc", "loss"};
+    return (unsigned)k < DLP_WL_KIND_COUNT ? names[k] : "?";
+}
+
+typedef struct {
+    dlp_wlayer *l;
+    int n, max;
+} layer_list;
+
+static void push(layer_list *L, dlp_wl_kind kind, double flops, double in, double out, double params) {
+    if (L->n < L->max) L->l[L->n] = (dlp_wlayer){kind, flops, in, out, params};
+    L->n++;
+}
+
+// conv + BN (+ ReLU): the layers of conv_bn above.
+static void conv_bn_layers(layer_list *L, int cin, int cout, int k, int stride, int *h, int *w, int relu) {
+    double in = (double)cin * *h * *w;
+    int pad = k / 2;
+    *h = out_size(*h, k, stride, pad);
+    *w = out_size(*w, k, stride, pad);
+    double out = (double)cout * *h * *w;
+    push(L, DLP_WL_CONV, 2.0 * cout * (double)*h * *w * cin * k * k, in, out, (double)cout * cin * k * k);
+    push(L, DLP_WL_BN, 0, out, out, 2.0 * cout);
+    if (relu) push(L, DLP_WL_RELU, 0, out, out, 0);
+}
+
+dlp_status dlp_work_layers(const char *model, int height, int width, int classes, dlp_wlayer *out, int max, int *n) {
+    *n = 0;
+    dlp_model_work mw;
+    DLP_CHECK(dlp_work_resnet(model, height, width, classes, &mw));  // checks the name and sizes
+    int blocks[4] = {3, 4, 6, 3}, bottleneck = 1, w0 = 64;
+    static const struct { const char *name; int blocks[4], bottleneck, width; } k_arch[] = {
+        {"resnet18", {2, 2, 2, 2}, 0, 64},  {"resnet34", {3, 4, 6, 3}, 0, 64},  {"resnet50", {3, 4, 6, 3}, 1, 64},
+        {"resnet101", {3, 4, 23, 3}, 1, 64}, {"resnet152", {3, 8, 36, 3}, 1, 64},
+        {"resnet-mini", {1, 1, 1, 1}, 0, 8}, {"resnet-mini-bottleneck", {1, 1, 1, 1}, 1, 4},
+    };
+    for (size_t i = 0; i < sizeof k_arch / sizeof k_arch[0]; i++)
+        if (strcmp(model, k_arch[i].name) == 0) {
+            memcpy(blocks, k_arch[i].blocks, sizeof blocks);
+            bottleneck = k_arch[i].bottleneck;
+            w0 = k_arch[i].width;
+        }
+    layer_list L = {out, 0, max};
+    int h = height, w = width;
+    conv_bn_layers(&L, 3, w0, 7, 2, &h, &w, 1);
+    double pin = (double)w0 * h * w;
+    h = out_size(h, 3, 2, 1);
+    w = out_size(w, 3, 2, 1);
+    push(&L, DLP_WL_POOL, 0, pin, (double)w0 * h * w, 0);
+    int cin = w0;
+    const int exp = bottleneck ? 4 : 1;
+    for (int s = 0; s < 4; s++) {
+        int ws = w0 << s;
+        for (int b = 0; b < blocks[s]; b++) {
+            int stride = (s > 0 && b == 0) ? 2 : 1;
+            int bh = h, bw = w;
+            if (bottleneck) {
+                conv_bn_layers(&L, cin, ws, 1, 1, &bh, &bw, 1);
+                conv_bn_layers(&L, ws, ws, 3, stride, &bh, &bw, 1);
+                conv_bn_layers(&L, ws, ws * exp, 1, 1, &bh, &bw, 0);
+            } else {
+                conv_bn_layers(&L, cin, ws, 3, stride, &bh, &bw, 1);
+                conv_bn_layers(&L, ws, ws, 3, 1, &bh, &bw, 0);
+            }
+            if (stride != 1 || cin != ws * exp) {
+                int dh = h, dw = w;
+                conv_bn_layers(&L, cin, ws * exp, 1, stride, &dh, &dw, 0);
+            }
+            double o = (double)ws * exp * bh * bw;
+            push(&L, DLP_WL_ADD, 0, 2 * o, o, 0);
+            push(&L, DLP_WL_RELU, 0, o, o, 0);
+            h = bh;
+            w = bw;
+            cin = ws * exp;
+        }
+    }
+    push(&L, DLP_WL_POOL, 0, (double)cin * h * w, cin, 0);  // global average pool
+    push(&L, DLP_WL_FC, 2.0 * classes * cin, cin, classes, (double)classes * cin + classes);
+    push(&L, DLP_WL_LOSS, 0, classes, 1, 0);
+    if (L.n > max) return DLP_ERR(DLP_ERR_INVALID, "model %s has %d layers (room for %d)", model, L.n, max);
+    *n = L.n;
+    return DLP_OK;
+}

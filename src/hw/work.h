@@ -23,4 +23,23 @@ const dlp_model_work *dlp_work_ref(void);
 // fwd_flops / reference fwd_flops.
 double dlp_work_ratio(const dlp_model_work *w);
 
+// --- the layers, for the GPU step model (hw/gpumodel) ----------------------------------------------------------
+typedef enum {
+    DLP_WL_CONV = 0, DLP_WL_BN, DLP_WL_RELU, DLP_WL_ADD, DLP_WL_POOL, DLP_WL_FC, DLP_WL_LOSS,
+    DLP_WL_KIND_COUNT
+} dlp_wl_kind;
+const char *dlp_wl_kind_name(dlp_wl_kind k);
+
+typedef struct dlp_wlayer {
+    dlp_wl_kind kind;
+    double flops;        // forward FLOPs per image (conv, fc: 2 x multiply-adds; 0 for the others)
+    double in_elems;     // input activation elements per image
+    double out_elems;    // output activation elements per image
+    double params;       // weights (conv, fc)
+} dlp_wlayer;
+
+#define DLP_WORK_MAX_LAYERS 512
+// Every layer of the forward pass in order (conv, BN, ReLU, residual add, pooling, fc, loss); *n layers.
+dlp_status dlp_work_layers(const char *model, int height, int width, int classes, dlp_wlayer *out, int max, int *n);
+
 #endif

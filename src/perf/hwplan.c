@@ -3,6 +3,7 @@
 
 #include "core/json.h"
 #include "hw/derive.h"
+#include "hw/gpumodel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -63,6 +64,11 @@ dlp_status dlp_hwplan_predict_spec(const dlp_catalog *cat, const dlp_system_spec
     if (w->batch <= 0) {
         const dlp_rate *r = dlp_device_find_rate(d, w->task, w->prec, 0);
         w->batch = r && r->batch_ref > 0 ? r->batch_ref : 256;
+    }
+    dlp_gm_stack stk;  // a modelled GPU's stack loses this much per added GPU (hw/gpumodel), as predict counts it
+    if (strcmp(d->source, "catalog") == 0 && w->task == DLP_TASK_TRAIN) {
+        DLP_CHECK(dlp_gm_stack_get(cat, dlp_gm_stack_default(spec), &stk));
+        w->step_loss_per_device = stk.loss;
     }
     DLP_CHECK(dlp_predict(p, d, w, o));
     DLP_CHECK(dlp_cost_compute(&p->cost, &req->cp, o->nodes, o->cluster_img_per_s, o->epoch_s, o->total_s, cost));

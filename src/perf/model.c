@@ -274,11 +274,15 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     }
     o->allreduce_s = t_ar;
     o->allreduce_exposed_s = exposed;
-    o->device_step_s = st->step_s + exposed + h->loop_overhead_s;
+    // The software's loss per added GPU (synchronization, stragglers) beyond the allreduce, as its stack measured it.
+    double mp_loss = N > 1 && w->step_loss_per_device > 0 ? w->step_loss_per_device * (N - 1) * st->step_s : 0;
+    o->device_step_s = st->step_s + mp_loss + exposed + h->loop_overhead_s;
     o->device_img_per_s = n * b / o->device_step_s;
-    set_stage(o, DLP_STAGE_COMPUTE, n * b / st->compute_s, "%s %s, batch %d: %.2f ms per step (fwd %.2f, bwd %.2f, "
-              "update %.2f)", dev->name, dlp_prec_name(w->prec), b, st->compute_s * 1e3, st->fwd_s * 1e3,
-              st->bwd_s * 1e3, st->update_s * 1e3);
+    char loss_txt[48] = "";
+    if (mp_loss > 0) snprintf(loss_txt, sizeof loss_txt, ", multi-GPU loss %.2f", mp_loss * 1e3);
+    set_stage(o, DLP_STAGE_COMPUTE, n * b / (st->compute_s + mp_loss), "%s %s, batch %d: %.2f ms per step (fwd %.2f, "
+              "bwd %.2f, update %.2f%s)", dev->name, dlp_prec_name(w->prec), b, (st->compute_s + mp_loss) * 1e3,
+              st->fwd_s * 1e3, st->bwd_s * 1e3, st->update_s * 1e3, loss_txt);
     if (st->h2d_s > 0)
         set_stage(o, DLP_STAGE_H2D, n * b / st->h2d_s, "%.0f KB per image at %.1f GB/s per device: %.2f ms per step%s",
                   o->input_bytes_per_image / 1e3, h2d / 1e9, st->h2d_s * 1e3, dev->h2d_overlap ? " (overlapped)" : "");

@@ -36,6 +36,8 @@ typedef struct dlp_workload {
     int input_bytes;             // bytes per input element sent to the device (0: from the precision)
     double bucket_bytes;         // gradient bucket size for allreduce overlap (25 MB, as PyTorch DDP)
     double grad_bytes_per_param; // 4 (fp32 gradients)
+    double step_loss_per_device; // data parallel: the step takes (1 + this x (devices - 1)) x longer (a GPU stack's
+                                 // fitted loss per added GPU, hw/gpumodel; 0: none)
     dlp_dataset_stats stats;     // the dataset (images per epoch, JPEG sizes)
     int epochs;                  // for the total time (90)
     uint64_t seed;               // crop sampler of the expectations

@@ -133,4 +133,22 @@ void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_conf
 
 json_t *dlp_validate_row_to_json(const dlp_validate_row *r);
 
+// --- the GPU model against published figures (perf/validate_published.c) ---------------------------------------
+// Leave-one-GPU-out within each stack: for every GPU of a stack, hw/gpumodel's stack fitted without any record of
+// that GPU (from its own stack or, through the prior, any other), then every training record of that GPU in that
+// stack predicted from the datasheet. GPUs alone in their stack are counted in *skipped.
+#include "hw/gpumodel.h"
+typedef struct dlp_vp_row {
+    const dlp_published *pub;
+    char stack[32];
+    int batch;            // the record's (0: not stated; predicted at DLP_GM_DEFAULT_BATCH)
+    double predicted;     // whole-run img/s
+    double error;         // (predicted - published) / published
+    dlp_gm_stack fit;     // the held-out fit it was predicted with
+} dlp_vp_row;
+dlp_status dlp_validate_published(const dlp_catalog *c, dlp_vp_row *rows, int max, int *n, int *skipped);
+// `dlperf validate --published`: the table, the MAPE overall and per stack, each stack's parameters fitted on all
+// its records; json_path (may be NULL) gets schema dlperf.validate_published/1 (never overwritten).
+dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_path);
+
 #endif

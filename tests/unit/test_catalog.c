@@ -1,6 +1,7 @@
 // Unit tests for hw/catalog and hw/derive: the catalog loads with every figure sourced; the systems and GPUs the
-// issue names are there with their published facts; profiles derived from it reproduce the published figures;
-// malformed catalog files give an error naming the file, the entry and the field.
+// issue names are there with their published facts; profiles derived from it model training from the datasheet
+// (hw/gpumodel, never a published figure copied through) and reproduce the published inference figures; malformed
+// catalog files give an error naming the file, the entry and the field.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "hw/catalog.h"
 #include "hw/derive.h"
+#include "hw/gpumodel.h"
 #include "hw/steptime.h"
 #include "testutil.h"
 
@@ -24,11 +26,24 @@ static void test_loads_with_issue_entries(void **state) {
     (void)state;
     dlp_catalog *c;
     assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
-    static const char *const gpus[] = {"v100", "a100-40gb", "a100-80gb", "h100", "h200", "rtx-3090", "4090", "l4", "t4"};
+    static const char *const gpus[] = {"v100", "a100-40gb", "a100-80gb", "h100", "h200", "rtx-3090", "4090", "l4", "t4",
+                                       "h100-pcie", "l40s", "b200", "a100-pcie-40gb", "a100-pcie-80gb"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) assert_non_null(dlp_catalog_gpu(c, gpus[i]));
     assert_string_equal(dlp_catalog_gpu(c, "A100")->id, "a100-80gb");  // aliases, any case
-    assert_null(dlp_catalog_gpu(c, "b200"));
-    assert_non_null(strstr(dlp_err_msg(), "unknown GPU 'b200'"));
+    assert_null(dlp_catalog_gpu(c, "b300"));
+    assert_non_null(strstr(dlp_err_msg(), "unknown GPU 'b300'"));
+    // Datasheet fields of the GPU model: SMs, clock, L2 where the sheet gives them (B200's does not).
+    const dlp_gpu_spec *g = dlp_catalog_gpu(c, "a100-80gb");
+    assert_true(g->sms == 108 && g->boost_mhz == 1410 && g->l2_mb == 40 && g->mem_bw_gb_s == 2039);
+    g = dlp_catalog_gpu(c, "l40s");
+    assert_true(g->sms == 142 && g->fp16_tflops == 362 && g->mem_bw_gb_s == 864);
+    g = dlp_catalog_gpu(c, "b200");
+    assert_true(g->sms == 0 && g->fp16_tflops == 2250 && g->mem_bw_gb_s == 8000);
+    // Every published record names its stack; no H200 training record (it is predicted, not estimated).
+    for (int i = 0; i < c->npublished; i++) {
+        assert_true(c->published[i].stack && c->published[i].stack[0]);
+        assert_false(c->published[i].task == DLP_TASK_TRAIN && strcmp(c->published[i].gpu->id, "h200-sxm") == 0);
+    }
     assert_non_null(strstr(dlp_err_msg(), "h200-sxm"));  // lists what it has
     // The brief's facts about the systems.
     const dlp_system_spec *s = dlp_catalog_system(c, "dgx-a100");
@@ -67,11 +82,15 @@ static void test_loads_with_issue_entries(void **state) {
     dlp_catalog_free(c);
 }
 
-// Every GPU gets a device profile whose rows reproduce the published figures at their batch.
+// Every GPU gets a device profile: training rows from the datasheet and the default stack (equal to hw/gpumodel's
+// step, marked as model estimates, whatever the published figures say), inference rows reproducing the primary
+// published inference figure.
 static void test_derived_gpus(void **state) {
     (void)state;
     dlp_catalog *c;
     assert_int_equal(dlp_catalog_load(NULL, &c), DLP_OK);
+    dlp_gm_stack stk;
+    assert_int_equal(dlp_gm_stack_get(c, DLP_GM_DEFAULT_STACK, &stk), DLP_OK);
     for (int i = 0; i < c->ngpus; i++) {
         const dlp_gpu_spec *g = &c->gpus[i];
         dlp_device_profile d;
@@ -79,43 +98,53 @@ static void test_derived_gpus(void **state) {
         assert_non_null(dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP16, 0));
         assert_non_null(dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP32, 0));
         // No row for what the GPU lacks: V100 and T4 have no TF32 or BF16.
-        int has_bf16 = g->bf16_tflops > 0;
-        assert_int_equal(dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_BF16, 0) != NULL, has_bf16);
+        assert_int_equal(dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_BF16, 0) != NULL, g->bf16_tflops > 0);
         assert_int_equal(dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_TF32, 0) != NULL, g->tf32_tflops > 0);
         for (int k = 0; k < d.nrates; k++) {
             const dlp_rate *r = &d.rates[k];
+            if (r->task == DLP_TASK_TRAIN) {
+                dlp_gm_step gs;
+                assert_int_equal(dlp_gm_step_compute(g, r->prec, &stk, &gs), DLP_OK);
+                dlp_step_request q = {r->task, r->prec, 0, 256, 1.0, 1.0, 0, 0, NULL, 0};
+                dlp_step_times st;
+                assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
+                assert_true(fabs(st.compute_s - dlp_gm_step_time(&gs, 256)) < 1e-12 * st.compute_s + 1e-15);
+                assert_true(r->estimate && strstr(r->basis, "model:") && strstr(r->basis, DLP_GM_DEFAULT_STACK));
+                continue;
+            }
             const dlp_published *p = dlp_catalog_primary(c, g, r->task, r->prec);
             if (!p) {
                 assert_true(r->estimate);  // derived rows are marked
                 continue;
             }
-            // At the published batch the step time is batch / published rate.
             dlp_step_request q = {r->task, r->prec, 0, p->batch > 0 ? p->batch : 256, 1.0, 1.0, 0, 0, NULL, 0};
             dlp_step_times st;
             assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
             assert_true(fabs(q.batch / st.compute_s - p->img_per_s) / p->img_per_s < 1e-9);
             assert_int_equal(r->estimate, p->estimate);
         }
-        if (has_bf16 && dlp_catalog_primary(c, g, DLP_TASK_TRAIN, DLP_PREC_FP16)) {
-            const dlp_rate *a = dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_BF16, 0);
-            const dlp_rate *b = dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP16, 0);
-            assert_true(a->per_image_s == b->per_image_s && a->estimate);
-        }
     }
-    // L4 has no published training figure: derived from the A100's with the stated rule.
+    // The A100's modelled fp16 training is not its published figure copied through, and a faster datasheet is faster:
+    // H200 (more bandwidth) at least as fast as H100, H100 faster than A100, A100 faster than V100.
+    double rate[4];
+    static const char *const ids[] = {"v100", "a100-80gb", "h100", "h200"};
+    for (int k = 0; k < 4; k++) {
+        dlp_gm_step gs;
+        assert_int_equal(dlp_gm_step_compute(dlp_catalog_gpu(c, ids[k]), DLP_PREC_FP16, &stk, &gs), DLP_OK);
+        rate[k] = 256 / dlp_gm_step_time(&gs, 256);
+    }
+    assert_true(rate[0] < rate[1] && rate[1] < rate[2] && rate[2] <= rate[3] * (1 + 1e-12));
+    assert_true(fabs(rate[1] - 2470) > 1);
+    // L4's MLPerf int8 figure (batch not stated) is a throughput: no fixed time per step.
     dlp_device_profile d;
     assert_int_equal(dlp_derive_gpu(c, dlp_catalog_gpu(c, "l4"), &d), DLP_OK);
-    const dlp_rate *r = dlp_device_find_rate(&d, DLP_TASK_TRAIN, DLP_PREC_FP16, 0);
-    double want = 2470 * sqrt(121.0 / 312 * 300.0 / 2039);
-    dlp_step_request q = {DLP_TASK_TRAIN, DLP_PREC_FP16, 0, 256, 1.0, 1.0, 0, 0, NULL, 0};
-    dlp_step_times st;
-    assert_int_equal(dlp_step_times_compute(&d, &q, &st), DLP_OK);
-    assert_true(fabs(256 / st.compute_s - want) / want < 1e-9);
-    assert_true(r->estimate && strstr(r->basis, "estimate"));
-    // Its MLPerf int8 figure (batch not stated) is a throughput: no fixed time per step.
-    r = dlp_device_find_rate(&d, DLP_TASK_INFER, DLP_PREC_INT8, 0);
+    const dlp_rate *r = dlp_device_find_rate(&d, DLP_TASK_INFER, DLP_PREC_INT8, 0);
     assert_non_null(r);
     assert_true(r->t0_s == 0 && fabs(r->per_image_s * 12882 - 1) < 1e-12 && !r->estimate);
+    // An unknown stack is an error naming the known ones.
+    assert_int_equal(dlp_derive_gpu_stack(c, dlp_catalog_gpu(c, "l4"), "tensorflow-1", &d), DLP_ERR_NOTFOUND);
+    assert_non_null(strstr(dlp_err_msg(), "stack 'tensorflow-1'"));
+    assert_non_null(strstr(dlp_err_msg(), "lambda-pytorch"));
     dlp_catalog_free(c);
 }
 
@@ -139,7 +168,8 @@ static void m_no_source(json_t *r) { json_object_del(json_object_get(entry(r, "g
 static void m_src_field(json_t *r) {
     json_object_set_new(json_object_get(entry(r, "gpus", 1), "src"), "foo_gb", json_string("nv-a100-ds"));
 }
-static void m_pub_gpu(json_t *r) { json_object_set_new(entry(r, "records", 0), "gpu", json_string("b200")); }
+static void m_pub_gpu(json_t *r) { json_object_set_new(entry(r, "records", 0), "gpu", json_string("b300")); }
+static void m_pub_stack(json_t *r) { json_object_del(entry(r, "records", 3), "stack"); }
 static void m_pub_estimate(json_t *r) { json_object_set_new(entry(r, "records", 0), "estimate", json_true()); }
 static void m_pub_primary8(json_t *r) { json_object_set_new(entry(r, "records", 1), "primary", json_true()); }
 static void m_pub_second_primary(json_t *r) { json_object_set_new(entry(r, "records", 4), "primary", json_true()); }
@@ -180,7 +210,8 @@ static const struct {
     {"gpus", m_unknown_source, {"gpus[1] (a100-40gb)", "src['*']", "unknown source 'nope'"}},
     {"gpus", m_no_source, {"gpus[5] (rtx-3090)", "figure '", "has no source"}},
     {"gpus", m_src_field, {"gpus[1] (a100-40gb)", "src names field 'foo_gb'", NULL}},
-    {"throughput", m_pub_gpu, {"throughput.json: records[0]", "field 'gpu'", "unknown GPU 'b200'"}},
+    {"throughput", m_pub_gpu, {"throughput.json: records[0]", "field 'gpu'", "unknown GPU 'b300'"}},
+    {"throughput", m_pub_stack, {"throughput.json: records[3]", "field 'stack'", NULL}},
     {"throughput", m_pub_estimate, {"records[0]", "field 'estimate' must be false", "dle-pyt-rn50"}},
     {"throughput", m_pub_primary8, {"records[1]", "primary figure must be for 1 GPU", NULL}},
     {"throughput", m_pub_second_primary, {"records[4]", "second primary figure for a100-80gb train fp16", NULL}},
