@@ -1,6 +1,6 @@
 #!/bin/bash
 # `dlperf serve` options: --help, unknown and out-of-range options (exit 2 with a message), --json refusing to
-# overwrite, a bad labels file. (The service itself is tested in build/tests/test_serve_http.)
+# overwrite, a bad labels file. (The service itself is tested in build/tests/test_serve_server_mhd.)
 # tags: asan
 # timeout: 60
 set -u
