@@ -142,7 +142,6 @@ run_pass() {  # build-dir sanitizer(0/1)
     fi
     light=0; [ "$JOBS" -gt 1 ] && [[ " $tags " == *" light "* ]] && light=1
     if [ "$light" = 1 ]; then wait_below "$JOBS"; else wait_below 1; fi
-    # shellcheck disable=SC2034 # beside: whether another script may run at the same time
     ( r=$(run_script "$t" "$log" "$to"); echo "$r $name $log $light" >"$RES/$N.tmp" && mv "$RES/$N.tmp" "$RES/$N" ) &
     N=$((N + 1))
     [ "$light" = 1 ] || wait_below 1
