@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/mllog-venv.sh [DIR] — a Python venv with MLCommons' mlperf-logging (its compliance checker), for
-# tests/cli/train_mllog.sh to check dlperf train --mllog against. A test tool only: dlperf never needs it.
+# tests/cli/run_mllog.sh to check dlperf train --mllog against. A test tool only: dlperf never needs it.
 # Default DIR: $DLPERF_CACHE/mllog-venv (or ~/.cache/dlperf/mllog-venv). Prints the venv's python.
 set -eu
 DIR=${1:-${DLPERF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dlperf}/mllog-venv}

@@ -5,7 +5,7 @@
 //   <stem>.state.safetensors  the optimizer's momentum buffers ("momentum.<param name>", F32) and, in its
 //                          __metadata__, the position (JSON), the LR schedule (JSON) and the run's config (JSON).
 // Both carry the same "dlperf.checkpoint_id"; a load refuses a pair from different saves. Published as one unit,
-// safe against SIGKILL at any instant (tests/unit/test_crash_write.c): with no model at the path, the state is
+// safe against SIGKILL at any instant (tests/unit/test_nn_checkpoint_crash.c): with no model at the path, the state is
 // renamed into place and the model's rename completes the pair — a state without its model is an unpublished
 // leftover (nn/ckdir.h removes it). Replacing a pair, the earlier one stays until the new model is published: the
 // new state is written as <stem>.state.safetensors.next, the model renamed over the old one, then the .next renamed

@@ -2,7 +2,7 @@
 # Issue 17's CLI habits: --version/-V, '-' for stdout wherever a file is written (the summary then on stderr),
 # /dev/stdout accepted, error locations only with -v, and one meaning per short option across every command (the
 # --help of each command, printed from its options table).
-# tags: asan
+# tags: asan light
 # timeout: 120
 set -u
 D=${DLPERF:?}

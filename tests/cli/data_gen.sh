@@ -1,7 +1,7 @@
 #!/bin/bash
 # `dlperf data gen`: the layout, the same bytes whatever --workers, never overwriting, ImageNet-like defaults, and
 # `data info --check` on the result.
-# tags: asan
+# tags: asan light
 # timeout: 300
 set -eu
 T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/datagen.XXXXXX")

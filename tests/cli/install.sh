@@ -2,6 +2,7 @@
 # make install PREFIX=<temporary prefix>: the binary, its catalog in PREFIX/share/dlperf/catalog and the man page
 # generated from the options tables; the installed binary, run from elsewhere, finds its catalog from its own
 # location (/proc/self/exe), and a copy with no catalog near it says where it looked.
+# tags: light
 # timeout: 120
 set -u
 D=${DLPERF:?}

@@ -1,12 +1,12 @@
 #!/bin/bash
 # `dlperf loadgen` end to end over HTTP on 127.0.0.1: Server, SingleStream, Offline, the Server search, an
 # INVALID run (exit 3), option errors; against the service run with the test-double engine (the helper mode of
-# build/tests/test_serve_http), whose own counts must match what the loadgen saw. Bounded: ~30 s.
+# build/tests/test_serve_server_mhd), whose own counts must match what the loadgen saw. Bounded: ~30 s.
 # tags: asan
 # timeout: 180
 set -u
 BIN=$(dirname "$DLPERF")
-HELPER="$BIN/tests/test_serve_http"
+HELPER="$BIN/tests/test_serve_server_mhd"
 [ -x "$HELPER" ] || { echo "skip: $HELPER not built (cmocka missing?)"; exit 77; }
 T="$DLPERF_TEST_TMP/loadgen_http.$$"
 mkdir -p "$T/imgs/n01" "$T/imgs/n02"

@@ -8,7 +8,7 @@
 # timeout: 120
 set -u
 BIN=$(dirname "$DLPERF")
-HELPER="$BIN/tests/test_serve_http"
+HELPER="$BIN/tests/test_serve_server_mhd"
 [ -x "$HELPER" ] || { echo "skip: $HELPER not built (cmocka missing?)"; exit 77; }
 T="$DLPERF_TEST_TMP/loadgen_mlperf.$$"
 mkdir -p "$T/imgs/n01" "$T/imgs/n02"

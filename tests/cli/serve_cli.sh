@@ -1,7 +1,7 @@
 #!/bin/bash
 # `dlperf serve` options: --help, unknown and out-of-range options (exit 2 with a message), --json refusing to
-# overwrite, a bad labels file. (The service itself is tested in build/tests/test_serve_http.)
-# tags: asan
+# overwrite, a bad labels file. (The service itself is tested in build/tests/test_serve_server_mhd.)
+# tags: asan light
 # timeout: 60
 set -u
 T="$DLPERF_TEST_TMP/serve_cli.$$"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The cpu backend's ISA and algorithm matrix, shared by tests/cli/isa_matrix.sh and the torchvision tests.
+"""The cpu backend's ISA and algorithm matrix, shared by tests/cli/backend_cpu_isa_matrix.sh and the torchvision tests.
 
 oneDNN picks its kernels from the CPU's instruction set, so one machine reaches only some of them: an AMX Xeon
 runs the AMX (brgemm) kernels and, in inference plans, forward_inference convolutions whose Winograd weights need

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# tags: light
 """The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh, bench/onednn_versions.sh and bench/torch_onednn_kinds.py on made-up figures, without running any
 benchmark and without the peers installed (no torch, OpenVINO or DALI needed): the ratios, the targets each peer is
 judged by (issue 7 against PyTorch 1.x, issue 14 against OpenVINO and DALI, none against PyTorch 2.x inference), and

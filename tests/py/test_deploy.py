@@ -4,7 +4,7 @@ in them (after `dlperf`, or the container args of the dlperf image whose entrypo
 subcommand and only options that subcommand's --help lists; mpirun lines start dlperf. The Dockerfile builds with
 scripts/setup.sh and the Makefile target it names. (Nothing here can start a cluster or a container: this checks
 what Debian offers — a YAML parser, dlperf's own --help.)"""
-# tags: asan
+# tags: asan light
 import os
 import re
 import subprocess

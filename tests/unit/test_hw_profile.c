@@ -1,6 +1,7 @@
 // Unit tests for hw/profile, hw/steptime and the sim specs of hw/derive: reading, writing and round-tripping
 // profiles; malformed profiles (missing field, wrong type, negative rate, unknown precision, wrong schema) give
 // errors naming the field and the file; step times by hand; a measured GPU profile replaces the catalog's.
+// Main file: src/hw/profile.c; also src/hw/steptime.c, derive.c (sim specs).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

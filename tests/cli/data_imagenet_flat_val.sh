@@ -2,7 +2,7 @@
 # ImageNet as shipped: Kaggle's layout (ILSVRC/Data/CLS-LOC/train/<wnid>/, a flat val/, LOC_val_solution.csv four
 # folders up) and the devkit's ground-truth list, opened by dlperf data info and trained on with dlperf train; a flat
 # val/ without label files is refused with the names of the files looked for.
-# tags: asan
+# tags: asan light
 # timeout: 300
 set -u
 D=${DLPERF:?}

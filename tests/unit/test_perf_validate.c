@@ -3,6 +3,7 @@
 // errors, naming the entry and the field), the built-in sweep (>= 30 configurations spanning the regimes, epochs of a
 // few steps, devices at the knee, the cpu device at 224 px), and a
 // configuration's prediction from a profile alone, by hand.
+// Main file: src/perf/validate.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -2,6 +2,7 @@
 // (exactly without noise, within tolerance with it), non-negativity, weights, bad input; the pipeline's per-sample
 // fits, a backend's step-time line, the loader's scaling and the contention shares, each on synthetic measurements
 // made from known coefficients.
+// Main file: src/perf/probe_fit.c; also src/perf/lsq.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

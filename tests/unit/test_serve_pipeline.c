@@ -2,6 +2,8 @@
 // dynamic batching (by size and by delay), every request getting its own answer, the bounded queue (busy),
 // deadlines (504 without running), decode errors (400), draining, and the Prometheus rendering.
 // The engine and preprocess are the test double of serve_fake.c.
+// Main file: src/serve/pipeline.c; also src/serve/topk.c, labels.c, metrics.c, engine_plan.c, ladder.c,
+// config.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,6 +4,7 @@
 // the data module's transform and its error classes, file lists, the sample library with bad files, the three
 // measurement paths (tensors, inline JPEG, loader threads), and the service's pipeline over the real engine and
 // preprocessing answering what a direct top-k gives. Tiny models (resnet-mini, 32x32) on ref: ASan-friendly.
+// Main file: src/run/infer.c; also src/run/infer_bench.c, src/serve/pipeline.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,6 @@
 // Unit tests for the backend registry and the ref backend's contract: errors, partial eval batches, BN running
 // statistics, SGD with PyTorch's semantics, gradient buckets, momentum state, determinism across thread counts.
+// Main file: src/backend/ref/ref.c; also src/backend/registry.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

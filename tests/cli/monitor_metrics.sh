@@ -1,7 +1,7 @@
 #!/bin/bash
 # /metrics over HTTP while `dlperf monitor` runs a command: fetched with curl on loopback (bounded time), checked
 # by `promtool check metrics` (Debian's prometheus package), and only GET /metrics is served (405 / 404).
-# tags: asan
+# tags: asan light
 # timeout: 120
 set -u
 D=${DLPERF:?} T=${DLPERF_TEST_TMP:-/tmp}/monmetrics.$$

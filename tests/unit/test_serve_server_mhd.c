@@ -4,8 +4,10 @@
 // request answered (our client and wrk), the loadgen's HTTP SUT against it, and SIGTERM with requests in flight.
 // Every loop is bounded in count and time; every server stops by itself.
 //
-// Also a helper mode for the CLI tests: `test_serve_http --serve-fake PORT_FILE [MAX_BATCH BASE_MS QUEUE]`
+// Also a helper mode for the CLI tests: `test_serve_server_mhd --serve-fake PORT_FILE [MAX_BATCH BASE_MS QUEUE]`
 // runs the service with the test double until SIGTERM (tests/cli/loadgen_http.sh).
+// Main file: src/serve/server_mhd.c; also src/serve/run.c, src/loadgen/sut_http.c and http_client.c (the
+// loadgen over HTTP).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,10 +1,11 @@
-// tests/unit/test_crash_write: writes survive SIGKILL at any instant. A child saves a checkpoint (model + state,
+// test_nn_checkpoint_crash: writes survive SIGKILL at any instant. A child saves a checkpoint (model + state,
 // replacing the pair at one path) and writes a JSON result (core/json, replacing one file) in a loop, each round
 // with new content; the parent SIGKILLs it at random moments, dozens of times, and after each kill loads what is
 // on disk: it must load, be complete (every value of one round) and be a round written no earlier than the one
 // seen after the previous kill. Files left besides the results must be temporaries (".tmp.<pid>", ".next"),
 // never something a load takes, and a complete save removes them once they are a minute old. Bounded: ~40 kills,
 // a few seconds.
+// Main file: src/nn/checkpoint.c; also src/nn/ckdir.c, src/core/fs.c and json.c (atomic writes).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
 // Unit tests for perf/: the model's arithmetic on hand-computed cases (each stage, the bottleneck choice, the
 // contention of the cpu device, allreduce, epochs, cost), the expected image work, model FLOPs, and the
 // "must show" of issue 5 on the catalog's DGX A100, DGX Station and desktop.
+// Main file: src/perf/model.c; also src/perf/cost.c, datastats.c, imgwork.c, src/hw/work.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

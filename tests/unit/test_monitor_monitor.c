@@ -1,5 +1,6 @@
 // Unit tests for monitor/ on the real machine: one core kept busy reads as 1/N of the machine's CPU, phases and
 // counters with the sampler thread running (totals exact), and the /metrics server answering over loopback.
+// Main file: src/monitor/monitor.c (the sampler thread); also src/monitor/src_cpu.c, http_mhd.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

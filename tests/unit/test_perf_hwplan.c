@@ -3,6 +3,7 @@
 // tolerance of the fastest affordable one, the frontier lists no beaten candidate), the hand-made fixture catalog
 // (tests/fixtures/plan/catalog: the candidates, their prices and the hand-computed plan), the real catalog's parts
 // loading with their sources, and a parts file with an unsourced figure refused.
+// Main file: src/perf/hwplan.c; also src/hw/parts.c, catalog.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

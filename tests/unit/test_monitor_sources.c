@@ -2,6 +2,8 @@
 // make_fixtures.py, which states how each number was chosen): every source's arithmetic, CPUs going offline,
 // counters that wrap or go backwards, missing files, unreadable RAPL, NVML absent, the CSV and JSON-lines time
 // series parsed back, per-phase summaries, percentiles, and the Prometheus text.
+// Main file: src/monitor/sources.c (with src_*.c and source_util.c); also src/monitor/monitor.c,
+// store.c, sink_csv.c, sink_jsonl.c, prom.c, monitor_prom.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -5,6 +5,7 @@
 // arithmetic in the same order) and on cpu/oneDNN (1 thread: deterministic; stated tolerance 1e-6 relative). Also:
 // the ranks' shards of an epoch cover it exactly once, for several world sizes. Skipped where the build has no MPI
 // or mpirun is missing.
+// Main file: src/dist/comm_mpi.c; also src/run/step.c, src/data/dataset.c (shards).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

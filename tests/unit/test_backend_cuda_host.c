@@ -2,6 +2,7 @@
 // has and which needs no GPU: the op list (fusion, BN folding, which backward writes accumulate), parameter
 // layouts, BN folding, layout conversion, gradient buckets and segments, the algorithm cache, the graph state
 // machine, and the pinned allocator's pageable fallback.
+// Main file: src/backend/cuda/cuda_host.c; also src/backend/cuda/cuda_alloc.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
 // The oneDNN backend's own elementwise kernels against plain definitions: cpu_kernel_add_relu_bwd (a gradient's
 // last accumulation fused with an add+ReLU backward) in fp32 and bf16 — the bf16 sum rounded to nearest even
 // once, ties and NaN included, in place or not.
+// Main file: src/backend/cpu/cpu_kernels.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 // Unit tests for core/: status chain, options table, sizes, atomic/no-clobber writes, JSON errors, RNG.
+// Main file: src/core/opts.c; also src/core/status.c, stats.c, fs.c, json.c, rng.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -10,6 +10,7 @@
 // from fp32 outputs, so rounding noise in D is about 1e-7 * |f| / h; with h = 1e-2 (inputs are O(1)) and the
 // small sizes here that is < 1e-4, well under ATOL = 2e-3, RTOL = 1e-2. Inputs keep ReLU and maxpool away from
 // their kinks (|x| >= 0.1, maxpool values spaced >= 0.05 apart) so h/2.. h never crosses one.
+// Main file: src/backend/ref/ref.c (its backward passes).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
