@@ -5,7 +5,7 @@
 # failing part does not stop the others; none is rerun.
 #
 #   part        bound  what
-#   build         90   dlperf + test_backend_ops + test_cuda_backend with CUDA there (build-gpu/); the binaries of
+#   build         90   dlperf + test_backend_ops + test_backend_cuda with CUDA there (build-gpu/); the binaries of
 #                      .carry/prebuilt when they were built from these very sources (0 s), or when the build fails
 #   info           5   dlperf gpu info: device, driver, runtime, cuDNN, cuBLAS
 #   bench-fp16    25   dlperf gpu bench: ResNet-50 training, batch 256, fp16
@@ -14,7 +14,7 @@
 #   profile       50   dlperf gpu probe --batches 1,64,256: the H200 profile (h200-profile.json) and the machine
 #                      profile for sim:h200 and predict (h200-sxm.json)
 #   ops           25   build-gpu/tests/test_backend_ops: every op and step of cuda against ref
-#   check         45   build-gpu/tests/test_cuda_backend: single ops, ResNet-50 step (DLPERF_CHECK_IMAGE px),
+#   check         45   build-gpu/tests/test_backend_cuda: single ops, ResNet-50 step (DLPERF_CHECK_IMAGE px),
 #                      graph replay, the input pipeline against the float64 reference
 #   nccl          20   dlperf dist bench --dist nccl on the one GPU: the communicator's real calls
 #   wrap-up        5   summary.json, results.tar.gz
@@ -23,7 +23,7 @@
 #   torch         40   PyTorch AMP channels_last on the same GPU (bench/gpu_torch.py), for the ratios
 #   h2d           10   dlperf gpu bench with the per-step pinned host-to-device copy
 #   train         40   dlperf train --device cuda on generated JPEGs through the real pipeline (data stall)
-#   sanitize      20   compute-sanitizer memcheck over test_cuda_backend's single-op checks
+#   sanitize      20   compute-sanitizer memcheck over test_backend_cuda's single-op checks
 #
 # Every dlperf and test process runs with DLPERF_LOG=debug (algorithms chosen, BN-Ex use, graph captures that failed
 # and the call that broke them) into its part's log; a failing part's log tail goes into gpu.log.
@@ -81,7 +81,7 @@ part_profile() {
     --profile "$WORK/h200-sxm.json"
 }
 part_ops() { dl "$B/tests/test_backend_ops"; }
-part_check() { DLPERF_CHECK_IMAGE=$CHECK_IMAGE DLPERF_CHECK_BATCH=2 OMP_NUM_THREADS=$NPROC dl "$B/tests/test_cuda_backend"; }
+part_check() { DLPERF_CHECK_IMAGE=$CHECK_IMAGE DLPERF_CHECK_BATCH=2 OMP_NUM_THREADS=$NPROC dl "$B/tests/test_backend_cuda"; }
 part_nccl() {
   local out rc
   out=$(dl "$DL" dist bench --dist nccl --min-bytes 1M --max-bytes 256M --factor 4 -n 10 --warmup 3 \
@@ -110,7 +110,7 @@ part_sanitize() {
   local cs; cs=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2>/dev/null | head -1)
   [ -n "$cs" ] || [ "$DRY" = 1 ] || { echo "skipped: no compute-sanitizer here"; return 77; }
   DLPERF_TEST_FILTER='test_ops*' DLPERF_CUDA_GRAPHS=0 dl "${cs:-compute-sanitizer}" --tool memcheck --error-exitcode 9 \
-    "$B/tests/test_cuda_backend"
+    "$B/tests/test_backend_cuda"
 }
 
 # ---- --dry-run: the plan, its bounds and total, each part's command lines (dlperf's parsed) ---------------------
@@ -133,7 +133,7 @@ if [ "$DRY" = 1 ]; then
     if [ "$kind" = fixed ]; then fixed=$((fixed + b)); tag=""; else left=$((left + b)); tag=" (only in the time left)"; fi
     printf '  %-11s %4d s%s\n' "$name" "$b" "$tag"
     case $name in
-      build) echo "      make BUILD=build-gpu build-gpu/dlperf build-gpu/tests/test_backend_ops build-gpu/tests/test_cuda_backend (or .carry/prebuilt)" ;;
+      build) echo "      make BUILD=build-gpu build-gpu/dlperf build-gpu/tests/test_backend_ops build-gpu/tests/test_backend_cuda (or .carry/prebuilt)" ;;
       wrap-up) echo "      python3 bench/gpu_report.py <work> --json \$OUT/summary.json; tar of <work> into \$OUT/results.tar.gz" ;;
       *) "part_${name//-/_}" ;;
     esac
@@ -256,7 +256,7 @@ build() {
   fi
   make --no-print-directory -j"$NPROC" BUILD="$B" USE_DNNL=$dnnl USE_MPI=0 USE_MHD=0 USE_NCCL=$nccl "${nccl_args[@]}" HAVE_CMOCKA=1 \
     CUDA_HOME="$CUDA_HOME" CUDNN_INC="$CUDNN_INC" CUDNN_LIB="$CUDNN_LIB" \
-    EXTRA_CFLAGS="$xc" EXTRA_LDFLAGS="$xl" config "$B/dlperf" "$B/tests/test_backend_ops" "$B/tests/test_cuda_backend" 2>&1 | tee "$WORK/build.log" | grep -E "error|warning|dlperf build" | head -40
+    EXTRA_CFLAGS="$xc" EXTRA_LDFLAGS="$xl" config "$B/dlperf" "$B/tests/test_backend_ops" "$B/tests/test_backend_cuda" 2>&1 | tee "$WORK/build.log" | grep -E "error|warning|dlperf build" | head -40
   [ "${PIPESTATUS[0]}" = 0 ] && [ -x "$B/dlperf" ]
 }
 part_build() { build; }

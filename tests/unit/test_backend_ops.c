@@ -176,7 +176,7 @@ static int64_t info_int(const dlp_backend *o, const dlp_plan *p, const char *fie
 
 // The oneDNN implementations the plans of one test used (plan_info's "kernels": name -> primitives, summed over
 // plans) and the ISA they ran on, printed at the end of the test so a run under an ISA cap or a forced algorithm
-// (tests/cli/isa_matrix.sh) shows what it exercised.
+// (tests/cli/backend_cpu_isa_matrix.sh) shows what it exercised.
 static json_t *g_kernels;
 static char g_isa[32];
 

@@ -97,7 +97,7 @@ static void test_choice_properties(void **state) {
     free(c);
 }
 
-// Rows: budget -> the plan worked out by hand (tests/cli/test_plan.sh says how).
+// Rows: budget -> the plan worked out by hand (tests/cli/perf_plan.sh says how).
 static const struct {
     double budget;
     const char *id;

@@ -35,7 +35,7 @@ for p in "bench-fp16:--precision fp16" "bench-bf16:--precision bf16" "bench-fp32
   grep -A1 "^  ${p%%:*} " "$T/dry.out" | grep -q -- "gpu bench --batch 256 ${p#*:}" || fail "${p%%:*} does not run gpu bench b256 ${p#*:}"
 done
 grep -A1 '^  ops ' "$T/dry.out" | grep -q 'tests/test_backend_ops' || fail "ops does not run test_backend_ops"
-grep -A1 '^  check ' "$T/dry.out" | grep -q 'tests/test_cuda_backend' || fail "check does not run test_cuda_backend"
+grep -A1 '^  check ' "$T/dry.out" | grep -q 'tests/test_backend_cuda' || fail "check does not run test_backend_cuda"
 grep -A1 '^  nccl ' "$T/dry.out" | grep -q 'dist bench --dist nccl' || fail "nccl does not run dist bench --dist nccl"
 
 # the total: the bounds of the parts in order add up to at most 300 s, and to what the script says
