@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "core/json.h"
@@ -44,15 +45,17 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
         *d = p->devices[0];
         return DLP_OK;
     }
-    if (strncmp(spec, "sim:", 4) == 0) {
+    const dlp_backend_kind kind = dlp_backend_kind_of(spec);
+    const char *colon = strchr(spec, ':');
+    if (kind == DLP_BACKEND_KIND_SIM && colon) {
         dlp_sim_spec s;
-        DLP_CHECK(dlp_sim_spec_parse(spec + 4, &s));
+        DLP_CHECK(dlp_sim_spec_parse(colon + 1, &s));
         if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
         if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
         *plain = sim_spec_plain(&s);
         return dlp_sim_device(&s, cat, d);
     }
-    if (strcmp(spec, "cuda") == 0) {
+    if (kind == DLP_BACKEND_KIND_GPU && !colon) {
         for (int i = 0; i < p->ndevices; i++)
             if (p->devices[i].kind == DLP_DEVICE_GPU) {
                 *d = p->devices[i];
@@ -66,7 +69,7 @@ static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, cons
         *d = *pd;
         return DLP_OK;
     }
-    if (strcmp(spec, "cpu") == 0)
+    if (kind == DLP_BACKEND_KIND_CPU)
         return DLP_ERR(DLP_ERR_NOTFOUND, "profile %s has no cpu device (a catalog system has only its GPUs; use a profile "
                        "measured by dlperf probe)", p->id);
     dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "hw/derive.h"
 
 // The machine of m and its prediction into inv.
@@ -19,7 +20,9 @@ static dlp_status predict_machine(const dlp_catalog *cat, const dlp_hwplan_req *
     DLP_CHECK(dlp_profile_read(m->profile, p));
     if (m->device) {  // a catalog GPU put into the measured host
         dlp_sim_spec sim;
-        DLP_CHECK(dlp_sim_spec_parse(strncmp(m->device, "sim:", 4) == 0 ? m->device + 4 : m->device, &sim));
+        const char *colon = strchr(m->device, ':');  // "sim:<gpu>" or a bare catalog GPU name
+        const int sim_prefix = colon && dlp_backend_kind_of(m->device) == DLP_BACKEND_KIND_SIM;
+        DLP_CHECK(dlp_sim_spec_parse(sim_prefix ? colon + 1 : m->device, &sim));
         DLP_CHECK(dlp_sim_device(&sim, cat, &p->devices[0]));
         p->ndevices = 1;
         p->devices_per_node = m->devices > 0 ? m->devices : p->devices_per_node > 0 ? p->devices_per_node : 1;
