@@ -345,6 +345,87 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     return DLP_OK;
 }
 
+// The machine of one prediction: --profile FILE, or the catalog system id with --pipeline and --stack; the cost
+// figures given on the command line replace its own. *stack: the software stack its GPUs are modelled with.
+static dlp_status load_machine(const opts_t *op, const dlp_catalog *cat, const char *id, dlp_profile *p,
+                               const char **stack) {
+    dlp_status st;
+    *stack = op->stack ? op->stack : DLP_GM_DEFAULT_STACK;
+    if (op->profile) {
+        st = dlp_profile_read(op->profile, p);
+    } else {
+        const dlp_system_spec *s = dlp_catalog_system(cat, id);
+        st = s ? dlp_derive_system_stack(cat, s, op->pipeline, op->stack, p) : DLP_ERR_NOTFOUND;
+        if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
+        *stack = op->stack ? op->stack : dlp_gm_stack_default(s);
+    }
+    if (st) return st;
+    if (op->price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
+        p->cost.price_usd = op->price;
+        if (op->usd_h <= 0) p->cost.usd_per_hour = p->cost.usd_per_hour_alt = 0;
+    }
+    if (op->power > 0) p->cost.power_w = op->power;
+    if (op->usd_h > 0) p->cost.usd_per_hour = op->usd_h;
+    return DLP_OK;
+}
+
+// One prediction's entry in the --json result: the machine, the device and the workload (the prediction, cost and
+// published figures are added after it is printed).
+static json_t *entry_json(const opts_t *op, const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w) {
+    json_t *e = json_object();
+    json_t *m = json_object();
+    json_object_set_new(m, "id", json_string(p->id));
+    json_object_set_new(m, "name", json_string(p->name));
+    json_object_set_new(m, "source", json_string(op->profile ? op->profile : "catalog"));
+    json_object_set_new(m, "pipeline", json_string(p->pipeline.name));
+    json_object_set_new(e, "machine", m);
+    json_object_set_new(e, "device", dlp_device_to_json(d));
+    json_t *wj = json_object();
+    json_object_set_new(wj, "model", json_string(w->model));
+    json_object_set_new(wj, "size", json_integer(w->tf.size));
+    json_object_set_new(wj, "storage", json_string(dlp_storage_state_name(w->storage)));
+    json_object_set_new(wj, "read_limit_bytes_per_s", json_real(w->read_limit_bytes_per_s));
+    json_object_set_new(wj, "epochs", json_integer(w->epochs));
+    json_object_set_new(wj, "dataset", dlp_dataset_stats_to_json(&w->stats));
+    json_object_set_new(e, "workload", wj);
+    return e;
+}
+
+// A comparison's header (several --system ids: one line per system).
+static void print_compare_header(void) {
+    printf("%-14s %-10s %7s %10s %9s %-15s %6s %12s %9s %9s %9s %11s\n", "system", "device", "devices", "img/s",
+           "per dev", "bottleneck", "stall", "epoch", "$/h", "$/1M img", "$/epoch", "$/run");
+}
+
+// A comparison's line for one system.
+static void print_compare_row(const dlp_profile *p, const dlp_device_profile *d, const dlp_prediction *o,
+                              const dlp_cost *cost) {
+    char b1[32], b2[32], b3[32], b4[32];
+    printf("%-14s %-10s %7d %10s %9s %-15s %5.1f%% %12s", p->id, d->name, o->devices,
+           grp(o->cluster_img_per_s, b1, sizeof b1), grp(o->per_device_img_per_s, b2, sizeof b2),
+           dlp_stage_name(o->bottleneck), 100 * o->data_stall_fraction, dur(o->epoch_s, b3, sizeof b3));
+    if (cost->known)
+        printf(" %9.2f %9.3f %9.*f %11s\n", cost->usd_per_hour, cost->usd_per_million_images,
+               cost->usd_per_epoch < 1 ? 4 : 2, cost->usd_per_epoch,
+               cost->usd_total < 10 ? (snprintf(b4, sizeof b4, "%.2f", cost->usd_total), b4)
+                                    : grp(cost->usd_total, b4, sizeof b4));
+    else
+        printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
+}
+
+// A comparison's end: each system's first fix, and the basis of the costs.
+static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
+    printf("\n");
+    for (size_t i = 0; i < json_array_size(preds); i++) {
+        json_t *e = json_array_get(preds, i);
+        json_t *fx = json_object_get(json_object_get(e, "prediction"), "fix");
+        printf("%-14s %s\n", json_string_value(json_object_get(json_object_get(e, "machine"), "id")),
+               json_string_value(json_array_get(fx, 0)));
+    }
+    printf("\ncost basis: owned machines amortized over %.1f years at %.0f%% use plus power at $%.3f/kWh; cloud at "
+           "%s rates\n", cp->lifetime_years, 100 * cp->utilization, cp->usd_per_kwh, cp->alt_rate ? "capacity-block" : "on-demand");
+}
+
 int dlp_cli_predict(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
@@ -427,26 +508,11 @@ int dlp_cli_predict(int argc, char **argv) {
     if (!p || !o || !d) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     data_cache dcache = {0};
     int compare = op.system && strchr(op.system, ',') != NULL;
-    if (compare && st == DLP_OK)
-        printf("%-14s %-10s %7s %10s %9s %-15s %6s %12s %9s %9s %9s %11s\n", "system", "device", "devices", "img/s",
-               "per dev", "bottleneck", "stall", "epoch", "$/h", "$/1M img", "$/epoch", "$/run");
+    if (compare && st == DLP_OK) print_compare_header();
     while (st == DLP_OK && (op.profile || id)) {
-        const char *stack = op.stack ? op.stack : DLP_GM_DEFAULT_STACK;
-        if (op.profile) {
-            st = dlp_profile_read(op.profile, p);
-        } else {
-            const dlp_system_spec *s = dlp_catalog_system(cat, id);
-            st = s ? dlp_derive_system_stack(cat, s, op.pipeline, op.stack, p) : DLP_ERR_NOTFOUND;
-            if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
-            stack = op.stack ? op.stack : dlp_gm_stack_default(s);
-        }
+        const char *stack;
+        st = load_machine(&op, cat, id, p, &stack);
         if (st) break;
-        if (op.price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
-            p->cost.price_usd = op.price;
-            if (op.usd_h <= 0) p->cost.usd_per_hour = p->cost.usd_per_hour_alt = 0;
-        }
-        if (op.power > 0) p->cost.power_w = op.power;
-        if (op.usd_h > 0) p->cost.usd_per_hour = op.usd_h;
         int plain = 1;
         char dev_stack[48] = "";
         st = pick_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain, dev_stack, sizeof dev_stack);
@@ -466,35 +532,10 @@ int dlp_cli_predict(int argc, char **argv) {
         dlp_cost cost;
         st = dlp_cost_compute(&p->cost, &cp, o->nodes, o->cluster_img_per_s, o->epoch_s, o->total_s, &cost);
         if (st) break;
-        json_t *e = json_object();
+        json_t *e = entry_json(&op, p, d, &w);
         json_t *pub = json_array();
-        json_t *m = json_object();
-        json_object_set_new(m, "id", json_string(p->id));
-        json_object_set_new(m, "name", json_string(p->name));
-        json_object_set_new(m, "source", json_string(op.profile ? op.profile : "catalog"));
-        json_object_set_new(m, "pipeline", json_string(p->pipeline.name));
-        json_object_set_new(e, "machine", m);
-        json_object_set_new(e, "device", dlp_device_to_json(d));
-        json_t *wj = json_object();
-        json_object_set_new(wj, "model", json_string(w.model));
-        json_object_set_new(wj, "size", json_integer(w.tf.size));
-        json_object_set_new(wj, "storage", json_string(dlp_storage_state_name(w.storage)));
-        json_object_set_new(wj, "read_limit_bytes_per_s", json_real(w.read_limit_bytes_per_s));
-        json_object_set_new(wj, "epochs", json_integer(w.epochs));
-        json_object_set_new(wj, "dataset", dlp_dataset_stats_to_json(&w.stats));
-        json_object_set_new(e, "workload", wj);
         if (compare) {
-            char b1[32], b2[32], b3[32], b4[32];
-            printf("%-14s %-10s %7d %10s %9s %-15s %5.1f%% %12s", p->id, d->name, o->devices,
-                   grp(o->cluster_img_per_s, b1, sizeof b1), grp(o->per_device_img_per_s, b2, sizeof b2),
-                   dlp_stage_name(o->bottleneck), 100 * o->data_stall_fraction, dur(o->epoch_s, b3, sizeof b3));
-            if (cost.known)
-                printf(" %9.2f %9.3f %9.*f %11s\n", cost.usd_per_hour, cost.usd_per_million_images,
-                       cost.usd_per_epoch < 1 ? 4 : 2, cost.usd_per_epoch,
-                       cost.usd_total < 10 ? (snprintf(b4, sizeof b4, "%.2f", cost.usd_total), b4)
-                                           : grp(cost.usd_total, b4, sizeof b4));
-            else
-                printf(" %9s %9s %9s %11s\n", "-", "-", "-", "-");
+            print_compare_row(p, d, o, &cost);
         } else {
             print_prediction(cat, p, d, &w, o, &cost, plain, stack, pub, e);
         }
@@ -506,17 +547,7 @@ int dlp_cli_predict(int argc, char **argv) {
         if (op.profile) break;
         id = strtok_r(NULL, ",", &save);
     }
-    if (compare && st == DLP_OK) {
-        printf("\n");
-        for (size_t i = 0; i < json_array_size(preds); i++) {
-            json_t *e = json_array_get(preds, i);
-            json_t *fx = json_object_get(json_object_get(e, "prediction"), "fix");
-            printf("%-14s %s\n", json_string_value(json_object_get(json_object_get(e, "machine"), "id")),
-                   json_string_value(json_array_get(fx, 0)));
-        }
-        printf("\ncost basis: owned machines amortized over %.1f years at %.0f%% use plus power at $%.3f/kWh; cloud at "
-               "%s rates\n", cp.lifetime_years, 100 * cp.utilization, cp.usd_per_kwh, cp.alt_rate ? "capacity-block" : "on-demand");
-    }
+    if (compare && st == DLP_OK) print_compare_footer(preds, &cp);
     if (st == DLP_OK && op.json) st = dlp_json_write(res, op.json, DLP_WRITE_NOCLOBBER);
     json_decref(res);
     free(p);

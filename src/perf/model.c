@@ -184,13 +184,9 @@ static double shared_rate(double xc, double xl, double a, double l, int *loader_
     return a / ((1 - l) / xc + a / xl);
 }
 
-static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, int cold,
-                                dlp_prediction *o) {
-    memset(o, 0, sizeof *o);
-    const int is_cpu = dev->kind == DLP_DEVICE_CPU;
+// The workload against the machine (n devices per node), before anything is computed.
+static dlp_status check_workload(const dlp_profile *p, const dlp_workload *w, int is_cpu, int n) {
     const dlp_host_profile *h = &p->host;
-    const dlp_pipeline_profile *pp = &p->pipeline;
-    int n = w->devices > 0 ? w->devices : (p->devices_per_node > 0 ? p->devices_per_node : 1);
     // The cpu device with n > 1: n data-parallel processes on this host, each with its share of the cores.
     if (is_cpu && n > 1 && w->threads > 0 && n * w->threads > h->threads)
         return DLP_ERR(DLP_ERR_INVALID, "%d cpu ranks x %d compute threads is more than the %d hardware threads", n,
@@ -201,25 +197,13 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     if (w->batch < 1) return DLP_ERR(DLP_ERR_INVALID, "batch must be >= 1 (got %d)", w->batch);
     if (w->task == DLP_TASK_TRAIN && w->prec == DLP_PREC_INT8)
         return DLP_ERR(DLP_ERR_INVALID, "int8 is an inference precision (use --mode infer, or fp16/bf16/fp32)");
-    const int nodes = w->nodes > 0 ? w->nodes : 1, b = w->batch, size = w->tf.size;
-    o->devices = n;
-    o->nodes = nodes;
-    o->batch = b;
-    o->task = w->task;
-    o->prec = w->prec;
-    o->storage_cold = cold;
+    return DLP_OK;
+}
 
-    // Work: the model's FLOPs relative to the reference, the expected JPEG work per image.
-    dlp_model_work mw;
-    DLP_CHECK(dlp_work_resnet(w->model, size, size, w->classes, &mw));
-    o->work_ratio = dlp_work_ratio(&mw);
-    o->params_ratio = (double)mw.params / (double)dlp_work_ref()->params;
-    dlp_dataset_stats stats = w->stats;
-    DLP_CHECK(dlp_dataset_stats_normalize(&stats, stats.name[0] ? stats.name : "workload dataset"));
-    DLP_CHECK(dlp_image_work_expect(&stats, pp, &w->tf, w->seed, w->samples, &o->work));
+// Loader CPU time per image on one thread (read, decode, augment of o->work, scaled): sets o's figures of it and
+// returns the total.
+static double loader_cpu_cost(const dlp_pipeline_profile *pp, dlp_prediction *o) {
     const dlp_image_work *iw = &o->work;
-
-    // Loader CPU time per image on one thread.
     o->read_cpu_s = pp->read_per_file_s + pp->read_per_byte_s * iw->bytes;
     o->decode_cpu_s = pp->decode_per_image_s + pp->decode_per_pixel_s * iw->decoded_pixels +
                       pp->decode_per_byte_s * iw->entropy_bytes;
@@ -228,8 +212,15 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->loader_cost_scale = pp->loader_cost_scale > 0 ? pp->loader_cost_scale : 1;
     const double c = o->loader_cost_scale * (o->read_cpu_s + o->decode_cpu_s + o->augment_cpu_s);
     o->loader_cpu_s_per_image = c;
+    return c;
+}
 
-    // Device step.
+// Device step: the input copied per image, the host-to-device rate (a PCIe uplink shared by the GPUs on it), the
+// cpu device's compute threads and the step's times (o->step).
+static dlp_status device_step(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, int is_cpu,
+                              dlp_prediction *o) {
+    const dlp_host_profile *h = &p->host;
+    const int n = o->devices, b = w->batch, size = w->tf.size;
     double in_elem = w->input_bytes > 0 ? w->input_bytes : (double)dlp_prec_input_bytes(w->prec);
     o->input_bytes_per_image = 3.0 * size * size * in_elem;
     double h2d = dev->h2d_bytes_per_s;
@@ -247,13 +238,19 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         add_note(o, "the profile has no %s row at %d threads; used the one at %d threads (%s)", dlp_prec_name(w->prec),
                  o->threads, st->rate->threads, st->rate->threads > o->threads ? "scaled down" : "not scaled up");
     if (st->rate->estimate) add_note(o, "device figure is an estimate: %s", st->rate->basis);
+    return DLP_OK;
+}
 
-    // Allreduce: ring inside the node over the bus bandwidth, across nodes over the NICs; the slower level sets
-    // the pace. Buckets are reduced while backward runs; only what outlasts backward is exposed.
-    const int N = n * nodes;
+// Allreduce: ring inside the node over the bus bandwidth, across nodes over the NICs; the slower level sets the
+// pace. Buckets are reduced while backward runs; only what outlasts backward is exposed. Sets o->allreduce_s and
+// o->allreduce_exposed_s (0 without an allreduce) and *f_out, the share of the gradients in one bucket (1 without).
+static dlp_status allreduce_time(const dlp_profile *p, const dlp_workload *w, const dlp_model_work *mw,
+                                 dlp_prediction *o, double *f_out) {
+    const int n = o->devices, nodes = o->nodes, b = o->batch, N = n * nodes;
+    const dlp_step_times *st = &o->step;
     double t_ar = 0, exposed = 0, f = 1;
     if (w->task == DLP_TASK_TRAIN && N > 1) {
-        double S = (double)mw.params * w->grad_bytes_per_param, t_intra = 0, t_inter = 0;
+        double S = (double)mw->params * w->grad_bytes_per_param, t_intra = 0, t_inter = 0;
         if (n > 1) {
             if (!(p->net.allreduce_busbw_bytes_per_s > 0))
                 return DLP_ERR(DLP_ERR_INVALID, "profile %s has no allreduce bus bandwidth "
@@ -274,9 +271,18 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     }
     o->allreduce_s = t_ar;
     o->allreduce_exposed_s = exposed;
-    // The software's loss per added GPU (synchronization, stragglers) beyond the allreduce, as its stack measured it.
+    *f_out = f;
+    return DLP_OK;
+}
+
+// The device's step with the software's loss per added GPU (synchronization, stragglers) beyond the allreduce, as
+// its stack measured it, and the exposed allreduce; the compute and host-to-device stages.
+static void device_stages(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w,
+                          dlp_prediction *o) {
+    const int n = o->devices, b = o->batch, N = n * o->nodes;
+    const dlp_step_times *st = &o->step;
     double mp_loss = N > 1 && w->step_loss_per_device > 0 ? w->step_loss_per_device * (N - 1) * st->step_s : 0;
-    o->device_step_s = st->step_s + mp_loss + exposed + h->loop_overhead_s;
+    o->device_step_s = st->step_s + mp_loss + o->allreduce_exposed_s + p->host.loop_overhead_s;
     o->device_img_per_s = n * b / o->device_step_s;
     char loss_txt[48] = "";
     if (mp_loss > 0) snprintf(loss_txt, sizeof loss_txt, ", multi-GPU loss %.2f", mp_loss * 1e3);
@@ -285,9 +291,16 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
               st->fwd_s * 1e3, st->bwd_s * 1e3, st->update_s * 1e3, loss_txt);
     if (st->h2d_s > 0)
         set_stage(o, DLP_STAGE_H2D, n * b / st->h2d_s, "%.0f KB per image at %.1f GB/s per device: %.2f ms per step%s",
-                  o->input_bytes_per_image / 1e3, h2d / 1e9, st->h2d_s * 1e3, dev->h2d_overlap ? " (overlapped)" : "");
+                  o->input_bytes_per_image / 1e3, o->h2d_bytes_per_s / 1e9, st->h2d_s * 1e3,
+                  dev->h2d_overlap ? " (overlapped)" : "");
+}
 
-    // Loader: threads and the cores they can use (GPU host threads take theirs first).
+// Loader: threads and the cores they can use (GPU host threads take theirs first); sets o->workers_total,
+// o->loader_cores and o->loader_parallelism, and the prep stage (c: the loader's CPU time per image).
+static dlp_status loader_stage(const dlp_profile *p, const dlp_workload *w, int is_cpu, double c, dlp_prediction *o) {
+    const dlp_host_profile *h = &p->host;
+    const dlp_step_times *st = &o->step;
+    const int n = o->devices;
     double free_cores = is_cpu ? h->cores : h->cores - n * st->cores_busy;
     if (!(free_cores > 0.05))
         return DLP_ERR(DLP_ERR_INVALID, "the devices' host threads (%.2f cores each) leave no core for the loader",
@@ -301,13 +314,20 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     const int W = workers * n;
     o->workers_total = W;
     o->loader_cores = free_cores;
-    o->loader_parallelism = dlp_loader_parallelism(h, pp, free_cores, W);
+    o->loader_parallelism = dlp_loader_parallelism(h, &p->pipeline, free_cores, W);
     set_stage(o, DLP_STAGE_PREP, o->loader_parallelism / c, "%d thread(s) on %.1f cores (%.2f thread-equivalents), "
               "%.2f ms CPU per image (read %.2f, decode %.2f, augment %.2f)", W, free_cores, o->loader_parallelism,
               c * 1e3, o->read_cpu_s * 1e3, o->decode_cpu_s * 1e3, o->augment_cpu_s * 1e3);
+    return DLP_OK;
+}
 
-    // Storage.
-    const double bytes = iw->bytes;
+// Storage: the read stage (cold reads, a read-rate limit), the loader's wait for cold reads (o->io_wait_s_per_image)
+// and the host memory traffic per image.
+static dlp_status storage_stages(const dlp_profile *p, const dlp_workload *w, int cold, double c, dlp_prediction *o) {
+    const dlp_host_profile *h = &p->host;
+    const double free_cores = o->loader_cores;
+    const int W = o->workers_total;
+    const double bytes = o->work.bytes;
     double w_io = 0;
     if (cold) {
         const dlp_storage_profile *sp = &p->storage;
@@ -342,12 +362,16 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     if (h->mem_bw_bytes_per_s > 0) {
         // Page cache to user buffer (3x the file), IDCT output written and read by the resize, the batch
         // written and read by the copy or the compute.
-        double mb = 3 * bytes + 6 * iw->decoded_pixels + 2 * o->input_bytes_per_image;
+        double mb = 3 * bytes + 6 * o->work.decoded_pixels + 2 * o->input_bytes_per_image;
         set_stage(o, DLP_STAGE_HOSTMEM, h->mem_bw_bytes_per_s / mb, "%.2f MB per image at %.0f GB/s", mb / 1e6,
                   h->mem_bw_bytes_per_s / 1e9);
     }
-    // The pipeline: the slowest stage sets the pace. On the loader's side a cold-read wait is named only when it
-    // costs the loader more than a tenth of its CPU-bound rate.
+    return DLP_OK;
+}
+
+// The loader's side of the pipeline: the rate of its slowest stage, named in *bl_out; a cold-read wait is named
+// only when it costs the loader more than a tenth of its CPU-bound rate.
+static double loader_side_rate(const dlp_prediction *o, dlp_stage *bl_out) {
     static const dlp_stage k_loader_side[] = {DLP_STAGE_READ, DLP_STAGE_PREP, DLP_STAGE_IOWAIT, DLP_STAGE_HOSTMEM};
     double xl = INFINITY;
     dlp_stage bl = DLP_STAGE_PREP;
@@ -360,6 +384,116 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     }
     if (bl == DLP_STAGE_IOWAIT && o->stages[DLP_STAGE_IOWAIT].img_per_s >= 0.9 * o->stages[DLP_STAGE_PREP].img_per_s)
         bl = DLP_STAGE_PREP;
+    *bl_out = bl;
+    return xl;
+}
+
+// The cpu device: compute and the loader draw on the same cores (docs/model.md, "The cpu device: contention"). xl
+// and bl: the loader's rate and its slowest stage, bd: the device's. Sets *x_out (the throughput) and *x_busy_out
+// (what compute would run if it never waited for data); returns the bottleneck: the loader's stage when it limits
+// (compute waits for data), else compute on the shared cores.
+static dlp_stage shared_cpu_rate(const dlp_profile *p, const dlp_device_profile *dev, double c, double xl,
+                                 dlp_stage bl, dlp_stage bd, dlp_prediction *o, double *x_out, double *x_busy_out) {
+    const dlp_host_profile *h = &p->host;
+    const dlp_step_times *st = &o->step;
+    const int b = o->batch, W = o->workers_total;
+    double x, x_busy;
+    const dlp_contention_point *cp = dlp_device_find_contention(dev, o->threads, W);
+    const double xc = o->device_img_per_s;
+    int loader_side = 0;
+    if (cp) {
+        const double a = cp->compute_share, l = cp->loader_share;
+        x = shared_rate(xc, xl, a, l, &loader_side);
+        set_stage(o, DLP_STAGE_SHARED_CPU, x, "compute alone %.1f img/s and the loader alone %.0f img/s on the same "
+                  "cores (measured with %d compute and %d loader thread(s): %.0f%% and %.0f%% of their rates when both "
+                  "run)", xc, xl, cp->threads, cp->workers, 100 * a, 100 * l);
+        // What compute would run with the loader at this rate if it never waited for data (segment 1 extended).
+        double sc = l > 0 ? 1 - (1 - a) / l * (x / xl) : 1;
+        x_busy = loader_side && sc > 0 ? dmin(xc, xc * sc) : x;
+    } else {  // not measured (catalog profiles): CPU time shared, scaled by contention_efficiency
+        double s_c = st->cores_busy * st->compute_s / b;
+        double c_eff = h->cores + h->smt_yield * (h->threads - h->cores);
+        double eff = dlp_pipeline_efficiency(&p->pipeline, (int)ceil(dmin(W, h->cores)));
+        double xs = c_eff * dev->contention_efficiency / (s_c + c / eff);
+        set_stage(o, DLP_STAGE_SHARED_CPU, xs, "%.1f cores shared: compute %.2f ms CPU per image (%.1f cores busy), "
+                  "loader %.2f ms, efficiency %.2f", c_eff, s_c * 1e3, st->cores_busy, c / eff * 1e3,
+                  dev->contention_efficiency);
+        x = dmin(xs, dmin(xc, xl));
+        loader_side = xl <= xs && xl < xc;
+        x_busy = loader_side ? dmin(xc, xs) : x;
+    }
+    *x_out = x;
+    *x_busy_out = x_busy;
+    return loader_side ? bl : (x < xc * 0.999 ? DLP_STAGE_SHARED_CPU : bd);
+}
+
+// What would keep the devices busy (at o->busy_img_per_s): the loader's cores and threads, the storage and host-to-
+// device rates, the page cache and, when the allreduce is exposed, the bus bandwidth (f: the share of the gradients
+// in one bucket).
+static void keep_busy_needs(const dlp_profile *p, const dlp_dataset_stats *stats, double c, double f,
+                            dlp_prediction *o) {
+    const dlp_pipeline_profile *pp = &p->pipeline;
+    const dlp_step_times *st = &o->step;
+    const int n = o->devices;
+    const double free_cores = o->loader_cores, w_io = o->io_wait_s_per_image, bytes = o->work.bytes;
+    const double t_ar = o->allreduce_s, exposed = o->allreduce_exposed_s;
+    const double target = o->busy_img_per_s;
+    double eff_need = dlp_pipeline_efficiency(pp, (int)ceil(target * c));
+    o->loader_cores_needed = target * c / eff_need;
+    o->loader_threads_needed = 0;
+    if (loader_cap(p, free_cores, 65536, c, w_io) >= target * (1 - 1e-9)) {  // the rate grows with threads
+        int lo = 1, hi = 65536;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (loader_cap(p, free_cores, mid, c, w_io) >= target * (1 - 1e-9)) hi = mid;
+            else lo = mid + 1;
+        }
+        o->loader_threads_needed = lo;
+    }
+    o->storage_bytes_per_s_needed = target * bytes;
+    o->page_cache_bytes_needed = (double)stats->images * stats->mean_bytes;
+    o->h2d_bytes_per_s_needed = target / n * o->input_bytes_per_image;
+    if (t_ar > 0 && exposed > 0.02 * o->device_step_s && st->bwd_s * (1 - f) > 0)
+        o->busbw_needed = p->net.allreduce_busbw_bytes_per_s * t_ar / (st->bwd_s * (1 - f));
+}
+
+static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *dev, const dlp_workload *w, int cold,
+                                dlp_prediction *o) {
+    memset(o, 0, sizeof *o);
+    const int is_cpu = dev->kind == DLP_DEVICE_CPU;
+    const dlp_pipeline_profile *pp = &p->pipeline;
+    int n = w->devices > 0 ? w->devices : (p->devices_per_node > 0 ? p->devices_per_node : 1);
+    DLP_CHECK(check_workload(p, w, is_cpu, n));
+    const int nodes = w->nodes > 0 ? w->nodes : 1, b = w->batch, size = w->tf.size;
+    o->devices = n;
+    o->nodes = nodes;
+    o->batch = b;
+    o->task = w->task;
+    o->prec = w->prec;
+    o->storage_cold = cold;
+
+    // Work: the model's FLOPs relative to the reference, the expected JPEG work per image.
+    dlp_model_work mw;
+    DLP_CHECK(dlp_work_resnet(w->model, size, size, w->classes, &mw));
+    o->work_ratio = dlp_work_ratio(&mw);
+    o->params_ratio = (double)mw.params / (double)dlp_work_ref()->params;
+    dlp_dataset_stats stats = w->stats;
+    DLP_CHECK(dlp_dataset_stats_normalize(&stats, stats.name[0] ? stats.name : "workload dataset"));
+    DLP_CHECK(dlp_image_work_expect(&stats, pp, &w->tf, w->seed, w->samples, &o->work));
+
+    const double c = loader_cpu_cost(pp, o);
+    DLP_CHECK(device_step(p, dev, w, is_cpu, o));
+    const dlp_step_times *st = &o->step;
+    double f = 1;
+    DLP_CHECK(allreduce_time(p, w, &mw, o, &f));
+    const double exposed = o->allreduce_exposed_s;
+    device_stages(p, dev, w, o);
+    DLP_CHECK(loader_stage(p, w, is_cpu, c, o));
+    DLP_CHECK(storage_stages(p, w, cold, c, o));
+
+    // The pipeline: the slowest stage sets the pace.
+    dlp_stage bl;
+    const double xl = loader_side_rate(o, &bl);
     o->loader_img_per_s = xl;
     dlp_stage bd = DLP_STAGE_COMPUTE;
     if (st->h2d_s > st->compute_s && st->h2d_s >= exposed) bd = DLP_STAGE_H2D;
@@ -368,33 +502,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     dlp_stage bn = bd;
     double x_busy = o->device_img_per_s;
     if (is_cpu) {
-        // Compute and the loader draw on the same cores (docs/model.md, "The cpu device: contention").
-        const dlp_contention_point *cp = dlp_device_find_contention(dev, o->threads, W);
-        const double xc = o->device_img_per_s;
-        int loader_side = 0;
-        if (cp) {
-            const double a = cp->compute_share, l = cp->loader_share;
-            x = shared_rate(xc, xl, a, l, &loader_side);
-            set_stage(o, DLP_STAGE_SHARED_CPU, x, "compute alone %.1f img/s and the loader alone %.0f img/s on the same "
-                      "cores (measured with %d compute and %d loader thread(s): %.0f%% and %.0f%% of their rates when both "
-                      "run)", xc, xl, cp->threads, cp->workers, 100 * a, 100 * l);
-            // What compute would run with the loader at this rate if it never waited for data (segment 1 extended).
-            double sc = l > 0 ? 1 - (1 - a) / l * (x / xl) : 1;
-            x_busy = loader_side && sc > 0 ? dmin(xc, xc * sc) : x;
-        } else {  // not measured (catalog profiles): CPU time shared, scaled by contention_efficiency
-            double s_c = st->cores_busy * st->compute_s / b;
-            double c_eff = h->cores + h->smt_yield * (h->threads - h->cores);
-            double eff = dlp_pipeline_efficiency(pp, (int)ceil(dmin(W, h->cores)));
-            double xs = c_eff * dev->contention_efficiency / (s_c + c / eff);
-            set_stage(o, DLP_STAGE_SHARED_CPU, xs, "%.1f cores shared: compute %.2f ms CPU per image (%.1f cores busy), "
-                      "loader %.2f ms, efficiency %.2f", c_eff, s_c * 1e3, st->cores_busy, c / eff * 1e3,
-                      dev->contention_efficiency);
-            x = dmin(xs, dmin(xc, xl));
-            loader_side = xl <= xs && xl < xc;
-            x_busy = loader_side ? dmin(xc, xs) : x;
-        }
-        // The loader limits (compute waits for data): its stage is named; else compute on the shared cores.
-        bn = loader_side ? bl : (x < xc * 0.999 ? DLP_STAGE_SHARED_CPU : bd);
+        bn = shared_cpu_rate(p, dev, c, xl, bl, bd, o, &x, &x_busy);
     } else {
         if (xl < x) {
             x = xl;
@@ -402,7 +510,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
         }
         // Near the knee the ring of batch slots between the loader and the device runs a little below the slower
         // of the two: a batch that takes the loader longer than average cannot always be made up for.
-        int slots = w->prefetch > 0 ? w->prefetch : 2 * W;
+        int slots = w->prefetch > 0 ? w->prefetch : 2 * o->workers_total;
         double cv = pp->cost_cv > 0 ? pp->cost_cv / sqrt((double)b) : 0;
         o->ring_factor = dlp_ring_factor(b / xl, b / o->device_img_per_s, cv, slots);
         x *= o->ring_factor;
@@ -419,26 +527,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     o->cluster_img_per_s = x * nodes;
     o->step_s = n * b / x;
     o->epoch_s = (double)stats.images / o->cluster_img_per_s;
-
-    // What would keep the devices busy.
-    const double target = o->busy_img_per_s;
-    double eff_need = dlp_pipeline_efficiency(pp, (int)ceil(target * c));
-    o->loader_cores_needed = target * c / eff_need;
-    o->loader_threads_needed = 0;
-    if (loader_cap(p, free_cores, 65536, c, w_io) >= target * (1 - 1e-9)) {  // the rate grows with threads
-        int lo = 1, hi = 65536;
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2;
-            if (loader_cap(p, free_cores, mid, c, w_io) >= target * (1 - 1e-9)) hi = mid;
-            else lo = mid + 1;
-        }
-        o->loader_threads_needed = lo;
-    }
-    o->storage_bytes_per_s_needed = target * bytes;
-    o->page_cache_bytes_needed = (double)stats.images * stats.mean_bytes;
-    o->h2d_bytes_per_s_needed = target / n * o->input_bytes_per_image;
-    if (t_ar > 0 && exposed > 0.02 * o->device_step_s && st->bwd_s * (1 - f) > 0)
-        o->busbw_needed = p->net.allreduce_busbw_bytes_per_s * t_ar / (st->bwd_s * (1 - f));
+    keep_busy_needs(p, &stats, c, f, o);
     return DLP_OK;
 }
 
