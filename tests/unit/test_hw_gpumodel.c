@@ -124,10 +124,12 @@ static void test_fit_recovers(void **state) {
     assert_true(fit.fit_mape < 1e-4);
     // With a prior and a single GPU: only a scale on the prior is fitted (two parameters cannot be told apart).
     dlp_gm_stack one;
-    dlp_gm_record two[2] = {r[0], r[1]};
+    dlp_gm_record two[2] = {r[0], r[2]};  // v100 fp32 and fp16, 1 GPU each
     for (int i = 0; i < 2; i++) two[i].img_per_s *= 0.5;  // a stack half as fast
     assert_int_equal(dlp_gm_fit("slow", two, 2, &fit, &one), DLP_OK);
-    assert_true(one.scaled && fabs(one.scale - 2) < 1e-3 && fabs(one.ce - fit.ce / 2) < 1e-3);
+    assert_true(one.scaled && fabs(one.scale - 2) < 1e-3 && one.ce == fit.ce);
+    for (int k = 0; k < DLP_GM_PCLASSES; k++) assert_true(fabs(one.pscale[k] - 2) < 1e-3);  // fp16, fp32 and (mean) tf32
+
     // Bad input: no records, a zero throughput.
     assert_int_not_equal(dlp_gm_fit("none", r, 0, NULL, &one), DLP_OK);
     two[0].img_per_s = 0;
