@@ -459,7 +459,9 @@ static dlp_status fit_prior(const dlp_gm_record *all, int na, dlp_gm_stack *prio
             adj[i] = all[i];
             adj[i].img_per_s = all[i].img_per_s * scale[grp[i]];  // time / scale
         }
-        DLP_CHECK(dlp_gm_fit("all stacks", adj, na, NULL, prior));
+        // The SM limit's grid in the first and the last round; between them at the first round's choice (time).
+        if (round == 0 || round == 3) DLP_CHECK(dlp_gm_fit("all stacks", adj, na, NULL, prior));
+        else DLP_CHECK(fit_at("all stacks", adj, na, NULL, prior->sm_bytes_per_clk, prior));
         double logsum = 0;
         for (int g = 0; g < ng; g++) {
             double sy = 0, ss = 0;
