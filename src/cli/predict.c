@@ -132,14 +132,14 @@ static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, cons
         dlp_err_clear();
         return;
     }
-    double t = dlp_gm_step_time(&st, batch);
+    double t = dlp_gm_step_time(&st, batch), ce, me, ks;
+    dlp_gm_effective(stk, w->prec, &ce, &me, &ks);  // at this precision
     printf("\n  GPU model  %s %s from its datasheet under stack %s (fitted on %d records of %d GPUs%s): compute efficiency "
            "%.2f, memory efficiency %.2f, %.1f us per kernel, %.2f%% per added GPU\n", g->id, dlp_prec_name(w->prec),
-           stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", stk->ce, stk->me,
-           stk->kernel_s * 1e6, 100 * stk->loss);
+           stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", ce, me, ks * 1e6, 100 * stk->loss);
     printf("    step at batch %d: %.1f ms = forward %.1f + backward %.1f + update %.2f + %d kernels x %.1f us -> %.0f img/s "
            "per GPU\n", batch, t * 1e3, batch * st.fwd_s * 1e3, batch * st.bwd_s * 1e3, st.update_s * 1e3, st.kernels,
-           stk->kernel_s * 1e6, batch / t);
+           ks * 1e6, batch / t);
     // Layer kinds by their share of the step, each with the share of its time that is memory-bound.
     int order[DLP_WL_KIND_COUNT];
     for (int k = 0; k < DLP_WL_KIND_COUNT; k++) order[k] = k;
@@ -186,9 +186,9 @@ static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, cons
         json_object_set_new(m, "stack", json_string(stk->name));
         json_object_set_new(m, "records", json_integer(stk->nrecords));
         json_object_set_new(m, "gpus", json_integer(stk->ngpus));
-        json_object_set_new(m, "ce", json_real(stk->ce));
-        json_object_set_new(m, "me", json_real(stk->me));
-        json_object_set_new(m, "kernel_s", json_real(stk->kernel_s));
+        json_object_set_new(m, "ce", json_real(ce));
+        json_object_set_new(m, "me", json_real(me));
+        json_object_set_new(m, "kernel_s", json_real(ks));
         json_object_set_new(m, "loss_per_gpu", json_real(stk->loss));
         json_object_set_new(m, "step_s", json_real(t));
         json_object_set_new(m, "img_per_s_per_gpu", json_real(batch / t));

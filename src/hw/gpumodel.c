@@ -66,6 +66,37 @@ static void pass_times(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g,
     *tm = bw > 0 ? B / bw : INFINITY;
 }
 
+int dlp_gm_pclass(dlp_prec prec) { return prec == DLP_PREC_TF32 ? 1 : prec == DLP_PREC_FP32 ? 2 : 0; }
+
+static double pfactor(const dlp_gm_stack *s, dlp_prec prec) {
+    double f = s->pscale[dlp_gm_pclass(prec)];
+    return f > 0 ? f : 1;
+}
+
+void dlp_gm_effective(const dlp_gm_stack *s, dlp_prec prec, double *ce, double *me, double *kernel_s) {
+    double f = pfactor(s, prec);
+    *ce = s->ce / f;
+    *me = s->me / f;
+    *kernel_s = s->kernel_s * f;
+}
+
+// Two records' GPUs have the same datasheet (a 16 and a 32 GB V100): they cannot tell compute from memory time apart.
+int dlp_gm_same_sheet(const dlp_gpu_spec *a, const dlp_gpu_spec *b) {
+    return a == b || (a->sms == b->sms && a->boost_mhz == b->boost_mhz && a->mem_bw_gb_s == b->mem_bw_gb_s &&
+                      a->fp32_tflops == b->fp32_tflops && a->tf32_tflops == b->tf32_tflops &&
+                      a->fp16_tflops == b->fp16_tflops && a->bf16_tflops == b->bf16_tflops);
+}
+
+static int count_sheets(const dlp_gm_record *r, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= dlp_gm_same_sheet(r[j].gpu, r[i].gpu);
+        k += !seen;
+    }
+    return k;
+}
+
 double dlp_gm_layer_time(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s,
                          int *memory_bound) {
     double tc, tm;
@@ -125,6 +156,17 @@ dlp_status dlp_gm_step_compute(const dlp_gpu_spec *g, dlp_prec prec, const dlp_g
     out->kernels = (int)r.kernels;
     out->kernel_s = r.kernels * s->kernel_s;
     out->update_s = r.update_bw / s->me;
+    double f = pfactor(s, prec);  // the stack's factor at this precision class scales every time of the step
+    out->fwd_s *= f;
+    out->bwd_s *= f;
+    out->kernel_s *= f;
+    out->update_s *= f;
+    out->compute_bound_s *= f;
+    out->memory_bound_s *= f;
+    for (int k = 0; k < DLP_WL_KIND_COUNT; k++) {
+        out->kind_s[k] *= f;
+        out->kind_mem_s[k] *= f;
+    }
     return DLP_OK;
 }
 
@@ -202,6 +244,43 @@ static dlp_status solve_bounded(const double *X, const double *y, const double *
     return DLP_OK;
 }
 
+// The stack's factor per precision class: the weighted least-squares ratio of the records' 1-GPU times to the
+// model's at factor 1, class by class; a class without records takes the geometric mean of the others'. norm: the
+// class with the most records is held at 1 (a full fit: its shape carries the overall speed); else out->scale is
+// that class's factor.
+static dlp_status fit_pclass(const dlp_gm_record *r, int n, dlp_gm_stack *out, int norm) {
+    double sy[DLP_GM_PCLASSES] = {0}, ss[DLP_GM_PCLASSES] = {0};
+    int cnt[DLP_GM_PCLASSES] = {0};
+    dlp_gm_stack one = *out;
+    for (int c = 0; c < DLP_GM_PCLASSES; c++) one.pscale[c] = 1;
+    for (int i = 0; i < n; i++) {
+        dlp_gm_step st;
+        DLP_CHECK(dlp_gm_step_compute(r[i].gpu, r[i].prec, &one, &st));
+        int b = r[i].batch > 0 ? r[i].batch : DLP_GM_DEFAULT_BATCH, c = dlp_gm_pclass(r[i].prec);
+        double m = dlp_gm_step_time(&st, b) / b, y = single_y(&r[i], out), w = 1 / (y * y);
+        sy[c] += w * y * m;
+        ss[c] += w * m * m;
+        cnt[c]++;
+    }
+    int cmax = 0, have = 0;
+    double logsum = 0;
+    for (int c = 0; c < DLP_GM_PCLASSES; c++) {
+        out->pn[c] = cnt[c];
+        if (cnt[c] > cnt[cmax]) cmax = c;
+        if (!cnt[c]) continue;
+        out->pscale[c] = sy[c] / ss[c];
+        if (!(out->pscale[c] > 0) || !isfinite(out->pscale[c]))
+            return DLP_ERR(DLP_ERR_INVALID, "stack %s: precision factor fit failed", out->name);
+        logsum += log(out->pscale[c]);
+        have++;
+    }
+    if (!have) return DLP_ERR(DLP_ERR_INVALID, "stack %s: no records to fit", out->name);
+    double gm = exp(logsum / have), base = norm ? out->pscale[cmax] : 1;
+    for (int c = 0; c < DLP_GM_PCLASSES; c++) out->pscale[c] = (cnt[c] ? out->pscale[c] : gm) / base;
+    out->scale = out->pscale[cmax];
+    return DLP_OK;
+}
+
 static dlp_status fit_at(const char *name, const dlp_gm_record *r, int n, const dlp_gm_stack *prior, double k,
                          dlp_gm_stack *out) {
     memset(out, 0, sizeof *out);
@@ -220,23 +299,28 @@ static dlp_status fit_at(const char *name, const dlp_gm_record *r, int n, const 
     }
     out->nrecords = n;
     out->ngpus = ngpus;
+    int nsheets = count_sheets(r, n);
+    for (int c = 0; c < DLP_GM_PCLASSES; c++) out->pscale[c] = prior && prior->pscale[c] > 0 ? prior->pscale[c] : 1;
     out->overlap = DLP_GM_OVERLAP;
     out->loss = prior ? prior->loss : 0;
     out->ce = prior ? prior->ce : 0.3;
     out->me = prior ? prior->me : 0.6;
     out->kernel_s = prior ? prior->kernel_s : 5e-6;
     // A full fit needs two GPUs (else compute and memory time cannot be told apart) and some records to spare.
-    int full = !prior || (ngpus >= 2 && n >= 4);
+    int full = !prior || (nsheets >= 2 && n >= 4);
     out->scaled = !full;
     out->scale = 1;
     double X[DLP_GM_MAX_RECORDS * 3], y[DLP_GM_MAX_RECORDS], w[DLP_GM_MAX_RECORDS];
-    for (int it = 0; it < 8; it++) {
+    // Alternating: the shape (or the prior's) on the records with the precision factors and the multi-GPU terms taken
+    // out, then the factors, then the loss per GPU; until the parameters stop moving.
+    for (int it = 0; it < 20; it++) {
+        double prev[4] = {out->ce, out->me, out->kernel_s, out->loss};
         for (int i = 0; i < n; i++) {
             regs g;
             DLP_CHECK(step_regs(r[i].gpu, r[i].prec, full ? out->ce : prior->ce, full ? out->me : prior->me,
                                  out->sm_bytes_per_clk, &g, NULL));
             int b = r[i].batch > 0 ? r[i].batch : DLP_GM_DEFAULT_BATCH;
-            y[i] = single_y(&r[i], out);
+            y[i] = single_y(&r[i], out) / (full ? pfactor(out, r[i].prec) : 1);  // the shape's time (full fit)
             w[i] = 1.0 / (y[i] * y[i]);  // relative errors
             if (full) {
                 X[3 * i] = g.xc;
@@ -266,18 +350,13 @@ static dlp_status fit_at(const char *name, const dlp_gm_record *r, int n, const 
             out->ce = 1 / f.coef[0];
             out->me = 1 / f.coef[1];
             out->kernel_s = f.coef[2];
+            DLP_CHECK(fit_pclass(r, n, out, 1));
         } else {
-            double sy = 0, ss = 0;
-            for (int i = 0; i < n; i++) {
-                sy += w[i] * y[i] * X[i];
-                ss += w[i] * X[i] * X[i];
-            }
-            double s = sy / ss;
-            if (!(s > 0) || !isfinite(s)) return DLP_ERR(DLP_ERR_INVALID, "stack %s: scale fit failed", out->name);
-            out->scale = s;
-            out->ce = prior->ce / s;
-            out->me = prior->me / s;
-            out->kernel_s = prior->kernel_s * s;
+            out->ce = prior->ce;
+            out->me = prior->me;
+            out->kernel_s = prior->kernel_s;
+            out->sm_bytes_per_clk = prior->sm_bytes_per_clk;
+            DLP_CHECK(fit_pclass(r, n, out, 0));
         }
         // The loss per added GPU, from the multi-GPU records against the fitted 1-GPU step (only when 1-GPU records
         // pin that step down; else the prior's).
@@ -295,6 +374,10 @@ static dlp_status fit_at(const char *name, const dlp_gm_record *r, int n, const 
             }
             if (m > 0) out->loss = sum / m > 0 ? sum / m : 0;
         }
+        const double tol = 1e-5;
+        if (it >= 3 && fabs(out->ce - prev[0]) < tol * out->ce && fabs(out->me - prev[1]) < tol * out->me &&
+            fabs(out->kernel_s - prev[2]) <= tol * out->kernel_s && fabs(out->loss - prev[3]) <= tol * out->loss)
+            break;
     }
     double ape = 0;
     for (int i = 0; i < n; i++) {
@@ -307,13 +390,7 @@ static dlp_status fit_at(const char *name, const dlp_gm_record *r, int n, const 
 }
 
 dlp_status dlp_gm_fit(const char *name, const dlp_gm_record *r, int n, const dlp_gm_stack *prior, dlp_gm_stack *out) {
-    int ngpus = 0;
-    for (int i = 0; i < n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i; j++) seen |= r[j].gpu == r[i].gpu;
-        ngpus += !seen;
-    }
-    if (prior && !(ngpus >= 2 && n >= 4)) return fit_at(name, r, n, prior, prior->sm_bytes_per_clk, out);
+    if (prior && !(count_sheets(r, n) >= 2 && n >= 4)) return fit_at(name, r, n, prior, prior->sm_bytes_per_clk, out);
     // The SM limit is chosen as the rest are fitted: the value on this grid whose fit explains these records best.
     static const double k_grid[] = {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16};
     int have = 0;
@@ -363,15 +440,16 @@ static void known_stacks(const dlp_catalog *c, char *buf, size_t len) {
 static dlp_status fit_prior(const dlp_gm_record *all, int na, dlp_gm_stack *prior) {
     dlp_gm_record adj[DLP_GM_MAX_RECORDS];
     double scale[DLP_GM_MAX_RECORDS];
-    int grp[DLP_GM_MAX_RECORDS], ng = 0;
+    int grp[DLP_GM_MAX_RECORDS], gcls[DLP_GM_MAX_RECORDS], ng = 0;
     const char *names[DLP_GM_MAX_RECORDS];
     for (int i = 0; i < na; i++) {
         const char *st = all[i].pub ? all[i].pub->stack : "";
         grp[i] = -1;
         for (int g = 0; g < ng; g++)
-            if (strcasecmp(names[g], st) == 0) grp[i] = g;
+            if (strcasecmp(names[g], st) == 0 && gcls[g] == dlp_gm_pclass(all[i].prec)) grp[i] = g;
         if (grp[i] < 0) {
             names[ng] = st;
+            gcls[ng] = dlp_gm_pclass(all[i].prec);
             scale[ng] = 1;
             grp[i] = ng++;
         }
@@ -381,7 +459,9 @@ static dlp_status fit_prior(const dlp_gm_record *all, int na, dlp_gm_stack *prio
             adj[i] = all[i];
             adj[i].img_per_s = all[i].img_per_s * scale[grp[i]];  // time / scale
         }
-        DLP_CHECK(dlp_gm_fit("all stacks", adj, na, NULL, prior));
+        // The SM limit's grid in the first and the last round; between them at the first round's choice (time).
+        if (round == 0 || round == 3) DLP_CHECK(dlp_gm_fit("all stacks", adj, na, NULL, prior));
+        else DLP_CHECK(fit_at("all stacks", adj, na, NULL, prior->sm_bytes_per_clk, prior));
         double logsum = 0;
         for (int g = 0; g < ng; g++) {
             double sy = 0, ss = 0;
@@ -402,10 +482,24 @@ static dlp_status fit_prior(const dlp_gm_record *all, int na, dlp_gm_stack *prio
     return DLP_OK;
 }
 
+// Drops the records whose GPU has exclude's datasheet.
+static int drop_sheet(dlp_gm_record *r, int n, const dlp_gpu_spec *exclude) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!dlp_gm_same_sheet(r[i].gpu, exclude)) r[k++] = r[i];
+    return k;
+}
+
 dlp_status dlp_gm_fit_catalog(const dlp_catalog *c, const char *stack, const dlp_gpu_spec *exclude, dlp_gm_stack *out) {
+    return dlp_gm_fit_catalog_held(c, stack, exclude, 0, out);
+}
+
+dlp_status dlp_gm_fit_catalog_held(const dlp_catalog *c, const char *stack, const dlp_gpu_spec *exclude, int by_sheet,
+                                   dlp_gm_stack *out) {
     dlp_gm_record all[DLP_GM_MAX_RECORDS];
     dlp_gm_record rec[DLP_GM_MAX_RECORDS];
     int ns = dlp_gm_records(c, stack, exclude, rec, DLP_GM_MAX_RECORDS);
+    if (by_sheet && exclude) ns = drop_sheet(rec, ns, exclude);
     if (ns == 0) {
         char known[512];
         known_stacks(c, known, sizeof known);
@@ -413,6 +507,7 @@ dlp_status dlp_gm_fit_catalog(const dlp_catalog *c, const char *stack, const dlp
                        stack ? stack : "(null)", c->dir, exclude ? " once those of " : "", exclude ? exclude->id : "", known);
     }
     int na = dlp_gm_records(c, NULL, exclude, all, DLP_GM_MAX_RECORDS);
+    if (by_sheet && exclude) na = drop_sheet(all, na, exclude);
     dlp_gm_stack prior;
     DLP_CHECK(fit_prior(all, na, &prior));
     return dlp_gm_fit(stack, rec, ns, &prior, out);

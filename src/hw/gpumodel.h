@@ -11,7 +11,7 @@
 // records (catalog/throughput.json); a stack with too few records for all of them scales a prior fitted on every
 // stack's records instead. No published figure of the GPU being predicted is needed or used.
 // Defines: dlp_gm_stack, dlp_gm_step, dlp_gm_record, dlp_gm_step_compute, dlp_gm_step_time, dlp_gm_img_per_s,
-//          dlp_gm_layer_time, dlp_gm_busbw, dlp_gm_fit, dlp_gm_fit_catalog, dlp_gm_records, dlp_gm_stack_get, dlp_gm_stack_default.
+//          dlp_gm_layer_time, dlp_gm_pclass, dlp_gm_effective, dlp_gm_busbw, dlp_gm_fit, dlp_gm_fit_catalog, dlp_gm_fit_catalog_held, dlp_gm_same_sheet, dlp_gm_records, dlp_gm_stack_get, dlp_gm_stack_default.
 #ifndef DLP_HW_GPUMODEL_H
 #define DLP_HW_GPUMODEL_H
 #include "core/status.h"
@@ -22,6 +22,7 @@
 #define DLP_GM_DEFAULT_BATCH 256             // a record that does not state its batch is taken at this one
 #define DLP_GM_OVERLAP 0.8                   // share of the allreduce hidden under backward (not fitted, see docs)
 #define DLP_GM_MAX_RECORDS 256
+#define DLP_GM_PCLASSES 3                    // precision classes: 16-bit tensor (fp16, bf16), tf32 tensor, strict fp32
 
 typedef struct dlp_gm_stack {
     char name[32];
@@ -36,6 +37,12 @@ typedef struct dlp_gm_stack {
     int scaled;         // 1: too few records for a full fit; the prior's times scaled by `scale`
     double scale;       // (scaled) the factor
     double fit_mape;    // the fit's mean absolute percentage error on its own records
+    // A stack's time factor per precision class (dlp_gm_pclass): how much slower than the shape above this stack runs
+    // at that precision (cuDNN's TF32 and strict-FP32 kernels reach a different share of their peak than the 16-bit
+    // ones, and by how much differs by framework). Fitted from the stack's records of that class; a class without
+    // records takes the geometric mean of the others. pn: the records each rests on.
+    double pscale[DLP_GM_PCLASSES];
+    int pn[DLP_GM_PCLASSES];
 } dlp_gm_stack;
 
 typedef struct dlp_gm_step {
@@ -63,6 +70,11 @@ typedef struct dlp_gm_record {
 // The step of resnet50 at 224x224 (1000 classes) on g at prec under stack s. DLP_ERR_UNSUPPORTED if g has no
 // rate at prec.
 dlp_status dlp_gm_step_compute(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s, dlp_gm_step *out);
+// The precision class of prec: 0 16-bit tensor (fp16, bf16, int8), 1 tf32 tensor, 2 strict fp32 (no tensor cores).
+int dlp_gm_pclass(dlp_prec prec);
+// The stack's efficiencies at prec with its precision factor applied (what a step at prec runs at): ce / f, me / f,
+// kernel_s x f.
+void dlp_gm_effective(const dlp_gm_stack *s, dlp_prec prec, double *ce, double *me, double *kernel_s);
 // One layer's pass (backward 0: forward) per image: max(FLOPs / (peak x ce), bytes / (memory rate x me)) — the
 // roofline — and which side bounds it.
 double dlp_gm_layer_time(const dlp_wlayer *l, int backward, const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *s,
@@ -81,6 +93,11 @@ int dlp_gm_records(const dlp_catalog *c, const char *stack, const dlp_gpu_spec *
 // A stack fitted from the catalog, leaving out every record of GPU `exclude` (NULL: none) — from the prior too.
 // DLP_ERR_NOTFOUND naming the known stacks if `stack` has no training records left.
 dlp_status dlp_gm_fit_catalog(const dlp_catalog *c, const char *stack, const dlp_gpu_spec *exclude, dlp_gm_stack *out);
+// As dlp_gm_fit_catalog; by_sheet: leave out too every GPU with exclude's datasheet (a V100 16GB and 32GB).
+dlp_status dlp_gm_fit_catalog_held(const dlp_catalog *c, const char *stack, const dlp_gpu_spec *exclude, int by_sheet,
+                                   dlp_gm_stack *out);
+// 1 if a and b have the same datasheet figures (SMs, clock, HBM bandwidth, peaks): one GPU to the model.
+int dlp_gm_same_sheet(const dlp_gpu_spec *a, const dlp_gpu_spec *b);
 // dlp_gm_fit_catalog(c, stack, NULL, out), fitted once per catalog and kept with it (thread-safe).
 dlp_status dlp_gm_stack_get(const dlp_catalog *c, const char *stack, dlp_gm_stack *out);
 // The stack to use for system s (NULL: a lone GPU): the system's, else DLP_GM_DEFAULT_STACK.

@@ -147,6 +147,8 @@ typedef struct dlp_vp_row {
     dlp_gm_stack fit;     // the held-out fit it was predicted with
 } dlp_vp_row;
 dlp_status dlp_validate_published(const dlp_catalog *c, dlp_vp_row *rows, int max, int *n, int *skipped);
+// by_sheet: hold out a GPU together with every GPU of the same datasheet (V100 16GB and 32GB), the stricter test.
+dlp_status dlp_validate_published_by(const dlp_catalog *c, int by_sheet, dlp_vp_row *rows, int max, int *n, int *skipped);
 // `dlperf validate --published`: the table, the MAPE overall and per stack, each stack's parameters fitted on all
 // its records; json_path (may be NULL) gets schema dlperf.validate_published/1 (never overwritten).
 dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_path);

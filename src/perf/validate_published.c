@@ -25,6 +25,14 @@ static int list_stacks(const dlp_catalog *c, const char **out, int max) {
 }
 
 dlp_status dlp_validate_published(const dlp_catalog *c, dlp_vp_row *rows, int max, int *n, int *skipped) {
+    return dlp_validate_published_by(c, 0, rows, max, n, skipped);
+}
+
+static int held_together(const dlp_gpu_spec *a, const dlp_gpu_spec *b, int by_sheet) {
+    return by_sheet ? dlp_gm_same_sheet(a, b) : a == b;
+}
+
+dlp_status dlp_validate_published_by(const dlp_catalog *c, int by_sheet, dlp_vp_row *rows, int max, int *n, int *skipped) {
     *n = 0;
     *skipped = 0;
     const char *stacks[64];
@@ -34,19 +42,19 @@ dlp_status dlp_validate_published(const dlp_catalog *c, dlp_vp_row *rows, int ma
         int nr = dlp_gm_records(c, stacks[s], NULL, rec, DLP_GM_MAX_RECORDS);
         for (int i = 0; i < nr; i++) {
             int first = 1;
-            for (int j = 0; j < i; j++) first &= rec[j].gpu != rec[i].gpu;
+            for (int j = 0; j < i; j++) first &= !held_together(rec[j].gpu, rec[i].gpu, by_sheet);
             if (!first) continue;
             // Fit without any record of this GPU (the prior over all stacks leaves it out too).
             dlp_gm_stack fit;
-            dlp_status st = dlp_gm_fit_catalog(c, stacks[s], rec[i].gpu, &fit);
+            dlp_status st = dlp_gm_fit_catalog_held(c, stacks[s], rec[i].gpu, by_sheet, &fit);
             if (st == DLP_ERR_NOTFOUND) {  // the stack has no other GPU: nothing to predict it from
                 dlp_err_clear();
-                for (int j = i; j < nr; j++) *skipped += rec[j].gpu == rec[i].gpu;
+                for (int j = i; j < nr; j++) *skipped += held_together(rec[j].gpu, rec[i].gpu, by_sheet);
                 continue;
             }
             DLP_CHECK(st);
             for (int j = i; j < nr; j++) {
-                if (rec[j].gpu != rec[i].gpu) continue;
+                if (!held_together(rec[j].gpu, rec[i].gpu, by_sheet)) continue;
                 dlp_gm_step step;
                 DLP_CHECK(dlp_gm_step_compute(rec[j].gpu, rec[j].prec, &fit, &step));
                 if (*n >= max) return DLP_ERR(DLP_ERR_INVALID, "more than %d published records", max);
@@ -62,6 +70,42 @@ dlp_status dlp_validate_published(const dlp_catalog *c, dlp_vp_row *rows, int ma
         }
     }
     return DLP_OK;
+}
+
+// The stricter pass: each GPU held out together with its same-datasheet twins; its MAPE overall and per stack.
+static dlp_status print_by_sheet(const dlp_catalog *c, json_t *res) {
+    dlp_vp_row *rows = calloc(DLP_GM_MAX_RECORDS, sizeof *rows);
+    if (!rows) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    int n = 0, skipped = 0;
+    dlp_status st = dlp_validate_published_by(c, 1, rows, DLP_GM_MAX_RECORDS, &n, &skipped);
+    if (st == DLP_OK) {
+        json_t *o = json_object(), *js = json_object();
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += fabs(rows[i].error);
+        printf("\nHeld out by datasheet (a GPU together with every GPU of the same datasheet, e.g. V100 16 and 32 GB):\n"
+               "  MAPE %.1f%% over %d held-out records (%d could not be held out)\n", n ? 100 * sum / n : 0, n, skipped);
+        const char *stacks[64];
+        int ns = list_stacks(c, stacks, 64);
+        for (int s = 0; s < ns; s++) {
+            double ss = 0;
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (strcasecmp(rows[i].stack, stacks[s]) == 0) {
+                    ss += fabs(rows[i].error);
+                    k++;
+                }
+            if (!k) continue;
+            printf("  %-17s MAPE %5.1f%% over %2d held out\n", stacks[s], 100 * ss / k, k);
+            json_object_set_new(js, stacks[s], json_real(ss / k));
+        }
+        json_object_set_new(o, "mape", json_real(n ? sum / n : 0));
+        json_object_set_new(o, "held_out", json_integer(n));
+        json_object_set_new(o, "not_held_out", json_integer(skipped));
+        json_object_set_new(o, "stacks", js);
+        json_object_set_new(res, "by_datasheet", o);
+    }
+    free(rows);
+    return st;
 }
 
 dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_path) {
@@ -94,9 +138,11 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
             char b[16];
             if (r->batch > 0) snprintf(b, sizeof b, "%d", r->batch);
             else snprintf(b, sizeof b, "(%d)", DLP_GM_DEFAULT_BATCH);
-            printf("%-15s %-15s %4d %6s %-5s %10.0f %10.0f %+7.1f%%  %s ce %.3f me %.3f%s\n", p->gpu->id, r->stack,
-                   p->gpus, b, dlp_prec_name(p->prec), p->img_per_s, r->predicted, 100 * r->error,
-                   r->fit.scaled ? "prior x" : "own", r->fit.ce, r->fit.me, r->fit.scaled ? "" : "");
+            double ce, me, ks;
+            dlp_gm_effective(&r->fit, p->prec, &ce, &me, &ks);  // at the record's precision
+            printf("%-15s %-15s %4d %6s %-5s %10.0f %10.0f %+7.1f%%  %s ce %.3f me %.3f\n", p->gpu->id, r->stack, p->gpus,
+                   b, dlp_prec_name(p->prec), p->img_per_s, r->predicted, 100 * r->error, r->fit.scaled ? "prior x" : "own",
+                   ce, me);
             sum += fabs(r->error);
             n8 += p->gpus > 1;
             int seen = 0;
@@ -142,6 +188,10 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
                 json_object_set_new(o, "scaled_prior", json_boolean(full.scaled));
                 json_object_set_new(o, "scale", json_real(full.scale));
                 json_object_set_new(o, "sm_bytes_per_clk", json_real(full.sm_bytes_per_clk));
+                json_t *pf = json_object();
+                static const char *const cls[DLP_GM_PCLASSES] = {"16bit", "tf32", "fp32"};
+                for (int pk = 0; pk < DLP_GM_PCLASSES; pk++) json_object_set_new(pf, cls[pk], json_real(full.pscale[pk]));
+                json_object_set_new(o, "precision_factor", pf);
             } else {
                 dlp_err_clear();
             }
@@ -166,9 +216,15 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
                        1e6 * json_real_value(json_object_get(o, "kernel_s")),
                        100 * json_real_value(json_object_get(o, "loss_per_gpu")),
                        json_real_value(json_object_get(o, "sm_bytes_per_clk")));
+            json_t *pf = json_object_get(o, "precision_factor");
+            if (pf)
+                printf("; time x%.2f at tf32, x%.2f at fp32 (16-bit x%.2f)",
+                       json_real_value(json_object_get(pf, "tf32")), json_real_value(json_object_get(pf, "fp32")),
+                       json_real_value(json_object_get(pf, "16bit")));
             printf("\n");
         }
         if (skipped) printf("  (%d records of GPUs that are alone in their stack could not be held out)\n", skipped);
+        if (st == DLP_OK) st = print_by_sheet(c, res);
         json_object_set_new(res, "stacks", js);
         json_object_set_new(res, "mape", json_real(mape));
         json_object_set_new(res, "held_out", json_integer(n));

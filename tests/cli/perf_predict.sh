@@ -146,4 +146,27 @@ PY
     || { cat "$T/bad.err"; fail "$mut: the message names neither the file nor the field"; }
   rm -f "$T/bad.json"
 done
+# validate --published (issue 29's must-show): every published training record predicted with its GPU held out of
+# its stack's fit; MAPE <= 10% over >= 20 held-out records, >= 4 stacks, >= 5 GPUs, the 8-GPU records among them;
+# the stricter hold-out by datasheet (a V100 16GB with its 32GB twin) is reported beside it.
+"$D" validate --published --json "$T/vp.json" >"$T/vp.txt" 2>&1 || { cat "$T/vp.txt"; fail "validate --published"; }
+has "$T/vp.txt" "Held out by datasheet"
+"$PYTHON" - "$T/vp.json" <<'PY' || fail "validate --published: the issue's bar"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["schema"] == "dlperf.validate_published/1", v["schema"]
+rows = v["rows"]
+stacks = {s for s, o in v["stacks"].items() if o.get("held_out_records", 0) > 0}
+gpus = {r["gpu"] for r in rows}
+mape = sum(abs(r["error"]) for r in rows) / len(rows)
+assert abs(mape - v["mape"]) < 1e-9, (mape, v["mape"])
+assert v["held_out"] == len(rows) >= 20 and len(stacks) >= 4 and len(gpus) >= 5, (len(rows), stacks, gpus)
+assert v["multi_gpu_held_out"] > 0 and any(r["gpus"] >= 8 for r in rows)
+assert all(r["source"] for r in rows)
+assert v["mape"] <= 0.10, v["mape"]
+b = v["by_datasheet"]
+assert b["held_out"] == len(rows) and 0 < b["mape"] < 1, b
+print("ok validate --published: MAPE %.1f%% over %d held-out records, %d stacks, %d GPUs (by datasheet %.1f%%)"
+      % (100 * v["mape"], len(rows), len(stacks), len(gpus), 100 * b["mape"]))
+PY
 echo "all predict/catalog checks passed"
