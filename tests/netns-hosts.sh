@@ -11,7 +11,7 @@
 #       makes the hosts, runs COMMAND (in the caller's namespace) with these variables set, then tears everything
 #       down (trap on EXIT/INT/TERM), and exits with COMMAND's status:
 #         DLPN_DIR       the directory holding hostfile, hosts and rsh
-#         DLPN_HOSTFILE  Open MPI hostfile ("10.77.0.1 slots=1" per host)
+#         DLPN_HOSTFILE  Open MPI hostfile ("dlpn-h0 slots=1" per host; /etc/netns/dlpn-hI/hosts resolves the names)
 #         DLPN_MPIRUN    a script that runs mpirun on host 0 (the head node) with the options for this network:
 #                        the rsh agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM
 #         DLPN_RTT_MS    measured round trip (TCP connect) host 0 -> host N-1 (ms)
@@ -46,9 +46,13 @@ check() {
 }
 
 down() {
-  local ns
+  local ns pid
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(${PREFIX}[0-9]+|${SW})$"); do
-    ip netns del "$ns" 2>/dev/null  # deleting a namespace deletes its ends of the veth pairs, and their peers
+    # processes still in it (an orted cut off from mpirun): ended by id, then the namespace, which deletes its ends
+    # of the veth pairs and their peers
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+    rm -rf "/etc/netns/$ns"
   done
 }
 
@@ -114,20 +118,44 @@ up() {  # n rate delay dir
     ip netns exec "$SW" ip link set "p$i" mtu "$MTU" up || return 1
     shape "$ns" veth0 "$rate" "$delay" || return 1   # host -> switch
     shape "$SW" "p$i" "$rate" "$delay" || return 1   # switch -> host
-    echo "$NET.$((i + 1)) slots=1" >>"$dir/hostfile"
+    echo "$ns slots=1" >>"$dir/hostfile"
     echo "$NET.$((i + 1)) $ns" >>"$dir/hosts"
   done
+  # host names: `ip netns exec NS` mounts /etc/netns/NS/hosts over /etc/hosts, so every host resolves the others
+  for ((i = 0; i < n; i++)); do
+    mkdir -p "/etc/netns/$PREFIX$i" || return 1
+    { printf '127.0.0.1 localhost\n'; cat "$dir/hosts"; } >"/etc/netns/$PREFIX$i/hosts"
+  done
   # the rsh agent: Open MPI calls it as `rsh HOST COMMAND...` (HOST as the hostfile names it)
-  cat >"$dir/rsh" <<EOF
+  cat >"$dir/agent" <<EOF
 #!/bin/sh
 # Open MPI's rsh agent for the emulated hosts: runs the command in the host's network namespace, with its own
-# hostname (a UTS namespace), as ssh would on a real node.
+# hostname (a UTS namespace), as ssh would on a real node. Like ssh -o ServerAliveInterval=1 -o
+# ServerAliveCountMax=\${DLPN_ALIVE_S:-15}, it gives up when the host has been off the network (its veth0 not up)
+# for that many seconds: the host's processes end, as with a node that lost its link, and mpirun sees the daemon go.
 host=\$1; shift
 ns=\$(awk -v h="\$host" '\$1 == h || \$2 == h { print \$2; exit }' "$dir/hosts")
-[ -n "\$ns" ] || { echo "rsh: unknown emulated host \$host" >&2; exit 255; }
-exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$ns; \$*"
+[ -n "\$ns" ] || { echo "agent: unknown emulated host \$host" >&2; exit 255; }
+ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$ns; \$*" &
+pid=\$!
+off=0
+while kill -0 \$pid 2>/dev/null; do
+  if [ "\$(ip netns exec "\$ns" cat /sys/class/net/veth0/operstate 2>/dev/null)" = up ]; then off=0; else off=\$((off + 1)); fi
+  if [ \$off -ge \${DLPN_ALIVE_S:-15} ]; then
+    ranks=""
+    for p in \$(ip netns pids "\$ns"); do
+      r=\$(tr '\\0' '\\n' </proc/\$p/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+      [ -n "\$r" ] && ranks="\$ranks rank \$r (pid \$p)"
+    done
+    echo "agent: host \$ns: no link for \$off s: connection to the node lost; its MPI processes end:\${ranks:- none}" >&2
+    for p in \$(ip netns pids "\$ns"); do kill -9 \$p 2>/dev/null; done
+    exit 255
+  fi
+  sleep 1
+done
+wait \$pid
 EOF
-  chmod +x "$dir/rsh"
+  chmod +x "$dir/agent"
   # every host reaches every other through the bridge
   for ((i = 1; i < n; i++)); do
     rtt_ms "$NET.$((i + 1))" >/dev/null || { echo "netns-hosts: host $i unreachable from host 0" >&2; return 1; }
@@ -175,7 +203,7 @@ cat >"$DIR/mpirun" <<EOF
 #!/bin/sh
 # mpirun on emulated host 0 (the head node: its namespace, its hostname), set up for the emulated network
 exec ip netns exec ${PREFIX}0 unshare --uts /bin/sh -c 'hostname ${PREFIX}0 && exec "\$0" "\$@"' mpirun \\
-  --allow-run-as-root --mca plm_rsh_agent "$DIR/rsh" --mca plm_rsh_no_tree_spawn 1 \\
+  --allow-run-as-root --leave-session-attached --mca plm_rsh_agent "$DIR/agent" --mca plm_rsh_no_tree_spawn 1 \\
   --mca btl tcp,self --mca btl_tcp_if_include veth0 --mca oob_tcp_if_include veth0 --mca pml ob1 \\
   -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "\$@"
 EOF
