@@ -28,7 +28,7 @@ double dlp_net_rate_for_exposed(double bytes, double bucket_bytes, int nodes, do
                                 int host_progress, double exposed_target_s);
 
 // The link as `dlperf dist bench --json` measured it across hosts: the largest message's bus bandwidth, and the
-// smallest message's time per ring step (time / 2(N-1)) as the latency.
+// quickest message's time per ring step (time / 2(N-1)) as the latency.
 dlp_status dlp_net_link_from_bench(const char *path, dlp_net_link *out, int *ranks);
 
 #endif

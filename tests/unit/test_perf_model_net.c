@@ -77,6 +77,7 @@ static void test_link_from_bench(void **state) {
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/b.json", dir);
     write_file(path, "{\"schema\": \"dlperf.dist-bench/1\", \"ranks\": 4, \"points\": ["
+                     "{\"bytes\": 8, \"time_us\": 900.0, \"busbw_gb_s\": 0.00001},"
                      "{\"bytes\": 1024, \"time_us\": 600.0, \"busbw_gb_s\": 0.001},"
                      "{\"bytes\": 67108864, \"time_us\": 1e6, \"busbw_gb_s\": 0.1125}]}");
     dlp_net_link l;
@@ -84,7 +85,7 @@ static void test_link_from_bench(void **state) {
     assert_int_equal(dlp_net_link_from_bench(path, &l, &n), DLP_OK);
     assert_int_equal(n, 4);
     NEAR(l.bytes_per_s, 0.1125e9, 1e-12);
-    NEAR(l.latency_s, 600e-6 / 6, 1e-12);  // 2(N-1) = 6 ring steps
+    NEAR(l.latency_s, 600e-6 / 6, 1e-12);  // the quickest message; 2(N-1) = 6 ring steps
     static const char *const bad[] = {
         "{\"schema\": \"dlperf.train/1\", \"ranks\": 2, \"points\": [{\"time_us\": 1, \"busbw_gb_s\": 1}]}",
         "{\"schema\": \"dlperf.dist-bench/1\", \"ranks\": 1, \"points\": [{\"time_us\": 1, \"busbw_gb_s\": 1}]}",
