@@ -271,7 +271,14 @@ static dlp_status mpi_barrier(dlp_comm *base) {
     return rc == MPI_SUCCESS ? wait_deadline(c, 1, &rq, "barrier") : mpi_fail(rc, "MPI_Ibarrier");
 }
 
-static void mpi_abort(dlp_comm *base, int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+// The message the caller printed travels through mpirun's I/O forwarding; MPI_Abort at once can lose it (seen on
+// the emulated hosts: the rank's last line never arrived), so it gets half a second first.
+static void mpi_abort(dlp_comm *base, int code) {
+    fflush(stdout);
+    fflush(stderr);
+    dlp_sleep_ns(500 * 1000 * 1000);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
 
 const dlp_comm_ops dlp_comm_mpi = {
     .name = "mpi",

@@ -354,6 +354,11 @@ static int stop_now(dlp_trainer *t) {
     if (t->world > 1) {
         float any = t->stopped_by[0] ? 1.0f : 0.0f;
         if (dlp_comm_allreduce(t->comm, &any, 1, NULL) != DLP_OK) {
+            // a peer is gone or silent (the communicator's deadline passed): every further collective would wait
+            // out the deadline again (the end's gather), so end the job now, naming what failed
+            fprintf(stderr, "rank %d of %d: ", t->rank, t->world);
+            dlp_err_print(stderr);
+            dlp_comm_abort(t->comm, 1);
             snprintf(t->stopped_by, sizeof t->stopped_by, "error");
             return 1;
         }

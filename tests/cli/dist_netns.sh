@@ -1,7 +1,8 @@
 #!/bin/bash
 # Data-parallel training across emulated hosts (tests/netns-hosts.sh: network namespaces behind a bridge, tbf-shaped
 # 1 Gbit/s links, Open MPI's TCP BTL on the veths, no shared memory between hosts), and its two faults:
-#  0. two hosts (one rank each) give the loss curve of two ranks on one host (shared memory), bit for bit;
+#  0. two hosts (one rank each) give the loss curve of two ranks on one host (shared memory): every step's loss
+#     and learning rate equal to the 6 digits logged;
 #  1. host 2's link taken down mid-run (`ip link set veth0 down` in its namespace): the job ends within a bound
 #     (the agent's link watch, DLPN_ALIVE_S = 3 s, + mpirun's teardown: asserted < 20 s), exit non-zero, with a
 #     message naming host dlpn-h2 and rank 2; the last checkpoint is intact and the same command resumes on the two
@@ -9,7 +10,8 @@
 #  2. rank 1 SIGKILLed on host dlpn-h1: the job ends within seconds naming rank 1 and dlpn-h1, exit non-zero; the
 #     same command resumes on host 0 alone.
 #  3. rank 1 stopped (SIGSTOP: alive, silent): rank 0's collective deadline (DLPERF_MPI_TIMEOUT_S = 8 s) passes, it
-#     names the rank that does not answer (rank 1 on dlpn-h1) and ends the job (MPI_Abort), < 20 s.
+#     names the rank that does not answer (rank 1 on dlpn-h1) and ends the job (MPI_Abort): 8 s + the sign-of-life
+#     exchange (4 s) + mpirun's teardown, asserted < 25 s (13-15 s measured on the loaded 2-core machine).
 # The link watch is shorter than the deadline: mpirun, once aborting, waits for every daemon, so a host off the
 # network must be given up by the agent (as ssh -o ServerAliveInterval does on a real cluster) first.
 # Skipped (exit 77) where namespaces cannot be made (not root, no veth/bridge/tbf) or the build has no MPI.
@@ -44,16 +46,16 @@ wait_ck() { for _ in $(seq 1 300); do ls "$1"/step-*.state.safetensors >/dev/nul
 newest() { ls "$1"/step-*.state.safetensors 2>/dev/null | sort | tail -1 | sed 's/.*step-0*\([0-9]*\)\.state.*/\1/'; }
 
 # ---- 0. two hosts train as two ranks on one host do: the same loss curve, bit for bit ----
-lines() { grep '^step ' "$1" | awk '{print $2, $4, $6, $8}'; }
 L=(--data "$T/ds" --model resnet-mini --size 32 --batch 4 --device ref --threads 1 --workers 1 --no-eval --peak off
    --no-monitor --log-every 1 --steps 6)
-mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS "$D" train "${L[@]}" >/dev/null 2>"$T/one.err" \
-  || { cat "$T/one.err"; fail "2 ranks on one host"; }
-$DLPN_MPIRUN -np 2 --hostfile "$T/hosts2" "${X[@]}" "$D" train "${L[@]}" >/dev/null 2>"$T/two.err" \
-  || { cat "$T/two.err"; fail "2 hosts"; }
-lines "$T/one.err" >"$T/one.lines"
-lines "$T/two.err" >"$T/two.lines"
-[ "$(wc -l <"$T/one.lines")" = 6 ] || { cat "$T/one.err"; fail "expected 6 step lines"; }
+mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS "$D" train "${L[@]}" --steps-jsonl "$T/one.jsonl" \
+  >/dev/null 2>"$T/one.err" || { cat "$T/one.err"; fail "2 ranks on one host"; }
+$DLPN_MPIRUN -np 2 --hostfile "$T/hosts2" "${X[@]}" "$D" train "${L[@]}" --steps-jsonl "$T/two.jsonl" >/dev/null \
+  2>"$T/two.err" || { cat "$T/two.err"; fail "2 hosts"; }
+# the loss and learning rate of every step, as logged (6 significant digits)
+python3 -c 'import json, sys; [print(r["step"], r["loss"], r["lr"]) for r in map(json.loads, open(sys.argv[1]))]' "$T/one.jsonl" >"$T/one.lines"
+python3 -c 'import json, sys; [print(r["step"], r["loss"], r["lr"]) for r in map(json.loads, open(sys.argv[1]))]' "$T/two.jsonl" >"$T/two.lines"
+[ "$(wc -l <"$T/one.lines")" = 6 ] || { cat "$T/one.err"; fail "expected 6 steps"; }
 diff "$T/one.lines" "$T/two.lines" >&2 || fail "the loss curve on 2 hosts differs from 2 ranks on one host"
 echo "2 hosts vs 2 ranks on one host (global batch 8): the 6 losses are identical (last: $(tail -1 "$T/two.lines"))"
 
@@ -127,7 +129,7 @@ RC=0; wait $J || RC=$?
 DT=$(since "$T0")
 kill -9 "$VICTIM" 2>/dev/null
 [ "$RC" != 0 ] || fail "stop: the job exited 0"
-awk -v d="$DT" 'BEGIN { exit !(d < 20) }' || fail "stop: the job took $DT s to end"
+awk -v d="$DT" 'BEGIN { exit !(d < 25) }' || fail "stop: the job took $DT s to end"
 MSG=$(grep -E 'not done after 8 s .*no answer from rank 1 on dlpn-h1' "$T/s.err" | head -1)
 [ -n "$MSG" ] || { cat "$T/s.err"; fail "stop: no message naming rank 1 on dlpn-h1"; }
 echo "rank 1 on dlpn-h1 stopped: the job ended in $DT s (exit $RC): $MSG"
