@@ -3,6 +3,7 @@
 # 1 Gbit/s links, Open MPI's TCP BTL on the veths, no shared memory between hosts), and its two faults:
 #  0. two hosts (one rank each) give the loss curve of two ranks on one host (shared memory): every step's loss
 #     and learning rate equal to the 6 digits logged;
+#  - `dlperf probe --hostfile` records the link between two hosts (bus bandwidth within the 1 Gbit/s, latency);
 #  1. host 2's link taken down mid-run (`ip link set veth0 down` in its namespace): the job ends within a bound
 #     (the agent's link watch, DLPN_ALIVE_S = 3 s, + mpirun's teardown: asserted < 20 s), exit non-zero, with a
 #     message naming host dlpn-h2 and rank 2; the last checkpoint is intact and the same command resumes on the two
@@ -58,6 +59,17 @@ python3 -c 'import json, sys; [print(r["step"], r["loss"], r["lr"]) for r in map
 [ "$(wc -l <"$T/one.lines")" = 6 ] || { cat "$T/one.err"; fail "expected 6 steps"; }
 diff "$T/one.lines" "$T/two.lines" >&2 || fail "the loss curve on 2 hosts differs from 2 ranks on one host"
 echo "2 hosts vs 2 ranks on one host (global batch 8): the 6 losses are identical (last: $(tail -1 "$T/two.lines"))"
+
+# ---- the probe measures the link between the hosts (--hostfile, --mpirun) into the profile ----
+"$D" probe --quick --device cpu --skip memory,storage,pipeline,compute,contention,loop --hostfile "$T/hosts2" \
+  --mpirun "$DLPN_MPIRUN" --out "$T/net.json" >/dev/null 2>"$T/probe.err" || { tail -5 "$T/probe.err"; fail "probe --hostfile"; }
+python3 - "$T/net.json" <<'PY' || { cat "$T/probe.err"; fail "probe --hostfile: no link figures"; }
+import json, sys
+ic = json.load(open(sys.argv[1]))["interconnect"]
+assert 0 < ic["nic_bytes_per_s"] < 0.125e9 * 1.05, ic  # at most the 1 Gbit/s link
+assert 0 < ic["nic_latency_s"] < 0.1, ic
+print("probe --hostfile: 2 hosts, %.3f GB/s, %.0f us per ring step" % (ic["nic_bytes_per_s"] / 1e9, ic["nic_latency_s"] * 1e6))
+PY
 
 # ---- 1. a host's link goes down mid-run ----
 $DLPN_MPIRUN -np 3 --hostfile "$DLPN_HOSTFILE" "${X[@]}" "$D" train "${C[@]}" --checkpoint "$T/ck" >"$T/a.out" 2>"$T/a.err" &
