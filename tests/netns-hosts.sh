@@ -1,19 +1,21 @@
 #!/bin/bash
-# Emulated hosts on one machine: N network namespaces (dlpn-h0 .. dlpn-h<N-1>, each with its own hostname through a
-# UTS namespace at exec time) joined by veth pairs through a bridge that lives in a namespace of its own (dlpn-sw),
-# so nothing in the caller's namespace changes. Every link is shaped in both directions with tc: a token bucket
-# (tbf, the rate) with netem under it (the one-way delay; a kernel built without sch_netem, as this development
-# machine's, gets the rate alone and the script says so: the delay is then the veth's own, ~20 us round trip). Open MPI starts ranks in the namespaces through an rsh
-# agent (the generated `rsh` script: `ip netns exec dlpn-hI unshare --uts sh -c ...`), the TCP BTL on the veth only
-# (`--mca btl tcp,self`: no shared memory between "hosts"). Needs root (ip netns, veth, bridge, tc).
+# Emulated hosts on one machine: N network namespaces (dlpn-h0 .. dlpn-h<N-1>, each with its own host name through a
+# UTS namespace at exec time) joined by veth pairs (MTU 9000) through a bridge that lives in a namespace of its own
+# (dlpn-sw), so nothing in the caller's namespace changes. Every link is shaped in both directions with tc: a token
+# bucket (tbf, the rate) with netem under it (the one-way delay; a kernel built without sch_netem, as this
+# development machine's, gets the rate alone and the script says so: the delay is then the veth's own, ~20 us round
+# trip). Open MPI starts ranks in the namespaces through an agent this script writes (DIR/agent, its plm_rsh_agent:
+# `ip netns exec dlpn-hI unshare --uts sh -c ...`, which gives up like ssh's ServerAlive when the host's link has been
+# down for DLPN_ALIVE_S seconds, 15 by default), with the TCP BTL on the veths only (`--mca btl tcp,self`: no shared
+# memory between "hosts"). Needs root (ip netns, veth, bridge, tc). docs/scale-out.md has the why of each option.
 #
-#   tests/netns-hosts.sh run N [--rate 1gbit] [--delay 0.1ms] [--dir DIR] -- COMMAND...
+#   tests/netns-hosts.sh run N [--rate 1gbit] [--delay 0.1ms] [--mtu 9000] [--dir DIR] -- COMMAND...
 #       makes the hosts, runs COMMAND (in the caller's namespace) with these variables set, then tears everything
 #       down (trap on EXIT/INT/TERM), and exits with COMMAND's status:
-#         DLPN_DIR       the directory holding hostfile, hosts and rsh
+#         DLPN_DIR       the directory holding hostfile, hosts, agent and mpirun
 #         DLPN_HOSTFILE  Open MPI hostfile ("dlpn-h0 slots=1" per host; /etc/netns/dlpn-hI/hosts resolves the names)
 #         DLPN_MPIRUN    a script that runs mpirun on host 0 (the head node) with the options for this network:
-#                        the rsh agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM
+#                        the agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM
 #         DLPN_RTT_MS    measured round trip (TCP connect) host 0 -> host N-1 (ms)
 #         DLPN_NS_PREFIX dlpn-h (host I is ${DLPN_NS_PREFIX}I, its address 10.77.0.<I+1>, its interface veth0)
 #   tests/netns-hosts.sh check     exit 0 if namespaces can be made here, else 77 with the reason on stdout
@@ -126,7 +128,8 @@ up() {  # n rate delay dir
     mkdir -p "/etc/netns/$PREFIX$i" || return 1
     { printf '127.0.0.1 localhost\n'; cat "$dir/hosts"; } >"/etc/netns/$PREFIX$i/hosts"
   done
-  # the rsh agent: Open MPI calls it as `rsh HOST COMMAND...` (HOST as the hostfile names it)
+  # the agent: Open MPI calls it as `agent HOST COMMAND...` (HOST as the hostfile names it); not named rsh, for which
+  # Open MPI would daemonize the remote orted
   cat >"$dir/agent" <<EOF
 #!/bin/sh
 # Open MPI's rsh agent for the emulated hosts: runs the command in the host's network namespace, with its own
@@ -181,7 +184,7 @@ while [ $# -gt 0 ]; do
     --dir) DIR=$2; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
     --) shift; break ;;
-    *) die "unknown option $1 (expected --rate, --delay, --dir, then -- COMMAND)" ;;
+    *) die "unknown option $1 (expected --rate, --delay, --mtu, --dir, then -- COMMAND)" ;;
   esac
 done
 [ $# -gt 0 ] || die "no command after --"
