@@ -167,10 +167,12 @@ static void rescale_position(dlp_trainer *t, dlp_train_pos *pos, int ck_world) {
     const int64_t b = t->c.batch, seen = pos->step_in_epoch * b * ck_world;
     int64_t sie = seen / (b * t->world);
     if (sie > t->spe) sie = t->spe;
-    DLP_WARN("--resume: the checkpoint was written by %d ranks, this run has %d: global batch %lld -> %lld (the "
-             "learning rate follows it%s); epoch %lld goes on at step %lld of %lld (%lld images of it seen)", ck_world,
-             t->world, (long long)(b * ck_world), (long long)(b * t->world), t->sched.scale_by_batch ? "" : ": no, "
-             "--no-lr-scaling", (long long)pos->epoch, (long long)sie, (long long)t->spe, (long long)seen);
+    if (t->rank == 0)
+        DLP_WARN("--resume: the checkpoint was written by %d ranks, this run has %d: global batch %lld -> %lld (the "
+                 "learning rate follows it%s); epoch %lld goes on at step %lld of %lld (%lld images of it seen)",
+                 ck_world, t->world, (long long)(b * ck_world), (long long)(b * t->world),
+                 t->sched.scale_by_batch ? "" : ": no, --no-lr-scaling", (long long)pos->epoch, (long long)sie,
+                 (long long)t->spe, (long long)seen);
     pos->step_in_epoch = sie;
     pos->step = pos->epoch * t->spe + sie;
 }
