@@ -56,6 +56,8 @@ down() {
     ip netns del "$ns" 2>/dev/null
     rm -rf "/etc/netns/$ns"
   done
+  rmdir /etc/netns 2>/dev/null  # only when empty (nobody else's namespaces keep files there)
+  return 0
 }
 
 # tbf for the rate with netem under it for the delay, on the egress of one interface inside a namespace
