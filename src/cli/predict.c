@@ -18,12 +18,15 @@
 #include "perf/cost.h"
 #include "perf/datastats.h"
 #include "perf/model.h"
+#include "perf/model_net.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json, *stack;
     int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, alt, seed;
     int64_t images, read_limit;
     double lifetime, utilization, kwh, pue, price, power, usd_h;
+    double net_gbit, net_latency_us;  // nodes > 1: the link between nodes (perf/model_net)
+    const char *net_bench;
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -443,6 +446,9 @@ int dlp_cli_predict(int argc, char **argv) {
         {"threads", 't', DLP_OPT_INT, &op.threads, "0", NULL, "compute threads of the cpu device (0: all cores)", NULL, 0},
         {"devices", 0, DLP_OPT_INT, &op.devices, "0", NULL, "devices per node (0: all the machine has)", NULL, 0},
         {"nodes", 0, DLP_OPT_INT, &op.nodes, "1", NULL, "nodes", NULL, 0},
+        {"net-gbit", 0, DLP_OPT_DOUBLE, &op.net_gbit, "0", "GBIT", "link rate between nodes, Gbit/s (sets or replaces the profile's; docs/scale-out.md)", NULL, 0},
+        {"net-latency-us", 0, DLP_OPT_DOUBLE, &op.net_latency_us, "0", "US", "fixed cost of one ring step between nodes", NULL, 0},
+        {"net-bench", 0, DLP_OPT_STR, &op.net_bench, NULL, "FILE", "the link as `dlperf dist bench --json` measured it across hosts", NULL, 0},
         {"data", 0, DLP_OPT_STR, &op.data, NULL, "DIR", "measure the dataset's JPEG statistics from DIR (default: catalog ImageNet)", NULL, 0},
         {"dataset", 0, DLP_OPT_STR, &op.dataset, NULL, "ID", "catalog dataset (imagenet-train, imagenet-val)", NULL, 0},
         {"images", 0, DLP_OPT_I64, &op.images, "0", NULL, "images per epoch (0: the dataset's)", NULL, 0},
@@ -527,6 +533,15 @@ int dlp_cli_predict(int argc, char **argv) {
             if (st) break;
             w.step_loss_per_device = stk.loss;
         }
+        if (op.net_bench) {  // the measured link, then what --net-gbit/--net-latency-us say instead
+            dlp_net_link l;
+            int r;
+            if ((st = dlp_net_link_from_bench(op.net_bench, &l, &r))) break;
+            p->net.nic_bytes_per_s = l.bytes_per_s;
+            w.net_latency_s = l.latency_s;
+        }
+        if (op.net_gbit > 0) p->net.nic_bytes_per_s = op.net_gbit * 1e9 / 8;
+        if (op.net_latency_us > 0) w.net_latency_s = op.net_latency_us * 1e-6;
         st = dlp_predict(p, d, &w, o);
         if (st) break;
         dlp_cost cost;

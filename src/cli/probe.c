@@ -43,7 +43,7 @@ static dlp_status parse_parts(const char *skip, unsigned *parts) {
 }
 
 int dlp_cli_probe(int argc, char **argv) {
-    const char *data, *device, *out, *skip, *models, *sizes;
+    const char *data, *device, *out, *skip, *models, *sizes, *hostfile, *mpirun;
     int quick, threads;
     int64_t seed;
     dlp_opt opts[] = {
@@ -56,6 +56,8 @@ int dlp_cli_probe(int argc, char **argv) {
         {"sizes", 0, DLP_OPT_STR, &sizes, NULL, "LIST", "image sizes of the step-time fits (default: see --models)", NULL, 0},
         {"skip", 0, DLP_OPT_STR, &skip, NULL, "LIST", "parts to leave out: memory,storage,pipeline,compute,contention,loop,interconnect", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the crops, inputs and weights", NULL, 0},
+        {"hostfile", 0, DLP_OPT_STR, &hostfile, NULL, "FILE", "also measure the network between these hosts (one rank each; docs/scale-out.md)", NULL, 0},
+        {"mpirun", 0, DLP_OPT_STR, &mpirun, "mpirun", "CMD", "the launcher --hostfile runs under", NULL, 0},
         {0},
     };
     int rest;
@@ -80,6 +82,8 @@ int dlp_cli_probe(int argc, char **argv) {
     cfg.sizes = sizes;
     cfg.seed = (uint64_t)seed;
     cfg.progress = progress;
+    cfg.hostfile = hostfile;
+    cfg.mpirun = mpirun;
     if ((st = parse_parts(skip, &cfg.parts))) return dlp_cli_fail(st);
     dlp_profile p;
     json_t *details = NULL;

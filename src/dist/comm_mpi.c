@@ -3,16 +3,25 @@
 // requests still in flight (MPI_Testall) so they progress while backward goes on (Open MPI moves non-blocking
 // collectives only inside MPI calls unless an asynchronous progress thread is configured). Errors come back as
 // statuses (MPI_ERRORS_RETURN) with MPI's string; a peer that dies is reported by mpirun, which ends the job.
+// Open MPI's non-blocking allreduce is set to the ring algorithm (the bandwidth-optimal one the model charges).
+// No wait blocks forever: every collective is non-blocking and waited for with a deadline, DLPERF_MPI_TIMEOUT_S
+// (300 s). MPI itself would wait for ever on a peer whose host dropped off the network (TCP retransmits for ~15
+// minutes; mpirun notices a dead process, not a silent one). At the deadline the rank asks every other rank for a
+// sign of life (one byte each way on a communicator of its own, a few seconds) and fails naming the ranks and hosts
+// that did not answer; the trainer then ends the job (MPI_Abort).
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "dist/comm_impl.h"
 #include "dist/launch.h"
 
 #define MAX_PENDING 256  // allreduces in flight at once (gradient buckets of one step)
+#define HOST_LEN 64       // a rank's host name, as the messages print it
+#define CENSUS_TAG 7301
 
 struct dlp_comm_req {
     float *buf;
@@ -28,6 +37,9 @@ typedef struct mpi_comm {
     int we_initialized;
     dlp_comm_req *pending[MAX_PENDING];
     int npending;
+    MPI_Comm census;         // the sign-of-life exchange after a timeout (apart from the collectives' traffic)
+    char (*hosts)[HOST_LEN];  // every rank's host name (MPI_Get_processor_name)
+    double timeout_s;        // DLPERF_MPI_TIMEOUT_S
 } mpi_comm;
 
 static dlp_status mpi_fail(int rc, const char *what) {
@@ -44,6 +56,11 @@ static dlp_status mpi_open(dlp_comm **out) {
     int inited = 0, provided = 0, rc;
     MPI_Initialized(&inited);
     if (!inited) {
+        // The gradient allreduce is non-blocking (libnbc). Left to itself libnbc reduces large messages on a small
+        // communicator by a binomial tree (reduce, then broadcast): every byte crosses a link twice, one direction at
+        // a time, and a 2-host job gets half the link (measured on the emulated network, docs/scale-out.md). The
+        // ring keeps both directions of every link busy; a value the user set (environment, mpirun --mca) stands.
+        setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
         if (rc != MPI_SUCCESS) {
             free(c);
@@ -64,8 +81,88 @@ static dlp_status mpi_open(dlp_comm **out) {
         MPI_Comm_rank(node, &c->base.local_rank);
         MPI_Comm_free(&node);
     }
+    const char *to = getenv("DLPERF_MPI_TIMEOUT_S");
+    c->timeout_s = to && atof(to) > 0 ? atof(to) : 300.0;
+    char me[MPI_MAX_PROCESSOR_NAME] = "?";
+    int len = 0;
+    MPI_Get_processor_name(me, &len);
+    c->hosts = calloc((size_t)c->base.size, sizeof *c->hosts);
+    char mine[HOST_LEN];
+    snprintf(mine, sizeof mine, "%s", me);
+    if (!c->hosts || (rc = MPI_Comm_dup(c->comm, &c->census)) != MPI_SUCCESS ||
+        (rc = MPI_Allgather(mine, HOST_LEN, MPI_CHAR, c->hosts, HOST_LEN, MPI_CHAR, c->comm)) != MPI_SUCCESS) {
+        dlp_status st = c->hosts ? mpi_fail(rc, "MPI_Comm_dup/MPI_Allgather (host names)")
+                                 : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        free(c->hosts);
+        free(c);
+        return st;
+    }
+    MPI_Comm_set_errhandler(c->census, MPI_ERRORS_RETURN);
     *out = &c->base;
     return DLP_OK;
+}
+
+// After a timeout: which ranks still answer? Every rank that reaches this sends one byte to every other and takes
+// what comes within a few seconds (ranks that timed out in the same collective meet here); writes the silent ones
+// ("rank 2 on node3, ...") into buf, or "every rank answered" when none is.
+static void census(mpi_comm *c, char *buf, size_t len) {
+    const int n = c->base.size, me = c->base.rank;
+    MPI_Request *rq = calloc((size_t)n * 2, sizeof *rq);
+    char *in = calloc((size_t)n, 1), one = 1;
+    if (!rq || !in) {
+        snprintf(buf, len, "(out of memory asking the other ranks)");
+        free(rq);
+        free(in);
+        return;
+    }
+    for (int r = 0; r < n; r++) {
+        rq[r] = rq[n + r] = MPI_REQUEST_NULL;
+        if (r == me) continue;
+        MPI_Irecv(&in[r], 1, MPI_CHAR, r, CENSUS_TAG, c->census, &rq[r]);
+        MPI_Isend(&one, 1, MPI_CHAR, r, CENSUS_TAG, c->census, &rq[n + r]);
+    }
+    const double window_s = c->timeout_s / 2 < 5 ? c->timeout_s / 2 : 5;
+    const int64_t t0 = dlp_now_ns();
+    for (;;) {
+        int flag = 0;
+        MPI_Testall(n, rq, &flag, MPI_STATUSES_IGNORE);  // the receives complete as answers come
+        int all = 1;
+        for (int r = 0; r < n; r++) all &= r == me || in[r];
+        if (all || dlp_ns_to_s(dlp_now_ns() - t0) > window_s) break;
+        dlp_sleep_ns(1000 * 1000);
+    }
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n; r++) {
+        if (r != me && !in[r] && at + 1 < len)
+            at += (size_t)snprintf(buf + at, len - at, "%srank %d on %s", at ? ", " : "no answer from ", r, c->hosts[r]);
+        if (r != me && rq[r] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&rq[r]);
+            MPI_Request_free(&rq[r]);
+        }
+        if (rq[n + r] != MPI_REQUEST_NULL) MPI_Request_free(&rq[n + r]);  // a send to a dead peer may never end
+    }
+    if (!buf[0]) snprintf(buf, len, "every rank answered (a slow rank, or a timeout too short)");
+    free(rq);
+    free(in);
+}
+
+// Waits for n requests, polling (spins first, then 50 us naps, which also leaves the core to others), up to the
+// timeout; then names the ranks that do not answer and fails.
+static dlp_status wait_deadline(mpi_comm *c, int n, MPI_Request *reqs, const char *what) {
+    const int64_t t0 = dlp_now_ns(), limit = (int64_t)(c->timeout_s * 1e9);
+    for (int spins = 0;; spins++) {
+        int flag = 0, rc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
+        if (flag) return DLP_OK;
+        if (dlp_now_ns() - t0 > limit) {
+            char who[512];
+            census(c, who, sizeof who);
+            return DLP_ERR(DLP_ERR_TIMEOUT, "mpi communicator: rank %d on %s: %s not done after %.0f s "
+                           "(DLPERF_MPI_TIMEOUT_S); %s", c->base.rank, c->hosts[c->base.rank], what, c->timeout_s, who);
+        }
+        if (spins > 1000) dlp_sleep_ns(50 * 1000);
+    }
 }
 
 static void req_free(dlp_comm_req *r) {
@@ -81,6 +178,8 @@ static void mpi_free(dlp_comm *base) {
         req_free(c->pending[i]);
     }
     MPI_Comm_free(&c->comm);
+    MPI_Comm_free(&c->census);
+    free(c->hosts);
     if (c->we_initialized) {
         int fin = 0;
         MPI_Finalized(&fin);
@@ -134,10 +233,10 @@ static dlp_status mpi_wait(dlp_comm *base, dlp_comm_req *r) {
         if (c->pending[i] == r) at = i;
     if (at < 0) return DLP_ERR(DLP_ERR_INVALID, "wait on an allreduce this communicator did not start");
     c->pending[at] = c->pending[--c->npending];
-    int rc = MPI_Waitall(r->nreq, r->reqs, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) {
+    dlp_status st = wait_deadline(c, r->nreq, r->reqs, "allreduce");
+    if (st) {
         req_free(r);
-        return mpi_fail(rc, "MPI_Iallreduce (wait)");
+        return st;
     }
     const float inv = 1.0f / (float)base->size;
     for (int64_t i = 0; i < r->count; i++) r->buf[i] *= inv;
@@ -149,8 +248,10 @@ static dlp_status mpi_broadcast(dlp_comm *base, void *buf, size_t bytes, int roo
     mpi_comm *c = (mpi_comm *)base;
     for (size_t off = 0; off < bytes; off += INT_MAX) {
         size_t n = bytes - off < INT_MAX ? bytes - off : INT_MAX;
-        int rc = MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, c->comm);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");
+        MPI_Request rq;
+        int rc = MPI_Ibcast((char *)buf + off, (int)n, MPI_BYTE, root, c->comm, &rq);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Ibcast");
+        DLP_CHECK(wait_deadline(c, 1, &rq, "broadcast"));
     }
     return DLP_OK;
 }
@@ -158,17 +259,26 @@ static dlp_status mpi_broadcast(dlp_comm *base, void *buf, size_t bytes, int roo
 static dlp_status mpi_gather(dlp_comm *base, const void *send, size_t bytes, void *recv, int root) {
     mpi_comm *c = (mpi_comm *)base;
     if (bytes > INT_MAX) return DLP_ERR(DLP_ERR_INVALID, "gather of %zu bytes per rank", bytes);
-    int rc = MPI_Gather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, c->comm);
-    return rc == MPI_SUCCESS ? DLP_OK : mpi_fail(rc, "MPI_Gather");
+    MPI_Request rq;
+    int rc = MPI_Igather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, c->comm, &rq);
+    return rc == MPI_SUCCESS ? wait_deadline(c, 1, &rq, "gather") : mpi_fail(rc, "MPI_Igather");
 }
 
 static dlp_status mpi_barrier(dlp_comm *base) {
     mpi_comm *c = (mpi_comm *)base;
-    int rc = MPI_Barrier(c->comm);
-    return rc == MPI_SUCCESS ? DLP_OK : mpi_fail(rc, "MPI_Barrier");
+    MPI_Request rq;
+    int rc = MPI_Ibarrier(c->comm, &rq);
+    return rc == MPI_SUCCESS ? wait_deadline(c, 1, &rq, "barrier") : mpi_fail(rc, "MPI_Ibarrier");
 }
 
-static void mpi_abort(dlp_comm *base, int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+// The message the caller printed travels through mpirun's I/O forwarding; MPI_Abort at once can lose it (seen on
+// the emulated hosts: the rank's last line never arrived), so it gets half a second first.
+static void mpi_abort(dlp_comm *base, int code) {
+    fflush(stdout);
+    fflush(stderr);
+    dlp_sleep_ns(500 * 1000 * 1000);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
 
 const dlp_comm_ops dlp_comm_mpi = {
     .name = "mpi",

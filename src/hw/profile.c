@@ -445,6 +445,7 @@ static const dlp_field_def k_interconnect_fields[] = {
     {NET_F(gpus_per_uplink, DLP_FT_INT, DLP_FF_OPT), .def = 1, .min = 1, .max = 64},
     RATE_ROW(NET_F, allreduce_busbw_bytes_per_s),  // nccl-tests bus bandwidth
     RATE_ROW(NET_F, nic_bytes_per_s),              // per node
+    {NET_F(nic_latency_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 10},  // a ring step between nodes
     {0}};
 
 #define COST_F(m, t, fl) DLP_FIELD(dlp_cost_profile, m, t, fl)

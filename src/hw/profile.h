@@ -182,6 +182,7 @@ typedef struct dlp_interconnect_profile {
     int gpus_per_uplink;
     double allreduce_busbw_bytes_per_s; // nccl-tests bus bandwidth inside a node (0: unknown)
     double nic_bytes_per_s;             // network bandwidth per node (multi-node allreduce)
+    double nic_latency_s;               // one ring step between nodes (probe --hostfile; 0: unknown)
 } dlp_interconnect_profile;
 
 typedef struct dlp_cost_profile {

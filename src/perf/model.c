@@ -1,5 +1,6 @@
 // perf/model: stage capacities, the pipeline's throughput, the bottleneck and what would fix it.
 #include "perf/model.h"
+#include "perf/model_net.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -244,7 +245,7 @@ static dlp_status device_step(const dlp_profile *p, const dlp_device_profile *de
 // Allreduce: ring inside the node over the bus bandwidth, across nodes over the NICs; the slower level sets the
 // pace. Buckets are reduced while backward runs; only what outlasts backward is exposed. Sets o->allreduce_s and
 // o->allreduce_exposed_s (0 without an allreduce) and *f_out, the share of the gradients in one bucket (1 without).
-static dlp_status allreduce_time(const dlp_profile *p, const dlp_workload *w, const dlp_model_work *mw,
+static dlp_status allreduce_time(const dlp_profile *p, const dlp_workload *w, const dlp_model_work *mw, int is_cpu,
                                  dlp_prediction *o, double *f_out) {
     const int n = o->devices, nodes = o->nodes, b = o->batch, N = n * nodes;
     const dlp_step_times *st = &o->step;
@@ -261,11 +262,18 @@ static dlp_status allreduce_time(const dlp_profile *p, const dlp_workload *w, co
             if (!(p->net.nic_bytes_per_s > 0))
                 return DLP_ERR(DLP_ERR_INVALID, "profile %s has no network bandwidth (interconnect.nic_bytes_per_s) for "
                                "%d nodes", p->id, nodes);
-            t_inter = 2.0 * (nodes - 1) / nodes * S / p->net.nic_bytes_per_s;
+            const dlp_net_link link = {p->net.nic_bytes_per_s,  // perf/model_net
+                                       w->net_latency_s > 0 ? w->net_latency_s : p->net.nic_latency_s};
+            t_inter = dlp_net_ring_s(S, w->bucket_bytes, nodes, &link);
+            o->net_bytes_per_s_needed = dlp_net_rate_for_exposed(S, w->bucket_bytes, nodes, link.latency_s,
+                                                                 st->bwd_s, is_cpu, st->compute_s);
+            add_note(o, "network: ring allreduce over %d nodes, %.3g Gbit/s links, %.0f us per ring step: %.2f ms; "
+                     "compute is the bottleneck above %.3g Gbit/s", nodes, link.bytes_per_s * 8e-9, link.latency_s * 1e6,
+                     t_inter * 1e3, o->net_bytes_per_s_needed * 8e-9);
         }
         t_ar = dmax(t_intra, t_inter);
         f = w->bucket_bytes > 0 ? dmin(1.0, w->bucket_bytes / S) : 1.0;
-        exposed = dmax(t_ar * f, t_ar - st->bwd_s * (1 - f));
+        exposed = dlp_net_exposed_s(t_ar, f, st->bwd_s, is_cpu);  // host MPI hides nothing behind backward
         set_stage(o, DLP_STAGE_ALLREDUCE, n * b / t_ar, "%.1f MB of gradients over %d devices: %.2f ms (%.2f ms exposed "
                   "after backward)", S / 1e6, N, t_ar * 1e3, exposed * 1e3);
     }
@@ -485,7 +493,7 @@ static dlp_status predict_state(const dlp_profile *p, const dlp_device_profile *
     DLP_CHECK(device_step(p, dev, w, is_cpu, o));
     const dlp_step_times *st = &o->step;
     double f = 1;
-    DLP_CHECK(allreduce_time(p, w, &mw, o, &f));
+    DLP_CHECK(allreduce_time(p, w, &mw, is_cpu, o, &f));
     const double exposed = o->allreduce_exposed_s;
     device_stages(p, dev, w, o);
     DLP_CHECK(loader_stage(p, w, is_cpu, c, o));
@@ -580,6 +588,13 @@ static void write_fixes(const dlp_profile *p, const dlp_device_profile *dev, con
                 rate_str(o->h2d_bytes_per_s));
         break;
     case DLP_STAGE_ALLREDUCE:
+        if (o->nodes > 1) {  // between the nodes (perf/model_net)
+            add_fix(o, "the network is the bottleneck: the gradient allreduce over the nodes' %.3g Gbit/s links exposes "
+                    "%.2f ms per step, compute takes %.2f; links of %.3g Gbit/s would make compute the bottleneck",
+                    p->net.nic_bytes_per_s * 8e-9, o->allreduce_exposed_s * 1e3, o->step.compute_s * 1e3,
+                    o->net_bytes_per_s_needed * 8e-9);
+            break;
+        }
         add_fix(o, "gradient allreduce exposes %.2f ms per step: a bus bandwidth of %.0f GB/s would hide it under "
                 "backward (the profile has %.0f GB/s)", o->allreduce_exposed_s * 1e3, o->busbw_needed / 1e9,
                 p->net.allreduce_busbw_bytes_per_s / 1e9);
@@ -705,6 +720,7 @@ static const dlp_field_def k_needs_fields[] = {  // what would keep the device b
     PRED_NUM("page_cache_bytes", page_cache_bytes_needed),
     PRED_NUM("h2d_bytes_per_s_per_device", h2d_bytes_per_s_needed),
     PRED_NUM("allreduce_busbw_bytes_per_s", busbw_needed),  // 0: hidden under backward
+    PRED_NUM("net_bytes_per_s_for_compute", net_bytes_per_s_needed),  // nodes > 1: the link rate for compute-bound
     {0}};
 
 static json_t *strings_write(const char *first, size_t stride, int n) {

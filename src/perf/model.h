@@ -36,6 +36,7 @@ typedef struct dlp_workload {
     int input_bytes;             // bytes per input element sent to the device (0: from the precision)
     double bucket_bytes;         // gradient bucket size for allreduce overlap (25 MB, as PyTorch DDP)
     double grad_bytes_per_param; // 4 (fp32 gradients)
+    double net_latency_s;        // nodes > 1: a ring step's fixed cost between nodes (perf/model_net; 0: none)
     double step_loss_per_device; // data parallel: the step takes (1 + this x (devices - 1)) x longer (a GPU stack's
                                  // fitted loss per added GPU, hw/gpumodel; 0: none)
     dlp_dataset_stats stats;     // the dataset (images per epoch, JPEG sizes)
@@ -109,6 +110,7 @@ typedef struct dlp_prediction {
     double storage_bytes_per_s_needed; // node, for cold reads
     double page_cache_bytes_needed;    // to keep the dataset cached
     double h2d_bytes_per_s_needed;     // per device
+    double net_bytes_per_s_needed;     // nodes > 1: the link rate at which compute becomes the bottleneck
     double busbw_needed;               // allreduce bus bandwidth that would hide it under backward (0: hidden)
     int nfix;
     char fix[4][400];

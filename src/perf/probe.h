@@ -39,6 +39,8 @@ typedef struct dlp_probe_cfg {
     const char *sizes;       // image sizes of the compute fits (NULL: 64,112; quick: 64)
     uint64_t seed;
     const char *self_exe;    // the dlperf binary the interconnect part launches under mpirun (NULL: this process's)
+    const char *hostfile;    // also measure between nodes: one rank per host of this hostfile (NULL: not)
+    const char *mpirun;      // the launcher for that (NULL: mpirun)
     dlp_probe_progress_fn progress;  // one line per step, for stderr (NULL: silent)
     void *progress_ctx;
 } dlp_probe_cfg;

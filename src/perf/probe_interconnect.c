@@ -12,6 +12,7 @@
 
 #include "core/fs.h"
 #include "dist/launch.h"
+#include "perf/model_net.h"
 #include "perf/probe_impl.h"
 
 static void cleanup(const char *dir, const char *out, const char *log) {
@@ -25,9 +26,66 @@ static void skip(dlp_probe_ctx *c, json_t *d, const char *why) {
     json_object_set_new(d, "skipped", json_string(why));
 }
 
+// Between nodes (--hostfile): one rank per host, `dist bench` from 1 KiB to 64 MiB; the largest message's bus
+// bandwidth into interconnect.nic_bytes_per_s, the quickest message's time per ring step into nic_latency_s (what
+// predict --nodes charges; perf/model_net). A failure leaves them unknown and says why.
+static void probe_nodes(dlp_probe_ctx *c, json_t *d) {
+    const char *hf = c->cfg->hostfile, *launcher = c->cfg->mpirun ? c->cfg->mpirun : "mpirun";
+    char self[PATH_MAX], dir[] = "/tmp/dlperf-probe-net.XXXXXX", out[PATH_MAX + 64], log[PATH_MAX + 64],
+        cmd[4 * PATH_MAX], line[512];
+    json_t *nd = json_object();
+    json_object_set_new(d, "nodes", nd);
+    int hosts = 0;
+    FILE *f = fopen(hf, "r");
+    while (f && fgets(line, sizeof line, f)) hosts += line[strspn(line, " \t")] != '#' && line[strspn(line, " \t\n")];
+    if (f) fclose(f);
+    ssize_t n = c->cfg->self_exe ? 0 : readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) self[n] = '\0';
+    const char *why = !f ? "cannot read the hostfile" : hosts < 2 ? "the hostfile names fewer than 2 hosts"
+                      : n < 0 ? "cannot find this program's path" : !mkdtemp(dir) ? "no temporary directory" : NULL;
+    if (why) {
+        dlp_probe_say(c, "interconnect between nodes: --hostfile %s: %s", hf, why);
+        json_object_set_new(nd, "skipped", json_string(why));
+        return;
+    }
+    snprintf(out, sizeof out, "%s/bench.json", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(cmd, sizeof cmd, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 timeout 300 "
+             "%s -np %d --hostfile '%s' --npernode 1 '%s' dist bench --dist mpi --min-bytes 1K --max-bytes 64M "
+             "--factor 8 --iters %d --warmup 2 --json '%s' >'%s' 2>&1", launcher, hosts, hf,
+             c->cfg->self_exe ? c->cfg->self_exe : self, c->cfg->quick ? 5 : 10, out, log);
+    dlp_probe_say(c, "interconnect between nodes: %s -np %d --hostfile %s dlperf dist bench (1 KiB to 64 MiB)", launcher,
+                  hosts, hf);
+    int rc = system(cmd);
+    dlp_net_link l;
+    int ranks = 0;
+    if (rc != 0 || dlp_net_link_from_bench(out, &l, &ranks)) {
+        char tail[160], msg[256];
+        dlp_file_last_line(log, tail, sizeof tail);
+        snprintf(msg, sizeof msg, "dist bench across the hosts failed (exit status %d%s%s)", rc, tail[0] ? ": " : "", tail);
+        dlp_probe_say(c, "interconnect between nodes: %s", msg);
+        json_object_set_new(nd, "skipped", json_string(msg));
+    } else {
+        c->p->net.nic_bytes_per_s = l.bytes_per_s;
+        c->p->net.nic_latency_s = l.latency_s;
+        json_t *r = json_load_file(out, 0, NULL);
+        json_object_set_new(nd, "hosts", json_integer(ranks));
+        json_object_set_new(nd, "points", json_incref(json_object_get(r, "points")));
+        json_decref(r);
+        json_object_set_new(nd, "nic_bytes_per_s", json_real(l.bytes_per_s));
+        json_object_set_new(nd, "nic_latency_s", json_real(l.latency_s));
+        dlp_probe_say(c, "interconnect between nodes: %d hosts: %.3f GB/s bus bandwidth, %.0f us per ring step", ranks,
+                      l.bytes_per_s / 1e9, l.latency_s * 1e6);
+    }
+    unlink(out);
+    unlink(log);
+    rmdir(dir);
+}
+
 dlp_status dlp_probe_interconnect(dlp_probe_ctx *c) {
     json_t *d = json_object();
     json_object_set_new(c->details, "interconnect", d);
+    if (c->cfg->hostfile && dlp_mpirun_available()) probe_nodes(c, d);
     if (!dlp_mpirun_available()) {
         skip(c, d, "no mpirun on this machine");
         return DLP_OK;

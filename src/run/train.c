@@ -159,6 +159,24 @@ static dlp_status check_same(const json_t *cfg, const char *key, const json_t *n
     return st;
 }
 
+// Resuming on another rank count (hosts lost, or added): --batch stays per rank, so the global batch becomes
+// batch x ranks and the learning rate follows it (the linear scaling rule, unless --no-lr-scaling); the position
+// carries over as the epoch and the share of it done (images seen in it), in this run's steps. Shards are per rank,
+// so the rest of that epoch comes from the new shards (some images twice, some not); later epochs cover the set once.
+static void rescale_position(dlp_trainer *t, dlp_train_pos *pos, int ck_world) {
+    const int64_t b = t->c.batch, seen = pos->step_in_epoch * b * ck_world;
+    int64_t sie = seen / (b * t->world);
+    if (sie > t->spe) sie = t->spe;
+    if (t->rank == 0)
+        DLP_WARN("--resume: the checkpoint was written by %d ranks, this run has %d: global batch %lld -> %lld (the "
+                 "learning rate follows it%s); epoch %lld goes on at step %lld of %lld (%lld images of it seen)",
+                 ck_world, t->world, (long long)(b * ck_world), (long long)(b * t->world),
+                 t->sched.scale_by_batch ? "" : ": no, --no-lr-scaling", (long long)pos->epoch, (long long)sie,
+                 (long long)t->spe, (long long)seen);
+    pos->step_in_epoch = sie;
+    pos->step = pos->epoch * t->spe + sie;
+}
+
 // Loads the checkpoint into params/bufs/mom and the position; checks it belongs to a run like this one.
 static dlp_status load_resume(dlp_trainer *t) {
     const char *r = t->c.resume;
@@ -189,8 +207,11 @@ static dlp_status load_resume(dlp_trainer *t) {
                                           {"size", "--size"},            {"batch", "--batch"},
                                           {"seed", "--seed"},            {"train_images", "training images"},
                                           {"steps_per_epoch", "steps per epoch"}};
+    const int ck_world = ck.sched.world > 0 ? ck.sched.world : 1;
     for (size_t i = 0; st == DLP_OK && i < sizeof keys / sizeof keys[0]; i++)
-        st = check_same(ck.config, keys[i][0], now, t->resume_path, keys[i][1]);
+        if (ck_world == t->world || i < 5)  // a rank's shard and its steps follow the rank count
+            st = check_same(ck.config, keys[i][0], now, t->resume_path, keys[i][1]);
+    if (st == DLP_OK && ck_world != t->world) rescale_position(t, &ck.pos, ck_world);
     // Anything else that changes the curve is allowed but said.
     static const char *const soft[] = {"precision", "total_steps", "label_smoothing", "momentum", "weight_decay",
                                        "nesterov", "no_bn_decay", "device", "data"};
@@ -335,6 +356,11 @@ static int stop_now(dlp_trainer *t) {
     if (t->world > 1) {
         float any = t->stopped_by[0] ? 1.0f : 0.0f;
         if (dlp_comm_allreduce(t->comm, &any, 1, NULL) != DLP_OK) {
+            // a peer is gone or silent (the communicator's deadline passed): every further collective would wait
+            // out the deadline again (the end's gather), so end the job now, naming what failed
+            fprintf(stderr, "rank %d of %d: ", t->rank, t->world);
+            dlp_err_print(stderr);
+            dlp_comm_abort(t->comm, 1);
             snprintf(t->stopped_by, sizeof t->stopped_by, "error");
             return 1;
         }
