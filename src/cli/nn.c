@@ -50,9 +50,8 @@ static int cmd_info(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-info/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf nn info [--model resnet50] [--classes N] [--size PX] [--layers]",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf nn info [--model resnet50] [--classes N] [--size PX] [--layers]",
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     dlp_net net;
@@ -131,12 +130,11 @@ static int cmd_bench(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-bench/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts, "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
               "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
               "Times each phase of the backend's plan on random tensors (no data loading).",
-        argc, argv, &rest);
+        argc, argv);
     if (st) return dlp_cli_fail(st);
     if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
@@ -207,8 +205,7 @@ static int cmd_step(int argc, char **argv) {
         {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts,
         "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
         "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
@@ -217,7 +214,7 @@ static int cmd_step(int argc, char **argv) {
         "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
         "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
         "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().",
-        argc, argv, &rest);
+        argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
@@ -251,23 +248,18 @@ static int cmd_init(int argc, char **argv) {
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts,
-                                   "usage: dlperf nn init --out w.safetensors [--model resnet50] [--classes N] [--seed N]\n"
-                                   "Writes torchvision's initialization (kaiming_normal_ fan_out for convs, BN 1/0, "
-                                   "nn.Linear's default for fc)\nas a safetensors state_dict with torchvision's names.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts,
+                                  "usage: dlperf nn init --out w.safetensors [--model resnet50] [--classes N] [--seed N]\n"
+                                  "Writes torchvision's initialization (kaiming_normal_ fan_out for convs, BN 1/0, "
+                                  "nn.Linear's default for fc)\nas a safetensors state_dict with torchvision's names.",
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!out_path) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn init needs --out FILE"));
     if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
     dlp_net net;
-    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
-    float *p = malloc((size_t)net.param_count * sizeof(float)), *b = malloc((size_t)net.buf_count * sizeof(float));
-    if (!p || !b) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    if (!st) {
-        dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, p, b);
-        st = dlp_state_save(&net, out_path, p, b, 0, DLP_WRITE_NOCLOBBER);
-    }
+    float *p, *b;
+    if ((st = dlp_model_init(model, classes, size, (uint64_t)seed, zero_init, &net, &p, &b))) return dlp_cli_fail(st);
+    st = dlp_state_save(&net, out_path, p, b, 0, DLP_WRITE_NOCLOBBER);
     if (!st) printf("%s: %s, %d classes, %lld parameters\n", out_path, net.arch, net.num_classes, (long long)net.param_count);
     free(p);
     free(b);

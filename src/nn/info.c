@@ -2,6 +2,9 @@
 #include "nn/info.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "nn/resnet.h"
 
 void dlp_net_info_of(const dlp_net *net, dlp_net_info *out) {
     int64_t act = 0;
@@ -48,4 +51,30 @@ void dlp_net_info_json(const dlp_net *net, const dlp_net_info *in, json_t *o) {
                           "activation_bytes_per_image", (json_int_t)in->activation_bytes);
     json_object_update(o, x);
     json_decref(x);
+}
+
+dlp_status dlp_model_init(const char *model, int classes, int size, uint64_t seed, int zero_init_residual, dlp_net *net,
+                          float **params, float **bufs) {
+    DLP_CHECK(dlp_model_build(model, classes, size, net));
+    *params = malloc((size_t)(net->param_count ? net->param_count : 1) * sizeof(float));
+    *bufs = malloc((size_t)(net->buf_count ? net->buf_count : 1) * sizeof(float));
+    if (!*params || !*bufs) {
+        free(*params), free(*bufs);
+        dlp_net_free(net);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory for %s's parameters", model);
+    }
+    dlp_resnet_init_params(net, seed, zero_init_residual, *params, *bufs);
+    return DLP_OK;
+}
+
+void dlp_model_work_ratio(const char *model, int size, double *work, double *params_ratio) {
+    dlp_net r50, m;
+    *work = *params_ratio = 1;
+    if (dlp_model_build("resnet50", 1000, 224, &r50) != DLP_OK) return;
+    if (dlp_model_build(model, 1000, size, &m) == DLP_OK) {
+        *work = dlp_net_forward_flops(&m) / dlp_net_forward_flops(&r50);
+        *params_ratio = (double)m.param_count / (double)r50.param_count;
+        dlp_net_free(&m);
+    }
+    dlp_net_free(&r50);
 }
