@@ -215,11 +215,10 @@ static int cmd_crop(int argc, char **argv) {
         XFORM_ROWS(xo, "decode at full size (exactly torchvision's pixels)"),
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
                                          "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
                                          "torchvision and for debugging); prints what it did as JSON on stdout.",
-                                   argc, argv, &rest);
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!in || !out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--in and --out are required (see --help)"));
     if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);
@@ -266,8 +265,7 @@ static int cmd_info(int argc, char **argv) {
         {"check", 0, DLP_OPT_FLAG, &check, NULL, NULL, "decode every file (at 1/8 scale) and list the bad ones", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data info [--data DIR|synthetic] [--check]", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data info [--data DIR|synthetic] [--check]", argc, argv);
     if (st) return dlp_cli_fail(st);
     dlp_dataset *ds;
     char where[4096];

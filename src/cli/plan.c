@@ -270,14 +270,12 @@ int dlp_cli_plan(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.plan/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(table, "usage: dlperf plan (--budget-usd $ | --budget-usd-h $/h | --deadline-h H) [options]\n"
-                                   "       dlperf plan (--system ID | --profile FILE) [options]\n\n"
-                                   "Searches the catalog's parts and systems for the configuration that trains fastest within "
-                                   "a budget\n(or the cheapest within a deadline), and says what each part must deliver to "
-                                   "keep its GPUs fed\n(docs/model.md, \"Plan\").", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(table, "usage: dlperf plan (--budget-usd $ | --budget-usd-h $/h | --deadline-h H) [options]\n"
+                                  "       dlperf plan (--system ID | --profile FILE) [options]\n\n"
+                                  "Searches the catalog's parts and systems for the configuration that trains fastest within "
+                                  "a budget\n(or the cheapest within a deadline), and says what each part must deliver to "
+                                  "keep its GPUs fed\n(docs/model.md, \"Plan\").", argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: unexpected argument '%s'", argv[rest]));
     int inv = op.system || op.profile;
     if (op.system && op.profile) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give --system or --profile, not both"));
     if ((op.device || op.devices) && !op.profile)

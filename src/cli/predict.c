@@ -258,12 +258,10 @@ int dlp_cli_predict(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
-                                   "Predicts each stage's capacity, the throughput, the bottleneck, the data stall, epoch "
-                                   "time and cost,\nand what would keep the device busy (docs/model.md).", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
+                                  "Predicts each stage's capacity, the throughput, the bottleneck, the data stall, epoch "
+                                  "time and cost,\nand what would keep the device busy (docs/model.md).", argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: unexpected argument '%s'", argv[rest]));
     if (!op.system == !op.profile)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: give --system ID (see dlperf catalog systems) or --profile FILE"));
     if (op.size < 32 || op.epochs < 1 || op.nodes < 1 || op.devices < 0 || op.workers < 0 || op.threads < 0 || op.batch < 0)
