@@ -22,9 +22,10 @@
 
 typedef struct {
     const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
-    int classes, batch, size, epochs, precision, storage, alt, cloud, top, max_nodes, devices;
+    int classes, batch, size, epochs, precision, storage, cloud, top, max_nodes, devices;
     int64_t images;
-    double budget, budget_h, deadline_h, tolerance, lifetime, utilization, kwh, pue;
+    double budget, budget_h, deadline_h, tolerance;
+    dlp_cost_params cp;
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -181,11 +182,7 @@ static dlp_status make_request(const opts_t *op, const dlp_catalog *cat, dlp_hwp
     dlp_img_transform_init(&r->w.tf, 1, op->size);
     r->w.storage = (dlp_storage_state)op->storage;
     r->w.epochs = op->epochs;
-    r->cp.lifetime_years = op->lifetime;
-    r->cp.utilization = op->utilization;
-    r->cp.usd_per_kwh = op->kwh;
-    r->cp.pue = op->pue;
-    r->cp.alt_rate = op->alt;
+    r->cp = op->cp;
     const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
     *cd_out = cd;
     if (cd) r->w.stats = cd->stats;
@@ -239,6 +236,7 @@ out:
 int dlp_cli_plan(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
+    dlp_cost_params_init(&op.cp);
     dlp_opt table[] = {
         {"budget-usd", 0, DLP_OPT_DOUBLE, &op.budget, "0", NULL, "purchase budget in $ (all nodes)", NULL, 0},
         {"budget-usd-h", 0, DLP_OPT_DOUBLE, &op.budget_h, "0", NULL, "hourly budget in $ per hour: rent the catalog's cloud systems", NULL, 0},
@@ -261,11 +259,7 @@ int dlp_cli_plan(int argc, char **argv) {
         {"tolerance", 0, DLP_OPT_DOUBLE, &op.tolerance, "0.02", NULL, "throughputs within this fraction of the fastest count as as fast (the cheapest is chosen)", NULL, 0},
         {"max-nodes", 0, DLP_OPT_INT, &op.max_nodes, "4", NULL, "most nodes of one configuration (1, 2, 4, ...)", NULL, 0},
         {"top", 0, DLP_OPT_INT, &op.top, "5", NULL, "configurations to list", NULL, 0},
-        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of a purchase ($ per million images)", NULL, 0},
-        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime a machine works", NULL, 0},
-        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
-        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness", NULL, 0},
-        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        DLP_CLI_COST_ROWS(op.cp),
         {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory with parts.json (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.plan/1)", NULL, 0},
         {0},

@@ -18,9 +18,9 @@
 
 typedef struct {
     const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json, *stack;
-    int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, alt, seed;
+    int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, seed;
     int64_t images, read_limit;
-    double lifetime, utilization, kwh, pue, price, power, usd_h;
+    double price, power, usd_h;
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -223,6 +223,8 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
 int dlp_cli_predict(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
+    dlp_cost_params cp;
+    dlp_cost_params_init(&cp);
     dlp_opt table[] = {
         {"system", 0, DLP_OPT_STR, &op.system, NULL, "ID[,ID...]", "catalog system(s) (dlperf catalog systems); several: a comparison", NULL, 0},
         {"profile", 0, DLP_OPT_STR, &op.profile, NULL, "FILE", "a machine profile (schema dlperf.profile/1) instead of a catalog system", NULL, 0},
@@ -244,11 +246,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"storage", 0, DLP_OPT_CHOICE, &op.storage, "auto", NULL, "page cache state (auto: warm if the dataset fits)", "auto|warm|cold", 0},
         {"read-limit", 0, DLP_OPT_SIZE, &op.read_limit, "0", NULL, "read-rate limit in bytes/s (e.g. 200M)", NULL, 0},
         {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs for the total time and cost", NULL, 0},
-        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of an owned machine's price", NULL, 0},
-        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime the machine works", NULL, 0},
-        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
-        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness (1: no overhead counted)", NULL, 0},
-        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        DLP_CLI_COST_ROWS(cp),
         {"price-usd", 0, DLP_OPT_DOUBLE, &op.price, "0", NULL, "machine price (sets or replaces the profile's)", NULL, 0},
         {"power-w", 0, DLP_OPT_DOUBLE, &op.power, "0", NULL, "machine power under load (sets or replaces)", NULL, 0},
         {"usd-per-hour", 0, DLP_OPT_DOUBLE, &op.usd_h, "0", NULL, "rent per node-hour (sets or replaces)", NULL, 0},
@@ -274,14 +272,6 @@ int dlp_cli_predict(int argc, char **argv) {
     dlp_catalog *cat = NULL;
     st = dlp_catalog_load(op.catalog, &cat);
     if (st) return dlp_cli_fail(st);
-
-    dlp_cost_params cp;
-    dlp_cost_params_init(&cp);
-    cp.lifetime_years = op.lifetime;
-    cp.utilization = op.utilization;
-    cp.usd_per_kwh = op.kwh;
-    cp.pue = op.pue;
-    cp.alt_rate = op.alt;
 
     json_t *res = dlp_json_result_new("dlperf.predict/1", 0, NULL);
     json_object_set_new(res, "options", dlp_opts_to_json(table));
