@@ -19,6 +19,7 @@
 #include "perf/hwplan.h"
 #include "perf/hwplan_change.h"
 #include "perf/hwplan_needs.h"
+#include "perf/hwplan_report.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
@@ -33,31 +34,11 @@ static const char *dur(double s, char *buf, size_t len) { return dlp_cli_dur(s, 
 
 static const char *money(double v, int hourly, char *buf, size_t len) { return dlp_hwplan_money(v, hourly, buf, len); }
 
-static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
-    if (c->sys)
-        snprintf(buf, len, "%s: %dx %s, %dx %s (system)", c->sys->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id);
-    else
-        snprintf(buf, len, "%s: %dx %s, %dx %s, storage %s", c->plat->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id,
-                 c->stor ? c->stor->id : "base");
-    if (c->nodes > 1) {
-        size_t n = strlen(buf);
-        snprintf(buf + n, len - n, " x %d nodes", c->nodes);
-    }
-}
-
-
 // --- what each part must deliver -----------------------------------------------------------------------------------
-
 
 static void add_line(json_t *arr, const dlp_hwplan_need *l) {
     printf("    %-15s %-50s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
-    if (!arr) return;
-    json_t *e = json_object();
-    json_object_set_new(e, "part", json_string(l->part));
-    json_object_set_new(e, "need", json_string(l->need));
-    json_object_set_new(e, "has", json_string(l->has));
-    json_object_set_new(e, "mark", json_string(l->mark));
-    json_array_append_new(arr, e);
+    if (arr) json_array_append_new(arr, dlp_hwplan_need_to_json(l));
 }
 
 static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
@@ -77,40 +58,13 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
     char b1[32], b2[32];
     dlp_hwplan_balance_info bi;
     dlp_hwplan_balance(o, c, n, chosen, tol, hourly, &bi);
-    const double host = bi.host_img_per_s, dev = bi.device_img_per_s, r = bi.ratio;
-    const int balanced = bi.balanced;
-    const char *why = bi.why;
-    printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n", grp(host, b1, sizeof b1),
-           grp(dev, b2, sizeof b2), r, balanced ? "balanced (within 10%)" : "not balanced: ", why);
-    if (res) {
-        json_t *b = json_object();
-        json_object_set_new(b, "host_img_per_s", dlp_json_real_or_null(host));
-        json_object_set_new(b, "device_img_per_s", json_real(dev));
-        json_object_set_new(b, "ratio", dlp_json_real_or_null(r));
-        json_object_set_new(b, "balanced", json_boolean(balanced));
-        json_object_set_new(b, "why", json_string(why));
-        json_object_set_new(res, "balance", b);
-    }
+    printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n",
+           grp(bi.host_img_per_s, b1, sizeof b1), grp(bi.device_img_per_s, b2, sizeof b2), bi.ratio,
+           bi.balanced ? "balanced (within 10%)" : "not balanced: ", bi.why);
+    if (res) json_object_set_new(res, "balance", dlp_hwplan_balance_to_json(&bi));
 }
 
 // --- the inverse: a machine's cheapest change (perf/hwplan_change) ----------------------------------------------------
-
-static json_t *change_json(const dlp_hwplan_change *ch, int with_bottleneck) {
-    json_t *e = json_object();
-    json_object_set_new(e, "cpu", ch->cpu ? json_string(ch->cpu->id) : json_null());
-    json_object_set_new(e, "storage", ch->stor ? json_string(ch->stor->id) : json_null());
-    json_object_set_new(e, "delta_usd", json_real(ch->delta_usd));
-    json_object_set_new(e, "img_per_s", json_real(ch->img_per_s));
-    if (with_bottleneck) json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(ch->bottleneck)));
-    return e;
-}
-
-// "CPU -> x, storage -> y"
-static const char *change_text(const dlp_hwplan_change *ch, char *buf, size_t len) {
-    snprintf(buf, len, "%s%s%s%s%s", ch->cpu ? "CPU -> " : "", ch->cpu ? ch->cpu->id : "", ch->cpu && ch->stor ? ", " : "",
-             ch->stor ? "storage -> " : "", ch->stor ? ch->stor->id : "");
-    return buf;
-}
 
 static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
                           json_t *res) {
@@ -133,17 +87,17 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     json_object_set_new(res, "requirements", reqs);
     print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
     json_t *chj = json_array();
-    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, change_json(&inv.changes[i], 1));
+    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, dlp_hwplan_change_to_json(&inv.changes[i], 1));
     json_object_set_new(res, "changes", chj);
     printf("\n");
     const dlp_hwplan_change *best = inv.best >= 0 ? &inv.changes[inv.best] : NULL;
     const dlp_hwplan_change *cheap = inv.cheap >= 0 ? &inv.changes[inv.cheap] : NULL;
     if (inv.host_bound && best) {
         printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n",
-               change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
+               dlp_hwplan_change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
                money(fabs(best->delta_usd), 0, mb, sizeof mb), grp(o->img_per_s, b1, sizeof b1),
                grp(best->img_per_s, b2, sizeof b2), dlp_stage_name(best->bottleneck));
-        json_object_set_new(res, "cheapest_fix", change_json(best, 0));
+        json_object_set_new(res, "cheapest_fix", dlp_hwplan_change_to_json(best, 0));
     } else if (inv.host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
         printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
                "--budget-usd-h)\n", s->id);
@@ -158,7 +112,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
     json_object_set_new(res, "cpus_from_platform", json_boolean(inv.from_platform));
     if (cheap)
-        printf("  a cheaper part would do: %s saves %s at %s img/s\n", change_text(cheap, what, sizeof what),
+        printf("  a cheaper part would do: %s saves %s at %s img/s\n", dlp_hwplan_change_text(cheap, what, sizeof what),
                money(-cheap->delta_usd, 0, mb, sizeof mb), grp(cheap->img_per_s, b1, sizeof b1));
     dlp_hwplan_inverse_free(&inv);
     return DLP_OK;
@@ -204,7 +158,7 @@ static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req
     dlp_cost cost;
     if (!st) st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, req, p, &w, o, &cost);
     if (st) goto out;
-    describe(&c[chosen], d, sizeof d);
+    dlp_hwplan_cand_describe(&c[chosen], d, sizeof d);
     printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
            grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req->w.epochs,
            c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
@@ -220,7 +174,7 @@ static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req
     const char *part = "";
     int sp = dlp_hwplan_better_spent(c, n, chosen, req->tolerance, &part);
     if (sp >= 0) {
-        describe(&c[sp], d, sizeof d);
+        dlp_hwplan_cand_describe(&c[sp], d, sizeof d);
         printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
                money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
                100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
@@ -337,7 +291,7 @@ int dlp_cli_plan(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if (c[i].ok && c[i].budget_cost > 0 && (cheapest < 0 || c[i].budget_cost < c[cheapest].budget_cost)) cheapest = i;
         if (cheapest >= 0) {
-            describe(&c[cheapest], d, sizeof d);
+            dlp_hwplan_cand_describe(&c[cheapest], d, sizeof d);
             printf("%s (%s, %s)\n", money(c[cheapest].budget_cost, hourly, m, sizeof m), d, dur(c[cheapest].total_s, b1, sizeof b1));
         } else {
             printf("- (none could be predicted)\n");
@@ -349,7 +303,7 @@ int dlp_cli_plan(int argc, char **argv) {
         json_t *top = json_array();
         for (int i = 0; i < k; i++) {
             const dlp_hwplan_cand *x = &c[idx[i]];
-            describe(x, d, sizeof d);
+            dlp_hwplan_cand_describe(x, d, sizeof d);
             printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
                    money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
                    dur(x->total_s, b2, sizeof b2), x->usd_per_million, dlp_stage_name(x->bottleneck), x->ratio);
