@@ -43,6 +43,11 @@ static void add_record(json_t *o, const dlp_opt *opts) {
 
 // ---- data gen -------------------------------------------------------------------------------------------------------
 
+static const char k_gen_usage[] =
+    "usage: dlperf data gen [--out DIR] [options]\n\n"
+    "Writes a synthetic ImageNet: train/<wnid>/*.JPEG, val/<wnid>/*.JPEG, labels.txt,\n"
+    "train.txt and val.txt (path label), dataset.json.";
+
 static int cmd_gen(int argc, char **argv) {
     dlp_synth_params p;
     dlp_synth_defaults(&p);
@@ -62,10 +67,7 @@ static int cmd_gen(int argc, char **argv) {
         {"workers", 'w', DLP_OPT_INT, &p.workers, "0", "N", "generator threads (0: all CPUs; output is the same)", NULL, 0},
         {0},
     };
-    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data gen [--out DIR] [options]\n\n"
-                                        "Writes a synthetic ImageNet: train/<wnid>/*.JPEG, val/<wnid>/*.JPEG, labels.txt,\n"
-                                        "train.txt and val.txt (path label), dataset.json.",
-                                  argc, argv);
+    dlp_status st = dlp_cli_parse(opts, k_gen_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
     p.seed = (uint64_t)seed;
@@ -95,6 +97,11 @@ static int cmd_gen(int argc, char **argv) {
 
 // ---- data bench -----------------------------------------------------------------------------------------------------
 
+static const char k_bench_usage[] =
+    "usage: dlperf data bench [--data DIR|synthetic] [--workers 1,2] [options]\n\n"
+    "The input pipeline alone (read, decode, augment into batches; no model): img/s,\n"
+    "MB/s and worker time per image per stage, for each worker count.";
+
 static int cmd_bench(int argc, char **argv) {
     const char *data = "synthetic", *split = "train", *workers_s = NULL, *json = NULL;
     int batch = 32, prefetch = 0, repeat = 1, transform_val = 0, drop_cache = 0;
@@ -121,10 +128,7 @@ static int cmd_bench(int argc, char **argv) {
         {"json", 'j', DLP_OPT_STR, &json, NULL, "FILE", "write the versioned JSON result here (never overwritten)", NULL, 0},
         {0},
     };
-    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data bench [--data DIR|synthetic] [--workers 1,2] [options]\n\n"
-                                        "The input pipeline alone (read, decode, augment into batches; no model): img/s,\n"
-                                        "MB/s and worker time per image per stage, for each worker count.",
-                                  argc, argv);
+    dlp_status st = dlp_cli_parse(opts, k_bench_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if ((st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
     dlp_data_bench_cfg bc;
@@ -216,8 +220,8 @@ static int cmd_crop(int argc, char **argv) {
         {0},
     };
     dlp_status st = dlp_cli_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
-                                         "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
-                                         "torchvision and for debugging); prints what it did as JSON on stdout.",
+                                        "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
+                                        "torchvision and for debugging); prints what it did as JSON on stdout.",
                                   argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!in || !out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--in and --out are required (see --help)"));

@@ -110,6 +110,11 @@ static dlp_status write_bench_json(const char *path, const dlp_opt *opts, const 
     return dlp_cli_write_result(res, path);
 }
 
+static const char k_bench_usage[] =
+    "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
+    "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
+    "Times each phase of the backend's plan on random tensors (no data loading).";
+
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
     int classes, size, batch, prec, threads, steps, warmup, infer, peak;
@@ -130,11 +135,7 @@ static int cmd_bench(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-bench/1)", NULL, 0},
         {0},
     };
-    dlp_status st = dlp_cli_parse(
-        opts, "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
-              "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
-              "Times each phase of the backend's plan on random tensors (no data loading).",
-        argc, argv);
+    dlp_status st = dlp_cli_parse(opts, k_bench_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
@@ -176,6 +177,15 @@ static dlp_status check_step_outputs(const char *out_path, const char *ck_path) 
     return dlp_check_new_output(sp, "--checkpoint's state");
 }
 
+static const char k_step_usage[] =
+    "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
+    "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
+    "One training step (forward in training mode, softmax cross-entropy, backward, one SGD update; or with --eval\n"
+    "a forward pass in inference mode) on the given weights and batch. The input size comes from the batch.\n"
+    "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
+    "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
+    "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().";
+
 static int cmd_step(int argc, char **argv) {
     const char *model, *device, *weights, *input_path, *out_path, *ck_path;
     int classes, prec, threads, eval, nesterov, no_decay_bn, plan_batch, zero_init;
@@ -205,16 +215,7 @@ static int cmd_step(int argc, char **argv) {
         {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {0},
     };
-    dlp_status st = dlp_cli_parse(
-        opts,
-        "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
-        "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
-        "One training step (forward in training mode, softmax cross-entropy, backward, one SGD update; or with --eval\n"
-        "a forward pass in inference mode) on the given weights and batch. The input size comes from the batch.\n"
-        "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
-        "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
-        "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().",
-        argc, argv);
+    dlp_status st = dlp_cli_parse(opts, k_step_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));

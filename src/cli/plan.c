@@ -237,10 +237,7 @@ int dlp_cli_plan(int argc, char **argv) {
         op.max_nodes < 1 || op.max_nodes > 64 || op.top < 1 || op.epochs < 1 || op.size < 32 || op.batch < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: budgets and deadline >= 0, --tolerance in [0, 0.5), --max-nodes in "
                                     "[1, 64], --top >= 1, --epochs >= 1, --size >= 32, --batch >= 0"));
-    if (op.json) {
-        st = dlp_check_new_output(op.json, "--json");
-        if (st) return dlp_cli_fail(st);
-    }
+    if (op.json && (st = dlp_check_new_output(op.json, "--json"))) return dlp_cli_fail(st);
     dlp_catalog *cat = NULL;
     dlp_parts *parts = NULL;
     st = dlp_catalog_load(op.catalog, &cat);

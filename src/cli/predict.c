@@ -265,10 +265,7 @@ int dlp_cli_predict(int argc, char **argv) {
     if (op.size < 32 || op.epochs < 1 || op.nodes < 1 || op.devices < 0 || op.workers < 0 || op.threads < 0 || op.batch < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: --size >= 32, --epochs >= 1, --nodes >= 1 and non-negative "
                                     "--devices, --workers, --threads, --batch"));
-    if (op.json) {
-        st = dlp_check_new_output(op.json, "--json");
-        if (st) return dlp_cli_fail(st);
-    }
+    if (op.json && (st = dlp_check_new_output(op.json, "--json"))) return dlp_cli_fail(st);
     dlp_catalog *cat = NULL;
     st = dlp_catalog_load(op.catalog, &cat);
     if (st) return dlp_cli_fail(st);
