@@ -204,6 +204,11 @@ static int cmd_bench(int argc, char **argv) {
 
 // ---- data crop ------------------------------------------------------------------------------------------------------
 
+static const char k_crop_usage[] =
+    "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
+    "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
+    "torchvision and for debugging); prints what it did as JSON on stdout.";
+
 static int cmd_crop(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *box = NULL;
     int val = 0, flip = 0;
@@ -219,10 +224,7 @@ static int cmd_crop(int argc, char **argv) {
         XFORM_ROWS(xo, "decode at full size (exactly torchvision's pixels)"),
         {0},
     };
-    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
-                                        "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
-                                        "torchvision and for debugging); prints what it did as JSON on stdout.",
-                                  argc, argv);
+    dlp_status st = dlp_cli_parse(opts, k_crop_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!in || !out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--in and --out are required (see --help)"));
     if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);

@@ -201,6 +201,7 @@ static int cmd_step(int argc, char **argv) {
         {"input", 0, DLP_OPT_STR, &input_path, NULL, "FILE",
          "safetensors with 'input' (N, 3, H, W) F32 and 'labels' (N) integer (required)", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
+        {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, "ref", "DEV", "backend: ref|cpu|cuda|sim:<gpu>", NULL, 0},
         {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
@@ -212,7 +213,6 @@ static int cmd_step(int argc, char **argv) {
         {"nesterov", 0, DLP_OPT_FLAG, &nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
         {"no-decay-bn-bias", 0, DLP_OPT_FLAG, &no_decay_bn, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
         {"smoothing", 0, DLP_OPT_DOUBLE, &smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
-        {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {0},
     };
     dlp_status st = dlp_cli_parse(opts, k_step_usage, argc, argv);
