@@ -53,14 +53,13 @@ static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, cons
         return;
     }
     const dlp_gm_step *st = &x.st;
-    const double t = x.step_s;
+    const double t = x.step_s, ce = stk->ce, me = stk->me, ks = stk->kernel_s;
     printf("\n  GPU model  %s %s from its datasheet under stack %s (fitted on %d records of %d GPUs%s): compute efficiency "
            "%.2f, memory efficiency %.2f, %.1f us per kernel, %.2f%% per added GPU\n", g->id, dlp_prec_name(w->prec),
-           stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", stk->ce, stk->me,
-           stk->kernel_s * 1e6, 100 * stk->loss);
+           stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", ce, me, ks * 1e6, 100 * stk->loss);
     printf("    step at batch %d: %.1f ms = forward %.1f + backward %.1f + update %.2f + %d kernels x %.1f us -> %.0f img/s "
            "per GPU\n", batch, t * 1e3, batch * st->fwd_s * 1e3, batch * st->bwd_s * 1e3, st->update_s * 1e3, st->kernels,
-           stk->kernel_s * 1e6, batch / t);
+           ks * 1e6, batch / t);
     printf("    by layer kind (share of the step, bound):");  // each with the share of its time that is memory-bound
     int shown = 0;
     for (int i = 0; i < DLP_WL_KIND_COUNT; i++) {
@@ -81,7 +80,7 @@ static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, cons
         printf("no memory speed-up alone");
     if (x.peak_x > 0) printf(", or tensor peak x%.2f\n", x.peak_x);
     else printf("; no tensor-peak increase alone would do it\n");
-    if (out) json_object_set_new(out, "gpu_model", dlp_gm_explain_to_json(&x, stk, batch));
+    if (out) json_object_set_new(out, "gpu_model", dlp_gm_explain_to_json(&x, stk, batch, ce, me, ks));
 }
 
 static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const dlp_device_profile *d,

@@ -158,7 +158,8 @@ int dlp_gm_explain_kind_shown(const dlp_gm_explain *x, int k, int batch) {
     return x->st.kind_s[k] * batch >= 0.005 * x->step_s;
 }
 
-json_t *dlp_gm_explain_to_json(const dlp_gm_explain *x, const dlp_gm_stack *stk, int batch) {
+json_t *dlp_gm_explain_to_json(const dlp_gm_explain *x, const dlp_gm_stack *stk, int batch, double ce, double me,
+                               double kernel_s) {
     json_t *kinds = json_array();
     for (int i = 0; i < DLP_WL_KIND_COUNT; i++) {
         int k = x->order[i];
@@ -168,7 +169,7 @@ json_t *dlp_gm_explain_to_json(const dlp_gm_explain *x, const dlp_gm_stack *stk,
                                                x->st.kind_mem_s[k] / x->st.kind_s[k]));
     }
     return json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:f, s:f, s:s}", "stack", stk->name, "records",
-                     stk->nrecords, "gpus", stk->ngpus, "ce", stk->ce, "me", stk->me, "kernel_s", stk->kernel_s,
+                     stk->nrecords, "gpus", stk->ngpus, "ce", ce, "me", me, "kernel_s", kernel_s,
                      "loss_per_gpu", stk->loss, "step_s", x->step_s, "img_per_s_per_gpu", batch / x->step_s,
                      "layer_kinds", kinds, "memory_x_for_10pct", x->mem_x, "peak_x_for_10pct", x->peak_x,
                      "memory_side", x->sm_limited ? "sm" : "hbm");

@@ -49,7 +49,9 @@ dlp_status dlp_gm_explain_compute(const dlp_gpu_spec *g, dlp_prec prec, const dl
                                   dlp_gm_explain *x);
 // Whether layer kind k is worth a mention (at least 0.5% of the step).
 int dlp_gm_explain_kind_shown(const dlp_gm_explain *x, int k, int batch);
-json_t *dlp_gm_explain_to_json(const dlp_gm_explain *x, const dlp_gm_stack *stk, int batch);
+// ce, me, kernel_s: the stack's efficiencies and time per kernel as the step used them.
+json_t *dlp_gm_explain_to_json(const dlp_gm_explain *x, const dlp_gm_stack *stk, int batch, double ce, double me,
+                               double kernel_s);
 
 // A published figure of the predicted GPU beside the prediction: single-GPU figures per device (with more than one
 // GPU and the stack known, against the GPU model's 1-GPU step), whole-run ones as a whole.

@@ -104,7 +104,7 @@ static void test_explain_and_published(void **state) {
     assert_true(dlp_gm_explain_kind_shown(&x, x.order[0], 256));
     assert_true(x.mem_x == 0 || (x.mem_x > 1 && x.mem_x <= 16));
     assert_true(x.peak_x == 0 || (x.peak_x > 1 && x.peak_x <= 16));
-    json_t *j = dlp_gm_explain_to_json(&x, &stk, 256);
+    json_t *j = dlp_gm_explain_to_json(&x, &stk, 256, stk.ce, stk.me, stk.kernel_s);
     assert_non_null(j);
     assert_true(fabs(json_real_value(json_object_get(j, "step_s")) - x.step_s) < 1e-15);
     assert_true(json_array_size(json_object_get(j, "layer_kinds")) >= 1);
