@@ -57,6 +57,15 @@ dlp_dtype dlp_cli_precision(int choice, const char *device);
 #define DLP_CLI_PRECISION_ROW(dst, help) \
     {"precision", 'p', DLP_OPT_ENUM, dst, "auto", NULL, help, dlp_precision_choices, 0}
 
+// The cost options of predict and plan, written into a dlp_cost_params (perf/cost) that dlp_cost_params_init set;
+// the defaults are its values.
+#define DLP_CLI_COST_ROWS(cp)                                                                                          \
+    {"lifetime-years", 0, DLP_OPT_DOUBLE, &(cp).lifetime_years, "3", NULL, "amortization of an owned machine's price", NULL, 0}, \
+    {"utilization", 0, DLP_OPT_DOUBLE, &(cp).utilization, "1", NULL, "share of its lifetime the machine works", NULL, 0}, \
+    {"kwh-usd", 0, DLP_OPT_DOUBLE, &(cp).usd_per_kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},             \
+    {"pue", 0, DLP_OPT_DOUBLE, &(cp).pue, "1", NULL, "power usage effectiveness (1: no overhead counted)", NULL, 0},   \
+    {"capacity-block", 0, DLP_OPT_FLAG, &(cp).alt_rate, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0}
+
 // cli/fmt: "19,722" ("-" when not finite); "850 ms", "12.3 s", "3 min 04 s", "2 h 05 min", "3.5 days" (coarse:
 // no ms, whole minutes below an hour: "54 min").
 const char *dlp_cli_grp(double v, char *buf, size_t len);

@@ -20,52 +20,18 @@
 #include "data/source.h"
 #include "data/synth.h"
 #include "data/transform.h"
+#include "data/transform_spec.h"
 #include "hw/host.h"
 
-// ---- shared option helpers ----------------------------------------------------------------------------------------
-
-static dlp_status parse_wh(const char *s, const char *opt, int *w, int *h) {
-    char x;
-    int a, b;
-    if (sscanf(s, "%dx%d%c", &a, &b, &x) == 2 || sscanf(s, "%dX%d%c", &a, &b, &x) == 2) {
-        *w = a;
-        *h = b;
-    } else if (sscanf(s, "%d%c", &a, &x) == 1) {
-        *w = *h = a;
-    } else {
-        return DLP_ERR(DLP_ERR_INVALID, "option --%s: '%s' is not N or WxH", opt, s);
-    }
-    if (*w < 1 || *h < 1 || *w > 8192 || *h > 8192) return DLP_ERR(DLP_ERR_INVALID, "option --%s: %s out of range", opt, s);
-    return DLP_OK;
-}
-
-
-// Transform options common to bench and crop.
-typedef struct xform_opts {
-    const char *crop, *scale, *ratio, *dct_scales;
-    int dtype, layout, no_dct;  // dtype, layout: dlp_elem_choices', dlp_layout_choices' values
-} xform_opts;
-
-static dlp_status apply_xform_opts(const xform_opts *o, dlp_transform *t) {
-    DLP_CHECK(parse_wh(o->crop, "crop", &t->out_w, &t->out_h));
-    DLP_CHECK(dlp_parse_range(o->scale, "scale", NAN, &t->scale_lo, &t->scale_hi));
-    DLP_CHECK(dlp_parse_range(o->ratio, "ratio", NAN, &t->ratio_lo, &t->ratio_hi));
-    t->dtype = (dlp_dtype)o->dtype;
-    t->layout = (dlp_layout)o->layout;
-    if (o->no_dct) {
-        t->dct_scales = 1u << 8;
-    } else if (o->dct_scales && o->dct_scales[0]) {
-        int v[8];
-        int n = dlp_parse_int_list(o->dct_scales, v, 8);
-        if (n < 1) return DLP_ERR(DLP_ERR_INVALID, "--dct-scales '%s' is not a list like 1,2,4,8", o->dct_scales);
-        t->dct_scales = 1u << 8;
-        for (int i = 0; i < n; i++) {
-            if (v[i] < 1 || v[i] > 8) return DLP_ERR(DLP_ERR_INVALID, "--dct-scales: %d is not in 1..8", v[i]);
-            t->dct_scales |= 1u << v[i];
-        }
-    }
-    return dlp_transform_check(t);
-}
+// The transform options of bench and crop (data/transform_spec); help texts per command where they differ.
+#define XFORM_ROWS(xo, no_dct_help)                                                                                    \
+    {"crop", 0, DLP_OPT_STR, &(xo).crop, "224", "N|WxH", "output size", NULL, 0},                                     \
+    {"scale", 0, DLP_OPT_STR, &(xo).scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},               \
+    {"ratio", 0, DLP_OPT_STR, &(xo).ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0}, \
+    {"dtype", 0, DLP_OPT_ENUM, &(xo).dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},               \
+    {"layout", 0, DLP_OPT_ENUM, &(xo).layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},                 \
+    {"no-dct-scale", 0, DLP_OPT_FLAG, &(xo).no_dct, NULL, NULL, no_dct_help, NULL, 0},                               \
+    {"dct-scales", 0, DLP_OPT_STR, &(xo).dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0}
 
 static void add_record(json_t *o, const dlp_opt *opts) {
     dlp_host_info h;
@@ -76,6 +42,11 @@ static void add_record(json_t *o, const dlp_opt *opts) {
 }
 
 // ---- data gen -------------------------------------------------------------------------------------------------------
+
+static const char k_gen_usage[] =
+    "usage: dlperf data gen [--out DIR] [options]\n\n"
+    "Writes a synthetic ImageNet: train/<wnid>/*.JPEG, val/<wnid>/*.JPEG, labels.txt,\n"
+    "train.txt and val.txt (path label), dataset.json.";
 
 static int cmd_gen(int argc, char **argv) {
     dlp_synth_params p;
@@ -96,13 +67,8 @@ static int cmd_gen(int argc, char **argv) {
         {"workers", 'w', DLP_OPT_INT, &p.workers, "0", "N", "generator threads (0: all CPUs; output is the same)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data gen [--out DIR] [options]\n\n"
-                                         "Writes a synthetic ImageNet: train/<wnid>/*.JPEG, val/<wnid>/*.JPEG, labels.txt,\n"
-                                         "train.txt and val.txt (path label), dataset.json.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, k_gen_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
     if (seed < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--seed must be >= 0"));
     p.seed = (uint64_t)seed;
     if ((st = dlp_synth_parse_size(size, &p))) return dlp_cli_fail(st);
@@ -115,21 +81,7 @@ static int cmd_gen(int argc, char **argv) {
         if ((st = dlp_synth_generate(&p, dir, &rep))) return dlp_cli_fail(st);
     } else {
         if ((st = dlp_synth_ensure(&p, dir, sizeof dir))) return dlp_cli_fail(st);
-        char meta[4200];
-        snprintf(meta, sizeof meta, "%s/dataset.json", dir);
-        json_t *j;
-        if (dlp_json_load(meta, &j) == DLP_OK) {
-            rep.images = json_integer_value(json_object_get(j, "images"));
-            rep.bytes = json_integer_value(json_object_get(j, "bytes"));
-            json_t *m = json_object_get(j, "mix");
-            rep.gray = json_integer_value(json_object_get(m, "gray"));
-            rep.sub444 = json_integer_value(json_object_get(m, "sub444"));
-            rep.sub422 = json_integer_value(json_object_get(m, "sub422"));
-            rep.sub420 = json_integer_value(json_object_get(m, "sub420"));
-            rep.progressive = json_integer_value(json_object_get(m, "progressive"));
-            rep.over_1000px = json_integer_value(json_object_get(m, "over_1000px"));
-            json_decref(j);
-        }
+        dlp_synth_report_load(dir, &rep);
     }
     double n = rep.images ? (double)rep.images : 1.0;
     printf("%s\n", dir);
@@ -145,11 +97,16 @@ static int cmd_gen(int argc, char **argv) {
 
 // ---- data bench -----------------------------------------------------------------------------------------------------
 
+static const char k_bench_usage[] =
+    "usage: dlperf data bench [--data DIR|synthetic] [--workers 1,2] [options]\n\n"
+    "The input pipeline alone (read, decode, augment into batches; no model): img/s,\n"
+    "MB/s and worker time per image per stage, for each worker count.";
+
 static int cmd_bench(int argc, char **argv) {
     const char *data = "synthetic", *split = "train", *workers_s = NULL, *json = NULL;
     int batch = 32, prefetch = 0, repeat = 1, transform_val = 0, drop_cache = 0;
     int64_t images = 0, read_limit = 0, seed = 0;
-    xform_opts xo = {0};
+    dlp_transform_spec xo = {0};
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
     char def_workers[64];
@@ -164,26 +121,15 @@ static int cmd_bench(int argc, char **argv) {
         {"prefetch", 0, DLP_OPT_INT, &prefetch, "0", NULL, "batch slots in the ring (0: 2 x workers)", NULL, 0},
         {"images", 0, DLP_OPT_I64, &images, "0", NULL, "images per measurement (0: the whole dataset once)", NULL, 0},
         {"repeat", 'r', DLP_OPT_INT, &repeat, "1", NULL, "measurements per worker count (median reported)", NULL, 0},
-        {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
-        {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
-        {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
-        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
-        {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (no DCT scaling)", NULL, 0},
-        {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
+        XFORM_ROWS(xo, "decode at full size (no DCT scaling)"),
         {"read-limit", 0, DLP_OPT_SIZE, &read_limit, "0", "SIZE", "emulate storage reading at most SIZE bytes/s (e.g. 200M)", NULL, 0},
         {"drop-cache", 0, DLP_OPT_FLAG, &drop_cache, NULL, NULL, "cold reads: drop the files from the page cache before each run", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "shuffle and augmentation seed", NULL, 0},
         {"json", 'j', DLP_OPT_STR, &json, NULL, "FILE", "write the versioned JSON result here (never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data bench [--data DIR|synthetic] [--workers 1,2] [options]\n\n"
-                                         "The input pipeline alone (read, decode, augment into batches; no model): img/s,\n"
-                                         "MB/s and worker time per image per stage, for each worker count.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, k_bench_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
     if ((st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
     dlp_data_bench_cfg bc;
     memset(&bc, 0, sizeof bc);
@@ -198,7 +144,7 @@ static int cmd_bench(int argc, char **argv) {
     char where[4096];
     if ((st = dlp_data_open(data, split, NULL, &ds, where, sizeof where))) return dlp_cli_fail(st);
     dlp_loader_cfg_defaults(&bc.loader, ds, transform_val ? DLP_XFORM_VAL : DLP_XFORM_TRAIN);
-    if ((st = apply_xform_opts(&xo, &bc.loader.transform))) {
+    if ((st = dlp_transform_spec_apply(&xo, &bc.loader.transform))) {
         dlp_dataset_free(ds);
         return dlp_cli_fail(st);
     }
@@ -241,12 +187,8 @@ static int cmd_bench(int argc, char **argv) {
     if (json) {
         json_t *o = dlp_json_result_new("dlperf.data_bench/1", 0, NULL);
         add_record(o, opts);
-        json_t *d = json_object();
-        json_object_set_new(d, "path", json_string(where));
-        json_object_set_new(d, "images", json_integer(ds->n));
-        json_object_set_new(d, "images_used", json_integer(n_used));
-        json_object_set_new(d, "classes", json_integer(ds->nclasses));
-        json_object_set_new(o, "dataset", d);
+        json_object_set_new(o, "dataset", json_pack("{s:s, s:I, s:I, s:i}", "path", where, "images", (json_int_t)ds->n,
+                                                    "images_used", (json_int_t)n_used, "classes", ds->nclasses));
         json_object_set_new(o, "cold", json_boolean(drop_cache));
         json_t *arr = json_array();
         for (int k = 0; k < bc.nworkers; k++) json_array_append_new(arr, dlp_data_bench_run_to_json(&runs[k]));
@@ -262,11 +204,16 @@ static int cmd_bench(int argc, char **argv) {
 
 // ---- data crop ------------------------------------------------------------------------------------------------------
 
+static const char k_crop_usage[] =
+    "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
+    "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
+    "torchvision and for debugging); prints what it did as JSON on stdout.";
+
 static int cmd_crop(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *box = NULL;
     int val = 0, flip = 0;
     int64_t seed = 0;
-    xform_opts xo = {0};
+    dlp_transform_spec xo = {0};
     dlp_opt opts[] = {
         {"in", 0, DLP_OPT_STR, &in, NULL, "FILE", "JPEG file", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out, NULL, "FILE", "raw tensor output (3 x H x W or H x W x 3; never overwritten)", NULL, 0},
@@ -274,26 +221,16 @@ static int cmd_crop(int argc, char **argv) {
         {"val", 0, DLP_OPT_FLAG, &val, NULL, NULL, "validation transform: resize shorter side to 256 (x crop/224), centre crop", NULL, 0},
         {"flip", 0, DLP_OPT_FLAG, &flip, NULL, NULL, "mirror horizontally (with --box)", NULL, 0},
         {"seed", 0, DLP_OPT_I64, &seed, "0", NULL, "random crop seed (without --box or --val)", NULL, 0},
-        {"crop", 0, DLP_OPT_STR, &xo.crop, "224", "N|WxH", "output size", NULL, 0},
-        {"scale", 0, DLP_OPT_STR, &xo.scale, "0.08-1", "LO-HI", "RandomResizedCrop area range", NULL, 0},
-        {"ratio", 0, DLP_OPT_STR, &xo.ratio, "0.75-1.3333333", "LO-HI", "RandomResizedCrop aspect ratio range", NULL, 0},
-        {"dtype", 0, DLP_OPT_ENUM, &xo.dtype, "fp32", NULL, "output element type", dlp_elem_choices, 0},
-        {"layout", 0, DLP_OPT_ENUM, &xo.layout, "NCHW", NULL, "output layout", dlp_layout_choices, 0},
-        {"no-dct-scale", 0, DLP_OPT_FLAG, &xo.no_dct, NULL, NULL, "decode at full size (exactly torchvision's pixels)", NULL, 0},
-        {"dct-scales", 0, DLP_OPT_STR, &xo.dct_scales, NULL, "S,S..", "DCT scales s/8 allowed (default: the built-in set)", NULL, 0},
+        XFORM_ROWS(xo, "decode at full size (exactly torchvision's pixels)"),
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data crop --in FILE --out FILE [--box X,Y,W,H | --val] [options]\n\n"
-                                         "Decodes and transforms one JPEG into a raw tensor (for comparisons with\n"
-                                         "torchvision and for debugging); prints what it did as JSON on stdout.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, k_crop_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!in || !out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--in and --out are required (see --help)"));
     if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);
     dlp_transform t;
     dlp_transform_defaults(&t, val ? DLP_XFORM_VAL : DLP_XFORM_TRAIN);
-    if ((st = apply_xform_opts(&xo, &t))) return dlp_cli_fail(st);
+    if ((st = dlp_transform_spec_apply(&xo, &t))) return dlp_cli_fail(st);
     dlp_crop c, *cp = NULL;
     if (box) {
         memset(&c, 0, sizeof c);
@@ -334,8 +271,7 @@ static int cmd_info(int argc, char **argv) {
         {"check", 0, DLP_OPT_FLAG, &check, NULL, NULL, "decode every file (at 1/8 scale) and list the bad ones", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf data info [--data DIR|synthetic] [--check]", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf data info [--data DIR|synthetic] [--check]", argc, argv);
     if (st) return dlp_cli_fail(st);
     dlp_dataset *ds;
     char where[4096];

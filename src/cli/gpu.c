@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda.h"
 #include "perf/probe_steps.h"
 #include "hw/catalog.h"
+#include "nn/info.h"
 #include "nn/resnet.h"
 
 static dlp_status parse_device(const char *device, int *index) {
@@ -32,20 +33,6 @@ static dlp_status parse_device(const char *device, int *index) {
 }
 
 
-// The model with nn's (torchvision's) initialization, for timing: values matter only as realistic magnitudes.
-static dlp_status build_model(const char *model, int classes, int image, dlp_net *net, float **params, float **bufs) {
-    DLP_CHECK(dlp_model_build(model, classes, image, net));
-    *params = malloc((size_t)(net->param_count ? net->param_count : 1) * 4);
-    *bufs = malloc((size_t)(net->buf_count ? net->buf_count : 1) * 4);
-    if (!*params || !*bufs) {
-        free(*params), free(*bufs);
-        dlp_net_free(net);
-        return DLP_ERR(DLP_ERR_NOMEM, "out of memory for %s's parameters", model);
-    }
-    dlp_resnet_init_params(net, 1234, 0, *params, *bufs);
-    return DLP_OK;
-}
-
 static dlp_status write_json(json_t *o, const char *path) {
     if (!path || !*path) return DLP_OK;
     return dlp_json_write(o, path, DLP_WRITE_NOCLOBBER);
@@ -58,8 +45,7 @@ static int gpu_info(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json, NULL, "FILE", "also write the facts as JSON", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf gpu info [--device cuda[:N]] [--json FILE]", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf gpu info [--device cuda[:N]] [--json FILE]", argc, argv);
     if (st) return dlp_cli_fail(st);
     if (json && (st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
     int idx;
@@ -98,9 +84,8 @@ static int gpu_bench(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json, NULL, "FILE", "write the result (dlperf.gpu_bench/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf gpu bench [options]   (ResNet steps on synthetic data)", argc,
-                                   argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf gpu bench [options]   (ResNet steps on synthetic data)", argc,
+                                  argv);
     if (st) return dlp_cli_fail(st);
     if (json && (st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
     int idx;
@@ -112,7 +97,7 @@ static int gpu_bench(int argc, char **argv) {
     if ((st = dlp_cuda_device_query(idx, &d))) return dlp_cli_fail(st);
     dlp_net net;
     float *params, *bufs;
-    if ((st = build_model(model, classes, image, &net, &params, &bufs))) return dlp_cli_fail(st);
+    if ((st = dlp_model_init(model, classes, image, 1234, 0, &net, &params, &bufs))) return dlp_cli_fail(st);
     dlp_cuda_step_point pt;
     st = dlp_cuda_probe_steps(&net, params, bufs, !infer, (dlp_dtype)prec, tf32, &batch, 1, warmup, steps, h2d, &pt);
     double gflop = dlp_net_forward_flops(&net) * 1e-9 * (infer ? 1 : 3);
@@ -131,16 +116,12 @@ static int gpu_bench(int argc, char **argv) {
     json_object_set_new(o, "options", dlp_opts_to_json(opts));
     json_object_set_new(o, "device", dlp_cuda_device_to_json(&d));
     json_object_set_new(o, "versions", dlp_cuda_versions_to_json());
-    json_object_set_new(o, "images_per_s", json_real(pt.images_per_s));
-    json_object_set_new(o, "step_ms", json_real(pt.step_ms));
-    json_object_set_new(o, "step_ms_p10", json_real(pt.step_ms_p10));
-    json_object_set_new(o, "step_ms_p90", json_real(pt.step_ms_p90));
-    json_object_set_new(o, "gflop_per_image", json_real(gflop));
-    json_object_set_new(o, "plan_ms", json_real(pt.plan_ms));
-    json_object_set_new(o, "device_bytes", json_integer(pt.device_bytes));
-    json_object_set_new(o, "graphs_captured", json_integer(pt.graphs_captured));
-    json_object_set_new(o, "h2d_copy_ms_per_step", json_real(pt.copy_ms));
-    json_object_set_new(o, "h2d_stall_ms_per_step", json_real(pt.stall_ms));
+    json_t *x = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:i, s:f, s:f}", "images_per_s", pt.images_per_s, "step_ms",
+                          pt.step_ms, "step_ms_p10", pt.step_ms_p10, "step_ms_p90", pt.step_ms_p90, "gflop_per_image", gflop,
+                          "plan_ms", pt.plan_ms, "device_bytes", (json_int_t)pt.device_bytes, "graphs_captured",
+                          pt.graphs_captured, "h2d_copy_ms_per_step", pt.copy_ms, "h2d_stall_ms_per_step", pt.stall_ms);
+    json_object_update(o, x);
+    json_decref(x);
     st = write_json(o, json);
     json_decref(o);
     return dlp_cli_fail(st);
@@ -185,8 +166,7 @@ static int gpu_probe(int argc, char **argv) {
         {"catalog", 0, DLP_OPT_STR, &catalog, NULL, "DIR", "catalog directory (default: found next to dlperf)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf gpu probe [options]   (a GPU profile)", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf gpu probe [options]   (a GPU profile)", argc, argv);
     if (st) return dlp_cli_fail(st);
     if (json && (st = dlp_check_new_output(json, "--json"))) return dlp_cli_fail(st);
     if (profile && (st = dlp_check_new_output(profile, "--profile"))) return dlp_cli_fail(st);
@@ -206,7 +186,7 @@ static int gpu_probe(int argc, char **argv) {
                h2d[i].h2d_latency_us);
     dlp_net net;
     float *params, *bufs;
-    if ((st = build_model(model, 1000, image, &net, &params, &bufs))) return dlp_cli_fail(st);
+    if ((st = dlp_model_init(model, 1000, image, 1234, 0, &net, &params, &bufs))) return dlp_cli_fail(st);
     dlp_cuda_step_point pts[64];
     st = dlp_cuda_probe_steps(&net, params, bufs, 1, (dlp_dtype)prec, 0, batches, nb, warmup, steps, 0, pts);
     if (st == DLP_OK)
@@ -219,17 +199,8 @@ static int gpu_probe(int argc, char **argv) {
         printf("%s %s batch %4d: %8.3f ms/step, %8.0f img/s\n", pts[i].train ? "train" : "infer",
                dlp_dtype_name(pts[i].precision), pts[i].batch, pts[i].step_ms, pts[i].images_per_s);
     // The device entry in the model's schema (per image of ResNet-50 224x224 work and its parameter count).
-    dlp_net r50;
-    double work = 1, params_ratio = 1;
-    if (dlp_model_build("resnet50", 1000, 224, &r50) == DLP_OK) {
-        dlp_net m;
-        if (dlp_model_build(model, 1000, image, &m) == DLP_OK) {
-            work = dlp_net_forward_flops(&m) / dlp_net_forward_flops(&r50);
-            params_ratio = (double)m.param_count / (double)r50.param_count;
-            dlp_net_free(&m);
-        }
-        dlp_net_free(&r50);
-    }
+    double work, params_ratio;
+    dlp_model_work_ratio(model, image, &work, &params_ratio);
     dlp_device_profile dev;
     dlp_status dst = dlp_cuda_device_profile("gpu", &d, h2d, 2 * ns, pts, 2 * nb, work, params_ratio, &dev);
     json_t *o = dlp_cuda_profile_json(&d, h2d, 2 * ns, pts, 2 * nb, model);

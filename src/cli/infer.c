@@ -17,6 +17,7 @@
 #include "monitor/monitor.h"
 #include "run/classify.h"
 #include "run/infer.h"
+#include "run/infer_sweep.h"
 
 #define MAX_BATCHES 16
 #define TOPK DLP_CLASSIFY_TOPK
@@ -56,53 +57,12 @@ static dlp_status run_top5(const infer_opts *o, dlp_infer_model *m, const dlp_in
             printf("(random weights: these classes mean nothing)\n");
         if (r.nlabels > 0 && r.nlabels != m->net.num_classes)
             DLP_WARN("%s has %d labels for %d classes", r.labels_src, r.nlabels, m->net.num_classes);
-        json_t *arr = json_array();
-        for (int i = 0; i < r.n; i++) {
-            const int *cls = r.cls[i];
-            const float *prob = r.prob[i];
-            print_topk(r.paths[i], cls, prob, r.labels, r.nlabels);
-            json_t *top = json_array();
-            for (int j = 0; j < TOPK && cls[j] >= 0; j++) {
-                json_t *t = json_pack("{si so}", "class", cls[j], "prob", dlp_json_real_or_null(prob[j]));
-                json_t *lab = cls[j] < r.nlabels ? json_string(r.labels[cls[j]]) : NULL;  // NULL: not UTF-8
-                if (cls[j] < r.nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
-                json_array_append_new(top, t);
-            }
-            json_t *logit_arr = json_array();
-            for (int k = 0; k < r.num_classes; k++)  // keeps every index
-                json_array_append_new(logit_arr, dlp_json_real_or_null(r.logits[(size_t)i * r.num_classes + k]));
-            json_array_append_new(arr, json_pack("{ss so so}", "path", r.paths[i], "top5", top, "logits", logit_arr));
-        }
-        json_object_set_new(result, "top5", arr);
-        json_object_set_new(result, "labels", r.labels_src[0] ? json_string(r.labels_src) : json_null());
-        json_object_set_new(result, "skipped_images", json_integer(r.skipped));
-        json_object_set_new(result, "plan", json_incref(r.plan));
+        for (int i = 0; i < r.n; i++) print_topk(r.paths[i], r.cls[i], r.prob[i], r.labels, r.nlabels);
+        dlp_classify_json(&r, result);
         if (r.skipped) fprintf(stderr, "infer: %d of %d images could not be decoded (skipped)\n", r.skipped, r.nfiles);
     }
     dlp_classify_free(&r);
     return st;
-}
-
-// " (oneDNN avx512_core_bf16, 53 BN folded, 16 residual adds fused)" from the backend's plan_info, when given.
-static void plan_summary(json_t *plan, char *out, size_t len) {
-    json_t *b = json_object_get(plan, "backend_plan");
-    if (!b) return;
-    const char *lib = json_string_value(json_object_get(b, "library"));
-    const char *isa = json_string_value(json_object_get(b, "isa"));
-    json_t *t = json_object_get(b, "conv_prop_timed");
-    const char *kind = json_string_value(json_object_get(b, "conv_prop_kind"));
-    char timed[128] = "";
-    if (t && kind) {  // a batch-1 plan built both ways and timed (backend/cpu: cpu_plan_create)
-        const char *other = strcmp(kind, "forward_inference") ? "forward_inference" : "forward_training";
-        char kept_key[40], other_key[40];
-        snprintf(kept_key, sizeof kept_key, "%s_ms", kind);
-        snprintf(other_key, sizeof other_key, "%s_ms", other);
-        snprintf(timed, sizeof timed, "; convolutions %s, timed %.1f ms vs %.1f ms %s", kind,
-                 json_real_value(json_object_get(t, kept_key)), json_real_value(json_object_get(t, other_key)), other);
-    }
-    snprintf(out, len, " (%s%s%s, %lld BN folded, %lld residual adds fused%s)", lib ? lib : "", isa ? " " : "",
-             isa ? isa : "", (long long)json_integer_value(json_object_get(b, "folded_bn")),
-             (long long)json_integer_value(json_object_get(b, "fused_residual_sum")), timed);
 }
 
 static void print_header_row(const infer_opts *o) {
@@ -129,120 +89,57 @@ static void print_row(const infer_opts *o, const dlp_infer_point *p) {
     fflush(stdout);
 }
 
-// The measurement over batch sizes: a plan per batch size, the inputs prepared once in the plans' input format.
-static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_infer_engine_cfg *ec0p,
+// The measurement over batch sizes (run/infer_sweep): what it prints as it goes.
+typedef struct bench_print {
+    const infer_opts *o;
+    int threads_used;
+} bench_print;
+
+static void on_inputs(void *ctx, const dlp_infer_model *mp, const char *src) {
+    const infer_opts *o = ((const bench_print *)ctx)->o;
+    const dlp_layer *in = &mp->net.layers[0];
+    printf("infer: %s, %d classes, %dx%dx%d, %.2f GFLOP/image, %s\n", mp->net.arch, mp->net.num_classes, in->c, in->h,
+           in->w, dlp_net_forward_flops(&mp->net) / 1e9, mp->random_init ? "random weights (timing only)" : mp->weights);
+    if (o->from == DLP_INFER_FROM_TENSOR)
+        printf("inputs: up to %d images of %s, preprocessed into memory first; only inference is timed\n", o->samples,
+               src);
+    else
+        printf("inputs: JPEG files of %s, read + decoded + resized %s%s%s\n", src,
+               o->workers ? "on loader threads" : "inline", o->workers ? " (" : "",
+               o->workers ? "their time is per image, in parallel with inference)" : "");
+}
+
+static void on_library(void *ctx, const dlp_infer_library *lib, const dlp_infer_engine *e) {
+    (void)ctx;
+    double per = 1.0 / lib->n;
+    printf("preprocessed %d images (%d skipped): %.2f ms/image (read %.2f, decode %.2f, resize+normalize %.2f), %s %s\n",
+           lib->n, lib->skipped, dlp_ns_to_ms(lib->read_ns + lib->decode_ns + lib->resize_ns) * per,
+           dlp_ns_to_ms(lib->read_ns) * per, dlp_ns_to_ms(lib->decode_ns) * per, dlp_ns_to_ms(lib->resize_ns) * per,
+           dlp_layout_name(e->layout), dlp_dtype_name(e->in_dtype));
+}
+
+static void on_plan(void *ctx, const dlp_infer_engine *e, json_t *pj) {
+    const bench_print *bp = ctx;
+    char what[256] = "";
+    dlp_infer_plan_summary(pj, what, sizeof what);
+    printf("plan: %s %s inference plan%s, %d compute threads, input %s %s\n\n", dlp_backend_name(e->ops),
+           dlp_dtype_name(e->precision), what, bp->threads_used, dlp_layout_name(e->layout), dlp_dtype_name(e->in_dtype));
+    print_header_row(bp->o);
+}
+
+static void on_point(void *ctx, const dlp_infer_point *p) { print_row(((const bench_print *)ctx)->o, p); }
+
+static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_infer_engine_cfg *ec0,
                             const int *batches, int nb, int threads_used, json_t *result) {
-    const dlp_infer_engine_cfg ec0 = *ec0p;
-    dlp_status st = DLP_OK;
-    // The inputs: a dataset's val split (default: the synthetic ImageNet) or --images.
-    dlp_dataset *ds = NULL;
-    dlp_infer_files files = {0};
-    dlp_infer_prep *prep = NULL;
-    dlp_infer_library lib;
-    memset(&lib, 0, sizeof lib);
-    dlp_monitor *mon = NULL;
-    char where[4096] = "";
-    json_t *points = json_array();
-    json_object_set_new(result, "results", points);
-    if (o->images) st = dlp_infer_files_add(&files, o->images);
-    else {
-        st = dlp_data_open(o->data, "val", NULL, &ds, where, sizeof where);
-        if (st == DLP_OK) st = dlp_infer_files_from_dataset(&files, ds, o->samples);
-    }
-    if (st == DLP_OK && o->mon_interval > 0) {
-        dlp_monitor_cfg moc = {.interval_ms = o->mon_interval, .csv_path = o->mon_csv, .initial_phase = "setup"};
-        st = dlp_monitor_create(&moc, &mon);
-        if (st == DLP_OK) st = dlp_monitor_start(mon);
-    }
-    const char *src = o->images ? o->images : where;
-    const char *where_dec = o->from == DLP_INFER_FROM_TENSOR ? "" : o->workers ? "on loader threads" : "inline";
-    if (st == DLP_OK) {
-        const dlp_layer *in = &mp->net.layers[0];
-        printf("infer: %s, %d classes, %dx%dx%d, %.2f GFLOP/image, %s\n", mp->net.arch, mp->net.num_classes, in->c, in->h,
-               in->w, dlp_net_forward_flops(&mp->net) / 1e9, mp->random_init ? "random weights (timing only)" : mp->weights);
-        if (o->from == DLP_INFER_FROM_TENSOR)
-            printf("inputs: up to %d images of %s, preprocessed into memory first; only inference is timed\n",
-                   o->samples, src);
-        else
-            printf("inputs: JPEG files of %s, read + decoded + resized %s%s%s\n", src, where_dec,
-                   o->workers ? " (" : "", o->workers ? "their time is per image, in parallel with inference)" : "");
-    }
-    int printed_header = 0;
-    dlp_layout lib_layout = DLP_LAYOUT_NCHW;
-    dlp_dtype lib_dtype = DLP_DTYPE_COUNT;
-    for (int bi = 0; st == DLP_OK && bi < nb; bi++) {
-        dlp_infer_engine e;
-        dlp_infer_engine_cfg ec = ec0;
-        ec.batch = batches[bi];
-        char phase[32];
-        snprintf(phase, sizeof phase, "batch %d", batches[bi]);
-        dlp_monitor_phase(mon, phase);
-        DLP_CHECK_GOTO(st, dlp_infer_engine_create(mp, &ec, &e), done);
-        // The preprocessing writes the plan's input format; redone only if a plan wants another one.
-        if (lib_dtype != e.in_dtype || lib_layout != e.layout) {
-            dlp_infer_library_free(&lib);
-            dlp_infer_prep_free(prep);
-            prep = NULL;
-            dlp_infer_prep_cfg pc = {.size = mp->size, .layout = e.layout, .dtype = e.in_dtype, .dct_scaling = o->dct,
-                                     .workers = 1};
-            st = dlp_infer_prep_create(&pc, &prep);
-            if (st == DLP_OK && o->from == DLP_INFER_FROM_TENSOR) {
-                st = dlp_infer_library_load(prep, &files, o->samples, &lib);
-                if (st == DLP_OK) {
-                    double per = 1.0 / lib.n;
-                    printf("preprocessed %d images (%d skipped): %.2f ms/image (read %.2f, decode %.2f, resize+normalize "
-                           "%.2f), %s %s\n", lib.n, lib.skipped,
-                           dlp_ns_to_ms(lib.read_ns + lib.decode_ns + lib.resize_ns) * per, dlp_ns_to_ms(lib.read_ns) * per,
-                           dlp_ns_to_ms(lib.decode_ns) * per, dlp_ns_to_ms(lib.resize_ns) * per,
-                           dlp_layout_name(e.layout), dlp_dtype_name(e.in_dtype));
-                    json_object_set_new(result, "samples",
-                                        json_pack("{si si ss sf sf sf}", "count", lib.n, "skipped", lib.skipped, "source",
-                                                  src, "read_ms_per_image", dlp_ns_to_ms(lib.read_ns) * per,
-                                                  "decode_ms_per_image", dlp_ns_to_ms(lib.decode_ns) * per,
-                                                  "resize_ms_per_image", dlp_ns_to_ms(lib.resize_ns) * per));
-                }
-            }
-            lib_layout = e.layout;
-            lib_dtype = e.in_dtype;
-        }
-        if (st == DLP_OK && !printed_header) {
-            json_t *pj = dlp_infer_engine_plan_json(&e);
-            char what[256] = "";
-            plan_summary(pj, what, sizeof what);
-            printf("plan: %s %s inference plan%s, %d compute threads, input %s %s\n\n", dlp_backend_name(e.ops),
-                   dlp_dtype_name(e.precision), what, threads_used, dlp_layout_name(e.layout), dlp_dtype_name(e.in_dtype));
-            json_object_set_new(result, "plan", pj);
-            print_header_row(o);
-            printed_header = 1;
-        }
-        dlp_infer_point pt;
-        if (st == DLP_OK) {
-            dlp_infer_bench_cfg bc = {.from = (dlp_infer_from)o->from, .warmup = o->warmup, .iters = o->iters,
-                                      .min_duration_s = o->min_duration, .max_iters = o->max_iters, .lib = &lib,
-                                      .files = &files, .prep = prep, .dataset = ds, .workers = o->workers,
-                                      .dct_scaling = o->dct, .mon = mon};
-            st = dlp_infer_bench(&e, &bc, &pt);
-        }
-        if (st == DLP_OK) {
-            print_row(o, &pt);
-            json_array_append_new(points, dlp_infer_point_to_json(&pt));
-        } else {
-            dlp_err_context("batch %d", batches[bi]);
-        }
-        dlp_infer_engine_free(&e);
-    }
-done:
-    if (mon) {
-        dlp_status ms = dlp_monitor_stop(mon);
-        if (ms != DLP_OK) dlp_err_print(stderr), dlp_err_clear();
-        if (st == DLP_OK) json_object_set_new(result, "monitor", dlp_monitor_summary_json(mon));
-        dlp_monitor_destroy(mon);
-    }
-    dlp_infer_library_free(&lib);
-    dlp_infer_prep_free(prep);
-    dlp_infer_files_free(&files);
-    dlp_dataset_free(ds);
-    return st;
+    bench_print bp = {o, threads_used};
+    dlp_infer_sweep_cfg c = {
+        .data = o->data, .images = o->images, .samples = o->samples, .batches = batches, .nbatches = nb,
+        .bench = {.from = (dlp_infer_from)o->from, .warmup = o->warmup, .iters = o->iters,
+                  .min_duration_s = o->min_duration, .max_iters = o->max_iters, .workers = o->workers,
+                  .dct_scaling = o->dct},
+        .mon_interval_ms = o->mon_interval, .mon_csv = o->mon_csv, .on_inputs = on_inputs, .on_library = on_library,
+        .on_plan = on_plan, .on_point = on_point, .ctx = &bp};
+    return dlp_infer_sweep(mp, ec0, &c, result);
 }
 
 int dlp_cli_infer(int argc, char **argv) {

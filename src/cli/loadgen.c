@@ -3,21 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
-#include "data/walk.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/opts.h"
-#include "data/source.h"
-#include "data/transform.h"
-#include "loadgen/http_client.h"
 #include "loadgen/images.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/session.h"
 #include "loadgen/sut_local.h"
 
 static void print_trial(void *ctx, const dlp_lg_trial *t, int i) {
@@ -51,89 +46,11 @@ static void print_point(void *ctx, const dlp_lg_sweep_point *p) {
             p->failed ? " with failures" : "", p->windows, p->stable ? "" : ": NOT STABLE (reported: the last 3 windows)");
 }
 
-static json_t *sweep_json(const dlp_lg_sweep_point *p, int n, int by_rate) {
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:f, s:b, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",
-                                           by_rate ? "request_rate" : "concurrency", p[i].level, "stable", p[i].stable,
-                                           "windows", p[i].windows, "count", (json_int_t)p[i].count, "failed",
-                                           (json_int_t)p[i].failed, "infer_per_s", p[i].infer_per_s, "avg_ms",
-                                           p[i].avg_ns / 1e6, "p50_ms", p[i].p50_ns / 1e6, "p90_ms", p[i].p90_ns / 1e6,
-                                           "p95_ms", p[i].p95_ns / 1e6, "p99_ms", p[i].p99_ns / 1e6, "server_reported",
-                                           (json_int_t)p[i].server_count, "server_queue_ms", p[i].server_queue_ns / 1e6,
-                                           "server_infer_ms", p[i].server_infer_ns / 1e6));
-    return a;
-}
-
 // --mlperf-conf then --user-conf onto s, as LoadGen's FromConfig; what they set is reported on stderr.
 static dlp_status apply_conf(const char *path, const char *model, dlp_lg_settings *s, unsigned *mask) {
-    char *text;
-    size_t len;
-    DLP_CHECK(dlp_read_file(path, &text, &len, (size_t)1 << 20));
     char ignored[1024];
-    unsigned m = 0;
-    dlp_status st = dlp_lg_conf_apply(text, model, s, &m, ignored, sizeof ignored);
-    free(text);
-    if (st) {
-        dlp_err_context("reading %s", path);
-        return st;
-    }
-    *mask |= m;
-    if (ignored[0]) {
-        for (char *c = ignored; *c; c++)
-            if (*c == '\n') *c = ' ';
-        fprintf(stderr, "loadgen: %s: keys dlperf does not use: %s\n", path, ignored);
-    }
-    return DLP_OK;
-}
-
-// The output directory's files: all new (never overwritten).
-static const char *const lg_files[] = {"mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json"};
-
-static dlp_status out_dir_prepare(const char *dir) {
-    for (int i = 0; i < 3; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", dir, lg_files[i]);
-        if (dlp_path_exists(p))
-            return DLP_ERR(DLP_ERR_EXISTS, "%s already exists: give --out a new directory (nothing is overwritten)", p);
-    }
-    return DLP_OK;  // created when the logs are written: a run that fails before leaves no empty directory
-}
-
-static dlp_status write_logs(const char *dir, const dlp_lg_result *r, json_t *extra, const char *summary) {
-    char p[4096];
-    DLP_CHECK(dlp_mkdirs(dir));
-    snprintf(p, sizeof p, "%s/%s", dir, lg_files[0]);
-    DLP_CHECK(dlp_write_atomic(p, summary, strlen(summary), DLP_WRITE_NOCLOBBER));
-    FILE *f;
-    snprintf(p, sizeof p, "%s/%s", dir, lg_files[1]);
-    DLP_CHECK(dlp_fopen_new(p, &f));
-    dlp_status st = dlp_lg_detail_write(f, r, extra);
-    if (fclose(f) != 0 && st == DLP_OK) st = DLP_ERR(DLP_ERR_IO, "cannot write %s", p);
-    DLP_CHECK(st);
-    if (r->settings.mode != DLP_LG_ACCURACY) return DLP_OK;
-    snprintf(p, sizeof p, "%s/%s", dir, lg_files[2]);
-    DLP_CHECK(dlp_fopen_new(p, &f));
-    st = dlp_lg_accuracy_write(f, r);
-    if (fclose(f) != 0 && st == DLP_OK) st = DLP_ERR(DLP_ERR_IO, "cannot write %s", p);
-    return st;
-}
-
-// "Nothing listens at the URL" is an error, said before any load: not a run of failed samples.
-static dlp_status probe_url(const char *url, double connect_ms) {
-    dlp_http_url u;
-    DLP_CHECK(dlp_http_url_parse(url, &u));
-    dlp_http_timeouts to = {.connect_ns = (int64_t)(connect_ms * 1e6), .send_ns = 1000000000, .recv_ns = 1000000000};
-    dlp_http_conn *c;
-    dlp_status st = dlp_http_conn_open(&u, &to, &c);
-    if (st == DLP_OK) {
-        st = dlp_http_conn_probe(c);
-        dlp_http_conn_close(c);
-    }
-    if (st) {
-        dlp_err_context("connecting to %s (is the service running there? start it with `dlperf serve`)", url);
-        return st;
-    }
+    DLP_CHECK(dlp_lg_conf_apply_file(path, model, s, mask, ignored, sizeof ignored));
+    if (ignored[0]) fprintf(stderr, "loadgen: %s: keys dlperf does not use: %s\n", path, ignored);
     return DLP_OK;
 }
 
@@ -306,7 +223,7 @@ static dlp_status open_http_sut(const lg_args *a, dlp_lg_settings *s, const char
     if (a->format_i > 0) DLP_CHECK(dlp_lg_images_to_kserve(&t->imgs, a->input_size, a->input_name, a->format_i == 2,
                                                            &header_len));
     if (a->format_i == 2) snprintf(t->kheader, sizeof t->kheader, "Inference-Header-Content-Length: %zu\r\n", header_len);
-    DLP_CHECK(probe_url(a->url, a->connect_ms));
+    DLP_CHECK(dlp_lg_url_check(a->url, a->connect_ms));
     s->sample_count = t->imgs.n;
     static const char *const ctypes[] = {"image/jpeg", "application/json", "application/octet-stream"};
     dlp_lg_http_cfg hc = {.url = a->url, .bodies = (const void *const *)t->imgs.bodies, .body_lens = t->imgs.lens,
@@ -362,7 +279,7 @@ static int run_sweep(const lg_args *a, const dlp_opt *opts, dlp_lg_sweep_cfg *sw
         if (a->json_path) {
             json_t *j = dlp_json_result_new("dlperf.loadgen/1", 0, NULL);
             json_object_set_new(j, "options", dlp_opts_to_json(opts));
-            json_object_set_new(j, "sweep", sweep_json(pts, npts, a->by_rate));
+            json_object_set_new(j, "sweep", dlp_lg_sweep_to_json(pts, npts, a->by_rate));
             dlp_status ws = dlp_cli_write_result(j, a->json_path);
             if (ws) dlp_err_print(stderr), dlp_err_clear();
         }
@@ -375,32 +292,23 @@ static int run_sweep(const lg_args *a, const dlp_opt *opts, dlp_lg_sweep_cfg *sw
     return stable ? 0 : 3;
 }
 
-// AccuracyOnly: top-1 of the accuracy log against the labels (accuracy-imagenet.py's arithmetic: each qsl_idx
-// once); NULL in a timed run.
-static json_t *accuracy_json(const dlp_lg_result *r, const lg_target *t) {
-    if (r->settings.mode != DLP_LG_ACCURACY) return NULL;
-    int64_t good = 0, total = 0;
-    for (int64_t i = 0; i < r->naccuracy; i++) {
-        uint32_t q = r->accuracy[i].qsl_idx;
-        int32_t lab = t->imgs.labels && q < (uint32_t)t->imgs.n ? t->imgs.labels[q]
-                      : t->local                               ? dlp_lg_local_label(t->local, q)
-                                                               : -1;
-        if (lab < 0) continue;
-        total++;
-        good += r->accuracy[i].top1 == lab;
-    }
-    json_t *acc_j = json_object();
-    json_object_set_new(acc_j, "logged", json_integer(r->naccuracy));
-    json_object_set_new(acc_j, "labelled", json_integer(total));
-    json_object_set_new(acc_j, "good", json_integer(good));
-    if (total > 0) {
-        json_object_set_new(acc_j, "top1", json_real((double)good / (double)total));
+// A sample's label: the HTTP SUT's --labels, or the local SUT's dataset; -1 when none is known.
+static int32_t sample_label(void *ctx, uint32_t q) {
+    const lg_target *t = ctx;
+    return t->imgs.labels && q < (uint32_t)t->imgs.n ? t->imgs.labels[q] : t->local ? dlp_lg_local_label(t->local, q) : -1;
+}
+
+// AccuracyOnly: top-1 of the accuracy log against the labels; NULL in a timed run.
+static json_t *accuracy_json(const dlp_lg_result *r, lg_target *t) {
+    int64_t good, total;
+    json_t *acc_j = dlp_lg_accuracy_json(r, sample_label, t, &good, &total);
+    if (!acc_j) return NULL;
+    if (total > 0)
         fprintf(stderr, "loadgen: accuracy=%.3f%%, good=%lld, total=%lld (top-1 of %lld logged samples)\n",
                 100.0 * (double)good / (double)total, (long long)good, (long long)total, (long long)r->naccuracy);
-    } else {
+    else
         fprintf(stderr, "loadgen: %lld samples in the accuracy log; no labels to score them (give --labels "
                 "val_map.txt)\n", (long long)r->naccuracy);
-    }
     return acc_j;
 }
 
@@ -412,7 +320,7 @@ static void write_summary(const lg_args *a, const char *out_dir, const dlp_lg_re
     if (txt) {
         json_t *extra = json_object();
         if (acc_j) json_object_set(extra, "dlperf_accuracy", acc_j);
-        dlp_status st = write_logs(out_dir, shown, extra, txt);
+        dlp_status st = dlp_lg_logs_write(out_dir, shown, extra, txt);
         json_decref(extra);
         if (st) dlp_err_print(stderr), dlp_err_clear();
         else fprintf(stderr, "loadgen: %s/mlperf_log_summary.txt, mlperf_log_detail.txt%s written\n", out_dir,
@@ -453,16 +361,6 @@ static int service_lost(const lg_args *a, const dlp_lg_result *shown, const lg_t
     return 1;
 }
 
-// The default --out: mlperf_logs/<Scenario>-<Mode>-<UTC time>-<pid>.
-static void default_out_dir(const dlp_lg_settings *s, char *buf, size_t cap) {
-    time_t now = time(NULL);
-    struct tm tm;
-    char stamp[32] = "run";
-    if (gmtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    snprintf(buf, cap, "mlperf_logs/%s-%s-%s-%d", dlp_lg_scenario_name(s->scenario), dlp_lg_mode_name(s->mode), stamp,
-             (int)getpid());
-}
-
 int dlp_cli_loadgen(int argc, char **argv) {
     lg_args a = {.scenario_i = 2, .connections = 16, .early = 1, .samples = 1024, .max_trials = 10, .input_size = 224,
                  .interval_ms = 5000, .stability_pct = 10, .qps = 10, .bound_ms = 15, .min_dur_s = 10, .idle_s = 60,
@@ -487,10 +385,10 @@ int dlp_cli_loadgen(int argc, char **argv) {
     char out_buf[512];
     const char *out_dir = a.out_dir;
     if (!out_dir && !a.sweeping) {
-        default_out_dir(&s, out_buf, sizeof out_buf);
+        dlp_lg_logs_default_dir(&s, out_buf, sizeof out_buf);
         out_dir = out_buf;
     }
-    if (!a.sweeping && (st = out_dir_prepare(out_dir))) return dlp_cli_fail(st);
+    if (!a.sweeping && (st = dlp_lg_logs_prepare(out_dir))) return dlp_cli_fail(st);
 
     lg_target t = {0};
     if ((st = open_target(&a, &s, out_dir, &t))) {

@@ -21,6 +21,7 @@
 #include "hw/host.h"
 #include "nn/checkpoint.h"
 #include "nn/convert.h"
+#include "nn/info.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "nn/state.h"
@@ -36,12 +37,6 @@ static void shape_text(char *buf, size_t len, const dlp_layer *l) {
     else snprintf(buf, len, "%dx%dx%d", l->c, l->h, l->w);
 }
 
-static int64_t activation_elems(const dlp_net *net) {
-    int64_t s = 0;
-    for (int i = 0; i < net->nlayers; i++) s += dlp_net_layer_numel(net, i);
-    return s;
-}
-
 // ---- nn info ----------------------------------------------------------------------------------------------
 
 static int cmd_info(int argc, char **argv) {
@@ -55,66 +50,41 @@ static int cmd_info(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-info/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf nn info [--model resnet50] [--classes N] [--size PX] [--layers]",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf nn info [--model resnet50] [--classes N] [--size PX] [--layers]",
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
     if (json_path && (st = dlp_check_new_output(json_path, "--json"))) return dlp_cli_fail(st);
     dlp_net net;
     if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
-    const double gflop = dlp_net_forward_flops(&net) * 1e-9;
-    int nconv = 0, nbn = 0;
-    for (int i = 0; i < net.nlayers; i++) {
-        nconv += net.layers[i].kind == DLP_LAYER_CONV;
-        nbn += net.layers[i].kind == DLP_LAYER_BN;
-    }
+    dlp_net_info ni;
+    dlp_net_info_of(&net, &ni);
     if (layers) {
         printf("%4s %-8s %-26s %-14s %12s %10s\n", "#", "kind", "name", "output", "params", "MFLOP");
         for (int i = 0; i < net.nlayers; i++) {
             const dlp_layer *l = &net.layers[i];
             char shp[48];
             shape_text(shp, sizeof shp, l);
-            int64_t np = 0;
-            for (int p = l->param0; p < l->param0 + l->nparams; p++) np += net.params[p].numel;
-            double f = 0;
-            if (l->kind == DLP_LAYER_CONV) f = 2.0 * l->c * l->h * l->w * (double)net.layers[l->in0].c * l->k * l->k;
-            if (l->kind == DLP_LAYER_FC) f = 2.0 * l->c * (double)dlp_net_layer_numel(&net, l->in0);
             char nm[64];
-            if (l->kind == DLP_LAYER_ADD) snprintf(nm, sizeof nm, "add(#%d, #%d)", l->in0, l->in1);
-            else if (l->kind == DLP_LAYER_INPUT) snprintf(nm, sizeof nm, "input");
-            else if (!l->nparams) snprintf(nm, sizeof nm, "%s(#%d)", dlp_layer_kind_name(l->kind), l->in0);
-            else snprintf(nm, sizeof nm, "%s", l->name);
-            printf("%4d %-8s %-26s %-14s %12lld %10.1f\n", i, dlp_layer_kind_name(l->kind), nm, shp, (long long)np,
-                   f * 1e-6);
+            dlp_net_layer_label(&net, i, nm, sizeof nm);
+            printf("%4d %-8s %-26s %-14s %12lld %10.1f\n", i, dlp_layer_kind_name(l->kind), nm, shp,
+                   (long long)dlp_net_layer_params(&net, i), dlp_net_layer_flops(&net, i) * 1e-6);
         }
         printf("\n");
     }
     const dlp_layer *in = &net.layers[0];
     printf("model          %s (ResNet v1.5, torchvision names)\n", net.arch);
     printf("input          %dx%dx%d, %d classes\n", in->c, in->h, in->w, net.num_classes);
-    printf("layers         %d (%d conv, %d batch norm)\n", net.nlayers - 1, nconv, nbn);
+    printf("layers         %d (%d conv, %d batch norm)\n", net.nlayers - 1, ni.conv_layers, ni.bn_layers);
     printf("parameters     %lld in %d tensors; BN running stats %lld\n", (long long)net.param_count, net.nparams,
            (long long)net.buf_count);
-    printf("forward        %.3f GFLOP per image (conv + fc, multiply-add = 2)\n", gflop);
-    printf("training step  %.3f GFLOP per image (3x forward)\n", 3 * gflop);
-    printf("activations    %.1f MiB per image (every layer's output, fp32)\n",
-           (double)activation_elems(&net) * 4 / (1 << 20));
+    printf("forward        %.3f GFLOP per image (conv + fc, multiply-add = 2)\n", ni.forward_gflop);
+    printf("training step  %.3f GFLOP per image (3x forward)\n", 3 * ni.forward_gflop);
+    printf("activations    %.1f MiB per image (every layer's output, fp32)\n", (double)ni.activation_bytes / (1 << 20));
     if (json_path) {
         json_t *o = dlp_json_result_new("dlperf.nn-info/1", 0, NULL);
         json_object_set_new(o, "config", dlp_opts_to_json(opts));
         json_object_set_new(o, "versions", dlp_versions_to_json());
-        json_object_set_new(o, "arch", json_string(net.arch));
-        json_object_set_new(o, "num_classes", json_integer(net.num_classes));
-        json_object_set_new(o, "input", json_pack("[iii]", in->c, in->h, in->w));
-        json_object_set_new(o, "layers", json_integer(net.nlayers - 1));
-        json_object_set_new(o, "conv_layers", json_integer(nconv));
-        json_object_set_new(o, "bn_layers", json_integer(nbn));
-        json_object_set_new(o, "parameters", json_integer(net.param_count));
-        json_object_set_new(o, "parameter_tensors", json_integer(net.nparams));
-        json_object_set_new(o, "bn_buffer_elems", json_integer(net.buf_count));
-        json_object_set_new(o, "forward_gflop_per_image", json_real(gflop));
-        json_object_set_new(o, "train_gflop_per_image", json_real(3 * gflop));
-        json_object_set_new(o, "activation_bytes_per_image", json_integer(activation_elems(&net) * 4));
+        dlp_net_info_json(&net, &ni, o);
         st = dlp_json_write(o, json_path, DLP_WRITE_NOCLOBBER);
         json_decref(o);
     }
@@ -134,48 +104,16 @@ static void bench_ready(void *ctx, const char *arch, const char *backend) {
 // dlperf.nn-bench/1
 static dlp_status write_bench_json(const char *path, const dlp_opt *opts, const dlp_net_bench_cfg *c,
                                    const dlp_net_bench_result *r) {
-    const dlp_step_bench_result *br = &r->phases;
-    const int infer = c->infer;
-    dlp_host_info h;
-    dlp_host_probe(&h);
     json_t *res = dlp_json_result_new("dlperf.nn-bench/1", 0, NULL);
     json_object_set_new(res, "config", dlp_opts_to_json(opts));
-    json_object_set_new(res, "backend", json_string(r->backend));
-    json_object_set_new(res, "compute_threads", json_integer(c->threads > 0 ? c->threads : h.cpus_allowed));
-    json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
-    json_object_set_new(res, "plan_ms", json_real(r->plan_ms));
-    if (r->plan_info) json_object_set_new(res, "backend_plan", json_incref(r->plan_info));  // ISA, kernels, fusions
-    json_object_set_new(res, "img_per_s", json_real(r->img_per_s));
-    json_object_set_new(res, "step_ms", json_real(r->step_ms));
-    json_object_set_new(res, "step_ms_p10", json_real(br->step.p10_ms));
-    json_object_set_new(res, "step_ms_p50", json_real(br->step.p50_ms));
-    json_object_set_new(res, "step_ms_p90", json_real(br->step.p90_ms));
-    json_object_set_new(res, "gflop_per_image", json_real(r->gflop_per_image));
-    json_object_set_new(res, "achieved_gflop_per_s", json_real(r->gflop_per_s));
-    if (r->peak_gflop_per_s > 0) {
-        json_object_set_new(res, "peak_gflop_per_s", json_real(r->peak_gflop_per_s));
-        json_object_set_new(res, "fraction_of_peak", json_real(r->gflop_per_s / r->peak_gflop_per_s));
-    }
-    json_t *ph = json_object(), *pq = json_object();
-    for (int p = 0; p < DLP_STEP_NPHASES; p++)
-        if (!infer || p <= DLP_STEP_FORWARD) {
-            const char *name = dlp_step_phase_name((dlp_step_phase)p);
-            json_object_set_new(ph, name, json_real(br->phase[p].mean_ms));
-            json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br->phase[p].p10_ms, "p50",
-                                                    br->phase[p].p50_ms, "p90", br->phase[p].p90_ms));
-        }
-    json_object_set_new(res, "phase_ms_per_step", ph);
-    json_object_set_new(res, "phase_ms_quantiles", pq);
-    if (!infer) {
-        json_object_set_new(res, "loss_first", json_real(br->loss_first));
-        json_object_set_new(res, "loss_last", json_real(br->loss_last));
-    }
-    json_object_set_new(res, "host", dlp_host_to_json(&h));
-    json_object_set_new(res, "versions", dlp_versions_to_json());
-    dlp_status st = dlp_json_write(res, path, DLP_WRITE_NOCLOBBER);
-    json_decref(res);
-    return st;
+    dlp_net_bench_json(c, r, res);
+    return dlp_cli_write_result(res, path);
 }
+
+static const char k_bench_usage[] =
+    "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
+    "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
+    "Times each phase of the backend's plan on random tensors (no data loading).";
 
 static int cmd_bench(int argc, char **argv) {
     const char *model, *device, *json_path;
@@ -197,12 +135,7 @@ static int cmd_bench(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result as JSON (dlperf.nn-bench/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
-        opts, "usage: dlperf nn bench [--model resnet50] [--batch 32] [--size 224] [--device cpu] [--precision fp32]\n"
-              "                       [--threads N] [--steps N] [--warmup N] [--infer] [--json FILE]\n"
-              "Times each phase of the backend's plan on random tensors (no data loading).",
-        argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, k_bench_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (batch < 1 || steps < 1 || warmup < 0 || threads < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch and --steps must be positive, --warmup and --threads not negative"));
@@ -244,6 +177,15 @@ static dlp_status check_step_outputs(const char *out_path, const char *ck_path) 
     return dlp_check_new_output(sp, "--checkpoint's state");
 }
 
+static const char k_step_usage[] =
+    "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
+    "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
+    "One training step (forward in training mode, softmax cross-entropy, backward, one SGD update; or with --eval\n"
+    "a forward pass in inference mode) on the given weights and batch. The input size comes from the batch.\n"
+    "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
+    "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
+    "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().";
+
 static int cmd_step(int argc, char **argv) {
     const char *model, *device, *weights, *input_path, *out_path, *ck_path;
     int classes, prec, threads, eval, nesterov, no_decay_bn, plan_batch, zero_init;
@@ -259,6 +201,7 @@ static int cmd_step(int argc, char **argv) {
         {"input", 0, DLP_OPT_STR, &input_path, NULL, "FILE",
          "safetensors with 'input' (N, 3, H, W) F32 and 'labels' (N) integer (required)", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
+        {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, "ref", "DEV", "backend: ref|cpu|cuda|sim:<gpu>", NULL, 0},
         {"precision", 'p', DLP_OPT_ENUM, &prec, "fp32", NULL, "compute type", dlp_dtype_choices, 0},
         {"threads", 't', DLP_OPT_INT, &threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
@@ -270,20 +213,9 @@ static int cmd_step(int argc, char **argv) {
         {"nesterov", 0, DLP_OPT_FLAG, &nesterov, NULL, NULL, "Nesterov momentum", NULL, 0},
         {"no-decay-bn-bias", 0, DLP_OPT_FLAG, &no_decay_bn, NULL, NULL, "no weight decay on BN parameters and biases", NULL, 0},
         {"smoothing", 0, DLP_OPT_DOUBLE, &smoothing, "0", "X", "label smoothing of the cross-entropy", NULL, 0},
-        {"checkpoint", 0, DLP_OPT_STR, &ck_path, NULL, "FILE", "also save a checkpoint after the step (never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
-        opts,
-        "usage: dlperf nn step --input batch.safetensors --out result.safetensors [--model resnet18] [--classes N]\n"
-        "                      [--weights w.safetensors] [--device ref] [--eval] [--lr X --momentum X --wd X]\n"
-        "One training step (forward in training mode, softmax cross-entropy, backward, one SGD update; or with --eval\n"
-        "a forward pass in inference mode) on the given weights and batch. The input size comes from the batch.\n"
-        "--out gets: logits (N, classes), loss (F64 scalar), correct_top1 / correct_top5 (I64); and for a training\n"
-        "step input_grad (N, C, H, W), grad.<param> for every parameter, and updated.<name> for every parameter and\n"
-        "buffer after the step (num_batches_tracked included): the state_dict after optimizer.step().",
-        argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, k_step_usage, argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!input_path || !out_path)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn step needs --input and --out (see --help)"));
@@ -317,23 +249,18 @@ static int cmd_init(int argc, char **argv) {
         {"out", 'o', DLP_OPT_STR, &out_path, NULL, "FILE", "safetensors to write (required; never overwritten)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts,
-                                   "usage: dlperf nn init --out w.safetensors [--model resnet50] [--classes N] [--seed N]\n"
-                                   "Writes torchvision's initialization (kaiming_normal_ fan_out for convs, BN 1/0, "
-                                   "nn.Linear's default for fc)\nas a safetensors state_dict with torchvision's names.",
-                                   argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts,
+                                  "usage: dlperf nn init --out w.safetensors [--model resnet50] [--classes N] [--seed N]\n"
+                                  "Writes torchvision's initialization (kaiming_normal_ fan_out for convs, BN 1/0, "
+                                  "nn.Linear's default for fc)\nas a safetensors state_dict with torchvision's names.",
+                                  argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!out_path) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "nn init needs --out FILE"));
     if ((st = dlp_check_new_output(out_path, "--out"))) return dlp_cli_fail(st);
     dlp_net net;
-    if ((st = dlp_model_build(model, classes, size, &net))) return dlp_cli_fail(st);
-    float *p = malloc((size_t)net.param_count * sizeof(float)), *b = malloc((size_t)net.buf_count * sizeof(float));
-    if (!p || !b) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    if (!st) {
-        dlp_resnet_init_params(&net, (uint64_t)seed, zero_init, p, b);
-        st = dlp_state_save(&net, out_path, p, b, 0, DLP_WRITE_NOCLOBBER);
-    }
+    float *p, *b;
+    if ((st = dlp_model_init(model, classes, size, (uint64_t)seed, zero_init, &net, &p, &b))) return dlp_cli_fail(st);
+    st = dlp_state_save(&net, out_path, p, b, 0, DLP_WRITE_NOCLOBBER);
     if (!st) printf("%s: %s, %d classes, %lld parameters\n", out_path, net.arch, net.num_classes, (long long)net.param_count);
     free(p);
     free(b);

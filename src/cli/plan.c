@@ -19,12 +19,14 @@
 #include "perf/hwplan.h"
 #include "perf/hwplan_change.h"
 #include "perf/hwplan_needs.h"
+#include "perf/hwplan_report.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *dataset, *pipeline, *catalog, *json;
-    int classes, batch, size, epochs, precision, storage, alt, cloud, top, max_nodes, devices;
+    int classes, batch, size, epochs, precision, storage, cloud, top, max_nodes, devices;
     int64_t images;
-    double budget, budget_h, deadline_h, tolerance, lifetime, utilization, kwh, pue;
+    double budget, budget_h, deadline_h, tolerance;
+    dlp_cost_params cp;
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -32,31 +34,11 @@ static const char *dur(double s, char *buf, size_t len) { return dlp_cli_dur(s, 
 
 static const char *money(double v, int hourly, char *buf, size_t len) { return dlp_hwplan_money(v, hourly, buf, len); }
 
-static void describe(const dlp_hwplan_cand *c, char *buf, size_t len) {
-    if (c->sys)
-        snprintf(buf, len, "%s: %dx %s, %dx %s (system)", c->sys->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id);
-    else
-        snprintf(buf, len, "%s: %dx %s, %dx %s, storage %s", c->plat->id, c->gpus, c->gpu->id, c->sockets, c->cpu->id,
-                 c->stor ? c->stor->id : "base");
-    if (c->nodes > 1) {
-        size_t n = strlen(buf);
-        snprintf(buf + n, len - n, " x %d nodes", c->nodes);
-    }
-}
-
-
 // --- what each part must deliver -----------------------------------------------------------------------------------
-
 
 static void add_line(json_t *arr, const dlp_hwplan_need *l) {
     printf("    %-15s %-50s %s%s%s\n", l->part, l->need, l->has, l->mark[0] ? "; " : "", l->mark);
-    if (!arr) return;
-    json_t *e = json_object();
-    json_object_set_new(e, "part", json_string(l->part));
-    json_object_set_new(e, "need", json_string(l->need));
-    json_object_set_new(e, "has", json_string(l->has));
-    json_object_set_new(e, "mark", json_string(l->mark));
-    json_array_append_new(arr, e);
+    if (arr) json_array_append_new(arr, dlp_hwplan_need_to_json(l));
 }
 
 static void print_requirements(const dlp_profile *p, const dlp_prediction *o, const dlp_hwplan_cand *c, int n, int chosen,
@@ -76,40 +58,13 @@ static void print_balance(const dlp_prediction *o, const dlp_hwplan_cand *c, int
     char b1[32], b2[32];
     dlp_hwplan_balance_info bi;
     dlp_hwplan_balance(o, c, n, chosen, tol, hourly, &bi);
-    const double host = bi.host_img_per_s, dev = bi.device_img_per_s, r = bi.ratio;
-    const int balanced = bi.balanced;
-    const char *why = bi.why;
-    printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n", grp(host, b1, sizeof b1),
-           grp(dev, b2, sizeof b2), r, balanced ? "balanced (within 10%)" : "not balanced: ", why);
-    if (res) {
-        json_t *b = json_object();
-        json_object_set_new(b, "host_img_per_s", dlp_json_real_or_null(host));
-        json_object_set_new(b, "device_img_per_s", json_real(dev));
-        json_object_set_new(b, "ratio", dlp_json_real_or_null(r));
-        json_object_set_new(b, "balanced", json_boolean(balanced));
-        json_object_set_new(b, "why", json_string(why));
-        json_object_set_new(res, "balance", b);
-    }
+    printf("  balance: CPU input pipeline %s img/s vs GPUs %s img/s per node (%.2fx): %s%s\n",
+           grp(bi.host_img_per_s, b1, sizeof b1), grp(bi.device_img_per_s, b2, sizeof b2), bi.ratio,
+           bi.balanced ? "balanced (within 10%)" : "not balanced: ", bi.why);
+    if (res) json_object_set_new(res, "balance", dlp_hwplan_balance_to_json(&bi));
 }
 
 // --- the inverse: a machine's cheapest change (perf/hwplan_change) ----------------------------------------------------
-
-static json_t *change_json(const dlp_hwplan_change *ch, int with_bottleneck) {
-    json_t *e = json_object();
-    json_object_set_new(e, "cpu", ch->cpu ? json_string(ch->cpu->id) : json_null());
-    json_object_set_new(e, "storage", ch->stor ? json_string(ch->stor->id) : json_null());
-    json_object_set_new(e, "delta_usd", json_real(ch->delta_usd));
-    json_object_set_new(e, "img_per_s", json_real(ch->img_per_s));
-    if (with_bottleneck) json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(ch->bottleneck)));
-    return e;
-}
-
-// "CPU -> x, storage -> y"
-static const char *change_text(const dlp_hwplan_change *ch, char *buf, size_t len) {
-    snprintf(buf, len, "%s%s%s%s%s", ch->cpu ? "CPU -> " : "", ch->cpu ? ch->cpu->id : "", ch->cpu && ch->stor ? ", " : "",
-             ch->stor ? "storage -> " : "", ch->stor ? ch->stor->id : "");
-    return buf;
-}
 
 static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const dlp_hwplan_req *req, const opts_t *op,
                           json_t *res) {
@@ -132,17 +87,17 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
     json_object_set_new(res, "requirements", reqs);
     print_requirements(p, o, NULL, 0, -1, req->tolerance, 0, op->profile ? "measured" : op->pipeline, reqs);
     json_t *chj = json_array();
-    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, change_json(&inv.changes[i], 1));
+    for (int i = 0; i < inv.nchanges; i++) json_array_append_new(chj, dlp_hwplan_change_to_json(&inv.changes[i], 1));
     json_object_set_new(res, "changes", chj);
     printf("\n");
     const dlp_hwplan_change *best = inv.best >= 0 ? &inv.changes[inv.best] : NULL;
     const dlp_hwplan_change *cheap = inv.cheap >= 0 ? &inv.changes[inv.cheap] : NULL;
     if (inv.host_bound && best) {
         printf("  cheapest change that removes the bottleneck: %s (%s%s): %s -> %s img/s, bottleneck %s\n",
-               change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
+               dlp_hwplan_change_text(best, what, sizeof what), best->delta_usd >= 0 ? "+" : "-",
                money(fabs(best->delta_usd), 0, mb, sizeof mb), grp(o->img_per_s, b1, sizeof b1),
                grp(best->img_per_s, b2, sizeof b2), dlp_stage_name(best->bottleneck));
-        json_object_set_new(res, "cheapest_fix", change_json(best, 0));
+        json_object_set_new(res, "cheapest_fix", dlp_hwplan_change_to_json(best, 0));
     } else if (inv.host_bound && s && s->kind == DLP_SYSTEM_CLOUD) {
         printf("  %s is a cloud instance: its CPU and storage come with it; another instance is the change (dlperf plan "
                "--budget-usd-h)\n", s->id);
@@ -157,7 +112,7 @@ static dlp_status inverse(const dlp_catalog *cat, const dlp_parts *parts, const 
         printf("  (CPUs of every socket are tried: no platform in parts.json says which CPUs this system's board takes)\n");
     json_object_set_new(res, "cpus_from_platform", json_boolean(inv.from_platform));
     if (cheap)
-        printf("  a cheaper part would do: %s saves %s at %s img/s\n", change_text(cheap, what, sizeof what),
+        printf("  a cheaper part would do: %s saves %s at %s img/s\n", dlp_hwplan_change_text(cheap, what, sizeof what),
                money(-cheap->delta_usd, 0, mb, sizeof mb), grp(cheap->img_per_s, b1, sizeof b1));
     dlp_hwplan_inverse_free(&inv);
     return DLP_OK;
@@ -181,11 +136,7 @@ static dlp_status make_request(const opts_t *op, const dlp_catalog *cat, dlp_hwp
     dlp_img_transform_init(&r->w.tf, 1, op->size);
     r->w.storage = (dlp_storage_state)op->storage;
     r->w.epochs = op->epochs;
-    r->cp.lifetime_years = op->lifetime;
-    r->cp.utilization = op->utilization;
-    r->cp.usd_per_kwh = op->kwh;
-    r->cp.pue = op->pue;
-    r->cp.alt_rate = op->alt;
+    r->cp = op->cp;
     const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
     *cd_out = cd;
     if (cd) r->w.stats = cd->stats;
@@ -207,7 +158,7 @@ static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req
     dlp_cost cost;
     if (!st) st = dlp_hwplan_predict_spec(cat, &spec, c[chosen].nodes, req, p, &w, o, &cost);
     if (st) goto out;
-    describe(&c[chosen], d, sizeof d);
+    dlp_hwplan_cand_describe(&c[chosen], d, sizeof d);
     printf("\n  best: %s\n  %s img/s, %s for %d epochs, $%.3f per million images, $%s for the run; %s", d,
            grp(c[chosen].img_per_s, b1, sizeof b1), dur(c[chosen].total_s, b2, sizeof b2), req->w.epochs,
            c[chosen].usd_per_million, grp(c[chosen].usd_total, b3, sizeof b3), cost.basis);
@@ -223,7 +174,7 @@ static dlp_status print_chosen(const dlp_catalog *cat, const dlp_hwplan_req *req
     const char *part = "";
     int sp = dlp_hwplan_better_spent(c, n, chosen, req->tolerance, &part);
     if (sp >= 0) {
-        describe(&c[sp], d, sizeof d);
+        dlp_hwplan_cand_describe(&c[sp], d, sizeof d);
         printf("  more money is best spent on %s: +%s for %s: %s img/s (+%.0f%%)%s\n", part,
                money(c[sp].budget_cost - c[chosen].budget_cost, hourly, m, sizeof m), d, grp(c[sp].img_per_s, b1, sizeof b1),
                100 * (c[sp].img_per_s / c[chosen].img_per_s - 1), c[sp].feasible ? "" : ", over the budget");
@@ -239,6 +190,7 @@ out:
 int dlp_cli_plan(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
+    dlp_cost_params_init(&op.cp);
     dlp_opt table[] = {
         {"budget-usd", 0, DLP_OPT_DOUBLE, &op.budget, "0", NULL, "purchase budget in $ (all nodes)", NULL, 0},
         {"budget-usd-h", 0, DLP_OPT_DOUBLE, &op.budget_h, "0", NULL, "hourly budget in $ per hour: rent the catalog's cloud systems", NULL, 0},
@@ -261,23 +213,17 @@ int dlp_cli_plan(int argc, char **argv) {
         {"tolerance", 0, DLP_OPT_DOUBLE, &op.tolerance, "0.02", NULL, "throughputs within this fraction of the fastest count as as fast (the cheapest is chosen)", NULL, 0},
         {"max-nodes", 0, DLP_OPT_INT, &op.max_nodes, "4", NULL, "most nodes of one configuration (1, 2, 4, ...)", NULL, 0},
         {"top", 0, DLP_OPT_INT, &op.top, "5", NULL, "configurations to list", NULL, 0},
-        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of a purchase ($ per million images)", NULL, 0},
-        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime a machine works", NULL, 0},
-        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
-        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness", NULL, 0},
-        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        DLP_CLI_COST_ROWS(op.cp),
         {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory with parts.json (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.plan/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(table, "usage: dlperf plan (--budget-usd $ | --budget-usd-h $/h | --deadline-h H) [options]\n"
-                                   "       dlperf plan (--system ID | --profile FILE) [options]\n\n"
-                                   "Searches the catalog's parts and systems for the configuration that trains fastest within "
-                                   "a budget\n(or the cheapest within a deadline), and says what each part must deliver to "
-                                   "keep its GPUs fed\n(docs/model.md, \"Plan\").", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(table, "usage: dlperf plan (--budget-usd $ | --budget-usd-h $/h | --deadline-h H) [options]\n"
+                                  "       dlperf plan (--system ID | --profile FILE) [options]\n\n"
+                                  "Searches the catalog's parts and systems for the configuration that trains fastest within "
+                                  "a budget\n(or the cheapest within a deadline), and says what each part must deliver to "
+                                  "keep its GPUs fed\n(docs/model.md, \"Plan\").", argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: unexpected argument '%s'", argv[rest]));
     int inv = op.system || op.profile;
     if (op.system && op.profile) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: give --system or --profile, not both"));
     if ((op.device || op.devices) && !op.profile)
@@ -291,10 +237,7 @@ int dlp_cli_plan(int argc, char **argv) {
         op.max_nodes < 1 || op.max_nodes > 64 || op.top < 1 || op.epochs < 1 || op.size < 32 || op.batch < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "plan: budgets and deadline >= 0, --tolerance in [0, 0.5), --max-nodes in "
                                     "[1, 64], --top >= 1, --epochs >= 1, --size >= 32, --batch >= 0"));
-    if (op.json) {
-        st = dlp_check_new_output(op.json, "--json");
-        if (st) return dlp_cli_fail(st);
-    }
+    if (op.json && (st = dlp_check_new_output(op.json, "--json"))) return dlp_cli_fail(st);
     dlp_catalog *cat = NULL;
     dlp_parts *parts = NULL;
     st = dlp_catalog_load(op.catalog, &cat);
@@ -345,7 +288,7 @@ int dlp_cli_plan(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if (c[i].ok && c[i].budget_cost > 0 && (cheapest < 0 || c[i].budget_cost < c[cheapest].budget_cost)) cheapest = i;
         if (cheapest >= 0) {
-            describe(&c[cheapest], d, sizeof d);
+            dlp_hwplan_cand_describe(&c[cheapest], d, sizeof d);
             printf("%s (%s, %s)\n", money(c[cheapest].budget_cost, hourly, m, sizeof m), d, dur(c[cheapest].total_s, b1, sizeof b1));
         } else {
             printf("- (none could be predicted)\n");
@@ -357,7 +300,7 @@ int dlp_cli_plan(int argc, char **argv) {
         json_t *top = json_array();
         for (int i = 0; i < k; i++) {
             const dlp_hwplan_cand *x = &c[idx[i]];
-            describe(x, d, sizeof d);
+            dlp_hwplan_cand_describe(x, d, sizeof d);
             printf("  %-4s %-58.58s %11s %9s %13s %9.3f %-15s %8.2fx\n", i == 0 ? "best" : "", d,
                    money(x->budget_cost, hourly, m, sizeof m), grp(x->img_per_s, b1, sizeof b1),
                    dur(x->total_s, b2, sizeof b2), x->usd_per_million, dlp_stage_name(x->bottleneck), x->ratio);

@@ -5,83 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "hw/host.h"
 #include "core/opts.h"
 #include "hw/catalog.h"
-#include "hw/derive.h"
 #include "hw/gpumodel.h"
-#include "data/source.h"
 #include "perf/cost.h"
-#include "perf/datastats.h"
 #include "perf/model.h"
 #include "perf/model_net.h"
+#include "perf/predict_detail.h"
 
 typedef struct {
     const char *system, *profile, *device, *model, *data, *dataset, *pipeline, *catalog, *json, *stack;
-    int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, alt, seed;
+    int classes, batch, size, workers, threads, devices, nodes, epochs, precision, mode, storage, seed;
     int64_t images, read_limit;
-    double lifetime, utilization, kwh, pue, price, power, usd_h;
+    double price, power, usd_h;
     double net_gbit, net_latency_us;  // nodes > 1: the link between nodes (perf/model_net)
     const char *net_bench;
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
 static const char *dur(double s, char *buf, size_t len) { return dlp_cli_dur(s, 0, buf, len); }
-
-// The device to predict for: --device (sim:<gpu>[,opts], a GPU name, cpu, cuda) or the profile's first one.
-static int sim_spec_plain(const dlp_sim_spec *s) {
-    return s->scale == 1 && s->t0_s < 0 && s->pcie_bytes_per_s == 0 && s->overlap < 0 && s->img_per_s == 0;
-}
-
-// *plain: the device is a GPU as the catalog or a measured profile has it (published figures apply).
-// *stack_out: the stack a sim/GPU device string names (stack=NAME), else left as it is.
-static dlp_status pick_device(const dlp_catalog *cat, const dlp_profile *p, const char *spec, const char *stack,
-                              dlp_device_profile *d, int *plain, char *stack_out, size_t stack_len) {
-    *plain = 1;
-    if (!spec || !spec[0]) {
-        if (p->ndevices == 0)
-            return DLP_ERR(DLP_ERR_INVALID, "profile %s has no devices; give --device cpu or sim:<gpu>", p->id);
-        *d = p->devices[0];
-        return DLP_OK;
-    }
-    const dlp_backend_kind kind = dlp_backend_kind_of(spec);
-    const char *colon = strchr(spec, ':');
-    if (kind == DLP_BACKEND_KIND_SIM && colon) {
-        dlp_sim_spec s;
-        DLP_CHECK(dlp_sim_spec_parse(colon + 1, &s));
-        if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
-        if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
-        *plain = sim_spec_plain(&s);
-        return dlp_sim_device(&s, cat, d);
-    }
-    if (kind == DLP_BACKEND_KIND_GPU && !colon) {
-        for (int i = 0; i < p->ndevices; i++)
-            if (p->devices[i].kind == DLP_DEVICE_GPU) {
-                *d = p->devices[i];
-                return DLP_OK;
-            }
-        return DLP_ERR(DLP_ERR_NOTFOUND, "profile %s has no GPU device (measure one with dlperf probe --device cuda, or "
-                       "use --device sim:<gpu>)", p->id);
-    }
-    const dlp_device_profile *pd = dlp_profile_find_device(p, spec);
-    if (pd) {
-        *d = *pd;
-        return DLP_OK;
-    }
-    if (kind == DLP_BACKEND_KIND_CPU)
-        return DLP_ERR(DLP_ERR_NOTFOUND, "profile %s has no cpu device (a catalog system has only its GPUs; use a profile "
-                       "measured by dlperf probe)", p->id);
-    dlp_sim_spec s;  // a GPU name: the catalog GPU as an emulated device without options
-    DLP_CHECK(dlp_sim_spec_parse(spec, &s));
-    if (stack && !s.stack[0]) snprintf(s.stack, sizeof s.stack, "%s", stack);
-    if (s.stack[0]) snprintf(stack_out, stack_len, "%s", s.stack);
-    *plain = sim_spec_plain(&s);
-    return dlp_sim_device(&s, cat, d);
-}
 
 static void print_header(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w,
                          const dlp_prediction *o) {
@@ -103,106 +49,43 @@ static void print_header(const dlp_profile *p, const dlp_device_profile *d, cons
 // The GPU model behind a catalog GPU's compute: the stack, the step by layer kind with each kind's verdict, and what
 // the GPU would need for the next 10%: the factor on its memory side (HBM bandwidth, or the SMs x clock where those
 // limit memory-bound kernels) or on its tensor peak that alone would make the step 10% shorter.
-static double gm_step_with(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *stk, int batch, double mem_x,
-                           double peak_x) {
-    dlp_gpu_spec h = *g;
-    h.mem_bw_gb_s *= mem_x;
-    h.boost_mhz = (int)lround(h.boost_mhz * mem_x);
-    h.fp32_tflops *= peak_x;
-    h.tf32_tflops *= peak_x;
-    h.fp16_tflops *= peak_x;
-    h.bf16_tflops *= peak_x;
-    h.int8_tops *= peak_x;
-    dlp_gm_step st;
-    if (dlp_gm_step_compute(&h, prec, stk, &st) != DLP_OK) return 0;
-    return dlp_gm_step_time(&st, batch);
-}
-
-static double gm_needed(const dlp_gpu_spec *g, dlp_prec prec, const dlp_gm_stack *stk, int batch, double target, int mem) {
-    double lo = 1, hi = 16;
-    if (gm_step_with(g, prec, stk, batch, mem ? hi : 1, mem ? 1 : hi) > target) return 0;  // not by this alone
-    for (int i = 0; i < 40; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (gm_step_with(g, prec, stk, batch, mem ? mid : 1, mem ? 1 : mid) > target) lo = mid;
-        else hi = mid;
-    }
-    return hi;
-}
-
 static void print_gpu_model(const dlp_gpu_spec *g, const dlp_gm_stack *stk, const dlp_workload *w, int batch, json_t *out) {
-    dlp_gm_step st;
-    if (w->task != DLP_TASK_TRAIN || dlp_gm_step_compute(g, w->prec, stk, &st) != DLP_OK) {
+    dlp_gm_explain x;
+    if (w->task != DLP_TASK_TRAIN || dlp_gm_explain_compute(g, w->prec, stk, batch, &x) != DLP_OK) {
         dlp_err_clear();
         return;
     }
-    double t = dlp_gm_step_time(&st, batch), ce, me, ks;
+    const dlp_gm_step *st = &x.st;
+    const double t = x.step_s;
+    double ce, me, ks;
     dlp_gm_effective(stk, w->prec, &ce, &me, &ks);  // at this precision
     printf("\n  GPU model  %s %s from its datasheet under stack %s (fitted on %d records of %d GPUs%s): compute efficiency "
            "%.2f, memory efficiency %.2f, %.1f us per kernel, %.2f%% per added GPU\n", g->id, dlp_prec_name(w->prec),
            stk->name, stk->nrecords, stk->ngpus, stk->scaled ? ", as a scaled prior" : "", ce, me, ks * 1e6, 100 * stk->loss);
     printf("    step at batch %d: %.1f ms = forward %.1f + backward %.1f + update %.2f + %d kernels x %.1f us -> %.0f img/s "
-           "per GPU\n", batch, t * 1e3, batch * st.fwd_s * 1e3, batch * st.bwd_s * 1e3, st.update_s * 1e3, st.kernels,
+           "per GPU\n", batch, t * 1e3, batch * st->fwd_s * 1e3, batch * st->bwd_s * 1e3, st->update_s * 1e3, st->kernels,
            ks * 1e6, batch / t);
-    // Layer kinds by their share of the step, each with the share of its time that is memory-bound.
-    int order[DLP_WL_KIND_COUNT];
-    for (int k = 0; k < DLP_WL_KIND_COUNT; k++) order[k] = k;
-    for (int i = 0; i < DLP_WL_KIND_COUNT; i++)
-        for (int j = i + 1; j < DLP_WL_KIND_COUNT; j++)
-            if (st.kind_s[order[j]] > st.kind_s[order[i]]) {
-                int x = order[i];
-                order[i] = order[j];
-                order[j] = x;
-            }
-    printf("    by layer kind (share of the step, bound):");
-    json_t *kinds = json_array();
-    double per_img = st.fwd_s + st.bwd_s;
+    printf("    by layer kind (share of the step, bound):");  // each with the share of its time that is memory-bound
     int shown = 0;
     for (int i = 0; i < DLP_WL_KIND_COUNT; i++) {
-        int k = order[i];
-        if (st.kind_s[k] * batch < 0.005 * t) continue;
-        double memf = st.kind_mem_s[k] / st.kind_s[k];
-        const char *bound = memf > 0.9 ? "memory" : memf < 0.1 ? "compute" : "mixed";
-        printf("%s %s %.0f%% %s", shown++ ? "," : "", dlp_wl_kind_name((dlp_wl_kind)k), 100 * st.kind_s[k] * batch / t,
-               bound);
-        json_t *e = json_object();
-        json_object_set_new(e, "kind", json_string(dlp_wl_kind_name((dlp_wl_kind)k)));
-        json_object_set_new(e, "share", json_real(st.kind_s[k] * batch / t));
-        json_object_set_new(e, "memory_bound_share", json_real(memf));
-        json_array_append_new(kinds, e);
+        int k = x.order[i];
+        if (!dlp_gm_explain_kind_shown(&x, k, batch)) continue;
+        double memf = st->kind_mem_s[k] / st->kind_s[k];
+        printf("%s %s %.0f%% %s", shown++ ? "," : "", dlp_wl_kind_name((dlp_wl_kind)k), 100 * st->kind_s[k] * batch / t,
+               memf > 0.9 ? "memory" : memf < 0.1 ? "compute" : "mixed");
     }
-    printf("\n    memory-bound passes %.0f%% of the layer time, compute-bound %.0f%%\n", 100 * st.memory_bound_s / per_img,
-           100 * st.compute_bound_s / per_img);
-    double target = t / 1.1;
-    double xm = gm_needed(g, w->prec, stk, batch, target, 1), xc = gm_needed(g, w->prec, stk, batch, target, 0);
-    int sm_limited = stk->sm_bytes_per_clk > 0 && g->sms > 0 &&
-                     g->sms * g->boost_mhz * 1e6 * stk->sm_bytes_per_clk < g->mem_bw_gb_s * 1e9;
+    double per_img = st->fwd_s + st->bwd_s;
+    printf("\n    memory-bound passes %.0f%% of the layer time, compute-bound %.0f%%\n", 100 * st->memory_bound_s / per_img,
+           100 * st->compute_bound_s / per_img);
     printf("    next 10%%: ");
-    if (xm > 0)
-        printf("%s x%.2f", sm_limited ? "the SMs' memory throughput (SMs x clock; HBM is not the limit)" :
-               "HBM bandwidth", xm);
+    if (x.mem_x > 0)
+        printf("%s x%.2f", x.sm_limited ? "the SMs' memory throughput (SMs x clock; HBM is not the limit)" :
+               "HBM bandwidth", x.mem_x);
     else
         printf("no memory speed-up alone");
-    if (xc > 0) printf(", or tensor peak x%.2f\n", xc);
+    if (x.peak_x > 0) printf(", or tensor peak x%.2f\n", x.peak_x);
     else printf("; no tensor-peak increase alone would do it\n");
-    if (out) {
-        json_t *m = json_object();
-        json_object_set_new(m, "stack", json_string(stk->name));
-        json_object_set_new(m, "records", json_integer(stk->nrecords));
-        json_object_set_new(m, "gpus", json_integer(stk->ngpus));
-        json_object_set_new(m, "ce", json_real(ce));
-        json_object_set_new(m, "me", json_real(me));
-        json_object_set_new(m, "kernel_s", json_real(ks));
-        json_object_set_new(m, "loss_per_gpu", json_real(stk->loss));
-        json_object_set_new(m, "step_s", json_real(t));
-        json_object_set_new(m, "img_per_s_per_gpu", json_real(batch / t));
-        json_object_set_new(m, "layer_kinds", kinds);
-        json_object_set_new(m, "memory_x_for_10pct", json_real(xm));
-        json_object_set_new(m, "peak_x_for_10pct", json_real(xc));
-        json_object_set_new(m, "memory_side", json_string(sm_limited ? "sm" : "hbm"));
-        json_object_set_new(out, "gpu_model", m);
-    } else {
-        json_decref(kinds);
-    }
+    if (out) json_object_set_new(out, "gpu_model", dlp_gm_explain_to_json(&x, stk, batch, ce, me, ks));
 }
 
 static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const dlp_device_profile *d,
@@ -229,46 +112,20 @@ static void print_prediction(const dlp_catalog *cat, const dlp_profile *p, const
     int comparable = plain && fabs(o->work_ratio - 1) < 1e-9 && w->classes == 1000;
     for (int i = 0; comparable && cat && i < cat->ngpus; i++)
         if (strcmp(cat->gpus[i].id, d->name) == 0) g = &cat->gpus[i];
-    int N = o->devices * o->nodes;
     const int modelled = g && strcmp(d->source, "catalog") == 0 && stack;
     dlp_gm_stack stk;
     int have_stk = modelled && dlp_gm_stack_get(cat, stack, &stk) == DLP_OK;
     if (modelled && !have_stk) dlp_err_clear();
     // The published figures stand beside the prediction (never in its place); * marks the prediction's stack.
     for (int i = 0; g && i < cat->npublished; i++) {
-        const dlp_published *pb = &cat->published[i];
-        if (pb->gpu != g || pb->task != w->task || pb->prec != w->prec || (pb->gpus != 1 && pb->gpus != N)) continue;
-        double pred = pb->gpus == 1 ? o->per_device_img_per_s : o->cluster_img_per_s;
-        const char *how = pb->gpus == 1 ? " per device" : "";
-        if (pb->gpus == 1 && N > 1 && have_stk) {  // a 1-GPU figure against the model's 1-GPU step, not this run's
-            dlp_gm_step gs;
-            if (dlp_gm_step_compute(g, w->prec, &stk, &gs) == DLP_OK) {
-                pred = o->batch / dlp_gm_step_time(&gs, o->batch);
-                how = " on 1 GPU (GPU model)";
-            } else {
-                dlp_err_clear();
-            }
-        }
-        double err = (pred - pb->img_per_s) / pb->img_per_s;
-        int same = stack && strcasecmp(pb->stack, stack) == 0;
+        dlp_published_cmp c;
+        if (!dlp_published_compare(&cat->published[i], g, w, o, have_stk ? &stk : NULL, stack, &c)) continue;
+        const dlp_published *pb = c.pb;
         printf("  published%s%s: %s img/s on %d GPU%s (batch %d, %s, stack %s) -> predicted %s%s (%+.1f%%)\n",
-               same ? "*" : " ", pb->estimate ? " (estimate)" : "", grp(pb->img_per_s, b1, sizeof b1), pb->gpus,
-               pb->gpus > 1 ? "s" : "", pb->batch, pb->framework, pb->stack, grp(pred, b2, sizeof b2), how, 100 * err);
-        if (pub_out) {
-            json_t *e = json_object();
-            json_object_set_new(e, "img_per_s", json_real(pb->img_per_s));
-            json_object_set_new(e, "gpus", json_integer(pb->gpus));
-            json_object_set_new(e, "batch", json_integer(pb->batch));
-            json_object_set_new(e, "framework", json_string(pb->framework));
-            json_object_set_new(e, "source", json_string(pb->src->id));
-            json_object_set_new(e, "primary", json_boolean(pb->primary));
-            json_object_set_new(e, "stack", json_string(pb->stack));
-            json_object_set_new(e, "same_stack", json_boolean(same));
-            json_object_set_new(e, "estimate", json_boolean(pb->estimate));
-            json_object_set_new(e, "predicted_img_per_s", json_real(pred));
-            json_object_set_new(e, "error", json_real(err));
-            json_array_append_new(pub_out, e);
-        }
+               c.same_stack ? "*" : " ", pb->estimate ? " (estimate)" : "", grp(pb->img_per_s, b1, sizeof b1), pb->gpus,
+               pb->gpus > 1 ? "s" : "", pb->batch, pb->framework, pb->stack, grp(c.predicted, b2, sizeof b2), c.how,
+               100 * c.error);
+        if (pub_out) json_array_append_new(pub_out, dlp_published_cmp_to_json(&c));
     }
     if (have_stk) print_gpu_model(g, &stk, w, o->batch, entry);
     printf("\n");
@@ -319,79 +176,17 @@ static dlp_status build_workload(const opts_t *op, const dlp_opt *table, const d
     w->seed = (uint64_t)op->seed;
     if (op->data && dc->have) {
         w->stats = dc->stats;
-    } else if (op->data) {
-        // --data as everywhere: a directory (ImageNet root, ImageFolder), a list file, or synthetic[:...]: the
-        // statistics of the files a loader would read.
+    } else {
         int skipped = 0;
-        dlp_dataset *ds = NULL;
         char where[4096];
-        DLP_CHECK(dlp_data_open(op->data, w->task == DLP_TASK_TRAIN ? "train" : "val", NULL, &ds, where, sizeof where));
-        dlp_status st = dlp_dataset_stats_of(ds, 0, 20000, &w->stats, &skipped);
-        dlp_dataset_free(ds);
-        DLP_CHECK(st);
+        DLP_CHECK(dlp_predict_stats(cat, p, op->data, op->dataset, w, &skipped, where, sizeof where));
         if (skipped) fprintf(stderr, "predict: %d files in %s could not be read as JPEG and were left out of the statistics\n",
                              skipped, where);
         dc->stats = w->stats;
-        dc->have = 1;
-    } else if (op->dataset) {
-        const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, op->dataset);
-        if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "--dataset");
-        w->stats = cd->stats;
-    } else if (p->has_stats) {
-        w->stats = p->stats;
-    } else {
-        const dlp_catalog_dataset *cd = dlp_catalog_dataset_find(cat, w->task == DLP_TASK_TRAIN ? "imagenet-train" : "imagenet-val");
-        if (!cd) return dlp_err_trace(DLP_ERR_NOTFOUND, __FILE__, __LINE__, "default dataset");
-        w->stats = cd->stats;
+        dc->have = op->data != NULL;
     }
     if (op->images > 0) w->stats.images = op->images;
     return DLP_OK;
-}
-
-// The machine of one prediction: --profile FILE, or the catalog system id with --pipeline and --stack; the cost
-// figures given on the command line replace its own. *stack: the software stack its GPUs are modelled with.
-static dlp_status load_machine(const opts_t *op, const dlp_catalog *cat, const char *id, dlp_profile *p,
-                               const char **stack) {
-    dlp_status st;
-    *stack = op->stack ? op->stack : DLP_GM_DEFAULT_STACK;
-    if (op->profile) {
-        st = dlp_profile_read(op->profile, p);
-    } else {
-        const dlp_system_spec *s = dlp_catalog_system(cat, id);
-        st = s ? dlp_derive_system_stack(cat, s, op->pipeline, op->stack, p) : DLP_ERR_NOTFOUND;
-        if (!s) dlp_err_trace(st, __FILE__, __LINE__, "--system");
-        *stack = op->stack ? op->stack : dlp_gm_stack_default(s);
-    }
-    if (st) return st;
-    if (op->price > 0) {  // a purchase price given: an owned machine, unless a rent is given too
-        p->cost.price_usd = op->price;
-        if (op->usd_h <= 0) p->cost.usd_per_hour = p->cost.usd_per_hour_alt = 0;
-    }
-    if (op->power > 0) p->cost.power_w = op->power;
-    if (op->usd_h > 0) p->cost.usd_per_hour = op->usd_h;
-    return DLP_OK;
-}
-
-// One prediction's entry in the --json result: the machine, the device and the workload (the prediction, cost and
-// published figures are added after it is printed).
-static json_t *entry_json(const opts_t *op, const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w) {
-    json_t *e = json_object();
-    json_t *m = json_object();
-    json_object_set_new(m, "id", json_string(p->id));
-    json_object_set_new(m, "name", json_string(p->name));
-    json_object_set_new(m, "source", json_string(op->profile ? op->profile : "catalog"));
-    json_object_set_new(m, "pipeline", json_string(p->pipeline.name));
-    json_object_set_new(e, "machine", m);
-    json_object_set_new(e, "device", dlp_device_to_json(d));
-    json_t *wj = json_object();
-    json_object_set_new(wj, "model", json_string(w->model));
-    json_object_set_new(wj, "size", json_integer(w->tf.size));
-    json_object_set_new(wj, "storage", json_string(dlp_storage_state_name(w->storage)));
-    json_object_set_new(wj, "read_limit_bytes_per_s", json_real(w->read_limit_bytes_per_s));
-    json_object_set_new(wj, "epochs", json_integer(w->epochs));
-    json_object_set_new(wj, "dataset", dlp_dataset_stats_to_json(&w->stats));
-    json_object_set_new(e, "workload", wj);
-    return e;
 }
 
 // A comparison's header (several --system ids: one line per system).
@@ -432,6 +227,8 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
 int dlp_cli_predict(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
+    dlp_cost_params cp;
+    dlp_cost_params_init(&cp);
     dlp_opt table[] = {
         {"system", 0, DLP_OPT_STR, &op.system, NULL, "ID[,ID...]", "catalog system(s) (dlperf catalog systems); several: a comparison", NULL, 0},
         {"profile", 0, DLP_OPT_STR, &op.profile, NULL, "FILE", "a machine profile (schema dlperf.profile/1) instead of a catalog system", NULL, 0},
@@ -456,11 +253,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"storage", 0, DLP_OPT_CHOICE, &op.storage, "auto", NULL, "page cache state (auto: warm if the dataset fits)", "auto|warm|cold", 0},
         {"read-limit", 0, DLP_OPT_SIZE, &op.read_limit, "0", NULL, "read-rate limit in bytes/s (e.g. 200M)", NULL, 0},
         {"epochs", 0, DLP_OPT_INT, &op.epochs, "90", NULL, "epochs for the total time and cost", NULL, 0},
-        {"lifetime-years", 0, DLP_OPT_DOUBLE, &op.lifetime, "3", NULL, "amortization of an owned machine's price", NULL, 0},
-        {"utilization", 0, DLP_OPT_DOUBLE, &op.utilization, "1", NULL, "share of its lifetime the machine works", NULL, 0},
-        {"kwh-usd", 0, DLP_OPT_DOUBLE, &op.kwh, "0.15", NULL, "electricity price, $/kWh", NULL, 0},
-        {"pue", 0, DLP_OPT_DOUBLE, &op.pue, "1", NULL, "power usage effectiveness (1: no overhead counted)", NULL, 0},
-        {"capacity-block", 0, DLP_OPT_FLAG, &op.alt, NULL, NULL, "cloud: the capacity-block rate instead of on-demand", NULL, 0},
+        DLP_CLI_COST_ROWS(cp),
         {"price-usd", 0, DLP_OPT_DOUBLE, &op.price, "0", NULL, "machine price (sets or replaces the profile's)", NULL, 0},
         {"power-w", 0, DLP_OPT_DOUBLE, &op.power, "0", NULL, "machine power under load (sets or replaces)", NULL, 0},
         {"usd-per-hour", 0, DLP_OPT_DOUBLE, &op.usd_h, "0", NULL, "rent per node-hour (sets or replaces)", NULL, 0},
@@ -470,32 +263,19 @@ int dlp_cli_predict(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
-                                   "Predicts each stage's capacity, the throughput, the bottleneck, the data stall, epoch "
-                                   "time and cost,\nand what would keep the device busy (docs/model.md).", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
+                                  "Predicts each stage's capacity, the throughput, the bottleneck, the data stall, epoch "
+                                  "time and cost,\nand what would keep the device busy (docs/model.md).", argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: unexpected argument '%s'", argv[rest]));
     if (!op.system == !op.profile)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: give --system ID (see dlperf catalog systems) or --profile FILE"));
     if (op.size < 32 || op.epochs < 1 || op.nodes < 1 || op.devices < 0 || op.workers < 0 || op.threads < 0 || op.batch < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "predict: --size >= 32, --epochs >= 1, --nodes >= 1 and non-negative "
                                     "--devices, --workers, --threads, --batch"));
-    if (op.json) {
-        st = dlp_check_new_output(op.json, "--json");
-        if (st) return dlp_cli_fail(st);
-    }
+    if (op.json && (st = dlp_check_new_output(op.json, "--json"))) return dlp_cli_fail(st);
     dlp_catalog *cat = NULL;
     st = dlp_catalog_load(op.catalog, &cat);
     if (st) return dlp_cli_fail(st);
-
-    dlp_cost_params cp;
-    dlp_cost_params_init(&cp);
-    cp.lifetime_years = op.lifetime;
-    cp.utilization = op.utilization;
-    cp.usd_per_kwh = op.kwh;
-    cp.pue = op.pue;
-    cp.alt_rate = op.alt;
 
     json_t *res = dlp_json_result_new("dlperf.predict/1", 0, NULL);
     json_object_set_new(res, "options", dlp_opts_to_json(table));
@@ -517,11 +297,12 @@ int dlp_cli_predict(int argc, char **argv) {
     if (compare && st == DLP_OK) print_compare_header();
     while (st == DLP_OK && (op.profile || id)) {
         const char *stack;
-        st = load_machine(&op, cat, id, p, &stack);
+        dlp_predict_machine_req mr = {op.profile, id, op.pipeline, op.stack, op.price, op.power, op.usd_h};
+        st = dlp_predict_machine(cat, &mr, p, &stack);
         if (st) break;
         int plain = 1;
         char dev_stack[48] = "";
-        st = pick_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain, dev_stack, sizeof dev_stack);
+        st = dlp_predict_device(cat, p, op.device, op.device ? op.stack : NULL, d, &plain, dev_stack, sizeof dev_stack);
         if (dev_stack[0]) stack = dev_stack;
         if (st) break;
         dlp_workload w;
@@ -547,7 +328,7 @@ int dlp_cli_predict(int argc, char **argv) {
         dlp_cost cost;
         st = dlp_cost_compute(&p->cost, &cp, o->nodes, o->cluster_img_per_s, o->epoch_s, o->total_s, &cost);
         if (st) break;
-        json_t *e = entry_json(&op, p, d, &w);
+        json_t *e = dlp_predict_entry_json(op.profile ? op.profile : "catalog", p, d, &w);
         json_t *pub = json_array();
         if (compare) {
             print_compare_row(p, d, o, &cost);

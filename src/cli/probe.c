@@ -60,13 +60,12 @@ int dlp_cli_probe(int argc, char **argv) {
         {"mpirun", 0, DLP_OPT_STR, &mpirun, "mpirun", "CMD", "the launcher --hostfile runs under", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts, "usage: dlperf probe --out FILE [--data DIR|synthetic] [--quick] [--device ref,cpu|cuda] [--threads N]\n"
               "Measures this machine into a machine profile (dlperf.profile/1): cores, memory bandwidth, storage warm and\n"
               "cold, the input pipeline's cost per image (fitted from its stages) and scaling, each backend's step time\n"
               "against batch and image size, compute/loader contention, the training loop's overhead.",
-        argc, argv, &rest);
+        argc, argv);
     if (st) return dlp_cli_fail(st);
     if (!out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--out FILE is required (the profile is written there; an "
                                                            "existing file is never overwritten)"));

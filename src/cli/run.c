@@ -202,8 +202,7 @@ int dlp_cli_run(int argc, char **argv) {
         {"json", 'j', DLP_OPT_STR, &o.json, NULL, "FILE", "the summary (dlperf.run/1; default <out>/run.json)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts,
         "usage: dlperf run [--data DIR|synthetic] [--model resnet50] [--precision auto] [--train-seconds 60]\n"
         "                  [--usd-per-hour X] [--compare ID,..] [--out DIR] [--quick]\n"
@@ -211,9 +210,8 @@ int dlp_cli_run(int argc, char **argv) {
         "input pipeline, inference throughput and latency, what held training back, cost per image, and the\n"
         "catalog's GPU systems predicted for the same workload. Every stage's result goes into the run directory,\n"
         "and report.html (charts and tables of them all; `dlperf report DIR` writes it again).",
-        argc, argv, &rest);
+        argc, argv);
     if (st) return dlp_cli_fail(st);
-    if (rest < argc) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
     if (o.quick) {
         if (!dlp_opt_given(opts, "model")) o.model = "resnet18";
         if (!dlp_opt_given(opts, "size")) o.size = 112;

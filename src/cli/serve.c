@@ -131,10 +131,7 @@ int dlp_cli_serve(int argc, char **argv) {
     // The stop signals are blocked before any thread starts (the engine's, the monitor's, the server's), so
     // only the sigwait in dlp_serve_run receives them.
     sigset_t stop_set, old_mask;
-    sigemptyset(&stop_set);
-    sigaddset(&stop_set, SIGINT);
-    sigaddset(&stop_set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_set, &old_mask);
+    dlp_serve_block_stop_signals(&stop_set, &old_mask);
     dlp_monitor *mon = NULL;
     st = dlp_serve_stack_open(&sc, &stack);
     if (st == DLP_OK) {

@@ -104,13 +104,12 @@ int dlp_cli_validate(int argc, char **argv) {
         {"published", 0, DLP_OPT_FLAG, &published, NULL, NULL, "instead of a sweep: the GPU model against the catalog's published figures, each GPU held out (docs/model.md)", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts, "usage: dlperf validate [--profile FILE] [--configs FILE] [--quick] [--steps N] [--seconds S] [--json FILE]\n"
               "Runs a sweep of real training configurations (each a short run through the training loop with the real\n"
               "loader), predicts each from the machine profile alone, and prints predicted vs measured img/s, the\n"
               "absolute percentage error and the MAPE.",
-        argc, argv, &rest);
+        argc, argv);
     if (st) return dlp_cli_fail(st);
     if (steps < 3 || !(seconds >= 0) || !(max_seconds > 0) || max_seconds < seconds)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--steps must be >= 3 and 0 <= --seconds <= --max-seconds"));

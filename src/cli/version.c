@@ -12,8 +12,7 @@ int dlp_cli_version(int argc, char **argv) {
         {"json", 0, DLP_OPT_FLAG, &as_json, NULL, NULL, "print JSON instead of text", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(opts, "usage: dlperf version [--json]", argc, argv, &rest);
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf version [--json]", argc, argv);
     if (st) return dlp_cli_fail(st);
     dlp_host_info h;
     dlp_host_probe(&h);

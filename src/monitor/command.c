@@ -130,3 +130,18 @@ void dlp_monitor_command_result_free(dlp_monitor_command_result *r) {
     json_decref(r->summary);
     r->summary = NULL;
 }
+
+void dlp_monitor_command_json(const dlp_monitor_command_result *r, char **cmd, int ncmd, json_t *res) {
+    json_t *c = json_array();
+    for (int i = 0; i < ncmd; i++) json_array_append_new(c, json_string(cmd[i]));
+    json_object_set_new(res, "command", c);
+    json_object_set_new(res, "exit_code", json_integer(r->exit_code));
+    json_object_set_new(res, "signal", r->signal ? json_integer(r->signal) : json_null());
+    if (r->exec_errno) json_object_set_new(res, "exec_error", json_string(strerror(r->exec_errno)));
+    json_object_set_new(res, "wall_s", json_real(r->wall_s));
+    const struct rusage *ru = &r->ru;
+    json_object_set_new(res, "rusage", json_pack("{s:f, s:f, s:I}", "user_s",
+                                                 (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6, "system_s",
+                                                 (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec * 1e-6,
+                                                 "max_rss_bytes", (json_int_t)ru->ru_maxrss * 1024));
+}

@@ -2,7 +2,7 @@
 // monitor has its baseline, signals sent to this process are passed on to it, and its tree is read one last time
 // after it ends; its exit status, signal, resource use and the monitor's summary come back.
 // Defines: dlp_monitor_command_cfg, dlp_monitor_command_result, dlp_monitor_run_command,
-//          dlp_monitor_command_result_free.
+//          dlp_monitor_command_result_free, dlp_monitor_command_json.
 #ifndef DLP_MONITOR_COMMAND_H
 #define DLP_MONITOR_COMMAND_H
 #include <jansson.h>
@@ -34,5 +34,8 @@ typedef struct dlp_monitor_command_result {
 // the result.
 dlp_status dlp_monitor_run_command(const dlp_monitor_command_cfg *cfg, dlp_monitor_command_result *out);
 void dlp_monitor_command_result_free(dlp_monitor_command_result *r);
+// The run into a dlperf.monitor/1 object: the command (ncmd words), exit code, signal, exec error, wall time,
+// resource use and the monitor's summary.
+void dlp_monitor_command_json(const dlp_monitor_command_result *r, char **cmd, int ncmd, json_t *res);
 
 #endif

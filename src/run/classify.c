@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
+
 // Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
 // at its root, two levels above val/<wnid>/x.JPEG) when it names as many classes as the model has.
 static dlp_status find_labels(const char *labels_path, const char *first_image, int nclasses, char ***labels, int *n,
@@ -105,4 +107,27 @@ void dlp_classify_free(dlp_classify_result *r) {
     dlp_infer_labels_free(r->labels, r->nlabels);
     dlp_infer_files_free(&r->files);
     memset(r, 0, sizeof *r);
+}
+
+void dlp_classify_json(const dlp_classify_result *r, json_t *result) {
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n; i++) {
+        const int *cls = r->cls[i];
+        const float *prob = r->prob[i];
+        json_t *top = json_array();
+        for (int j = 0; j < DLP_CLASSIFY_TOPK && cls[j] >= 0; j++) {
+            json_t *t = json_pack("{si so}", "class", cls[j], "prob", dlp_json_real_or_null(prob[j]));
+            json_t *lab = cls[j] < r->nlabels ? json_string(r->labels[cls[j]]) : NULL;  // NULL: not UTF-8
+            if (cls[j] < r->nlabels) json_object_set_new(t, "label", lab ? lab : json_null());
+            json_array_append_new(top, t);
+        }
+        json_t *logit_arr = json_array();
+        for (int k = 0; k < r->num_classes; k++)  // keeps every index
+            json_array_append_new(logit_arr, dlp_json_real_or_null(r->logits[(size_t)i * r->num_classes + k]));
+        json_array_append_new(arr, json_pack("{ss so so}", "path", r->paths[i], "top5", top, "logits", logit_arr));
+    }
+    json_object_set_new(result, "top5", arr);
+    json_object_set_new(result, "labels", r->labels_src[0] ? json_string(r->labels_src) : json_null());
+    json_object_set_new(result, "skipped_images", json_integer(r->skipped));
+    json_object_set_new(result, "plan", json_incref(r->plan));
 }

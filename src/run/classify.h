@@ -1,7 +1,8 @@
 // run/classify: the top-k classes of given images (`dlperf infer --top5`): the files read, decoded and preprocessed
 // into the inference plan's input format, run in batches, and each image's probabilities, classes and logits; class
 // names from a labels file, or the synthetic ImageNet's labels.txt found beside the images.
-// Defines: DLP_CLASSIFY_TOPK, dlp_classify_cfg, dlp_classify_result, dlp_classify, dlp_classify_free.
+// Defines: DLP_CLASSIFY_TOPK, dlp_classify_cfg, dlp_classify_result, dlp_classify, dlp_classify_free,
+//          dlp_classify_json.
 #ifndef DLP_RUN_CLASSIFY_H
 #define DLP_RUN_CLASSIFY_H
 #include <jansson.h>
@@ -37,5 +38,8 @@ typedef struct dlp_classify_result {
 dlp_status dlp_classify(dlp_infer_model *m, const dlp_infer_engine_cfg *ec, const dlp_classify_cfg *c,
                         dlp_classify_result *r);
 void dlp_classify_free(dlp_classify_result *r);
+// The result into a dlperf.infer/1 object: "top5" (per image: path, top-5 classes with probability and label, every
+// logit), "labels" (where the names came from), "skipped_images", "plan".
+void dlp_classify_json(const dlp_classify_result *r, json_t *result);
 
 #endif

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "core/rng.h"
+#include "hw/host.h"
 #include "nn/resnet.h"
 
 // The plan, its parameters and a random batch with random labels.
@@ -85,4 +86,37 @@ void dlp_net_bench_free(dlp_net_bench_result *r) {
     dlp_step_bench_free(&r->phases);
     json_decref(r->plan_info);
     r->plan_info = NULL;
+}
+
+void dlp_net_bench_json(const dlp_net_bench_cfg *c, const dlp_net_bench_result *r, json_t *res) {
+    const dlp_step_bench_result *br = &r->phases;
+    const int infer = c->infer;
+    json_object_set_new(res, "backend", json_string(r->backend));
+    json_object_set_new(res, "compute_threads", json_integer(c->threads > 0 ? c->threads : dlp_host_cpus_allowed()));
+    json_object_set_new(res, "mode", json_string(infer ? "inference" : "training"));
+    json_object_set_new(res, "plan_ms", json_real(r->plan_ms));
+    if (r->plan_info) json_object_set_new(res, "backend_plan", json_incref(r->plan_info));  // ISA, kernels, fusions
+    json_t *x = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "img_per_s", r->img_per_s, "step_ms", r->step_ms,
+                          "step_ms_p10", br->step.p10_ms, "step_ms_p50", br->step.p50_ms, "step_ms_p90", br->step.p90_ms,
+                          "gflop_per_image", r->gflop_per_image, "achieved_gflop_per_s", r->gflop_per_s);
+    json_object_update(res, x);
+    json_decref(x);
+    if (r->peak_gflop_per_s > 0) {
+        json_object_set_new(res, "peak_gflop_per_s", json_real(r->peak_gflop_per_s));
+        json_object_set_new(res, "fraction_of_peak", json_real(r->gflop_per_s / r->peak_gflop_per_s));
+    }
+    json_t *ph = json_object(), *pq = json_object();
+    for (int p = 0; p < DLP_STEP_NPHASES; p++)
+        if (!infer || p <= DLP_STEP_FORWARD) {
+            const char *name = dlp_step_phase_name((dlp_step_phase)p);
+            json_object_set_new(ph, name, json_real(br->phase[p].mean_ms));
+            json_object_set_new(pq, name, json_pack("{s:f,s:f,s:f}", "p10", br->phase[p].p10_ms, "p50",
+                                                    br->phase[p].p50_ms, "p90", br->phase[p].p90_ms));
+        }
+    json_object_set_new(res, "phase_ms_per_step", ph);
+    json_object_set_new(res, "phase_ms_quantiles", pq);
+    if (!infer) {
+        json_object_set_new(res, "loss_first", json_real(br->loss_first));
+        json_object_set_new(res, "loss_last", json_real(br->loss_last));
+    }
 }

@@ -1,6 +1,6 @@
 // run/net_bench: `dlperf nn bench`: a model's plan on a backend timed phase by phase on random tensors (no data
 // loading), through run/step's bench harness; optionally the backend's convolution peak beside it.
-// Defines: dlp_net_bench_cfg, dlp_net_bench_result, dlp_net_bench, dlp_net_bench_free.
+// Defines: dlp_net_bench_cfg, dlp_net_bench_result, dlp_net_bench, dlp_net_bench_free, dlp_net_bench_json.
 #ifndef DLP_RUN_NET_BENCH_H
 #define DLP_RUN_NET_BENCH_H
 #include <jansson.h>
@@ -33,5 +33,8 @@ typedef struct dlp_net_bench_result {
 
 dlp_status dlp_net_bench(const dlp_net_bench_cfg *c, dlp_net_bench_result *r);
 void dlp_net_bench_free(dlp_net_bench_result *r);
+// The figures of dlperf.nn-bench/1 into res: backend, threads, mode, plan, throughput, step quantiles, FLOPs, peak,
+// each phase's mean and quantiles, and the loss of a training plan.
+void dlp_net_bench_json(const dlp_net_bench_cfg *c, const dlp_net_bench_result *r, json_t *res);
 
 #endif

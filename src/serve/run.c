@@ -51,6 +51,13 @@ json_t *dlp_serve_stats_to_json(const dlp_serve_stats *st) {
     return o;
 }
 
+void dlp_serve_block_stop_signals(sigset_t *set, sigset_t *old) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, old);
+}
+
 dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engine, const dlp_serve_preprocess *pre,
                          const char *port_file, dlp_serve_stats *stats, int *signo) {
     if (stats) memset(stats, 0, sizeof *stats);
@@ -58,10 +65,7 @@ dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engin
     // Block the stop signals before any thread exists, so every thread inherits the mask and sigwait below
     // is the one place they arrive.
     sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
+    dlp_serve_block_stop_signals(&set, &old);
     dlp_server *s = NULL;
     dlp_status st = dlp_server_start(cfg, engine, pre, &s);
     if (st != DLP_OK) {

@@ -2,12 +2,13 @@
 // bounded admission queue -> preprocess workers (JPEG decode/resize) -> dynamic batcher -> inference engine ->
 // softmax top-k -> JSON. The engine and the preprocessing plug in through two small interfaces.
 // Defines: dlp_serve_engine, dlp_serve_preprocess, dlp_serve_cfg, dlp_serve_cfg_default, dlp_server and its
-//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM),
+//          start/stop/stats, dlp_serve_run (until SIGINT/SIGTERM), dlp_serve_block_stop_signals,
 //          dlp_serve_is_jpeg, dlp_serve_engine_from_plan(s), dlp_serve_plan_ladder,
 //          dlp_serve_engine_plan_calls.
 #ifndef DLP_SERVE_H
 #define DLP_SERVE_H
 #include <jansson.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -125,6 +126,9 @@ char *dlp_server_metrics_text(dlp_server *s);
 // NULL, the bound port is written there (atomically) once listening. *signo gets the signal that stopped it.
 dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engine, const dlp_serve_preprocess *pre,
                          const char *port_file, dlp_serve_stats *stats, int *signo);
+// Blocks SIGINT and SIGTERM in the calling thread, so threads started after inherit the mask and only a sigwait
+// receives them; set gets the two (for sigwait), old the mask to restore (pthread_sigmask(SIG_SETMASK, old, NULL)).
+void dlp_serve_block_stop_signals(sigset_t *set, sigset_t *old);
 
 // Class names (cfg.labels) come from run/infer's dlp_infer_labels_load, so `dlperf infer` and the service agree.
 
