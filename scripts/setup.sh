@@ -39,7 +39,7 @@ onednn_install() {
   src=""
   [ -n "${DLPERF_ONEDNN_WHEELS:-}" ] && src="--no-index --find-links $DLPERF_ONEDNN_WHEELS"
   # shellcheck disable=SC2086
-  if ! "$py" -m pip install -q --disable-pip-version-check --no-deps --no-warn-script-location \
+  if ! "$py" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --no-warn-script-location \
       --root-user-action=ignore --prefix "$tmp/pfx" $src $ONEDNN_PKGS; then
     rm -rf "$tmp"
     echo "setup: pip could not install $ONEDNN_PKGS (no network? DLPERF_ONEDNN_WHEELS=DIR installs from wheels)" >&2
