@@ -9,12 +9,14 @@
 #
 #   bench/onednn_versions_step.sh --a DLPERF_A --b DLPERF_B [--pairs 5] [--precisions "bf16 fp32"]
 #                                 [--modes "train infer"] [--batch 16] [--infer-batch 32] [--steps 2] [--threads 2]
-#                                 [--keep DIR]
+#                                 [--together] [--keep DIR]
 #
+# --together: each pair's two runs at the same time instead of one after the other (on a machine loaded by other
+# work both then meet the same load; use --threads with at most half the cores).
 # Each run: dlperf nn bench --device cpu --precision P --batch B --steps S --warmup 1 --threads T [--infer] --json.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-A="" B="" PAIRS=5 PRECS="bf16 fp32" MODES="train infer" BATCH=16 IBATCH=32 STEPS=2 THREADS=2 KEEP=""
+A="" B="" PAIRS=5 PRECS="bf16 fp32" MODES="train infer" BATCH=16 IBATCH=32 STEPS=2 THREADS=2 KEEP="" TOGETHER=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) A=$2; shift ;;
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift ;;
     --threads) THREADS=$2; shift ;;
     --keep) KEEP=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --together) TOGETHER=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -45,13 +48,19 @@ for prec in $PRECS; do
     [ "$mode" = infer ] && { b=$IBATCH; inf=--infer; }
     for i in $(seq 1 "$PAIRS"); do
       order="a b"; [ $((i % 2)) = 0 ] && order="b a"
+      pids=""
       for w in $order; do
         bin=$A; [ "$w" = b ] && bin=$B
         out="$WORK/$prec-$mode-$i-$w.json"
         "$bin" nn bench --device cpu --precision "$prec" --batch "$b" --steps "$STEPS" --warmup 1 \
-          --threads "$THREADS" $inf --json "$out" >"$WORK/log.txt" 2>&1 ||
-          { cat "$WORK/log.txt" >&2; echo "onednn_versions_step: $bin failed" >&2; exit 1; }
-        echo "  $prec $mode pair $i $w: $("$PY" -c 'import json,sys; print("%.3f img/s" % json.load(open(sys.argv[1]))["img_per_s"])' "$out")" >&2
+          --threads "$THREADS" $inf --json "$out" >"$WORK/log-$w.txt" 2>&1 &
+        if [ "$TOGETHER" = 1 ]; then pids="$pids $!"; elif ! wait $!; then
+          cat "$WORK/log-$w.txt" >&2; echo "onednn_versions_step: $bin failed" >&2; exit 1
+        fi
+      done
+      for pid in $pids; do wait "$pid" || { cat "$WORK"/log-*.txt >&2; echo "onednn_versions_step: a run failed" >&2; exit 1; }; done
+      for w in $order; do
+        echo "  $prec $mode pair $i $w: $("$PY" -c 'import json,sys; print("%.3f img/s" % json.load(open(sys.argv[1]))["img_per_s"])' "$WORK/$prec-$mode-$i-$w.json")" >&2
       done
     done
   done
