@@ -22,7 +22,12 @@ CUDNN_INC ?= $(CUDA_HOME)/include
 CUDNN_LIB ?= $(CUDA_HOME)/lib64
 NCCL_INC  ?= $(CUDA_HOME)/include
 NCCL_LIB  ?= $(CUDA_HOME)/lib64
-USE_DNNL  ?= $(call have_file,/usr/include/oneapi/dnnl/dnnl.h)
+# oneDNN 3.x (the cpu backend, written against its C API): PyPI's onednn-cpu-gomp + onednn-devel-cpu-gomp, which
+# scripts/setup.sh installs into DNNL_PREFIX, or any oneDNN 3.x install (DNNL_PREFIX=/usr for a system one). Debian
+# 12's libdnnl-dev is 2.x: not used. The binary finds libdnnl.so.3 through an rpath.
+DNNL_PREFIX ?= $(CURDIR)/build-deps/onednn-3.2
+DNNL_MAJOR := $(shell sed -n 's/^\#define DNNL_VERSION_MAJOR \([0-9]*\).*/\1/p' $(DNNL_PREFIX)/include/oneapi/dnnl/dnnl_version.h 2>/dev/null)
+USE_DNNL  ?= $(if $(filter-out 0 1 2,$(DNNL_MAJOR)),1,0)
 USE_MHD   ?= $(call have_pc,libmicrohttpd)
 USE_MPI   ?= $(call have_pc,ompi-c)
 USE_CUDA  ?= $(call have_file,$(CUDA_HOME)/bin/nvcc)
@@ -40,9 +45,12 @@ LDLIBS   := -ljpeg -ljansson -lm -ldl
 SRC_ALL  := $(wildcard src/*/*.c src/*/*/*.c)
 SRC_OFF  :=
 ifeq ($(USE_DNNL),1)
-  CFLAGS += -DDLP_HAVE_DNNL
-  LDLIBS += -ldnnl
+  CFLAGS += -DDLP_HAVE_DNNL $(if $(filter /usr,$(DNNL_PREFIX)),,-I$(DNNL_PREFIX)/include)
+  LDLIBS += $(if $(filter /usr,$(DNNL_PREFIX)),,-L$(DNNL_PREFIX)/lib -Wl,-rpath,$(DNNL_PREFIX)/lib) -l:libdnnl.so.3
 else
+  ifneq ($(origin USE_DNNL),command line)
+    $(info oneDNN 3.x not found in $(DNNL_PREFIX) (scripts/setup.sh onednn installs it): building without the cpu backend)
+  endif
   SRC_OFF += $(filter %_dnnl.c src/backend/cpu/%,$(SRC_ALL))
 endif
 ifeq ($(USE_MHD),1)

@@ -1,7 +1,8 @@
 // bench/onednn_layers.c: ResNet-50's training step as oneDNN primitives alone, one by one, so that two oneDNN
-// versions can be compared kernel by kernel on the same machine (bench/onednn_versions.sh builds it against
-// Debian's oneDNN 2.6 and against PyPI's 3.2 and runs both). It compiles against either API (2.x op descriptors,
-// 3.x primitive-descriptor constructors and opaque memory descriptors).
+// versions can be compared kernel by kernel on the same machine. Written against oneDNN 3.x's C API (dlperf's
+// one code path: primitive-descriptor constructors, opaque memory descriptors); bench/onednn_versions.sh builds
+// it against the 3.x that scripts/setup.sh installs and builds its last dual-API form (commit a8c615c) against
+// Debian's oneDNN 2.6 when that is installed, and runs both.
 //
 // Per convolution of ResNet-50 (torchvision's v1.5 layout, the 53 convolutions, each shape timed once and
 // weighted by how often it occurs): forward (forward_training, layouts "any"), backward data and backward
@@ -25,16 +26,11 @@
 #include <string.h>
 #include <time.h>
 
-#if DNNL_VERSION_MAJOR >= 3
-#define V3 1
-typedef dnnl_memory_desc_t md_t;  // an opaque handle
-#define CMD(x) (x)
-#else
-#define V3 0
-typedef dnnl_memory_desc_t md_t;  // a struct
-typedef const dnnl_memory_desc_t *const_dnnl_memory_desc_t;
-#define CMD(x) (&(x))
+#if DNNL_VERSION_MAJOR < 3
+#error "bench/onednn_layers.c is written against oneDNN 3.x's C API (its 2.x form: git show a8c615c:bench/onednn_layers.c)"
 #endif
+typedef dnnl_memory_desc_t md_t;  // an opaque handle (free_md)
+#define CMD(x) (x)
 
 static dnnl_engine_t eng;
 static dnnl_stream_t strm;
@@ -58,11 +54,7 @@ static double now_ms(void) {
 static void md_tag(md_t *md, int nd, const int64_t *dims_, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
     dnnl_dims_t dims = {0};
     for (int i = 0; i < nd; i++) dims[i] = dims_[i];
-#if V3
     CK(dnnl_memory_desc_create_with_tag(md, nd, dims, dt, tag));
-#else
-    CK(dnnl_memory_desc_init_by_tag(md, nd, dims, dt, tag));
-#endif
 }
 
 static const_dnnl_memory_desc_t pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q) {
@@ -78,15 +70,10 @@ static const char *pd_impl(const_dnnl_primitive_desc_t pd) {
 static int md_equal(const_dnnl_memory_desc_t a, const_dnnl_memory_desc_t b) { return dnnl_memory_desc_equal(a, b); }
 
 static void md_dims(const_dnnl_memory_desc_t md, int *nd, int64_t *dims) {
-#if V3
     CK(dnnl_memory_desc_query(md, dnnl_query_ndims_s32, nd));
     const dnnl_dims_t *dp;
     CK(dnnl_memory_desc_query(md, dnnl_query_dims, &dp));
     for (int i = 0; i < *nd; i++) dims[i] = (*dp)[i];
-#else
-    *nd = md->ndims;
-    for (int i = 0; i < *nd; i++) dims[i] = md->dims[i];
-#endif
 }
 
 // A plain fp32 memory (a, ab, abc or abcd) of md's logical shape; *pmd is its descriptor (free_md it).
@@ -116,12 +103,8 @@ static void reorder_once(dnnl_memory_t from, const_dnnl_memory_desc_t fmd, dnnl_
 }
 
 static void free_md(md_t *md) {
-#if V3
     if (*md) dnnl_memory_desc_destroy(*md);
     *md = NULL;
-#else
-    (void)md;
-#endif
 }
 
 // Memory for md, filled with a deterministic pattern (seed) in its logical order through a plain fp32 copy
@@ -270,18 +253,11 @@ static dnnl_primitive_desc_t conv_bwd_pd(int weights, int wino, const_dnnl_memor
     for (int alg = wino ? 0 : 1; alg < 2 && !pd; alg++) {
         dnnl_alg_kind_t ak = alg == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct;
         dnnl_status_t s;
-#if V3
         const dnnl_dims_t dil = {0, 0};
         s = weights ? dnnl_convolution_backward_weights_primitive_desc_create(&pd, eng, ak, xmd, wmd, NULL, ymd, st, dil,
                                                                                pl, pl, fpd, NULL)
                     : dnnl_convolution_backward_data_primitive_desc_create(&pd, eng, ak, xmd, wmd, ymd, st, dil, pl, pl,
                                                                            fpd, NULL);
-#else
-        dnnl_convolution_desc_t bd;
-        if (weights) CK(dnnl_convolution_backward_weights_desc_init(&bd, ak, xmd, wmd, NULL, ymd, st, pl, pl));
-        else CK(dnnl_convolution_backward_data_desc_init(&bd, ak, xmd, wmd, ymd, st, pl, pl));
-        s = dnnl_primitive_desc_create(&pd, &bd, NULL, eng, fpd);
-#endif
         if (s != dnnl_success) pd = NULL;
     }
     if (!pd) {
@@ -303,19 +279,11 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     md_tag(&wei, 4, wd, dt, dnnl_format_tag_any);
     md_tag(&dst, 4, dd, dt, dnnl_format_tag_any);
     md_tag(&wplain, 4, wd, dnnl_f32, dnnl_abcd);
-    (void)dil;
-    const int wino_ok = winograd && !V3 && c->k == 3 && c->s == 1 && dt == dnnl_f32;
+    const int wino_ok = winograd && c->k == 3 && c->s == 1 && dt == dnnl_f32;
     // forward
     dnnl_primitive_desc_t fpd;
-#if V3
     CK(dnnl_convolution_forward_primitive_desc_create(&fpd, eng, dnnl_forward_training, dnnl_convolution_direct,
                                                       CMD(src), CMD(wei), NULL, CMD(dst), st, dil, pl, pl, NULL));
-#else
-    dnnl_convolution_desc_t cd;
-    CK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &src, &wei, NULL, &dst,
-                                          st, pl, pl));
-    CK(dnnl_primitive_desc_create(&fpd, &cd, NULL, eng, NULL));
-#endif
     const_dnnl_memory_desc_t xmd = pd_md(fpd, dnnl_query_src_md), fwmd = pd_md(fpd, dnnl_query_weights_md),
                              ymd = pd_md(fpd, dnnl_query_dst_md);
     dnnl_memory_t x = mem_new(xmd, 1, 1.f), w = mem_new(fwmd, 2, 0.05f), y = mem_new(ymd, 0, 0);
@@ -360,19 +328,10 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
     {
         unsigned flags = dnnl_use_scale | dnnl_use_shift | (c->relu ? dnnl_fuse_norm_relu : 0);
         dnnl_primitive_desc_t bfpd, bbpd;
-#if V3
         CK(dnnl_batch_normalization_forward_primitive_desc_create(&bfpd, eng, dnnl_forward_training, ymd, ymd, 1e-5f,
                                                                   flags, NULL));
         CK(dnnl_batch_normalization_backward_primitive_desc_create(&bbpd, eng, dnnl_backward, ymd, ymd, ymd, 1e-5f,
                                                                    flags, bfpd, NULL));
-#else
-        dnnl_batch_normalization_desc_t bd;
-        CK(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_training, ymd, 1e-5f, flags));
-        CK(dnnl_primitive_desc_create(&bfpd, &bd, NULL, eng, NULL));
-        dnnl_batch_normalization_desc_t bb;
-        CK(dnnl_batch_normalization_backward_desc_init(&bb, dnnl_backward, ymd, ymd, 1e-5f, flags));
-        CK(dnnl_primitive_desc_create(&bbpd, &bb, NULL, eng, bfpd));
-#endif
         md_t vmd;
         int64_t C = c->oc;
         md_tag(&vmd, 1, &C, dnnl_f32, dnnl_a);
@@ -389,9 +348,6 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
                                 {DNNL_ARG_DIFF_DST, dz}, {DNNL_ARG_SCALE, scale},       {DNNL_ARG_DIFF_SRC, z},
                                 {DNNL_ARG_DIFF_SCALE, dscale}, {DNNL_ARG_DIFF_SHIFT, dshift}, {DNNL_ARG_WORKSPACE, ws}};
         int nb = c->relu ? 9 : 8;
-#if !V3
-        b[nb++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, shift};  // 2.x counts the shift as a backward input, 3.x refuses it
-#endif
         report(c, OP_BN_BWD, timeit(bbpd, nb, b), pd_impl(bbpd), 0);
         dnnl_memory_t ms_[] = {scale, shift, mean, var, dscale, dshift, z, dz};
         for (size_t i = 0; i < sizeof ms_ / sizeof ms_[0]; i++) dnnl_memory_destroy(ms_[i]);
@@ -407,29 +363,14 @@ static void run_conv(const conv_t *c, int batch, int size, dnnl_data_type_t dt, 
         dnnl_post_ops_t po;
         CK(dnnl_primitive_attr_create(&attr));
         CK(dnnl_post_ops_create(&po));
-#if V3
         CK(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f));
-#else
-        CK(dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f));
-#endif
         CK(dnnl_primitive_attr_set_post_ops(attr, po));
         dnnl_primitive_desc_t apd, rpd, rfpd;
-#if V3
         CK(dnnl_binary_primitive_desc_create(&apd, eng, dnnl_binary_add, ymd, ymd, ymd, attr));
         CK(dnnl_eltwise_forward_primitive_desc_create(&rfpd, eng, dnnl_forward_training,
                                                       dnnl_eltwise_relu_use_dst_for_bwd, ymd, ymd, 0.f, 0.f, NULL));
         CK(dnnl_eltwise_backward_primitive_desc_create(&rpd, eng, dnnl_eltwise_relu_use_dst_for_bwd, ymd, ymd, ymd,
                                                        0.f, 0.f, rfpd, NULL));
-#else
-        dnnl_binary_desc_t bd;
-        CK(dnnl_binary_desc_init(&bd, dnnl_binary_add, ymd, ymd, ymd));
-        CK(dnnl_primitive_desc_create(&apd, &bd, attr, eng, NULL));
-        dnnl_eltwise_desc_t ef, eb;
-        CK(dnnl_eltwise_forward_desc_init(&ef, dnnl_forward_training, dnnl_eltwise_relu_use_dst_for_bwd, ymd, 0.f, 0.f));
-        CK(dnnl_primitive_desc_create(&rfpd, &ef, NULL, eng, NULL));
-        CK(dnnl_eltwise_backward_desc_init(&eb, dnnl_eltwise_relu_use_dst_for_bwd, ymd, ymd, 0.f, 0.f));
-        CK(dnnl_primitive_desc_create(&rpd, &eb, NULL, eng, rfpd));
-#endif
         dnnl_memory_t z = mem_new(ymd, 0, 0);
         dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC_0, y}, {DNNL_ARG_SRC_1, dy}, {DNNL_ARG_DST, z}};
         report(c, OP_ADD_FWD, timeit(apd, 3, a), pd_impl(apd), 0);

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Which oneDNN serves dlperf's training step better: Debian's 2.6 (what dlperf builds against) or PyPI's 3.2
-# (onednn-cpu-gomp + onednn-devel-cpu-gomp: C API, headers, libdnnl.so.3 with GNU OpenMP)? Issue 14 asks for the
-# decision by measurement. This builds bench/onednn_layers.c (ResNet-50's training step as oneDNN primitives alone:
+# Which oneDNN serves dlperf's training step better: Debian's 2.6 (what dlperf built against until issue 33) or
+# PyPI's 3.2 (onednn-cpu-gomp + onednn-devel-cpu-gomp: C API, headers, libdnnl.so.3 with GNU OpenMP; what dlperf
+# builds against now)? Issues 14 and 33 ask for the decision by measurement, per CPU kind and precision. This
+# builds bench/onednn_layers.c (ResNet-50's training step as oneDNN primitives alone:
 # every convolution shape forward / backward data / backward weights, the batch norms, the residual add + ReLU, the
 # weight casts and weight-gradient reorders) against each, runs both on the same machine in alternating rounds and
 # prints, per primitive and per kind of work, the milliseconds, the implementation each version chose, and the
@@ -12,11 +13,12 @@
 #
 # --no-winograd: direct convolutions in 2.6 too (3.x has no Winograd on CPUs; by default 2.6 uses it in the
 # backward passes of 3x3 stride-1 fp32 convolutions, as dlperf's training plan does). --isa caps both libraries'
-# ISA (e.g. AVX512_CORE to see the non-bf16 kernels on a bf16 machine). The 3.2 wheels are downloaded once (pip
-# download, no install) into ${XDG_CACHE_HOME:-$HOME/.cache}/dlperf/onednn-3.2; they are not a dlperf dependency.
+# ISA (e.g. AVX512_CORE to see the non-bf16 kernels on a bf16 machine). oneDNN 3.x: the one scripts/setup.sh
+# installs (DNNL_PREFIX, default build-deps/onednn-3.2; installed here when missing). oneDNN 2.x: Debian's
+# libdnnl-dev (apt-get install libdnnl-dev; no longer a dlperf dependency), with onednn_layers.c as of commit
+# a8c615c (its last form that compiles against 2.x; V2_REV=rev for another).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/dlperf
 PREC=fp32
 BATCH=32
 SIZE=224
@@ -45,21 +47,20 @@ while [ $# -gt 0 ]; do
   shift
 done
 PY=${PYTHON:-/usr/bin/python3}
-V3=$CACHE/onednn-3.2
+V3=${DNNL_PREFIX:-$ROOT/build-deps/onednn-3.2}
+V2_REV=${V2_REV:-a8c615c}
 if [ ! -f "$V3/lib/libdnnl.so.3" ] || [ ! -f "$V3/include/oneapi/dnnl/dnnl.h" ]; then
-  echo "onednn_versions: fetching onednn-cpu-gomp + onednn-devel-cpu-gomp 2023.2.0 (oneDNN 3.2) into $V3" >&2
-  rm -rf "$V3.tmp" && mkdir -p "$V3.tmp/whl"
-  "$PY" -m pip download -q --no-deps -d "$V3.tmp/whl" onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0 >&2
-  for w in "$V3.tmp"/whl/*.whl; do "$PY" -m zipfile -e "$w" "$V3.tmp/x"; done
-  mkdir -p "$V3.tmp/lib" "$V3.tmp/include"
-  cp -a "$V3.tmp"/x/*.data/data/lib/libdnnl.so* "$V3.tmp/lib/"
-  cp -a "$V3.tmp"/x/*.data/data/include/. "$V3.tmp/include/"
-  rm -rf "$V3.tmp/whl" "$V3.tmp/x" "$V3" && mv "$V3.tmp" "$V3"
+  DNNL_PREFIX=$V3 "$ROOT/scripts/setup.sh" onednn >&2
+fi
+if ! grep -qs '^#define DNNL_VERSION_MAJOR 2' /usr/include/oneapi/dnnl/dnnl_version.h; then
+  echo "onednn_versions: no oneDNN 2.x in /usr/include (apt-get install libdnnl-dev: Debian's 2.6)" >&2
+  exit 2
 fi
 WORK=$(mktemp -d /tmp/onednn-versions.XXXXXX)
 [ "$KEEP" = 1 ] || trap 'rm -rf "$WORK"' EXIT
 CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -fopenmp"
-cc $CFLAGS "$ROOT/bench/onednn_layers.c" -o "$WORK/layers-2" -ldnnl -lm
+git -C "$ROOT" show "$V2_REV:bench/onednn_layers.c" > "$WORK/onednn_layers_v2.c"
+cc $CFLAGS "$WORK/onednn_layers_v2.c" -o "$WORK/layers-2" -ldnnl -lm
 cc $CFLAGS -I"$V3/include" "$ROOT/bench/onednn_layers.c" -o "$WORK/layers-3" -L"$V3/lib" -Wl,-rpath,"$V3/lib" \
   -l:libdnnl.so.3 -lm
 ARGS="--batch $BATCH --size $SIZE --precision $PREC --reps $REPS $WINO --json"

@@ -31,20 +31,22 @@ const char *dlp_dnnl_isa_cap(void) {
 static void conv_impl(dnnl_engine_t eng, dnnl_data_type_t dt, dnnl_prop_kind_t prop, dnnl_alg_kind_t alg, char *out,
                       size_t len) {
     snprintf(out, len, "none");
-    dnnl_memory_desc_t s, w, d;
-    dnnl_dims_t sd = {32, 64, 56, 56}, wd = {64, 64, 3, 3}, st = {1, 1}, pad = {1, 1};
-    if (dnnl_memory_desc_init_by_tag(&s, 4, sd, dt, dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&w, 4, wd, dt, dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&d, 4, sd, dt, dnnl_format_tag_any) != dnnl_success)
-        return;
-    dnnl_convolution_desc_t cd;
-    if (dnnl_convolution_forward_desc_init(&cd, prop, alg, &s, &w, NULL, &d, st, pad, pad) != dnnl_success) return;
-    dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL) != dnnl_success) return;
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
-        snprintf(out, len, "%s", impl);
-    dnnl_primitive_desc_destroy(pd);
+    dnnl_memory_desc_t s = NULL, w = NULL, d = NULL;
+    dnnl_dims_t sd = {32, 64, 56, 56}, wd = {64, 64, 3, 3}, st = {1, 1}, dil = {0, 0}, pad = {1, 1};
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_create_with_tag(&s, 4, sd, dt, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_create_with_tag(&w, 4, wd, dt, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_create_with_tag(&d, 4, sd, dt, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_convolution_forward_primitive_desc_create(&pd, eng, prop, alg, s, w, NULL, d, st, dil, pad, pad, NULL) ==
+            dnnl_success) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+            snprintf(out, len, "%s", impl);
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (s) dnnl_memory_desc_destroy(s);
+    if (w) dnnl_memory_desc_destroy(w);
+    if (d) dnnl_memory_desc_destroy(d);
 }
 
 static char g_kernels[512];

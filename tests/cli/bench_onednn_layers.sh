@@ -9,9 +9,12 @@ mkdir -p "$T"
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 ROOT=${DLPERF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-[ -f /usr/include/oneapi/dnnl/dnnl.h ] || { echo "SKIP: no oneDNN headers"; exit 77; }
-cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -fopenmp "$ROOT/bench/onednn_layers.c" -o "$T/layers" \
-  -ldnnl -lm >"$T/cc.txt" 2>&1 || { cat "$T/cc.txt"; fail "bench/onednn_layers.c does not build against oneDNN 2.x"; }
+# the oneDNN 3.x dlperf builds against (scripts/setup.sh installs it; the Makefile's DNNL_PREFIX)
+V3=${DNNL_PREFIX:-$ROOT/build-deps/onednn-3.2}
+[ -f "$V3/include/oneapi/dnnl/dnnl.h" ] || { echo "SKIP: no oneDNN 3.x in $V3 (scripts/setup.sh onednn)"; exit 77; }
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -fopenmp -I"$V3/include" "$ROOT/bench/onednn_layers.c" \
+  -o "$T/layers" -L"$V3/lib" -Wl,-rpath,"$V3/lib" -l:libdnnl.so.3 -lm >"$T/cc.txt" 2>&1 ||
+  { cat "$T/cc.txt"; fail "bench/onednn_layers.c does not build against oneDNN 3.x"; }
 echo "ok builds with -Wall -Wextra -Werror"
 OMP_NUM_THREADS=2 "$T/layers" --batch 2 --size 64 --reps 1 --only "l4" --json >"$T/out.jsonl" 2>"$T/err.txt" ||
   { cat "$T/err.txt"; fail "onednn_layers --only l4 failed"; }
@@ -20,7 +23,7 @@ PY=${PYTHON:-/usr/bin/python3}
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 head = rows[0]
-assert head["onednn"].startswith("2.") and head["batch"] == 2 and head["precision"] == "fp32", head
+assert head["onednn"].startswith("3.") and head["batch"] == 2 and head["precision"] == "fp32", head
 ops = {(r["layer"], r["op"]) for r in rows if "layer" in r}
 layers = {r["layer"] for r in rows if "layer" in r}
 assert layers == {"l4 1x1 1024-512", "l4 3x3/2 512-512", "l4 1x1 512-2048", "l4 ds 1x1/2 1024-2048",

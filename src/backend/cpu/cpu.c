@@ -113,42 +113,43 @@ static dlp_status check_net(const dlp_net *net, const dlp_plan_cfg *cfg) {
     return st;
 }
 
-static int64_t value_elems(const dnnl_memory_desc_t *md) {
-    int64_t n = 1;
-    for (int i = 1; i < md->ndims; i++) n *= md->dims[i];
+static int64_t value_elems(const_dnnl_memory_desc_t md) {
+    int64_t d[DNNL_MAX_NDIMS], n = 1;
+    const int nd = cpu_md_dims(md, d);
+    for (int i = 1; i < nd; i++) n *= d[i];
     return n;
 }
 
 // The fp32 plain (NCHW / NC) twin of a value's descriptor.
-static dlp_status plain_twin(const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out) {
+static dlp_status plain_twin(cpu_plan *p, const_dnnl_memory_desc_t md, const_dnnl_memory_desc_t *out) {
     int64_t d[DNNL_MAX_NDIMS];
-    for (int i = 0; i < md->ndims; i++) d[i] = md->dims[i];
-    return cpu_md_plain(out, md->ndims, d, dnnl_f32);
+    const int nd = cpu_md_dims(md, d);
+    return cpu_md_plain(p, out, nd, d, dnnl_f32);
 }
 
 // A plain fp32 view of tensor t: t's own memory when it already is one, else a buffer + reorder (t -> plain
 // when to_plain, plain -> t otherwise).
 static dlp_status plain_side(cpu_plan *p, cpu_tensor *t, int to_plain, float **plain, cpu_reorder *r,
                              dnnl_memory_t *src, dnnl_memory_t *dst) {
-    dnnl_memory_desc_t pm;
-    DLP_CHECK(plain_twin(&t->md, &pm));
-    if (dnnl_memory_desc_equal(&pm, &t->md)) {
+    const_dnnl_memory_desc_t pm;
+    DLP_CHECK(plain_twin(p, t->md, &pm));
+    if (dnnl_memory_desc_equal(pm, t->md)) {
         *plain = t->data;
         memset(r, 0, sizeof *r);
         return DLP_OK;
     }
-    *plain = cpu_alloc(p, dnnl_memory_desc_get_size(&pm));
+    *plain = cpu_alloc(p, dnnl_memory_desc_get_size(pm));
     if (!*plain) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
     dnnl_memory_t m;
-    DLP_CHECK(cpu_mem_new(p, &pm, *plain, &m));
+    DLP_CHECK(cpu_mem_new(p, pm, *plain, &m));
     if (to_plain) {
         *src = t->mem;
         *dst = m;
-        return cpu_reorder_new(p, &t->md, &pm, r);
+        return cpu_reorder_new(p, t->md, pm, r);
     }
     *src = m;
     *dst = t->mem;
-    return cpu_reorder_new(p, &pm, &t->md, r);
+    return cpu_reorder_new(p, pm, t->md, r);
 }
 
 static void cpu_plan_free(dlp_plan *base);
@@ -186,6 +187,7 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->profile = prof && prof[0] == '1' ? 1 : prof && !strcmp(prof, "steps") ? 2 : 0;
     CPU_DNNL(dnnl_engine_create(&p->eng, dnnl_cpu, 0), "cpu engine");
     CPU_DNNL(dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags), "cpu stream");
+    DLP_CHECK(cpu_attr_new(&p->attr));
     const dlp_net *n = &p->net;
     const size_t pc = (size_t)(n->param_count > 0 ? n->param_count : 1);
     p->params = cpu_alloc(p, pc * sizeof(float));
@@ -207,10 +209,10 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     // the input batch: fp32 NCHW, as the loader writes it
     const dlp_layer *in = &n->layers[0];
     int64_t d[4] = {p->batch, in->c, in->h, in->w};
-    dnnl_memory_desc_t imd;
-    DLP_CHECK(cpu_md_plain(&imd, 4, d, dnnl_f32));
+    const_dnnl_memory_desc_t imd;
+    DLP_CHECK(cpu_md_plain(p, &imd, 4, d, dnnl_f32));
     cpu_tensor *it;
-    DLP_CHECK(cpu_tensor_new(p, &imd, NULL, &it));
+    DLP_CHECK(cpu_tensor_new(p, imd, NULL, &it));
     p->in_value = cpu_value_new(p, it, 0);
     if (p->in_value < 0) return dlp_err_status();
     p->vals[p->in_value].defer = 1;
@@ -220,7 +222,7 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     else DLP_CHECK(cpu_build_infer(p));
     DLP_CHECK(cpu_pool_finish(p, &p->pool_bytes));  // binds pooled tensors: plain_side may alias their data
     cpu_value *o = &p->vals[p->out_value];
-    p->out_elems = value_elems(&o->x->md);
+    p->out_elems = value_elems(o->x->md);
     DLP_CHECK(plain_side(p, o->x, 1, &p->out_plain, &p->out_reorder, &p->out_reorder_src, &p->out_reorder_dst));
     if (p->train) {
         DLP_CHECK(plain_side(p, o->dx, 0, &p->dout_plain, &p->dout_reorder, &p->dout_reorder_src,
@@ -341,15 +343,17 @@ static int cmp_ns(const void *a, const void *b) {
 // "1x64x56x56": the dimensions of a step's destination ("-": none, e.g. a function step).
 static void step_dst_dims(const cpu_step *s, char *out, size_t len) {
     snprintf(out, len, "-");
-    const dnnl_memory_desc_t *md = NULL;
+    const_dnnl_memory_desc_t md = NULL;
     for (int a = 0; a < s->nargs && !md; a++)
         if (s->args[a].arg == DNNL_ARG_DST && s->args[a].memory &&
             dnnl_memory_get_memory_desc(s->args[a].memory, &md) != dnnl_success)
             md = NULL;
     if (!md) return;
+    int64_t dims[DNNL_MAX_NDIMS];
+    const int nd = cpu_md_dims(md, dims);
     size_t o = 0;
-    for (int d = 0; d < md->ndims && o + 16 < len; d++)
-        o += (size_t)snprintf(out + o, len - o, "%s%lld", d ? "x" : "", (long long)md->dims[d]);
+    for (int d = 0; d < nd && o + 16 < len; d++)
+        o += (size_t)snprintf(out + o, len - o, "%s%lld", d ? "x" : "", (long long)dims[d]);
 }
 
 static void profile_log(cpu_plan *p) {

@@ -5,6 +5,9 @@
 // training plan), cpu_infer.c (the inference plan), cpu_mem.c (tensors, buffers, steps, reorders),
 // cpu_kernels.c (loss, SGD update, running statistics), cpu_peak.c (measure_peak).
 // Defines: cpu_plan, cpu_tensor, cpu_value, cpu_step, cpu_steps, cpu_wcopy, cpu_buffer and the cpu_* helpers.
+// oneDNN 3.x's C API: memory descriptors are opaque handles (const_dnnl_memory_desc_t). Every descriptor the
+// backend makes or keeps is owned by the plan (cpu_md_keep) and lives until plan teardown; a descriptor queried
+// from a primitive descriptor (cpu_pd_md) lives as long as that primitive descriptor.
 #ifndef DLP_BACKEND_CPU_DNNL_H
 #define DLP_BACKEND_CPU_DNNL_H
 #include <oneapi/dnnl/dnnl.h>
@@ -17,7 +20,7 @@ extern const dlp_backend_ops dlp_backend_cpu;
 
 // A view of memory as a oneDNN tensor: descriptor + data + the dnnl_memory_t bound to both.
 typedef struct cpu_tensor {
-    dnnl_memory_desc_t md;
+    const_dnnl_memory_desc_t md;  // owned by the plan
     void *data;
     dnnl_memory_t mem;
     int buf;          // index of the pooled buffer it lives in; CPU_BUF_EXTERNAL, CPU_BUF_OWNED
@@ -116,6 +119,9 @@ struct cpu_plan {
     dnnl_data_type_t dt;       // activation type: dnnl_f32 or dnnl_bf16
     dnnl_engine_t eng;
     dnnl_stream_t stream;
+    dnnl_primitive_attr_t attr;  // default attributes: a user scratchpad (cpu_attr_new)
+    dnnl_memory_desc_t *mds;     // every memory descriptor the plan made or cloned (destroyed at teardown)
+    int nmds, cap_mds;
 
     float *params, *bufs, *grads, *mom;  // flat fp32 arrays in net order
 
@@ -208,14 +214,21 @@ const char *cpu_dnnl_status_str(dnnl_status_t s);
 // ---- memory and bookkeeping (cpu_mem.c) ----
 void *cpu_alloc(cpu_plan *p, size_t bytes);  // zeroed, 64-aligned, owned by the plan; NULL on failure
 int64_t cpu_mem_available_bytes(void);         // MemAvailable from /proc/meminfo (0: unknown)
-dlp_status cpu_md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
-dlp_status cpu_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
-dlp_status cpu_mem_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, dnnl_memory_t *out);
+// Plan-owned descriptors: plain (a, ab, abc, abcd) or format "any" (the primitive chooses), and a plan-owned
+// clone of any descriptor (NULL with the error recorded when out of memory).
+dlp_status cpu_md_plain(cpu_plan *p, const_dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                        dnnl_data_type_t dt);
+dlp_status cpu_md_any(cpu_plan *p, const_dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                      dnnl_data_type_t dt);
+const_dnnl_memory_desc_t cpu_md_keep(cpu_plan *p, const_dnnl_memory_desc_t md);
+int cpu_md_dims(const_dnnl_memory_desc_t md, int64_t dims[DNNL_MAX_NDIMS]);  // returns ndims
+dnnl_data_type_t cpu_md_dt(const_dnnl_memory_desc_t md);
+dlp_status cpu_mem_new(cpu_plan *p, const_dnnl_memory_desc_t md, void *data, dnnl_memory_t *out);
 // A tensor on `data` (NULL: its own memory, counted as activation memory and allocated by cpu_pool_finish).
-dlp_status cpu_tensor_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, cpu_tensor **out);
+dlp_status cpu_tensor_new(cpu_plan *p, const_dnnl_memory_desc_t md, void *data, cpu_tensor **out);
 // A tensor in a pooled buffer: buffers are handed out by the builder as it simulates the step order and taken
 // back with cpu_tensor_release, so tensors with disjoint lifetimes share memory; cpu_pool_finish allocates them.
-dlp_status cpu_tensor_pooled(cpu_plan *p, const dnnl_memory_desc_t *md, cpu_tensor **out);
+dlp_status cpu_tensor_pooled(cpu_plan *p, const_dnnl_memory_desc_t md, cpu_tensor **out);
 void cpu_tensor_retain(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_release(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_pin(cpu_plan *p, cpu_tensor *t);  // its buffer is never reused
@@ -224,23 +237,24 @@ int cpu_tensor_exclusive(const cpu_plan *p, const cpu_tensor *t);  // the only l
 // created with NULL data have no memory.
 dlp_status cpu_pool_finish(cpu_plan *p, int64_t *total_bytes);
 int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer);  // index, or -1 (error recorded)
-const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx);
+const_dnnl_memory_desc_t cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx);
 const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd);
 // Counts pd's implementation in p->kernels ("<primitive kind> <implementation>").
 void cpu_kernel_note(cpu_plan *p, const_dnnl_primitive_desc_t pd);
 dlp_status cpu_attr_new(dnnl_primitive_attr_t *attr);  // a user scratchpad
-// A primitive descriptor (attr NULL: default attributes with a user scratchpad; attr is not consumed).
-dlp_status cpu_pd_create(cpu_plan *p, const void *desc, const_dnnl_primitive_attr_t attr,
-                         const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *out, const char *what);
+// The status of a dnnl_*_primitive_desc_create call (made with p->attr or attributes from cpu_attr_new) as a
+// dlp_status: "oneDNN cannot create <what>: <why>" on failure (DLP_ERR_UNSUPPORTED when oneDNN has no
+// implementation for it here).
+dlp_status cpu_pd_check(dnnl_status_t s, const char *what);
 // A step running pd's primitive with args (+ the shared scratchpad), masked with p->build_mask.
 dlp_status cpu_step_prim(cpu_plan *p, cpu_steps *list, dnnl_primitive_desc_t pd, int nargs,
                          const dnnl_exec_arg_t *args, const char *what);
 dlp_status cpu_step_fn_add(cpu_plan *p, cpu_steps *list, cpu_step_fn fn, const cpu_step *proto);
-dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, const dnnl_memory_desc_t *smd,
-                            dnnl_memory_t dst, const dnnl_memory_desc_t *dmd, const char *what);
+dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, const_dnnl_memory_desc_t smd,
+                            dnnl_memory_t dst, const_dnnl_memory_desc_t dmd, const char *what);
 // A standalone reorder smd -> dmd; its scratchpad (if it wants one) is the shared one, so it must be created
 // before cpu_scratch_finish. cpu_reorder_run executes it (nothing when r->prim is NULL) and waits.
-dlp_status cpu_reorder_new(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+dlp_status cpu_reorder_new(cpu_plan *p, const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_t dmd,
                            cpu_reorder *out);
 dlp_status cpu_reorder_run(cpu_plan *p, const cpu_reorder *r, dnnl_memory_t src, dnnl_memory_t dst, int wait,
                            const char *what);
@@ -252,7 +266,7 @@ dlp_status cpu_scratch_finish(cpu_plan *p);  // allocates the shared scratchpad 
 // folded); fold_bn >= 0 folds that BN's running statistics in and writes the bias into fold_bias. A snapshot
 // copy is refreshed only by backward (CPU_WCOPY_SNAPSHOT), so get_input_grad after update still sees the
 // weights of the step.
-dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, int fold_bn, float *fold_bias,
+dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
                          int snapshot, dnnl_memory_t *out);
 #define CPU_WCOPY_ALL 0
 #define CPU_WCOPY_LIVE 1
@@ -274,7 +288,7 @@ dlp_status cpu_build_infer(cpu_plan *p);  // cpu_infer.c
 int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind_t algs[2]);
 // Value v in descriptor want: v itself, or a converted copy whose reorder step is added to list (cache: reuse
 // an earlier copy in the same descriptor).
-dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out);
+dlp_status cpu_value_as(cpu_plan *p, int v, const_dnnl_memory_desc_t want, cpu_steps *list, int cache, int *out);
 
 // ---- kernels (cpu_kernels.c) ----
 void cpu_bn_running_update(cpu_plan *p, const cpu_step *s);  // a: mean, b: var, c: running mean, d: running var

@@ -60,14 +60,14 @@ static void use(cpu_plan *p, int v) {
 }
 
 // Layer `layer`'s output shape (batch, C, H, W) in type dt, layout left to the primitive.
-static dlp_status md_any_of_layer(const cpu_plan *p, int layer, dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
+static dlp_status md_any_of_layer(cpu_plan *p, int layer, dnnl_data_type_t dt, const_dnnl_memory_desc_t *md) {
     const dlp_layer *l = &p->net.layers[layer];
     int64_t d[4] = {p->batch, l->c, l->h, l->w};
-    return cpu_md_any(md, 4, d, dt);
+    return cpu_md_any(p, md, 4, d, dt);
 }
 
 // The value v in descriptor want for a node's input; a conversion becomes a node (for its backward).
-static dlp_status input_as(build *b, int v, const dnnl_memory_desc_t *want, int *out) {
+static dlp_status input_as(build *b, int v, const_dnnl_memory_desc_t want, int *out) {
     cpu_plan *p = b->p;
     int before = p->nvals;
     DLP_CHECK(cpu_value_as(p, v, want, &p->fwd, 1, out));
@@ -81,7 +81,7 @@ static dlp_status input_as(build *b, int v, const dnnl_memory_desc_t *want, int 
     return DLP_OK;
 }
 
-static dlp_status out_value(cpu_plan *p, const dnnl_memory_desc_t *md, int layer, int *out) {
+static dlp_status out_value(cpu_plan *p, const_dnnl_memory_desc_t md, int layer, int *out) {
     cpu_tensor *t;
     DLP_CHECK(cpu_tensor_new(p, md, NULL, &t));
     int v = cpu_value_new(p, t, layer);
@@ -94,8 +94,9 @@ static void what(char *buf, size_t len, const cpu_plan *p, int layer, const char
     snprintf(buf, len, "%s %s", layer >= 0 ? p->net.layers[layer].name : "?", op);
 }
 
-static void conv_dims(const dlp_layer *l, dnnl_dims_t st, dnnl_dims_t pl, dnnl_dims_t pr) {
+static void conv_dims(const dlp_layer *l, dnnl_dims_t st, dnnl_dims_t dil, dnnl_dims_t pl, dnnl_dims_t pr) {
     st[0] = st[1] = l->stride;
+    dil[0] = dil[1] = 0;
     pl[0] = pl[1] = l->pad;
     pr[0] = pr[1] = l->pad;  // symmetric, as PyTorch; oneDNN floors the output size the same way
 }
@@ -116,22 +117,20 @@ int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind
 static dlp_status fwd_conv(build *b, int li) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
-    dnnl_memory_desc_t src, wei, dst;
+    const_dnnl_memory_desc_t src, wei, dst;
     int64_t wd[4] = {l->c, xl->c, l->k, l->k};
     DLP_CHECK(md_any_of_layer(p, l->in0, p->dt, &src));
-    DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
+    DLP_CHECK(cpu_md_any(p, &wei, 4, wd, p->dt));
     DLP_CHECK(md_any_of_layer(p, li, p->dt, &dst));
-    dnnl_dims_t st, pl, pr;
-    conv_dims(l, st, pl, pr);
+    dnnl_dims_t st, dil, pl, pr;
+    conv_dims(l, st, dil, pl, pr);
     dnnl_alg_kind_t algs[2];
     const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
     dnnl_primitive_desc_t pd = NULL;
     for (int a = 0; a < nalg && !pd; a++) {
-        dnnl_convolution_desc_t cd;
-        CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, algs[a], &src, &wei, NULL, &dst, st,
-                                                    pl, pr),
-                 "conv %s", l->name);
-        if (cpu_pd_create(p, &cd, NULL, NULL, &pd, l->name) == DLP_OK) {
+        if (cpu_pd_check(dnnl_convolution_forward_primitive_desc_create(&pd, p->eng, dnnl_forward_training, algs[a], src,
+                                                                        wei, NULL, dst, st, dil, pl, pr, p->attr),
+                         l->name) == DLP_OK) {
             if (algs[a] == dnnl_convolution_winograd) p->nwinograd++;
         } else {
             pd = NULL;
@@ -161,9 +160,9 @@ static dlp_status fwd_conv(build *b, int li) {
 }
 
 static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *out) {
-    dnnl_memory_desc_t md;
-    DLP_CHECK(cpu_md_plain(&md, 1, &c, dnnl_f32));
-    return cpu_mem_new(p, &md, data, out);
+    const_dnnl_memory_desc_t md;
+    DLP_CHECK(cpu_md_plain(p, &md, 1, &c, dnnl_f32));
+    return cpu_mem_new(p, md, data, out);
 }
 
 static dlp_status fwd_bn_(build *b, int li, int relu_layer);
@@ -177,22 +176,21 @@ static dlp_status fwd_bn_(build *b, int li, int relu_layer) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li];
     const int x = p->val_of[l->in0];
-    const dnnl_memory_desc_t *md = &p->vals[x].x->md;
+    const_dnnl_memory_desc_t md = p->vals[x].x->md;
     unsigned flags = dnnl_use_scale | dnnl_use_shift | (relu_layer >= 0 ? dnnl_fuse_norm_relu : 0);
-    dnnl_batch_normalization_desc_t bd, be;
-    CPU_DNNL(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_training, md, l->bn_eps, flags), "bn %s",
-             l->name);
-    CPU_DNNL(dnnl_batch_normalization_forward_desc_init(&be, dnnl_forward_inference, md, l->bn_eps,
-                                                        flags | dnnl_use_global_stats),
-             "bn %s", l->name);
     node *n;
     DLP_CHECK(node_new(b, NODE_BN, li, &n));
     n->relu = relu_layer >= 0;
     n->in[0] = x;
     use(p, x);
-    DLP_CHECK(cpu_pd_create(p, &bd, NULL, NULL, &n->fwd_pd, l->name));
+    DLP_CHECK(cpu_pd_check(dnnl_batch_normalization_forward_primitive_desc_create(
+                               &n->fwd_pd, p->eng, dnnl_forward_training, md, md, l->bn_eps, flags, p->attr),
+                           l->name));
     dnnl_primitive_desc_t epd;
-    DLP_CHECK(cpu_pd_create(p, &be, NULL, NULL, &epd, l->name));
+    DLP_CHECK(cpu_pd_check(dnnl_batch_normalization_forward_primitive_desc_create(
+                               &epd, p->eng, dnnl_forward_inference, md, md, l->bn_eps,
+                               flags | dnnl_use_global_stats, p->attr),
+                           l->name));
     dlp_status st = DLP_OK;
     const int64_t C = l->c;
     const dlp_param *g = &p->net.params[l->param0], *bt = &p->net.params[l->param0 + 1];
@@ -247,11 +245,11 @@ static dlp_status fwd_bn_(build *b, int li, int relu_layer) {
     return st;
 }
 
-static dlp_status relu_fwd_pd(cpu_plan *p, const dnnl_memory_desc_t *md, dnnl_primitive_desc_t *pd, const char *nm) {
-    dnnl_eltwise_desc_t ed;
-    CPU_DNNL(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
-             "relu %s", nm);
-    return cpu_pd_create(p, &ed, NULL, NULL, pd, nm);
+static dlp_status relu_fwd_pd(cpu_plan *p, const_dnnl_memory_desc_t md, dnnl_primitive_desc_t *pd, const char *nm) {
+    return cpu_pd_check(dnnl_eltwise_forward_primitive_desc_create(pd, p->eng, dnnl_forward_training,
+                                                                   dnnl_eltwise_relu_use_dst_for_bwd, md, md, 0.f, 0.f,
+                                                                   p->attr),
+                        nm);
 }
 
 static dlp_status fwd_relu(build *b, int li) {
@@ -262,7 +260,7 @@ static dlp_status fwd_relu(build *b, int li) {
     DLP_CHECK(node_new(b, NODE_RELU, li, &n));
     n->in[0] = x;
     use(p, x);
-    DLP_CHECK(relu_fwd_pd(p, &p->vals[x].x->md, &n->fwd_pd, "relu"));
+    DLP_CHECK(relu_fwd_pd(p, p->vals[x].x->md, &n->fwd_pd, "relu"));
     DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_SRC, p->vals[x].x->mem}, {DNNL_ARG_DST, p->vals[n->out].x->mem}};
     char w[64];
@@ -274,7 +272,7 @@ static dlp_status fwd_add(build *b, int li, int relu_layer) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li];
     const int x0 = p->val_of[l->in0];
-    const dnnl_memory_desc_t *md = &p->vals[x0].x->md;
+    const_dnnl_memory_desc_t md = p->vals[x0].x->md;
     int x1;
     DLP_CHECK(input_as(b, p->val_of[l->in1], md, &x1));
     node *n;
@@ -284,8 +282,6 @@ static dlp_status fwd_add(build *b, int li, int relu_layer) {
     n->in[1] = x1;
     use(p, x0);
     use(p, x1);
-    dnnl_binary_desc_t bd;
-    CPU_DNNL(dnnl_binary_desc_init(&bd, dnnl_binary_add, md, md, md), "add");
     dnnl_primitive_attr_t attr;
     DLP_CHECK(cpu_attr_new(&attr));
     dlp_status st = DLP_OK;
@@ -293,13 +289,14 @@ static dlp_status fwd_add(build *b, int li, int relu_layer) {
         dnnl_post_ops_t po;
         if (dnnl_post_ops_create(&po) != dnnl_success) st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
         if (!st) {
-            if (dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success ||
+            if (dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success ||
                 dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
                 st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: relu post-op");
             dnnl_post_ops_destroy(po);
         }
     }
-    if (!st) st = cpu_pd_create(p, &bd, attr, NULL, &n->fwd_pd, "add");
+    if (!st)
+        st = cpu_pd_check(dnnl_binary_primitive_desc_create(&n->fwd_pd, p->eng, dnnl_binary_add, md, md, md, attr), "add");
     dnnl_primitive_attr_destroy(attr);
     DLP_CHECK(st);
     if (n->relu) DLP_CHECK(relu_fwd_pd(p, md, &n->relu_pd, "add+relu"));
@@ -333,24 +330,23 @@ static dlp_status fwd_pool(build *b, int li) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     const int x = p->val_of[l->in0];
     const int max = l->kind == DLP_LAYER_MAXPOOL;
-    dnnl_memory_desc_t dst;
-    DLP_CHECK(md_any_of_layer(p, li, p->vals[x].x->md.data_type, &dst));
+    const_dnnl_memory_desc_t dst;
+    DLP_CHECK(md_any_of_layer(p, li, cpu_md_dt(p->vals[x].x->md), &dst));
     dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
     pool_geometry(l, xl, max, st, k, pl, pr);
-    dnnl_pooling_v2_desc_t pd;
-    CPU_DNNL(dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_training,
-                                               max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
-                                               &p->vals[x].x->md, &dst, st, k, dil, pl, pr),
-             "pool after %s", xl->name);
     node *n;
     DLP_CHECK(node_new(b, max ? NODE_MAXPOOL : NODE_AVGPOOL, li, &n));
     n->in[0] = x;
     use(p, x);
-    DLP_CHECK(cpu_pd_create(p, &pd, NULL, NULL, &n->fwd_pd, max ? "maxpool" : "avgpool"));
+    DLP_CHECK(cpu_pd_check(dnnl_pooling_forward_primitive_desc_create(
+                               &n->fwd_pd, p->eng, dnnl_forward_training,
+                               max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, p->vals[x].x->md, dst, st, k,
+                               dil, pl, pr, p->attr),
+                           max ? "maxpool" : "avgpool"));
     DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, p->vals[x].x->mem}, {DNNL_ARG_DST, p->vals[n->out].x->mem}};
     int na = 2;
-    const dnnl_memory_desc_t *wmd = cpu_pd_md(n->fwd_pd, dnnl_query_workspace_md, 0);
+    const_dnnl_memory_desc_t wmd = cpu_pd_md(n->fwd_pd, dnnl_query_workspace_md, 0);
     if (wmd && dnnl_memory_desc_get_size(wmd)) {
         DLP_CHECK(cpu_tensor_new(p, wmd, NULL, &n->ws));
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, n->ws->mem};
@@ -362,31 +358,45 @@ static dlp_status fwd_pool(build *b, int li) {
 
 // fc: y (N, K) fp32 = x (N, C, H, W) . W (K, C, H, W) + b. In a bf16 plan x and W are bf16 when oneDNN has
 // the whole set (forward, backward data, backward weights with fp32 weight gradients); else fp32.
-static dlp_status fc_descs(cpu_plan *p, int li, dnnl_data_type_t dt, dnnl_inner_product_desc_t *fd,
-                           dnnl_inner_product_desc_t *dd, dnnl_inner_product_desc_t *wd) {
+typedef struct fc_mds {
+    const_dnnl_memory_desc_t src, wei, bias, dst, dwei, dbias, ddst;
+} fc_mds;
+
+static dlp_status fc_descs(cpu_plan *p, int li, dnnl_data_type_t dt, fc_mds *m) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
-    dnnl_memory_desc_t src, wei, bias, dst, dwei, dbias, ddst;
     int64_t wdims[4] = {l->c, xl->c, xl->h, xl->w}, bd = l->c, od[2] = {p->batch, l->c};
-    DLP_CHECK(md_any_of_layer(p, l->in0, dt, &src));
-    DLP_CHECK(cpu_md_any(&wei, 4, wdims, dt));
-    DLP_CHECK(cpu_md_plain(&bias, 1, &bd, dnnl_f32));
-    DLP_CHECK(cpu_md_plain(&dst, 2, od, dnnl_f32));
-    DLP_CHECK(cpu_md_any(&dwei, 4, wdims, dnnl_f32));
-    DLP_CHECK(cpu_md_plain(&dbias, 1, &bd, dnnl_f32));
-    DLP_CHECK(cpu_md_plain(&ddst, 2, od, dt));
-    CPU_DNNL(dnnl_inner_product_forward_desc_init(fd, dnnl_forward_training, &src, &wei, &bias, &dst), "fc %s", l->name);
-    if (dd) CPU_DNNL(dnnl_inner_product_backward_data_desc_init(dd, &src, &wei, &ddst), "fc %s", l->name);
-    if (wd) CPU_DNNL(dnnl_inner_product_backward_weights_desc_init(wd, &src, &dwei, &dbias, &ddst), "fc %s", l->name);
+    DLP_CHECK(md_any_of_layer(p, l->in0, dt, &m->src));
+    DLP_CHECK(cpu_md_any(p, &m->wei, 4, wdims, dt));
+    DLP_CHECK(cpu_md_plain(p, &m->bias, 1, &bd, dnnl_f32));
+    DLP_CHECK(cpu_md_plain(p, &m->dst, 2, od, dnnl_f32));
+    DLP_CHECK(cpu_md_any(p, &m->dwei, 4, wdims, dnnl_f32));
+    DLP_CHECK(cpu_md_plain(p, &m->dbias, 1, &bd, dnnl_f32));
+    DLP_CHECK(cpu_md_plain(p, &m->ddst, 2, od, dt));
     return DLP_OK;
 }
 
+static dnnl_status_t fc_fwd_pd(cpu_plan *p, const fc_mds *m, dnnl_primitive_desc_t *pd) {
+    return dnnl_inner_product_forward_primitive_desc_create(pd, p->eng, dnnl_forward_training, m->src, m->wei, m->bias,
+                                                            m->dst, p->attr);
+}
+
+static dnnl_status_t fc_bwd_data_pd(cpu_plan *p, const fc_mds *m, const_dnnl_primitive_desc_t hint,
+                                    dnnl_primitive_desc_t *pd) {
+    return dnnl_inner_product_backward_data_primitive_desc_create(pd, p->eng, m->src, m->wei, m->ddst, hint, p->attr);
+}
+
+static dnnl_status_t fc_bwd_weights_pd(cpu_plan *p, const fc_mds *m, const_dnnl_primitive_desc_t hint,
+                                       dnnl_primitive_desc_t *pd) {
+    return dnnl_inner_product_backward_weights_primitive_desc_create(pd, p->eng, m->src, m->dwei, m->dbias, m->ddst,
+                                                                     hint, p->attr);
+}
+
 static int fc_low_ok(cpu_plan *p, int li) {
-    dnnl_inner_product_desc_t fd, dd, wd;
-    if (fc_descs(p, li, dnnl_bf16, &fd, &dd, &wd)) return 0;
+    fc_mds m;
+    if (fc_descs(p, li, dnnl_bf16, &m)) return 0;
     dnnl_primitive_desc_t f = NULL, d = NULL, w = NULL;
-    int ok = dnnl_primitive_desc_create(&f, &fd, NULL, p->eng, NULL) == dnnl_success &&
-             dnnl_primitive_desc_create(&d, &dd, NULL, p->eng, f) == dnnl_success &&
-             dnnl_primitive_desc_create(&w, &wd, NULL, p->eng, f) == dnnl_success;
+    int ok = fc_fwd_pd(p, &m, &f) == dnnl_success && fc_bwd_data_pd(p, &m, f, &d) == dnnl_success &&
+             fc_bwd_weights_pd(p, &m, f, &w) == dnnl_success;
     if (f) dnnl_primitive_desc_destroy(f);
     if (d) dnnl_primitive_desc_destroy(d);
     if (w) dnnl_primitive_desc_destroy(w);
@@ -398,10 +408,10 @@ static dlp_status fwd_fc(build *b, int li) {
     const dlp_layer *l = &p->net.layers[li];
     const int low = p->dt == dnnl_bf16 && fc_low_ok(p, li);
     dlp_err_clear();
-    dnnl_inner_product_desc_t fd;
-    DLP_CHECK(fc_descs(p, li, low ? dnnl_bf16 : dnnl_f32, &fd, NULL, NULL));
+    fc_mds m;
+    DLP_CHECK(fc_descs(p, li, low ? dnnl_bf16 : dnnl_f32, &m));
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &fd, NULL, NULL, &pd, l->name));
+    DLP_CHECK(cpu_pd_check(fc_fwd_pd(p, &m, &pd), l->name));
     int xin;
     dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
     node *n = NULL;
@@ -433,7 +443,7 @@ static dlp_status fwd_fc(build *b, int li) {
 static dlp_status grad_target(cpu_plan *p, int u, cpu_tensor **t, int *acc) {
     cpu_value *v = &p->vals[u];
     if (!v->dx) {
-        DLP_CHECK(cpu_tensor_pooled(p, &v->x->md, &v->dx));
+        DLP_CHECK(cpu_tensor_pooled(p, v->x->md, &v->dx));
         if (v->defer) cpu_tensor_pin(p, v->dx);
     }
     if (!v->dx_started) {
@@ -443,7 +453,7 @@ static dlp_status grad_target(cpu_plan *p, int u, cpu_tensor **t, int *acc) {
         return DLP_OK;
     }
     *acc = 1;
-    return cpu_tensor_pooled(p, &v->x->md, t);
+    return cpu_tensor_pooled(p, v->x->md, t);
 }
 
 // Adds a value's pending gradient contribution into its gradient now (a binary add step in the main backward).
@@ -513,22 +523,22 @@ static dlp_status bwd_weights(build *b, node *n) {
     const dlp_layer *l = &p->net.layers[n->layer];
     cpu_value *x = &p->vals[n->in[0]], *y = &p->vals[n->out];
     dnnl_primitive_desc_t pd;
-    const dnnl_memory_desc_t *dy_md = &y->dx->md;
+    const_dnnl_memory_desc_t dy_md = y->dx->md;
     dnnl_memory_t dy_mem = y->dx->mem;
     cpu_tensor *dy_low = NULL;
     if (n->kind == NODE_CONV) {
-        dnnl_memory_desc_t dw;
+        const_dnnl_memory_desc_t dw;
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
-        DLP_CHECK(cpu_md_any(&dw, 4, wd, dnnl_f32));
-        dnnl_dims_t st, pl, pr;
-        conv_dims(l, st, pl, pr);
+        DLP_CHECK(cpu_md_any(p, &dw, 4, wd, dnnl_f32));
+        dnnl_dims_t st, dil, pl, pr;
+        conv_dims(l, st, dil, pl, pr);
         dnnl_alg_kind_t algs[2];
         const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
         for (int a = 0; a < nalg; a++) {
-            dnnl_convolution_desc_t cd;
-            CPU_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, algs[a], &x->x->md, &dw, NULL, dy_md, st, pl, pr),
-                     "conv %s backward weights", l->name);
-            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+            if (cpu_pd_check(dnnl_convolution_backward_weights_primitive_desc_create(&pd, p->eng, algs[a], x->x->md, dw,
+                                                                                     NULL, dy_md, st, dil, pl, pr,
+                                                                                     n->fwd_pd, p->attr),
+                             l->name) == DLP_OK) {
                 p->nwinograd += algs[a] == dnnl_convolution_winograd;
                 break;
             }
@@ -536,10 +546,10 @@ static dlp_status bwd_weights(build *b, node *n) {
             dlp_err_clear();
         }
     } else {
-        dnnl_inner_product_desc_t fd, wd;
-        DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, NULL, &wd));
-        DLP_CHECK(cpu_pd_create(p, &wd, NULL, n->fwd_pd, &pd, l->name));
-        const dnnl_memory_desc_t *want = cpu_pd_md(pd, dnnl_query_diff_dst_md, 0);
+        fc_mds m;
+        DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &m));
+        DLP_CHECK(cpu_pd_check(fc_bwd_weights_pd(p, &m, n->fwd_pd, &pd), l->name));
+        const_dnnl_memory_desc_t want = cpu_pd_md(pd, dnnl_query_diff_dst_md, 0);
         if (!dnnl_memory_desc_equal(want, dy_md)) {  // bf16 fc: the fp32 logits gradient in bf16
             DLP_CHECK(cpu_tensor_new(p, want, NULL, &dy_low));
             char w[64];
@@ -549,18 +559,18 @@ static dlp_status bwd_weights(build *b, node *n) {
             n->dy_low = dy_low;  // kept for the backward-data primitive
         }
     }
-    const dnnl_memory_desc_t *dwmd = cpu_pd_md(pd, dnnl_query_diff_weights_md, 0);
+    const_dnnl_memory_desc_t dwmd = cpu_pd_md(pd, dnnl_query_diff_weights_md, 0);
     // the weight gradient lands in a scratch tensor reordered into the flat array, or in the flat array itself
     const dlp_param *prm = &p->net.params[l->param0];
-    int64_t dims[4];
-    for (int i = 0; i < dwmd->ndims; i++) dims[i] = dwmd->dims[i];
-    dnnl_memory_desc_t plain;
-    dlp_status st = cpu_md_plain(&plain, dwmd->ndims, dims, dnnl_f32);
+    int64_t dims[DNNL_MAX_NDIMS];
+    const int nd = cpu_md_dims(dwmd, dims);
+    const_dnnl_memory_desc_t plain;
+    dlp_status st = cpu_md_plain(p, &plain, nd, dims, dnnl_f32);
     dnnl_memory_t flat = NULL, dwm = NULL;
     cpu_tensor *tmp = NULL;
-    if (!st) st = cpu_mem_new(p, &plain, p->grads + prm->offset, &flat);
+    if (!st) st = cpu_mem_new(p, plain, p->grads + prm->offset, &flat);
     if (!st) {
-        if (dnnl_memory_desc_equal(&plain, dwmd)) dwm = flat;
+        if (dnnl_memory_desc_equal(plain, dwmd)) dwm = flat;
         else if (!(st = cpu_tensor_pooled(p, dwmd, &tmp))) dwm = tmp->mem;
     }
     char w[64];
@@ -574,7 +584,7 @@ static dlp_status bwd_weights(build *b, node *n) {
     if (!st && tmp) {
         what(w, sizeof w, p, n->layer, "weight grad to flat");
         p->build_small = 1;
-        st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, &plain, w);
+        st = cpu_step_reorder(p, &p->bwd, tmp->mem, dwmd, flat, plain, w);
         p->build_small = 0;
         cpu_tensor_release(p, tmp);
     }
@@ -588,23 +598,22 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
     const dlp_layer *l = &p->net.layers[n->layer];
     cpu_value *y = &p->vals[n->out];
     const int u = n->in[0];
-    const dnnl_memory_desc_t *xmd = &p->vals[u].x->md;
+    const_dnnl_memory_desc_t xmd = p->vals[u].x->md;
     dnnl_primitive_desc_t pd;
-    const dnnl_memory_desc_t *dy_md = n->dy_low ? &n->dy_low->md : &y->dx->md;
+    const_dnnl_memory_desc_t dy_md = n->dy_low ? n->dy_low->md : y->dx->md;
     dnnl_memory_t dy_mem = n->dy_low ? n->dy_low->mem : y->dx->mem;
     if (n->kind == NODE_CONV) {
-        dnnl_memory_desc_t wei;
+        const_dnnl_memory_desc_t wei;
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
-        DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
-        dnnl_dims_t st, pl, pr;
-        conv_dims(l, st, pl, pr);
+        DLP_CHECK(cpu_md_any(p, &wei, 4, wd, p->dt));
+        dnnl_dims_t st, dil, pl, pr;
+        conv_dims(l, st, dil, pl, pr);
         dnnl_alg_kind_t algs[2];
         const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
         for (int a = 0; a < nalg; a++) {
-            dnnl_convolution_desc_t cd;
-            CPU_DNNL(dnnl_convolution_backward_data_desc_init(&cd, algs[a], xmd, &wei, dy_md, st, pl, pr),
-                     "conv %s backward data", l->name);
-            if (cpu_pd_create(p, &cd, NULL, n->fwd_pd, &pd, l->name) == DLP_OK) {
+            if (cpu_pd_check(dnnl_convolution_backward_data_primitive_desc_create(&pd, p->eng, algs[a], xmd, wei, dy_md,
+                                                                                  st, dil, pl, pr, n->fwd_pd, p->attr),
+                             l->name) == DLP_OK) {
                 p->nwinograd += algs[a] == dnnl_convolution_winograd;
                 break;
             }
@@ -612,15 +621,12 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
             dlp_err_clear();
         }
     } else {
-        dnnl_inner_product_desc_t fd, dd;
-        DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &fd, &dd, NULL));
+        fc_mds m;
+        DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &m));
         // the data gradient in the input's own layout
-        dnnl_memory_desc_t wei;
-        const dlp_layer *xl = &p->net.layers[l->in0];
-        int64_t wd[4] = {l->c, xl->c, xl->h, xl->w};
-        DLP_CHECK(cpu_md_any(&wei, 4, wd, n->fc_low ? dnnl_bf16 : dnnl_f32));
-        CPU_DNNL(dnnl_inner_product_backward_data_desc_init(&dd, xmd, &wei, dy_md), "fc %s", l->name);
-        DLP_CHECK(cpu_pd_create(p, &dd, NULL, n->fwd_pd, &pd, l->name));
+        m.src = xmd;
+        m.ddst = dy_md;
+        DLP_CHECK(cpu_pd_check(fc_bwd_data_pd(p, &m, n->fwd_pd, &pd), l->name));
     }
     dnnl_memory_t wm;
     const int snapshot = list == &p->in_grad;  // run on demand, possibly after update: the step's weights
@@ -652,21 +658,21 @@ static dlp_status bwd_bn_(build *b, node *n) {
     const int u = n->in[0];
     cpu_value *x = &p->vals[u], *y = &p->vals[n->out];
     unsigned flags = dnnl_use_scale | dnnl_use_shift | (n->relu ? dnnl_fuse_norm_relu : 0);
-    dnnl_batch_normalization_desc_t bd;
-    CPU_DNNL(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &y->dx->md, &x->x->md, l->bn_eps, flags),
-             "bn %s backward", l->name);
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &bd, NULL, n->fwd_pd, &pd, l->name));
+    DLP_CHECK(cpu_pd_check(dnnl_batch_normalization_backward_primitive_desc_create(&pd, p->eng, dnnl_backward, x->x->md,
+                                                                                  y->dx->md, x->x->md, l->bn_eps, flags,
+                                                                                  n->fwd_pd, p->attr),
+                           l->name));
     cpu_tensor *t;
     int acc;
     dlp_status st = grad_target(p, u, &t, &acc);
     if (!st) {
-        dnnl_exec_arg_t a[11] = {{DNNL_ARG_SRC, x->x->mem},      {DNNL_ARG_MEAN, n->mean},
-                                 {DNNL_ARG_VARIANCE, n->var},    {DNNL_ARG_DIFF_DST, y->dx->mem},
-                                 {DNNL_ARG_SCALE, n->scale},     {DNNL_ARG_SHIFT, n->shift},
-                                 {DNNL_ARG_DIFF_SRC, t->mem},    {DNNL_ARG_DIFF_SCALE, n->dscale},
-                                 {DNNL_ARG_DIFF_SHIFT, n->dshift}};
-        int na = 9;
+        // (oneDNN 3.x checks the argument count: the shift is no input of the backward pass)
+        dnnl_exec_arg_t a[10] = {{DNNL_ARG_SRC, x->x->mem},   {DNNL_ARG_MEAN, n->mean},
+                                 {DNNL_ARG_VARIANCE, n->var}, {DNNL_ARG_DIFF_DST, y->dx->mem},
+                                 {DNNL_ARG_SCALE, n->scale},  {DNNL_ARG_DIFF_SRC, t->mem},
+                                 {DNNL_ARG_DIFF_SCALE, n->dscale}, {DNNL_ARG_DIFF_SHIFT, n->dshift}};
+        int na = 8;
         if (n->relu) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, n->ws->mem};
         char w[64];
         what(w, sizeof w, p, n->layer, n->relu ? "bn+relu bwd" : "bn bwd");
@@ -679,10 +685,10 @@ static dlp_status bwd_bn_(build *b, node *n) {
 
 static dlp_status relu_bwd_step(cpu_plan *p, cpu_steps *list, const dnnl_primitive_desc_t hint, cpu_tensor *dy,
                                 cpu_tensor *y, cpu_tensor *dx, const char *w) {
-    dnnl_eltwise_desc_t ed;
-    CPU_DNNL(dnnl_eltwise_backward_desc_init(&ed, dnnl_eltwise_relu_use_dst_for_bwd, &dy->md, &y->md, 0.f, 0.f), "%s", w);
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &ed, NULL, hint, &pd, w));
+    DLP_CHECK(cpu_pd_check(dnnl_eltwise_backward_primitive_desc_create(&pd, p->eng, dnnl_eltwise_relu_use_dst_for_bwd,
+                                                                       dx->md, dy->md, y->md, 0.f, 0.f, hint, p->attr),
+                           w));
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_DIFF_DST, dy->mem}, {DNNL_ARG_DST, y->mem}, {DNNL_ARG_DIFF_SRC, dx->mem}};
     dlp_status st = cpu_step_prim(p, list, pd, 3, a, w);
     dnnl_primitive_desc_destroy(pd);
@@ -707,7 +713,7 @@ static dlp_status bwd_relu(build *b, node *n) {
 static dlp_status pass_grad(cpu_plan *p, int u, cpu_tensor *g, const char *nm) {
     cpu_value *v = &p->vals[u];
     char w[64];
-    if (!v->dx && !v->dx_started && v->nuses == 1 && dnnl_memory_desc_equal(&g->md, &v->x->md) && !v->defer) {
+    if (!v->dx && !v->dx_started && v->nuses == 1 && dnnl_memory_desc_equal(g->md, v->x->md) && !v->defer) {
         v->dx = g;
         v->dx_started = 1;
         cpu_tensor_retain(p, g);
@@ -719,7 +725,7 @@ static dlp_status pass_grad(cpu_plan *p, int u, cpu_tensor *g, const char *nm) {
     if (!acc) {
         snprintf(w, sizeof w, "%s grad copy", nm);
         p->ngrad_copies++;
-        return cpu_step_reorder(p, &p->bwd, g->mem, &g->md, t->mem, &t->md, w);
+        return cpu_step_reorder(p, &p->bwd, g->mem, g->md, t->mem, t->md, w);
     }
     cpu_tensor_release(p, t);  // no scratch needed: add g in directly
     snprintf(w, sizeof w, "%s grad accumulate", nm);
@@ -742,7 +748,7 @@ static int shortcut_alias_ok(const build *b, const node *n, const cpu_tensor *g)
     if (prev->out != u0 || prev->kind != NODE_BN) return 0;
     if (prev->in[0] == u1 || prev->in[1] == u1) return 0;
     const cpu_value *v = &p->vals[u1];
-    return !v->dx && !v->dx_started && !v->defer && v->nuses > 1 && dnnl_memory_desc_equal(&g->md, &v->x->md);
+    return !v->dx && !v->dx_started && !v->defer && v->nuses > 1 && dnnl_memory_desc_equal(g->md, v->x->md);
 }
 
 static dlp_status bwd_add(build *b, node *n) {
@@ -753,7 +759,7 @@ static dlp_status bwd_add(build *b, node *n) {
     int own = 0;
     if (n->relu) {
         if (!cpu_tensor_exclusive(p, y->dx)) {
-            DLP_CHECK(cpu_tensor_pooled(p, &y->dx->md, &g));
+            DLP_CHECK(cpu_tensor_pooled(p, y->dx->md, &g));
             own = 1;
         }
         char w[64];
@@ -764,7 +770,7 @@ static dlp_status bwd_add(build *b, node *n) {
             s.c = y->pending;
             s.d = y->x;
             s.m = p->dt == dnnl_bf16;
-            s.n = (int64_t)(dnnl_memory_desc_get_size(&y->x->md) / (s.m ? 2 : 4));
+            s.n = (int64_t)(dnnl_memory_desc_get_size(y->x->md) / (s.m ? 2 : 4));
             s.small = 1;
             snprintf(s.what, sizeof s.what, "%s grad accumulate+add+relu bwd", nm);
             DLP_CHECK(cpu_step_fn_add(p, &p->bwd, cpu_kernel_add_relu_bwd, &s));
@@ -799,12 +805,11 @@ static dlp_status bwd_pool(build *b, node *n) {
     const int max = n->kind == NODE_MAXPOOL;
     dnnl_dims_t st, k, dil = {0, 0}, pl, pr;
     pool_geometry(l, xl, max, st, k, pl, pr);
-    dnnl_pooling_v2_desc_t bd;
-    CPU_DNNL(dnnl_pooling_v2_backward_desc_init(&bd, max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
-                                                &x->x->md, &y->dx->md, st, k, dil, pl, pr),
-             "pool backward");
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &bd, NULL, n->fwd_pd, &pd, "pool backward"));
+    DLP_CHECK(cpu_pd_check(dnnl_pooling_backward_primitive_desc_create(
+                               &pd, p->eng, max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, x->x->md,
+                               y->dx->md, st, k, dil, pl, pr, n->fwd_pd, p->attr),
+                           "pool backward"));
     cpu_tensor *t;
     int acc;
     dlp_status s = grad_target(p, u, &t, &acc);
@@ -830,7 +835,7 @@ static dlp_status bwd_convert(build *b, node *n, cpu_steps *list) {
     DLP_CHECK(grad_target(p, u, &t, &acc));
     char w[64];
     what(w, sizeof w, p, v->layer, "grad convert back");
-    DLP_CHECK(cpu_step_reorder(p, list, c->dx->mem, &c->dx->md, t->mem, &t->md, w));
+    DLP_CHECK(cpu_step_reorder(p, list, c->dx->mem, c->dx->md, t->mem, t->md, w));
     return grad_commit(b, list, u, t, acc);
 }
 
@@ -924,7 +929,7 @@ dlp_status cpu_build_train(cpu_plan *p) {
     p->out_value = p->val_of[p->net.nlayers - 1];
     // The output and its gradient (set from the loss or from a given dy) start the backward pass.
     cpu_value *o = &p->vals[p->out_value];
-    st = cpu_tensor_new(p, &o->x->md, NULL, &o->dx);
+    st = cpu_tensor_new(p, o->x->md, NULL, &o->dx);
     if (st) goto done;
     o->dx_started = 1;
     p->build_mask = 0;

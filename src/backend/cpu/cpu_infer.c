@@ -62,7 +62,7 @@ static void consumed(cpu_plan *p, int v) {
     if (--x->uses_left <= 0 && v != p->out_value && v != p->in_value) cpu_tensor_release(p, x->x);
 }
 
-static dlp_status new_out(cpu_plan *p, const dnnl_memory_desc_t *md, int layer, int *out) {
+static dlp_status new_out(cpu_plan *p, const_dnnl_memory_desc_t md, int layer, int *out) {
     cpu_tensor *t;
     if (layer == p->net.nlayers - 1) DLP_CHECK(cpu_tensor_new(p, md, NULL, &t));
     else DLP_CHECK(cpu_tensor_pooled(p, md, &t));
@@ -88,9 +88,9 @@ static int can_overwrite(const cpu_plan *p, int v) {
 }
 
 static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *out) {
-    dnnl_memory_desc_t md;
-    DLP_CHECK(cpu_md_plain(&md, 1, &c, dnnl_f32));
-    return cpu_mem_new(p, &md, data, out);
+    const_dnnl_memory_desc_t md;
+    DLP_CHECK(cpu_md_plain(p, &md, 1, &c, dnnl_f32));
+    return cpu_mem_new(p, md, data, out);
 }
 
 static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, int relu) {
@@ -98,8 +98,9 @@ static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, int relu) {
     dnnl_post_ops_t po;
     if (dnnl_post_ops_create(&po) != dnnl_success) return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
     dlp_status st = DLP_OK;
-    if (sum && dnnl_post_ops_append_sum(po, 1.f) != dnnl_success) st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: sum post-op");
-    if (!st && relu && dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success)
+    if (sum && dnnl_post_ops_append_sum(po, 1.f, 0, dnnl_data_type_undef) != dnnl_success)
+        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: sum post-op");
+    if (!st && relu && dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success)
         st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: relu post-op");
     if (!st && dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
         st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
@@ -110,14 +111,14 @@ static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, int relu) {
 static dlp_status group_conv(cpu_plan *p, const group *g) {
     const dlp_net *net = &p->net;
     const dlp_layer *l = &net->layers[g->root], *xl = &net->layers[l->in0];
-    dnnl_memory_desc_t src, wei, bias, dst;
+    const_dnnl_memory_desc_t src, wei, bias, dst;
     int64_t sd[4] = {p->batch, xl->c, xl->h, xl->w}, wd[4] = {l->c, xl->c, l->k, l->k}, K = l->c;
     int64_t dd[4] = {p->batch, l->c, l->h, l->w};
-    DLP_CHECK(cpu_md_any(&src, 4, sd, p->dt));
-    DLP_CHECK(cpu_md_any(&wei, 4, wd, p->dt));
-    DLP_CHECK(cpu_md_plain(&bias, 1, &K, dnnl_f32));
-    DLP_CHECK(cpu_md_any(&dst, 4, dd, p->dt));
-    dnnl_dims_t st = {l->stride, l->stride}, pad = {l->pad, l->pad};
+    DLP_CHECK(cpu_md_any(p, &src, 4, sd, p->dt));
+    DLP_CHECK(cpu_md_any(p, &wei, 4, wd, p->dt));
+    DLP_CHECK(cpu_md_plain(p, &bias, 1, &K, dnnl_f32));
+    DLP_CHECK(cpu_md_any(p, &dst, 4, dd, p->dt));
+    dnnl_dims_t st = {l->stride, l->stride}, dil = {0, 0}, pad = {l->pad, l->pad};
     // Without AMX, oneDNN 2.6 sends forward_inference to its brgemm convolutions (NHWC), 2-4x slower on an
     // avx512_core_bf16 CPU (measured on Zen 4: bf16 13.8 vs 43 img/s, fp32 19 vs 25 img/s for ResNet-50 at batch
     // 32) than the direct jit kernels it picks for forward_training — with the same post-ops. With AMX the brgemm
@@ -136,11 +137,10 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     dnnl_alg_kind_t algs[2];
     const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
     for (int a = 0; a < nalg && !s && !pd; a++) {
-        dnnl_convolution_desc_t cd;
-        if (dnnl_convolution_forward_desc_init(&cd, prop, algs[a], &src, &wei, g->bn >= 0 ? &bias : NULL, &dst, st, pad,
-                                               pad) != dnnl_success)
-            s = DLP_ERR(DLP_ERR_INVALID, "oneDNN: conv %s: bad shapes", l->name);
-        else if (cpu_pd_create(p, &cd, attr, NULL, &pd, l->name) == DLP_OK) {
+        if (cpu_pd_check(dnnl_convolution_forward_primitive_desc_create(&pd, p->eng, prop, algs[a], src, wei,
+                                                                        g->bn >= 0 ? bias : NULL, dst, st, dil, pad,
+                                                                        pad, attr),
+                         l->name) == DLP_OK) {
             if (algs[a] == dnnl_convolution_winograd) p->nwinograd++;
         } else {
             pd = NULL;
@@ -151,7 +151,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     dnnl_primitive_attr_destroy(attr);
     DLP_CHECK(s);
     if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));
-    const dnnl_memory_desc_t *smd = cpu_pd_md(pd, dnnl_query_src_md, 0), *dmd = cpu_pd_md(pd, dnnl_query_dst_md, 0);
+    const_dnnl_memory_desc_t smd = cpu_pd_md(pd, dnnl_query_src_md, 0), dmd = cpu_pd_md(pd, dnnl_query_dst_md, 0);
     int xin = -1, out = -1, sumv = -1;
     dnnl_memory_t wm = NULL, bm = NULL;
     float *fb = NULL;
@@ -174,7 +174,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
                 s = new_out(p, dmd, g->last, &out);
                 char w[64];
                 snprintf(w, sizeof w, "%s shortcut copy", l->name);
-                if (!s) s = cpu_step_reorder(p, &p->fwd, p->vals[sumv].x->mem, &p->vals[sumv].x->md,
+                if (!s) s = cpu_step_reorder(p, &p->fwd, p->vals[sumv].x->mem, p->vals[sumv].x->md,
                                              p->vals[out].x->mem, dmd, w);
             }
         }
@@ -207,13 +207,12 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
 static dlp_status group_bn(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root];
     const int x = p->val_of[l->in0];
-    const dnnl_memory_desc_t *md = &p->vals[x].x->md;
+    const_dnnl_memory_desc_t md = p->vals[x].x->md;
     unsigned flags = dnnl_use_scale | dnnl_use_shift | dnnl_use_global_stats | (g->relu >= 0 ? dnnl_fuse_norm_relu : 0);
-    dnnl_batch_normalization_desc_t bd;
-    CPU_DNNL(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, md, l->bn_eps, flags), "bn %s",
-             l->name);
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &bd, NULL, NULL, &pd, l->name));
+    DLP_CHECK(cpu_pd_check(dnnl_batch_normalization_forward_primitive_desc_create(&pd, p->eng, dnnl_forward_inference, md,
+                                                                                 md, l->bn_eps, flags, p->attr),
+                           l->name));
     const int64_t C = l->c;
     const dlp_param *ga = &p->net.params[l->param0], *be = &p->net.params[l->param0 + 1];
     const dlp_param *rm = &p->net.bufs[l->buf0], *rv = &p->net.bufs[l->buf0 + 1];
@@ -241,24 +240,22 @@ static dlp_status group_bn(cpu_plan *p, const group *g) {
 static dlp_status group_eltwise(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root];
     const int x0 = p->val_of[l->in0];
-    const dnnl_memory_desc_t *md = &p->vals[x0].x->md;
+    const_dnnl_memory_desc_t md = p->vals[x0].x->md;
     const int add = l->kind == DLP_LAYER_ADD;
     int x1 = -1, x1src = add ? p->val_of[l->in1] : -1, out = -1;
     if (add) DLP_CHECK(cpu_value_as(p, x1src, md, &p->fwd, 0, &x1));
     dnnl_primitive_desc_t pd = NULL;
     dlp_status s = DLP_OK;
     if (add) {
-        dnnl_binary_desc_t bd;
-        CPU_DNNL(dnnl_binary_desc_init(&bd, dnnl_binary_add, md, md, md), "add");
         dnnl_primitive_attr_t attr;
         DLP_CHECK(cpu_attr_new(&attr));
         s = post_ops(attr, 0, g->relu >= 0);
-        if (!s) s = cpu_pd_create(p, &bd, attr, NULL, &pd, "add");
+        if (!s) s = cpu_pd_check(dnnl_binary_primitive_desc_create(&pd, p->eng, dnnl_binary_add, md, md, md, attr), "add");
         dnnl_primitive_attr_destroy(attr);
     } else {
-        dnnl_eltwise_desc_t ed;
-        CPU_DNNL(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_relu, md, 0.f, 0.f), "relu");
-        s = cpu_pd_create(p, &ed, NULL, NULL, &pd, "relu");
+        s = cpu_pd_check(dnnl_eltwise_forward_primitive_desc_create(&pd, p->eng, dnnl_forward_inference, dnnl_eltwise_relu,
+                                                                    md, md, 0.f, 0.f, p->attr),
+                         "relu");
     }
     DLP_CHECK(s);
     s = can_overwrite(p, x0) && x0 != x1 ? alias_out(p, p->vals[x0].x, g->last, &out) : new_out(p, md, g->last, &out);
@@ -286,9 +283,9 @@ static dlp_status group_eltwise(cpu_plan *p, const group *g) {
 static dlp_status group_pool(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root], *xl = &p->net.layers[l->in0];
     const int x = p->val_of[l->in0], max = l->kind == DLP_LAYER_MAXPOOL;
-    dnnl_memory_desc_t dst;
+    const_dnnl_memory_desc_t dst;
     int64_t dd[4] = {p->batch, l->c, l->h, l->w};
-    DLP_CHECK(cpu_md_any(&dst, 4, dd, p->vals[x].x->md.data_type));
+    DLP_CHECK(cpu_md_any(p, &dst, 4, dd, cpu_md_dt(p->vals[x].x->md)));
     dnnl_dims_t st, k, dil = {0, 0}, pad;
     if (max) {
         st[0] = st[1] = l->stride;
@@ -300,13 +297,12 @@ static dlp_status group_pool(cpu_plan *p, const group *g) {
         k[1] = xl->w;
         pad[0] = pad[1] = 0;
     }
-    dnnl_pooling_v2_desc_t pdsc;
-    CPU_DNNL(dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference,
-                                               max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
-                                               &p->vals[x].x->md, &dst, st, k, dil, pad, pad),
-             "pool");
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &pdsc, NULL, NULL, &pd, "pool"));
+    DLP_CHECK(cpu_pd_check(dnnl_pooling_forward_primitive_desc_create(
+                               &pd, p->eng, dnnl_forward_inference,
+                               max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, p->vals[x].x->md, dst, st, k,
+                               dil, pad, pad, p->attr),
+                           "pool"));
     int out = -1;
     dlp_status s = new_out(p, cpu_pd_md(pd, dnnl_query_dst_md, 0), g->last, &out);
     if (!s) {
@@ -324,20 +320,20 @@ static dlp_status group_pool(cpu_plan *p, const group *g) {
 
 static dlp_status group_fc(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root], *xl = &p->net.layers[l->in0];
-    dnnl_memory_desc_t src, wei, bias, dst;
+    const_dnnl_memory_desc_t src, wei, bias, dst;
     int64_t sd[4] = {p->batch, xl->c, xl->h, xl->w}, wd[4] = {l->c, xl->c, xl->h, xl->w}, K = l->c,
             od[2] = {p->batch, l->c};
     dnnl_primitive_desc_t pd = NULL;
     // bf16 weights and input with fp32 logits when oneDNN has it, else fp32
     for (int attempt = p->dt == dnnl_bf16 ? 0 : 1; attempt < 2 && !pd; attempt++) {
         dnnl_data_type_t dt = attempt == 0 ? dnnl_bf16 : dnnl_f32;
-        DLP_CHECK(cpu_md_any(&src, 4, sd, dt));
-        DLP_CHECK(cpu_md_any(&wei, 4, wd, dt));
-        DLP_CHECK(cpu_md_plain(&bias, 1, &K, dnnl_f32));
-        DLP_CHECK(cpu_md_plain(&dst, 2, od, dnnl_f32));
-        dnnl_inner_product_desc_t fd;
-        CPU_DNNL(dnnl_inner_product_forward_desc_init(&fd, dnnl_forward_inference, &src, &wei, &bias, &dst), "fc");
-        if (cpu_pd_create(p, &fd, NULL, NULL, &pd, l->name)) {
+        DLP_CHECK(cpu_md_any(p, &src, 4, sd, dt));
+        DLP_CHECK(cpu_md_any(p, &wei, 4, wd, dt));
+        DLP_CHECK(cpu_md_plain(p, &bias, 1, &K, dnnl_f32));
+        DLP_CHECK(cpu_md_plain(p, &dst, 2, od, dnnl_f32));
+        if (cpu_pd_check(dnnl_inner_product_forward_primitive_desc_create(&pd, p->eng, dnnl_forward_inference, src, wei,
+                                                                          bias, dst, p->attr),
+                         l->name)) {
             pd = NULL;
             if (attempt == 1) return dlp_err_status();
             dlp_err_clear();

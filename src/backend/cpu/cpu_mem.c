@@ -19,7 +19,7 @@ const char *cpu_dnnl_status_str(dnnl_status_t s) {
     case dnnl_out_of_memory: return "out of memory";
     case dnnl_invalid_arguments: return "invalid arguments";
     case dnnl_unimplemented: return "no implementation for these shapes/types on this CPU";
-    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_last_impl_reached: return "no more implementations";
     case dnnl_runtime_error: return "runtime error";
     case dnnl_not_required: return "not required";
     default: return "unknown oneDNN status";
@@ -76,21 +76,64 @@ static dnnl_format_tag_t plain_tag(int ndims) {
     }
 }
 
-dlp_status cpu_md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt) {
-    dnnl_dims_t d;
-    for (int i = 0; i < ndims; i++) d[i] = dims[i];
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(md, ndims, d, dt, plain_tag(ndims)), "plain %dD tensor", ndims);
+// Takes ownership of md (a descriptor the plan made): destroyed at teardown.
+static dlp_status md_own(cpu_plan *p, dnnl_memory_desc_t md) {
+    if (grow((void **)&p->mds, &p->cap_mds, p->nmds, sizeof(dnnl_memory_desc_t))) {
+        dnnl_memory_desc_destroy(md);
+        return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    }
+    p->mds[p->nmds++] = md;
     return DLP_OK;
 }
 
-dlp_status cpu_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt) {
+static dlp_status md_tag(cpu_plan *p, const_dnnl_memory_desc_t *out, int ndims, const int64_t *dims,
+                         dnnl_data_type_t dt, dnnl_format_tag_t tag) {
     dnnl_dims_t d;
     for (int i = 0; i < ndims; i++) d[i] = dims[i];
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(md, ndims, d, dt, dnnl_format_tag_any), "%dD tensor", ndims);
+    dnnl_memory_desc_t md;
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&md, ndims, d, dt, tag), "%dD tensor", ndims);
+    DLP_CHECK(md_own(p, md));
+    *out = md;
     return DLP_OK;
 }
 
-dlp_status cpu_mem_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, dnnl_memory_t *out) {
+dlp_status cpu_md_plain(cpu_plan *p, const_dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                        dnnl_data_type_t dt) {
+    return md_tag(p, md, ndims, dims, dt, plain_tag(ndims));
+}
+
+dlp_status cpu_md_any(cpu_plan *p, const_dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                      dnnl_data_type_t dt) {
+    return md_tag(p, md, ndims, dims, dt, dnnl_format_tag_any);
+}
+
+const_dnnl_memory_desc_t cpu_md_keep(cpu_plan *p, const_dnnl_memory_desc_t md) {
+    dnnl_memory_desc_t c = NULL;
+    dnnl_status_t s = dnnl_memory_desc_clone(&c, md);
+    if (s != dnnl_success) {
+        DLP_ERR(DLP_ERR_NOMEM, "oneDNN: cannot copy a memory descriptor: %s", cpu_dnnl_status_str(s));
+        return NULL;
+    }
+    return md_own(p, c) == DLP_OK ? c : NULL;
+}
+
+int cpu_md_dims(const_dnnl_memory_desc_t md, int64_t dims[DNNL_MAX_NDIMS]) {
+    int nd = 0;
+    const dnnl_dims_t *d = NULL;
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &nd) != dnnl_success ||
+        dnnl_memory_desc_query(md, dnnl_query_dims, &d) != dnnl_success || !d || nd < 0 || nd > DNNL_MAX_NDIMS)
+        return 0;
+    for (int i = 0; i < nd; i++) dims[i] = (*d)[i];
+    return nd;
+}
+
+dnnl_data_type_t cpu_md_dt(const_dnnl_memory_desc_t md) {
+    dnnl_data_type_t dt = dnnl_data_type_undef;
+    if (md) dnnl_memory_desc_query(md, dnnl_query_data_type, &dt);
+    return dt;
+}
+
+dlp_status cpu_mem_new(cpu_plan *p, const_dnnl_memory_desc_t md, void *data, dnnl_memory_t *out) {
     if (grow((void **)&p->mems, &p->cap_mems, p->nmems, sizeof(dnnl_memory_t)))
         return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
     CPU_DNNL(dnnl_memory_create(out, md, p->eng, data ? data : DNNL_MEMORY_NONE), "memory object");
@@ -98,13 +141,16 @@ dlp_status cpu_mem_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, dn
     return DLP_OK;
 }
 
-static dlp_status tensor_register(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, int buf, cpu_tensor **out) {
+static dlp_status tensor_register(cpu_plan *p, const_dnnl_memory_desc_t md, void *data, int buf, cpu_tensor **out) {
     if (grow((void **)&p->tensors, &p->cap_tensors, p->ntensors, sizeof(cpu_tensor *)))
         return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    // the tensor's own copy: md may belong to a primitive descriptor that goes before the plan does
+    md = cpu_md_keep(p, md);
+    if (!md) return dlp_err_status();
     cpu_tensor *t = calloc(1, sizeof *t);
     DLP_TRY_ALLOC(t);
     p->tensors[p->ntensors++] = t;
-    t->md = *md;
+    t->md = md;
     t->data = data;
     t->buf = buf;
     CPU_DNNL(dnnl_memory_create(&t->mem, md, p->eng, data), "tensor");
@@ -112,7 +158,7 @@ static dlp_status tensor_register(cpu_plan *p, const dnnl_memory_desc_t *md, voi
     return DLP_OK;
 }
 
-dlp_status cpu_tensor_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data, cpu_tensor **out) {
+dlp_status cpu_tensor_new(cpu_plan *p, const_dnnl_memory_desc_t md, void *data, cpu_tensor **out) {
     if (data) return tensor_register(p, md, data, -1, out);
     // allocated by cpu_pool_finish, once the whole plan's memory is known
     DLP_CHECK(tensor_register(p, md, NULL, CPU_BUF_OWNED, out));
@@ -121,7 +167,7 @@ dlp_status cpu_tensor_new(cpu_plan *p, const dnnl_memory_desc_t *md, void *data,
     return DLP_OK;
 }
 
-dlp_status cpu_tensor_pooled(cpu_plan *p, const dnnl_memory_desc_t *md, cpu_tensor **out) {
+dlp_status cpu_tensor_pooled(cpu_plan *p, const_dnnl_memory_desc_t md, cpu_tensor **out) {
     size_t bytes = dnnl_memory_desc_get_size(md);
     int best = -1;
     for (int i = 0; i < p->nbufpool; i++) {  // best fit among free buffers; else grow the largest free one
@@ -209,14 +255,14 @@ int cpu_value_new(cpu_plan *p, cpu_tensor *x, int layer) {
     return p->nvals++;
 }
 
-dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_steps *list, int cache, int *out) {
-    if (dnnl_memory_desc_equal(&p->vals[v].x->md, want)) {
+dlp_status cpu_value_as(cpu_plan *p, int v, const_dnnl_memory_desc_t want, cpu_steps *list, int cache, int *out) {
+    if (dnnl_memory_desc_equal(p->vals[v].x->md, want)) {
         *out = v;
         return DLP_OK;
     }
     if (cache)
         for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
-            if (dnnl_memory_desc_equal(&p->vals[c].x->md, want)) {
+            if (dnnl_memory_desc_equal(p->vals[c].x->md, want)) {
                 *out = c;
                 return DLP_OK;
             }
@@ -235,12 +281,12 @@ dlp_status cpu_value_as(cpu_plan *p, int v, const dnnl_memory_desc_t *want, cpu_
     char what[64];
     snprintf(what, sizeof what, "%s convert", sv->layer >= 0 ? p->net.layers[sv->layer].name : "value");
     p->nconverts++;
-    DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, &sv->x->md, t->mem, want, what));
+    DLP_CHECK(cpu_step_reorder(p, list, sv->x->mem, sv->x->md, t->mem, want, what));
     *out = c;
     return DLP_OK;
 }
 
-const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx) {
+const_dnnl_memory_desc_t cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int idx) {
     return dnnl_primitive_desc_query_md(pd, what, idx);
 }
 
@@ -275,15 +321,7 @@ dlp_status cpu_attr_new(dnnl_primitive_attr_t *attr) {
     return DLP_OK;
 }
 
-dlp_status cpu_pd_create(cpu_plan *p, const void *desc, const_dnnl_primitive_attr_t attr,
-                         const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *out, const char *what) {
-    dnnl_primitive_attr_t own = NULL;
-    if (!attr) {
-        DLP_CHECK(cpu_attr_new(&own));
-        attr = own;
-    }
-    dnnl_status_t s = dnnl_primitive_desc_create(out, (const_dnnl_op_desc_t)desc, attr, p->eng, hint);
-    if (own) dnnl_primitive_attr_destroy(own);
+dlp_status cpu_pd_check(dnnl_status_t s, const char *what) {
     if (s != dnnl_success)
         return DLP_ERR(s == dnnl_unimplemented ? DLP_ERR_UNSUPPORTED : DLP_ERR_INTERNAL,
                        "oneDNN cannot create %s: %s", what, cpu_dnnl_status_str(s));
@@ -310,7 +348,7 @@ static dlp_status prim_keep(cpu_plan *p, dnnl_primitive_t prim) {
 // The scratchpad memory of a primitive (NULL if it needs none), bound later to the shared buffer.
 static dlp_status scratch_mem(cpu_plan *p, const_dnnl_primitive_desc_t pd, dnnl_memory_t *out) {
     *out = NULL;
-    const dnnl_memory_desc_t *md = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0);
+    const_dnnl_memory_desc_t md = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0);
     size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
     if (!bytes) return DLP_OK;
     if (bytes > p->scratch_bytes) p->scratch_bytes = bytes;
@@ -354,18 +392,15 @@ dlp_status cpu_step_fn_add(cpu_plan *p, cpu_steps *list, cpu_step_fn fn, const c
     return DLP_OK;
 }
 
-static dlp_status reorder_pd(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+static dlp_status reorder_pd(cpu_plan *p, const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_t dmd,
                              dnnl_primitive_desc_t *pd) {
-    dnnl_primitive_attr_t attr;
-    DLP_CHECK(cpu_attr_new(&attr));
-    dnnl_status_t s = dnnl_reorder_primitive_desc_create(pd, smd, p->eng, dmd, p->eng, attr);
-    dnnl_primitive_attr_destroy(attr);
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(pd, smd, p->eng, dmd, p->eng, p->attr);
     if (s != dnnl_success) return DLP_ERR(DLP_ERR_UNSUPPORTED, "oneDNN cannot reorder: %s", cpu_dnnl_status_str(s));
     return DLP_OK;
 }
 
-dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, const dnnl_memory_desc_t *smd,
-                            dnnl_memory_t dst, const dnnl_memory_desc_t *dmd, const char *what) {
+dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, const_dnnl_memory_desc_t smd,
+                            dnnl_memory_t dst, const_dnnl_memory_desc_t dmd, const char *what) {
     dnnl_primitive_desc_t pd;
     DLP_CHECK(reorder_pd(p, smd, dmd, &pd));
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
@@ -376,7 +411,7 @@ dlp_status cpu_step_reorder(cpu_plan *p, cpu_steps *list, dnnl_memory_t src, con
 
 // A standalone reorder (run outside step lists: output, input gradient, weight copies). Its scratchpad, if any,
 // is the shared one, bound like the others (a Winograd weight transform wants one).
-dlp_status cpu_reorder_new(cpu_plan *p, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+dlp_status cpu_reorder_new(cpu_plan *p, const_dnnl_memory_desc_t smd, const_dnnl_memory_desc_t dmd,
                            cpu_reorder *out) {
     memset(out, 0, sizeof *out);
     dnnl_primitive_desc_t pd;
@@ -408,10 +443,9 @@ dlp_status cpu_reorder_run(cpu_plan *p, const cpu_reorder *r, dnnl_memory_t src,
 }
 
 dlp_status cpu_step_accumulate(cpu_plan *p, cpu_steps *list, cpu_tensor *acc, cpu_tensor *src, const char *what) {
-    dnnl_binary_desc_t bd;
-    CPU_DNNL(dnnl_binary_desc_init(&bd, dnnl_binary_add, &acc->md, &src->md, &acc->md), "%s", what);
     dnnl_primitive_desc_t pd;
-    DLP_CHECK(cpu_pd_create(p, &bd, NULL, NULL, &pd, what));
+    DLP_CHECK(cpu_pd_check(
+        dnnl_binary_primitive_desc_create(&pd, p->eng, dnnl_binary_add, acc->md, src->md, acc->md, p->attr), what));
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC_0, acc->mem}, {DNNL_ARG_SRC_1, src->mem}, {DNNL_ARG_DST, acc->mem}};
     dlp_status st = cpu_step_prim(p, list, pd, 3, a, what);
     dnnl_primitive_desc_destroy(pd);
@@ -461,32 +495,24 @@ dlp_status cpu_scratch_finish(cpu_plan *p) {
 
 // ---- weight copies ----
 
-dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, int fold_bn, float *fold_bias,
+dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
                          int snapshot, dnnl_memory_t *out) {
     const dlp_param *prm = &p->net.params[param];
-    int64_t dims[4];
-    int nd = md->ndims;
     // The master is OIHW (or OI) fp32; an fc over a (C, H, W) input is (K, C, H, W) in the same memory.
-    if (nd == 4 && prm->ndim == 2) {
-        dims[0] = md->dims[0];
-        dims[1] = md->dims[1];
-        dims[2] = md->dims[2];
-        dims[3] = md->dims[3];
-    } else {
-        for (int i = 0; i < nd; i++) dims[i] = md->dims[i];
-    }
+    int64_t dims[DNNL_MAX_NDIMS];
+    const int nd = cpu_md_dims(md, dims);
     int64_t numel = 1;
     for (int i = 0; i < nd; i++) numel *= dims[i];
     if (numel != prm->numel) return DLP_ERR(DLP_ERR_INTERNAL, "cpu: weight %s has %lld elements, the primitive wants %lld",
                                             prm->name, (long long)prm->numel, (long long)numel);
-    dnnl_memory_desc_t plain;
-    DLP_CHECK(cpu_md_plain(&plain, nd, dims, dnnl_f32));
+    const_dnnl_memory_desc_t plain;
+    DLP_CHECK(cpu_md_plain(p, &plain, nd, dims, dnnl_f32));
     float *master = p->params + prm->offset;
     // reuse an existing copy in the same descriptor
     for (int i = 0; i < p->nwcopies; i++) {
         cpu_wcopy *c = &p->wcopies[i];
         if (c->param != param || c->fold_bn != fold_bn || c->snapshot != snapshot) continue;
-        const dnnl_memory_desc_t *cmd;
+        const_dnnl_memory_desc_t cmd;
         CPU_DNNL(dnnl_memory_get_memory_desc(c->dst, &cmd), "weight copy");
         if (dnnl_memory_desc_equal(cmd, md)) {
             *out = c->dst;
@@ -508,8 +534,8 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
         if (!c->folded) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
         src = c->folded;
     }
-    DLP_CHECK(cpu_mem_new(p, &plain, (void *)src, &c->src));
-    if (fold_bn < 0 && !snapshot && dnnl_memory_desc_equal(&plain, md)) {
+    DLP_CHECK(cpu_mem_new(p, plain, (void *)src, &c->src));
+    if (fold_bn < 0 && !snapshot && dnnl_memory_desc_equal(plain, md)) {
         c->dst = c->src;  // the master itself
     } else {
         size_t bytes = dnnl_memory_desc_get_size(md);
@@ -517,7 +543,7 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const dnnl_memory_desc_t *md, i
         if (!d) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
         p->weight_bytes += (int64_t)bytes;
         DLP_CHECK(cpu_mem_new(p, md, d, &c->dst));
-        DLP_CHECK(cpu_reorder_new(p, &plain, md, &c->reorder));
+        DLP_CHECK(cpu_reorder_new(p, plain, md, &c->reorder));
     }
     p->nwcopies++;
     *out = c->dst;
@@ -573,6 +599,9 @@ void cpu_plan_destroy(cpu_plan *p) {
     for (int i = 0; i < p->nmems; i++) dnnl_memory_destroy(p->mems[i]);
     for (int i = 0; i < p->nscratch; i++) dnnl_memory_destroy(p->scratch_mems[i]);
     for (int i = 0; i < p->nallocs; i++) dlp_free_aligned(p->allocs[i]);
+    for (int i = 0; i < p->nmds; i++) dnnl_memory_desc_destroy(p->mds[i]);
+    free(p->mds);
+    if (p->attr) dnnl_primitive_attr_destroy(p->attr);
     free(p->prims);
     free(p->tensors);
     free(p->mems);

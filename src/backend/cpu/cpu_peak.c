@@ -21,6 +21,7 @@ typedef struct peak_ctx {
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t prim;
     dnnl_memory_t src, wei, dst, scratch;
+    dnnl_memory_desc_t s, w, d;
 } peak_ctx;
 
 static void peak_free(peak_ctx *c) {
@@ -32,11 +33,14 @@ static void peak_free(peak_ctx *c) {
     if (c->scratch) dnnl_memory_destroy(c->scratch);
     if (c->stream) dnnl_stream_destroy(c->stream);
     if (c->eng) dnnl_engine_destroy(c->eng);
+    if (c->s) dnnl_memory_desc_destroy(c->s);
+    if (c->w) dnnl_memory_desc_destroy(c->w);
+    if (c->d) dnnl_memory_desc_destroy(c->d);
 }
 
 // Fills a memory with small values (no denormals, no zeros that could shortcut anything).
 static void fill(dnnl_memory_t m, dnnl_data_type_t dt) {
-    const dnnl_memory_desc_t *md;
+    const_dnnl_memory_desc_t md;
     void *h = NULL;
     if (dnnl_memory_get_memory_desc(m, &md) != dnnl_success || dnnl_memory_get_data_handle(m, &h) != dnnl_success || !h)
         return;
@@ -51,20 +55,18 @@ static void fill(dnnl_memory_t m, dnnl_data_type_t dt) {
 static dlp_status peak_run(peak_ctx *c, dnnl_data_type_t dt, double *gflops) {
     CPU_DNNL(dnnl_engine_create(&c->eng, dnnl_cpu, 0), "peak engine");
     CPU_DNNL(dnnl_stream_create(&c->stream, c->eng, dnnl_stream_default_flags), "peak stream");
-    dnnl_memory_desc_t s, w, d;
     dnnl_dims_t sd = {PEAK_N, PEAK_C, PEAK_HW, PEAK_HW}, wd = {PEAK_C, PEAK_C, 3, 3};
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&s, 4, sd, dt, dnnl_format_tag_any), "peak src");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&w, 4, wd, dt, dnnl_format_tag_any), "peak weights");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&d, 4, sd, dt, dnnl_format_tag_any), "peak dst");
-    dnnl_dims_t st = {1, 1}, pad = {1, 1};
-    dnnl_convolution_desc_t cd;
-    CPU_DNNL(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &s, &w, NULL, &d, st,
-                                                pad, pad),
-             "peak convolution");
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->s, 4, sd, dt, dnnl_format_tag_any), "peak src");
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->w, 4, wd, dt, dnnl_format_tag_any), "peak weights");
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->d, 4, sd, dt, dnnl_format_tag_any), "peak dst");
+    dnnl_dims_t st = {1, 1}, dil = {0, 0}, pad = {1, 1};
     dnnl_primitive_attr_t attr;
     CPU_DNNL(dnnl_primitive_attr_create(&attr), "peak attributes");
     dnnl_status_t ds = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&c->pd, &cd, attr, c->eng, NULL);
+    if (ds == dnnl_success)
+        ds = dnnl_convolution_forward_primitive_desc_create(&c->pd, c->eng, dnnl_forward_training,
+                                                            dnnl_convolution_direct, c->s, c->w, NULL, c->d, st, dil,
+                                                            pad, pad, attr);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success) {
         c->pd = NULL;
