@@ -15,17 +15,8 @@ const dlp_opt_choice dlp_lr_decay_choices[] = {
 const char *dlp_lr_decay_name(dlp_lr_decay d) { return (unsigned)d < DLP_LR_DECAY_COUNT ? k_decay_names[d] : "?"; }
 
 void dlp_lr_schedule_default(dlp_lr_schedule *s) {
-    memset(s, 0, sizeof *s);
-    s->base_lr = 0.1;
-    s->scale_by_batch = 1;
-    s->batch = 256;
-    s->world = 1;
-    s->warmup_start = 0.1;
-    s->decay = DLP_LR_COSINE;
-    s->step_gamma = 0.1;
-    s->step_epochs[0] = 30;
-    s->step_epochs[1] = 60;
-    s->step_epochs[2] = 80;
+    *s = (dlp_lr_schedule){.base_lr = 0.1, .scale_by_batch = 1, .batch = 256, .world = 1, .warmup_start = 0.1,
+                           .decay = DLP_LR_COSINE, .step_gamma = 0.1, .step_epochs = {30, 60, 80}};
 }
 
 double dlp_lr_peak(const dlp_lr_schedule *s) {
