@@ -103,11 +103,12 @@ static json_t *loader_write(const void *rec) {
     return dlp_loader_stats_to_json(&((const dlp_data_bench_run *)rec)->stats);
 }
 
-#define RUN_F(m, t) DLP_FIELD(dlp_data_bench_run, m, t, 0)
+#define RUN_I(m) {DLP_FIELD(dlp_data_bench_run, m, DLP_FT_INT, 0)}
+#define RUN_N(m) {DLP_FIELD(dlp_data_bench_run, m, DLP_FT_NUM, 0)}
 static const dlp_field_def k_run_fields[] = {
-    {RUN_F(workers, DLP_FT_INT)},      {RUN_F(images, DLP_FT_INT)},           {RUN_F(seconds, DLP_FT_NUM)},
-    {RUN_F(img_per_s, DLP_FT_NUM)},    {RUN_F(steady_img_per_s, DLP_FT_NUM)}, {RUN_F(mb_per_s, DLP_FT_NUM)},
-    {RUN_F(cpu_seconds, DLP_FT_NUM)},  {DLP_FIELD_CB("loader", NULL, loader_write)}, {0}};
+    RUN_I(workers),          RUN_I(images),   RUN_N(seconds),     RUN_N(img_per_s),
+    RUN_N(steady_img_per_s), RUN_N(mb_per_s), RUN_N(cpu_seconds), {DLP_FIELD_CB("loader", NULL, loader_write)},
+    {0}};
 
 json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r) {
     return dlp_fields_to_json(k_run_fields, r);
