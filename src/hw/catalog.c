@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/fields.h"
@@ -543,13 +544,5 @@ dlp_status dlp_catalog_load(const char *dir, dlp_catalog **out) {
 void dlp_catalog_free(dlp_catalog *c) {
     if (!c) return;
     for (int i = 0; i < F_COUNT; i++) json_decref(c->roots[i]);
-    free(c->sources);
-    free(c->gpus);
-    free(c->cpus);
-    free(c->systems);
-    free(c->published);
-    free(c->datasets);
-    free(c->pipelines);
-    free(c->gm_cache);
-    free(c);
+    DLP_FREE_ALL(c->sources, c->gpus, c->cpus, c->systems, c->published, c->datasets, c->pipelines, c->gm_cache, c);
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 // Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
 // at its root, two levels above val/<wnid>/x.JPEG) when it names as many classes as the model has.
 static dlp_status find_labels(const char *labels_path, const char *first_image, int nclasses, char ***labels, int *n,
@@ -97,10 +99,7 @@ dlp_status dlp_classify(dlp_infer_model *m, const dlp_infer_engine_cfg *ec, cons
 }
 
 void dlp_classify_free(dlp_classify_result *r) {
-    free(r->logits);
-    free(r->paths);
-    free(r->cls);
-    free(r->prob);
+    DLP_FREE_ALL(r->logits, r->paths, r->cls, r->prob);
     json_decref(r->plan);
     dlp_infer_labels_free(r->labels, r->nlabels);
     dlp_infer_files_free(&r->files);
