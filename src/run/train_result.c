@@ -96,45 +96,28 @@ static json_t *phase_timing_write(const void *rec) {
 #define TR_B(key, m) {DLP_FIELD_AS(dlp_trainer, key, m, DLP_FT_BOOL, 0)}
 #define TR_CB(key, fn) {DLP_FIELD_CB(key, NULL, fn)}
 static const dlp_field_def k_resolved_fields[] = {
-    TR_CB("model", model_write),
-    TR_CB("classes", classes_write),
-    TR_I("size", c.size),
-    TR_CB("val_resize", val_resize_write),
-    TR_CB("crop_scale", crop_scale_write),
-    TR_I("batch", c.batch),
-    TR_I("epochs", c.epochs),
-    TR_I("steps", c.steps),
-    TR_I("total_steps", total_steps),
-    TR_I("steps_per_epoch", spe),
-    TR_I("stop_at_step", c.stop_at_step),
-    TR_N("time_limit_s", c.time_limit_s),
-    TR_CB("device", device_write),
-    TR_CB("backend", backend_write),
-    TR_CB("precision", precision_write),
-    TR_I("threads", c.threads),
-    TR_I("workers", c.workers),
-    TR_I("prefetch", c.prefetch),
-    TR_I("bucket_elems", c.bucket_elems),
-    TR_CB("seed", seed_write),
-    TR_CB("lr", lr_write),
-    TR_N("momentum", c.momentum),
-    TR_B("nesterov", c.nesterov),
-    TR_N("weight_decay", c.weight_decay),
-    TR_B("no_bn_decay", c.no_bn_decay),
-    TR_N("label_smoothing", c.label_smoothing),
-    TR_B("zero_init_residual", c.zero_init_residual),
-    TR_CB("eval", eval_write),
-    TR_I("eval_every", c.eval_every),
-    TR_CB("checkpoint_dir", checkpoint_dir_write),
-    TR_I("checkpoint_every", c.checkpoint_every),
-    TR_I("keep_checkpoints", c.keep_checkpoints),
+    // model and data
+    TR_CB("model", model_write), TR_CB("classes", classes_write), TR_I("size", c.size),
+    TR_CB("val_resize", val_resize_write), TR_CB("crop_scale", crop_scale_write),
+    // length
+    TR_I("batch", c.batch), TR_I("epochs", c.epochs), TR_I("steps", c.steps), TR_I("total_steps", total_steps),
+    TR_I("steps_per_epoch", spe), TR_I("stop_at_step", c.stop_at_step), TR_N("time_limit_s", c.time_limit_s),
+    // compute
+    TR_CB("device", device_write), TR_CB("backend", backend_write), TR_CB("precision", precision_write),
+    TR_I("threads", c.threads), TR_I("workers", c.workers), TR_I("prefetch", c.prefetch),
+    TR_I("bucket_elems", c.bucket_elems), TR_CB("seed", seed_write),
+    // optimizer and schedule
+    TR_CB("lr", lr_write), TR_N("momentum", c.momentum), TR_B("nesterov", c.nesterov),
+    TR_N("weight_decay", c.weight_decay), TR_B("no_bn_decay", c.no_bn_decay),
+    TR_N("label_smoothing", c.label_smoothing), TR_B("zero_init_residual", c.zero_init_residual),
+    // evaluation and checkpoints
+    TR_CB("eval", eval_write), TR_I("eval_every", c.eval_every), TR_CB("checkpoint_dir", checkpoint_dir_write),
+    TR_I("checkpoint_every", c.checkpoint_every), TR_I("keep_checkpoints", c.keep_checkpoints),
     TR_CB("resume", resume_write),
-    TR_I("read_limit_bytes_per_s", c.read_limit_bytes_per_s),
-    TR_B("drop_cache", c.drop_cache),
-    TR_I("limit_samples", c.limit_samples),
-    TR_I("measure_warmup_steps", c.measure_warmup_steps),
-    TR_B("sync_phases", c.sync_phases),
-    TR_CB("phase_timing", phase_timing_write),
+    // input pipeline, measurement
+    TR_I("read_limit_bytes_per_s", c.read_limit_bytes_per_s), TR_B("drop_cache", c.drop_cache),
+    TR_I("limit_samples", c.limit_samples), TR_I("measure_warmup_steps", c.measure_warmup_steps),
+    TR_B("sync_phases", c.sync_phases), TR_CB("phase_timing", phase_timing_write),
     {0}};
 
 static json_t *resolved_json(const dlp_trainer *t) { return dlp_fields_to_json(k_resolved_fields, t); }
