@@ -2,7 +2,8 @@
 // A new backend is one folder under backend/ with a `const dlp_backend_ops dlp_backend_<name>` table and one line
 // in registry.c; callers reach it only through backend/backend.h's dlp_backend_* and dlp_plan_* functions, which
 // handle the optional entries (NULL) once.
-// Defines: dlp_backend_ops (= dlp_backend), struct dlp_plan (the first member of every backend's plan).
+// Defines: dlp_backend_ops (= dlp_backend), struct dlp_plan (the first member of every backend's plan),
+//          dlp_loss_check_labels, dlp_loss_xent_sample.
 #ifndef DLP_BACKEND_IMPL_H
 #define DLP_BACKEND_IMPL_H
 #include "backend/backend.h"
@@ -69,5 +70,13 @@ struct dlp_plan {
     const dlp_backend_ops *ops;
     int64_t param_count;  // set by dlp_plan_create (the net's)
 };
+
+// The loss as the host backends compute it (backend/loss.c), so ref and cpu agree by construction.
+// Every label in [0, K), else DLP_ERR_INVALID naming the first one outside.
+dlp_status dlp_loss_check_labels(const int32_t *labels, int n, int64_t K);
+// One sample of PyTorch's cross_entropy(label_smoothing=e) over its K logits z and label y; returns the sample's
+// loss. *rank gets the label's rank (the classes with a larger logit; ties: lower index first). d (NULL: not
+// wanted) gets d loss / d z of the mean over n samples.
+double dlp_loss_xent_sample(const float *z, int64_t K, int y, double e, float *d, int n, int64_t *rank);
 
 #endif

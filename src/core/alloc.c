@@ -15,6 +15,15 @@ void *dlp_alloc_aligned(size_t bytes) {
 
 void dlp_free_aligned(void *p) { free(p); }
 
+void dlp_free_all(void *const *ptrs, size_t n) {
+    for (size_t i = 0; i < n; i++) free(ptrs[i]);
+}
+
+void dlp_free_strings(char **v, int n) {
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
 static void *default_alloc(void *ctx, size_t bytes) {
     (void)ctx;
     return dlp_alloc_aligned(bytes);

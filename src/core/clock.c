@@ -33,3 +33,16 @@ char *dlp_wall_iso8601(char *buf, size_t len) {
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
 }
+
+void dlp_cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+int dlp_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ns) {
+    struct timespec ts = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
+    return pthread_cond_timedwait(cv, mu, &ts);
+}

@@ -279,6 +279,12 @@ void dlp_fields_write(json_t *o, const dlp_field_def *defs, const void *rec) {
     }
 }
 
+json_t *dlp_fields_to_json(const dlp_field_def *defs, const void *rec) {
+    json_t *o = json_object();
+    dlp_fields_write(o, defs, rec);
+    return o;
+}
+
 dlp_status dlp_fields_read_array(const json_t *a, const dlp_field_def *defs, void *elems, size_t elem_size, int *n,
                                  const char *where, const char *key) {
     *n = 0;

@@ -6,7 +6,7 @@
 // table, so a field cannot be read under one name and written under another or be forgotten by one side.
 // Defines: dlp_field_pos, dlp_field_nonneg, dlp_field_range, dlp_field_opt_range, dlp_field_opt_pos, dlp_field_opt_nonneg, dlp_field_int, dlp_field_str,
 //          dlp_field_opt_str, dlp_field_frac, dlp_ft_type, DLP_FF_*, dlp_field_def, DLP_FIELD, DLP_FIELD_AS,
-//          DLP_FIELD_CB, dlp_fields_read, dlp_fields_read_record, dlp_fields_write, dlp_fields_read_array,
+//          DLP_FIELD_CB, dlp_fields_read, dlp_fields_read_record, dlp_fields_write, dlp_fields_to_json, dlp_fields_read_array,
 //          dlp_fields_write_array.
 #ifndef DLP_CORE_FIELDS_H
 #define DLP_CORE_FIELDS_H
@@ -112,6 +112,8 @@ dlp_status dlp_fields_read_record(const json_t *o, const dlp_field_def *defs, vo
                                   const char *where);
 // Sets the table's fields of rec on object o, in table order.
 void dlp_fields_write(json_t *o, const dlp_field_def *defs, const void *rec);
+// A new object with the table's fields of rec: a record's to_json when the table is the whole of it.
+json_t *dlp_fields_to_json(const dlp_field_def *defs, const void *rec);
 // An array of records: element i (zeroed first) read from a[i] with where "<where>: <key>[i]"; *n counts them.
 // The caller checks that a is an array of at most its capacity (the messages differ per array).
 dlp_status dlp_fields_read_array(const json_t *a, const dlp_field_def *defs, void *elems, size_t elem_size, int *n,

@@ -8,6 +8,7 @@
 
 #include "core/stats.h"
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/fs.h"
 #include "core/log.h"
 
@@ -98,15 +99,17 @@ dlp_status dlp_data_bench(const dlp_data_bench_cfg *cfg, dlp_data_bench_run *run
     return DLP_OK;
 }
 
+static json_t *loader_write(const void *rec) {
+    return dlp_loader_stats_to_json(&((const dlp_data_bench_run *)rec)->stats);
+}
+
+#define RUN_I(m) {DLP_FIELD(dlp_data_bench_run, m, DLP_FT_INT, 0)}
+#define RUN_N(m) {DLP_FIELD(dlp_data_bench_run, m, DLP_FT_NUM, 0)}
+static const dlp_field_def k_run_fields[] = {
+    RUN_I(workers),          RUN_I(images),   RUN_N(seconds),     RUN_N(img_per_s),
+    RUN_N(steady_img_per_s), RUN_N(mb_per_s), RUN_N(cpu_seconds), {DLP_FIELD_CB("loader", NULL, loader_write)},
+    {0}};
+
 json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r) {
-    json_t *o = json_object();
-    json_object_set_new(o, "workers", json_integer(r->workers));
-    json_object_set_new(o, "images", json_integer(r->images));
-    json_object_set_new(o, "seconds", json_real(r->seconds));
-    json_object_set_new(o, "img_per_s", json_real(r->img_per_s));
-    json_object_set_new(o, "steady_img_per_s", json_real(r->steady_img_per_s));
-    json_object_set_new(o, "mb_per_s", json_real(r->mb_per_s));
-    json_object_set_new(o, "cpu_seconds", json_real(r->cpu_seconds));
-    json_object_set_new(o, "loader", dlp_loader_stats_to_json(&r->stats));
-    return o;
+    return dlp_fields_to_json(k_run_fields, r);
 }

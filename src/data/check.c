@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fields.h"
 #include "core/fs.h"
 
 dlp_status dlp_dataset_check(const dlp_dataset *ds,
@@ -82,24 +83,25 @@ dlp_status dlp_transform_file(const dlp_transform *t, const char *path, const dl
     return st;
 }
 
+#define CROP_F(m, t) DLP_FIELD(dlp_crop, m, t, 0)
+static const dlp_field_def k_crop_fields[] = {
+    {CROP_F(x, DLP_FT_INT)},         {CROP_F(y, DLP_FT_INT)},         {CROP_F(w, DLP_FT_INT)}, {CROP_F(h, DLP_FT_INT)},
+    {CROP_F(resized_w, DLP_FT_INT)}, {CROP_F(resized_h, DLP_FT_INT)}, {CROP_F(flip, DLP_FT_BOOL)}, {0}};
+
+#define INFO_F(key, m, t) DLP_FIELD_AS(dlp_sample_info, key, m, t, 0)
+static const dlp_field_def k_sample_info_fields[] = {
+    {INFO_F("width", width, DLP_FT_INT)},
+    {INFO_F("height", height, DLP_FT_INT)},
+    {INFO_F("components", jpeg.components, DLP_FT_INT)},
+    {INFO_F("progressive", jpeg.progressive, DLP_FT_BOOL)},
+    {INFO_F("crop", crop, DLP_FT_OBJ), .sub = k_crop_fields},
+    {INFO_F("dct_scale", scale_num, DLP_FT_INT)},
+    {INFO_F("decoded_w", dec_w, DLP_FT_INT)},
+    {INFO_F("decoded_h", dec_h, DLP_FT_INT)},
+    {0}};
+
 json_t *dlp_sample_info_to_json(const dlp_sample_info *info, const dlp_transform *t, size_t nbytes) {
-    json_t *o = json_object();
-    json_object_set_new(o, "width", json_integer(info->width));
-    json_object_set_new(o, "height", json_integer(info->height));
-    json_object_set_new(o, "components", json_integer(info->jpeg.components));
-    json_object_set_new(o, "progressive", json_boolean(info->jpeg.progressive));
-    json_t *cj = json_object();
-    json_object_set_new(cj, "x", json_integer(info->crop.x));
-    json_object_set_new(cj, "y", json_integer(info->crop.y));
-    json_object_set_new(cj, "w", json_integer(info->crop.w));
-    json_object_set_new(cj, "h", json_integer(info->crop.h));
-    json_object_set_new(cj, "resized_w", json_integer(info->crop.resized_w));
-    json_object_set_new(cj, "resized_h", json_integer(info->crop.resized_h));
-    json_object_set_new(cj, "flip", json_boolean(info->crop.flip));
-    json_object_set_new(o, "crop", cj);
-    json_object_set_new(o, "dct_scale", json_integer(info->scale_num));
-    json_object_set_new(o, "decoded_w", json_integer(info->dec_w));
-    json_object_set_new(o, "decoded_h", json_integer(info->dec_h));
+    json_t *o = dlp_fields_to_json(k_sample_info_fields, info);
     json_object_set_new(o, "out_w", json_integer(t->out_w));
     json_object_set_new(o, "out_h", json_integer(t->out_h));
     json_object_set_new(o, "dtype", json_string(dlp_dtype_name(t->dtype)));

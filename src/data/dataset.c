@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/log.h"
 #include "core/rng.h"
 
@@ -28,13 +29,8 @@ static dlp_dataset *ds_new(const char *root) {
 
 void dlp_dataset_free(dlp_dataset *ds) {
     if (!ds) return;
-    for (int c = 0; c < ds->nclasses; c++) free(ds->class_names[c]);
-    free(ds->class_names);
-    free(ds->labels);
-    free(ds->path_off);
-    free(ds->pool);
-    free(ds->root);
-    free(ds);
+    dlp_free_strings(ds->class_names, ds->nclasses);
+    DLP_FREE_ALL(ds->labels, ds->path_off, ds->pool, ds->root, ds);
 }
 
 static dlp_status ds_add(dlp_dataset *ds, const char *rel, int32_t label) {

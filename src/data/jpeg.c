@@ -9,6 +9,8 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+#include "core/alloc.h"
+
 const char *dlp_bad_kind_name(dlp_bad_kind k) {
     static const char *const n[DLP_BAD_KIND_COUNT] = {"none",    "io",        "empty",    "not_jpeg",
                                                       "truncated", "corrupt", "too_large", "unsupported"};
@@ -98,10 +100,7 @@ dlp_status dlp_jpeg_dec_create(dlp_jpeg_dec **out) {
 void dlp_jpeg_dec_free(dlp_jpeg_dec *d) {
     if (!d) return;
     jpeg_destroy_decompress(&d->ci);
-    free(d->rgb);
-    free(d->cmyk);
-    free(d->rows);
-    free(d);
+    DLP_FREE_ALL(d->rgb, d->cmyk, d->rows, d);
 }
 
 void dlp_jpeg_dec_set_limits(dlp_jpeg_dec *d, const dlp_jpeg_limits *lim) {

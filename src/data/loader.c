@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/throttle.h"
@@ -618,38 +619,51 @@ void dlp_loader_get_stats(dlp_loader *l, dlp_loader_stats *s) {
     pthread_mutex_unlock(&l->mu);
 }
 
-json_t *dlp_loader_stats_to_json(const dlp_loader_stats *s) {
-    json_t *o = json_object();
+static json_t *worker_ms_write(const void *rec) {
+    const dlp_loader_stats *s = rec;
     double n = s->images > 0 ? (double)s->images : 1.0;
-    json_object_set_new(o, "images", json_integer(s->images));
-    json_object_set_new(o, "images_made", json_integer(s->images_made));
-    json_object_set_new(o, "batches", json_integer(s->batches));
-    json_object_set_new(o, "bytes_read", json_integer(s->bytes_read));
     json_t *ms = json_object();
     json_object_set_new(ms, "read", json_real(dlp_ns_to_ms(s->read_ns) / n));
     json_object_set_new(ms, "decode", json_real(dlp_ns_to_ms(s->decode_ns) / n));
     json_object_set_new(ms, "augment", json_real(dlp_ns_to_ms(s->augment_ns) / n));
-    json_object_set_new(o, "worker_ms_per_image", ms);
-    json_object_set_new(o, "read_ns", json_integer(s->read_ns));
-    json_object_set_new(o, "decode_ns", json_integer(s->decode_ns));
-    json_object_set_new(o, "augment_ns", json_integer(s->augment_ns));
-    json_object_set_new(o, "throttle_ns", json_integer(s->throttle_ns));
-    json_object_set_new(o, "wait_ns", json_integer(s->wait_ns));
+    return ms;
+}
+
+static json_t *bad_write(const void *rec) {
+    const dlp_loader_stats *s = rec;
     json_t *bad = json_object();
     json_object_set_new(bad, "replaced_samples", json_integer(s->bad));
     json_object_set_new(bad, "files", json_integer(s->bad_files));
     for (int k = 1; k < DLP_BAD_KIND_COUNT; k++)
         json_object_set_new(bad, dlp_bad_kind_name((dlp_bad_kind)k), json_integer(s->bad_by_kind[k]));
-    json_object_set_new(o, "bad", bad);
+    return bad;
+}
+
+static json_t *dct_scale_count_write(const void *rec) {
+    const dlp_loader_stats *s = rec;
     json_t *sc = json_object();
     for (int k = 1; k <= 8; k++) {
         char key[8];
         snprintf(key, sizeof key, "%d/8", k);
         json_object_set_new(sc, key, json_integer(s->dct_scale_count[k]));
     }
-    json_object_set_new(o, "dct_scale_count", sc);
-    json_object_set_new(o, "decoded_pixel_fraction",
-                        json_real(s->source_pixels ? (double)s->decoded_pixels / (double)s->source_pixels : 0.0));
-    json_object_set_new(o, "dropped_files", json_integer(s->dropped_files));
-    return o;
+    return sc;
 }
+
+static json_t *decoded_pixel_fraction_write(const void *rec) {
+    const dlp_loader_stats *s = rec;
+    return json_real(s->source_pixels ? (double)s->decoded_pixels / (double)s->source_pixels : 0.0);
+}
+
+#define STATS_I(m) {DLP_FIELD(dlp_loader_stats, m, DLP_FT_INT, 0)}
+static const dlp_field_def k_loader_stats_fields[] = {
+    STATS_I(images), STATS_I(images_made), STATS_I(batches), STATS_I(bytes_read),
+    {DLP_FIELD_CB("worker_ms_per_image", NULL, worker_ms_write)},
+    STATS_I(read_ns), STATS_I(decode_ns), STATS_I(augment_ns), STATS_I(throttle_ns), STATS_I(wait_ns),
+    {DLP_FIELD_CB("bad", NULL, bad_write)},
+    {DLP_FIELD_CB("dct_scale_count", NULL, dct_scale_count_write)},
+    {DLP_FIELD_CB("decoded_pixel_fraction", NULL, decoded_pixel_fraction_write)},
+    STATS_I(dropped_files),
+    {0}};
+
+json_t *dlp_loader_stats_to_json(const dlp_loader_stats *s) { return dlp_fields_to_json(k_loader_stats_fields, s); }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 #define PREC_BITS 22  // Pillow's PRECISION_BITS for 8-bit images (32 - 8 - 2)
 #define HALF (1 << (PREC_BITS - 1))
 
@@ -122,19 +124,12 @@ dlp_status dlp_resample_axis_plan(dlp_resample_axis *a, double origin, double sc
 }
 
 void dlp_resample_axis_free(dlp_resample_axis *a) {
-    free(a->first);
-    free(a->n);
-    free(a->coef);
-    free(a->coef4);
+    DLP_FREE_ALL(a->first, a->n, a->coef, a->coef4);
     memset(a, 0, sizeof *a);
 }
 
 void dlp_resample_scratch_free(dlp_resample_scratch *s) {
-    free(s->tmp);
-    free(s->acc);
-    free(s->row);
-    free(s->sc);
-    free(s->bi);
+    DLP_FREE_ALL(s->tmp, s->acc, s->row, s->sc, s->bi);
     memset(s, 0, sizeof *s);
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -32,11 +33,7 @@
 #include "data/jpeg_encode.h"
 
 void dlp_synth_defaults(dlp_synth_params *p) {
-    memset(p, 0, sizeof *p);
-    p->classes = 10;
-    p->per_class = 260;
-    p->val_per_class = 50;
-    p->seed = 0;
+    *p = (dlp_synth_params){.classes = 10, .per_class = 260, .val_per_class = 50, .seed = 0};
 }
 
 dlp_status dlp_synth_parse_size(const char *s, dlp_synth_params *p) {
@@ -520,6 +517,31 @@ static dlp_status write_text(const char *path, const char *text) {
 }
 
 // labels.txt, train.txt, val.txt, dataset.json
+static json_t *size_write(const void *rec) {
+    const dlp_synth_params *p = rec;
+    if (!p->size_max) return json_string("imagenet");
+    char sz[32];
+    snprintf(sz, sizeof sz, "%d-%d", p->size_min, p->size_max);
+    return json_string(sz);
+}
+
+static json_t *mean_file_bytes_write(const void *rec) {
+    const dlp_synth_report *rep = rec;
+    return json_real(rep->images ? (double)rep->bytes / rep->images : 0);
+}
+
+// dataset.json: the parameters, then what was made.
+#define PARAM_I(m) {DLP_FIELD(dlp_synth_params, m, DLP_FT_INT, 0)}
+static const dlp_field_def k_params_fields[] = {
+    PARAM_I(classes), PARAM_I(per_class), PARAM_I(val_per_class), {DLP_FIELD_CB("size", NULL, size_write)},
+    PARAM_I(seed), {0}};
+#define REP_I(m) {DLP_FIELD(dlp_synth_report, m, DLP_FT_INT, 0)}
+static const dlp_field_def k_mix_fields[] = {
+    REP_I(gray), REP_I(sub444), REP_I(sub422), REP_I(sub420), REP_I(progressive), REP_I(over_1000px), {0}};
+static const dlp_field_def k_report_fields[] = {
+    REP_I(images), REP_I(bytes), {DLP_FIELD_CB("mean_file_bytes", NULL, mean_file_bytes_write)},
+    {.key = "mix", .type = DLP_FT_OBJ, .sub = k_mix_fields}, {0}};
+
 static dlp_status write_index(const dlp_synth_params *p, const char *dir, const gen_job *j, const dlp_synth_report *rep) {
     size_t cap = (size_t)(j->total + p->classes + 16) * 96;
     char *buf = malloc(cap);
@@ -554,28 +576,8 @@ static dlp_status write_index(const dlp_synth_params *p, const char *dir, const 
     json_t *o = json_object();
     json_object_set_new(o, "schema", json_string("dlperf.synthetic/1"));
     json_object_set_new(o, "generator_version", json_integer(DLP_SYNTH_VERSION));
-    json_object_set_new(o, "classes", json_integer(p->classes));
-    json_object_set_new(o, "per_class", json_integer(p->per_class));
-    json_object_set_new(o, "val_per_class", json_integer(p->val_per_class));
-    if (p->size_max) {
-        char sz[32];
-        snprintf(sz, sizeof sz, "%d-%d", p->size_min, p->size_max);
-        json_object_set_new(o, "size", json_string(sz));
-    } else {
-        json_object_set_new(o, "size", json_string("imagenet"));
-    }
-    json_object_set_new(o, "seed", json_integer((json_int_t)p->seed));
-    json_object_set_new(o, "images", json_integer(rep->images));
-    json_object_set_new(o, "bytes", json_integer(rep->bytes));
-    json_object_set_new(o, "mean_file_bytes", json_real(rep->images ? (double)rep->bytes / rep->images : 0));
-    json_t *mix = json_object();
-    json_object_set_new(mix, "gray", json_integer(rep->gray));
-    json_object_set_new(mix, "sub444", json_integer(rep->sub444));
-    json_object_set_new(mix, "sub422", json_integer(rep->sub422));
-    json_object_set_new(mix, "sub420", json_integer(rep->sub420));
-    json_object_set_new(mix, "progressive", json_integer(rep->progressive));
-    json_object_set_new(mix, "over_1000px", json_integer(rep->over_1000px));
-    json_object_set_new(o, "mix", mix);
+    dlp_fields_write(o, k_params_fields, p);
+    dlp_fields_write(o, k_report_fields, rep);
     snprintf(path, sizeof path, "%s/dataset.json", dir);
     st = dlp_json_write(o, path, DLP_WRITE_REPLACE);
     json_decref(o);

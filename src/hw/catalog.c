@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/fields.h"
@@ -109,50 +110,45 @@ static void known_list(char *buf, size_t len, int n, const void *base, size_t st
     }
 }
 
+// The error of a lookup that found nothing: what was asked for and the ids the catalog has.
+static void not_found(const dlp_catalog *c, const char *what, const char *id, int n, const void *base, size_t stride) {
+    char known[512];
+    known_list(known, sizeof known, n, base, stride);
+    DLP_ERR(DLP_ERR_NOTFOUND, "unknown %s '%s' (catalog %s has: %s)", what, id ? id : "(null)", c->dir, known);
+}
+
+// The record of an array (n of stride bytes, each starting with its const char *id, as known_list reads them)
+// whose id is id, case-insensitively; else NULL and the not_found error.
+static const void *find_id(const dlp_catalog *c, const char *what, const char *id, int n, const void *base,
+                           size_t stride) {
+    for (int i = 0; id && i < n; i++) {
+        const void *r = (const char *)base + (size_t)i * stride;
+        if (strcasecmp(*(const char *const *)r, id) == 0) return r;
+    }
+    not_found(c, what, id, n, base, stride);
+    return NULL;
+}
+
 const dlp_gpu_spec *dlp_catalog_gpu(const dlp_catalog *c, const char *name) {
     const dlp_gpu_spec *g = find_gpu(c, name);
-    if (!g) {
-        char known[512];
-        known_list(known, sizeof known, c->ngpus, c->gpus, sizeof *c->gpus);
-        DLP_ERR(DLP_ERR_NOTFOUND, "unknown GPU '%s' (catalog %s has: %s)", name ? name : "(null)", c->dir, known);
-    }
+    if (!g) not_found(c, "GPU", name, c->ngpus, c->gpus, sizeof *c->gpus);
     return g;
 }
 
 const dlp_cpu_spec *dlp_catalog_cpu(const dlp_catalog *c, const char *id) {
-    for (int i = 0; i < c->ncpus; i++)
-        if (id && strcasecmp(c->cpus[i].id, id) == 0) return &c->cpus[i];
-    char known[512];
-    known_list(known, sizeof known, c->ncpus, c->cpus, sizeof *c->cpus);
-    DLP_ERR(DLP_ERR_NOTFOUND, "unknown CPU '%s' (catalog %s has: %s)", id ? id : "(null)", c->dir, known);
-    return NULL;
+    return find_id(c, "CPU", id, c->ncpus, c->cpus, sizeof *c->cpus);
 }
 
 const dlp_system_spec *dlp_catalog_system(const dlp_catalog *c, const char *id) {
-    for (int i = 0; i < c->nsystems; i++)
-        if (id && strcasecmp(c->systems[i].id, id) == 0) return &c->systems[i];
-    char known[512];
-    known_list(known, sizeof known, c->nsystems, c->systems, sizeof *c->systems);
-    DLP_ERR(DLP_ERR_NOTFOUND, "unknown system '%s' (catalog %s has: %s)", id ? id : "(null)", c->dir, known);
-    return NULL;
+    return find_id(c, "system", id, c->nsystems, c->systems, sizeof *c->systems);
 }
 
 const dlp_catalog_dataset *dlp_catalog_dataset_find(const dlp_catalog *c, const char *id) {
-    for (int i = 0; i < c->ndatasets; i++)
-        if (id && strcasecmp(c->datasets[i].id, id) == 0) return &c->datasets[i];
-    char known[512];
-    known_list(known, sizeof known, c->ndatasets, c->datasets, sizeof *c->datasets);
-    DLP_ERR(DLP_ERR_NOTFOUND, "unknown dataset '%s' (catalog %s has: %s)", id ? id : "(null)", c->dir, known);
-    return NULL;
+    return find_id(c, "dataset", id, c->ndatasets, c->datasets, sizeof *c->datasets);
 }
 
 const dlp_catalog_pipeline *dlp_catalog_pipeline_find(const dlp_catalog *c, const char *id) {
-    for (int i = 0; i < c->npipelines; i++)
-        if (id && strcasecmp(c->pipelines[i].id, id) == 0) return &c->pipelines[i];
-    char known[512];
-    known_list(known, sizeof known, c->npipelines, c->pipelines, sizeof *c->pipelines);
-    DLP_ERR(DLP_ERR_NOTFOUND, "unknown pipeline '%s' (catalog %s has: %s)", id ? id : "(null)", c->dir, known);
-    return NULL;
+    return find_id(c, "pipeline", id, c->npipelines, c->pipelines, sizeof *c->pipelines);
 }
 
 const dlp_published *dlp_catalog_primary(const dlp_catalog *c, const dlp_gpu_spec *g, dlp_task task, dlp_prec prec) {
@@ -543,13 +539,5 @@ dlp_status dlp_catalog_load(const char *dir, dlp_catalog **out) {
 void dlp_catalog_free(dlp_catalog *c) {
     if (!c) return;
     for (int i = 0; i < F_COUNT; i++) json_decref(c->roots[i]);
-    free(c->sources);
-    free(c->gpus);
-    free(c->cpus);
-    free(c->systems);
-    free(c->published);
-    free(c->datasets);
-    free(c->pipelines);
-    free(c->gm_cache);
-    free(c);
+    DLP_FREE_ALL(c->sources, c->gpus, c->cpus, c->systems, c->published, c->datasets, c->pipelines, c->gm_cache, c);
 }

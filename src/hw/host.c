@@ -11,6 +11,7 @@
 #include <jpeglib.h>
 
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/version.h"
 #ifdef DLP_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -62,22 +63,24 @@ void dlp_host_probe(dlp_host_info *h) {
     if (uname(&u) == 0) snprintf(h->kernel, sizeof h->kernel, "%s", u.release);
 }
 
-json_t *dlp_host_to_json(const dlp_host_info *h) {
-    json_t *o = json_object();
-    json_object_set_new(o, "cpu_model", json_string(h->cpu_model));
-    json_object_set_new(o, "hostname", json_string(h->hostname));
-    json_object_set_new(o, "kernel", json_string(h->kernel));
-    json_object_set_new(o, "cpus_online", json_integer(h->cpus_online));
-    json_object_set_new(o, "cpus_allowed", json_integer(h->cpus_allowed));
-    json_object_set_new(o, "mhz", json_real(h->mhz));
-    json_object_set_new(o, "mem_total_bytes", json_integer(h->mem_total_bytes));
+static json_t *isa_write(const void *rec) {
+    const dlp_host_info *h = rec;
     json_t *isa = json_array();
     if (h->avx2) json_array_append_new(isa, json_string("avx2"));
     if (h->avx512) json_array_append_new(isa, json_string("avx512f"));
     if (h->avx512_bf16) json_array_append_new(isa, json_string("avx512_bf16"));
     if (h->amx_bf16) json_array_append_new(isa, json_string("amx_bf16"));
-    json_object_set_new(o, "isa", isa);
-    return o;
+    return isa;
+}
+
+#define HOST_F(m, t) DLP_FIELD(dlp_host_info, m, t, 0)
+static const dlp_field_def k_host_fields[] = {
+    {HOST_F(cpu_model, DLP_FT_STR)},    {HOST_F(hostname, DLP_FT_STR)},    {HOST_F(kernel, DLP_FT_STR)},
+    {HOST_F(cpus_online, DLP_FT_INT)},  {HOST_F(cpus_allowed, DLP_FT_INT)}, {HOST_F(mhz, DLP_FT_NUM)},
+    {HOST_F(mem_total_bytes, DLP_FT_INT)}, {DLP_FIELD_CB("isa", NULL, isa_write)}, {0}};
+
+json_t *dlp_host_to_json(const dlp_host_info *h) {
+    return dlp_fields_to_json(k_host_fields, h);
 }
 
 json_t *dlp_versions_to_json(void) {

@@ -197,12 +197,7 @@ static int wait_progress(lg_run *r, int64_t target_done_queries, int64_t target_
         int64_t now = dlp_now_ns();
         int64_t deadline = r->last_progress_ns + idle_ns;
         if (now >= deadline) return 0;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t abs_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (deadline - now);
-        ts.tv_sec = abs_ns / 1000000000LL;
-        ts.tv_nsec = abs_ns % 1000000000LL;
-        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        dlp_cond_wait_until(&r->cv, &r->mu, deadline);
     }
     return 1;
 }
@@ -439,12 +434,7 @@ static void *progress_main(void *arg) {
     int64_t last_ans = 0, last_t = dlp_now_ns();
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);  // the condition variable's clock
-        int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + p->s->progress_interval_ns;
-        ts.tv_sec = at / 1000000000LL;
-        ts.tv_nsec = at % 1000000000LL;
-        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        dlp_cond_wait_until(&p->cv, &p->mu, dlp_now_ns() + p->s->progress_interval_ns);
         if (p->stop) break;
         pthread_mutex_lock(&p->r->mu);
         int64_t nq = p->r->nq, ns = p->r->ns, ans = p->r->answered, failed = p->r->failed;
@@ -493,11 +483,7 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s_in, const dlp_lg_sut *sut, dlp_lg
         return DLP_ERR(DLP_ERR_NOMEM, "out of memory for loadgen records");
     }
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    dlp_cond_init_monotonic(&r->cv);
     r->done.fn = on_done;
     r->done.ctx = r;
 
@@ -511,7 +497,7 @@ dlp_status dlp_lg_run(const dlp_lg_settings *s_in, const dlp_lg_sut *sut, dlp_lg
     int prog_on = 0;
     if (s->progress_interval_ns > 0) {
         pthread_mutex_init(&prog.mu, NULL);
-        pthread_cond_init(&prog.cv, NULL);  // CLOCK_REALTIME: progress_main's deadlines are approximate anyway
+        dlp_cond_init_monotonic(&prog.cv);
         prog_on = pthread_create(&prog_thread, NULL, progress_main, &prog) == 0;
     }
     dlp_status st = ops->issue(&is, s, o);

@@ -87,11 +87,7 @@ dlp_status dlp_monitor_create(const dlp_monitor_cfg *cfg_in, dlp_monitor **out) 
     snprintf(m->phase, sizeof m->phase, "%s", cfg.initial_phase && *cfg.initial_phase ? cfg.initial_phase : "run");
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->pmu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    dlp_cond_init_monotonic(&m->cv);
 
     dlp_status st = DLP_OK;
     for (const dlp_mon_source_ops *const *ops = dlp_mon_sources; *ops && m->nsrc < DLP_MON_MAX_SOURCES; ops++) {
@@ -230,8 +226,7 @@ static void *sampler_main(void *arg) {
     pthread_mutex_lock(&m->pmu);
     for (;;) {
         while (!m->stop_req && m->npending == 0 && dlp_now_ns() < next) {
-            struct timespec ts = {.tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL};
-            pthread_cond_timedwait(&m->cv, &m->pmu, &ts);
+            dlp_cond_wait_until(&m->cv, &m->pmu, next);
         }
         if (m->stop_req) break;
         int np = m->npending;

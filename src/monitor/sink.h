@@ -25,15 +25,19 @@ typedef struct dlp_mon_sink_ops {
     dlp_status (*close)(void *state);
 } dlp_mon_sink_ops;
 
-// The file of a sink that writes one (monitor/sink_file.c): open creates path without overwriting it; flush after a
-// sample reports a failed write naming the file; close reports whether everything reached it and frees path.
+// The state of a sink that writes a file (monitor/sink_file.c): the file and the fields it was opened for.
+// open creates path without overwriting it and is the state a sink's open() returns; flush after a sample reports
+// a failed write naming the file; close (a sink's close()) reports whether everything reached the file and frees
+// the state.
 typedef struct dlp_mon_sink_file {
     FILE *f;
     char *path;
+    const dlp_mon_field *fields;  // owned by the monitor, lives as long as the sink
+    int n;
 } dlp_mon_sink_file;
-dlp_status dlp_mon_sink_file_open(dlp_mon_sink_file *sf, const char *path);
+dlp_status dlp_mon_sink_file_open(void **state, const char *path, const dlp_mon_field *fields, int nfields);
 dlp_status dlp_mon_sink_file_flush(const dlp_mon_sink_file *sf);
-dlp_status dlp_mon_sink_file_close(dlp_mon_sink_file *sf);
+dlp_status dlp_mon_sink_file_close(void *state);
 
 extern const dlp_mon_sink_ops dlp_mon_sink_csv;    // one row per sample, a column per field
 extern const dlp_mon_sink_ops dlp_mon_sink_jsonl;  // one line per sample per metric set (set + instance)

@@ -8,11 +8,6 @@
 
 #include "monitor/sink.h"
 
-typedef struct {
-    dlp_mon_sink_file file;
-    int n;
-} csv_state;
-
 static void put_csv_text(FILE *f, const char *s) {
     if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
@@ -27,42 +22,28 @@ static void put_csv_text(FILE *f, const char *s) {
 }
 
 static dlp_status csv_open(void **state, const char *path, const dlp_mon_field *fields, int nfields) {
-    csv_state *s = calloc(1, sizeof *s);
-    DLP_TRY_ALLOC(s);
-    dlp_status st = dlp_mon_sink_file_open(&s->file, path);
-    if (st != DLP_OK) {
-        free(s);
-        return st;
-    }
-    s->n = nfields;
-    fputs("t_s,dt_s,unix_s,phase", s->file.f);
+    DLP_CHECK(dlp_mon_sink_file_open(state, path, fields, nfields));
+    FILE *f = ((dlp_mon_sink_file *)*state)->f;
+    fputs("t_s,dt_s,unix_s,phase", f);
     for (int i = 0; i < nfields; i++) {
-        fputc(',', s->file.f);
-        put_csv_text(s->file.f, fields[i].name);
+        fputc(',', f);
+        put_csv_text(f, fields[i].name);
     }
-    fputc('\n', s->file.f);
-    *state = s;
+    fputc('\n', f);
     return DLP_OK;
 }
 
 static dlp_status csv_write(void *state, const dlp_mon_row *row) {
-    csv_state *s = state;
-    fprintf(s->file.f, "%.3f,%.3f,%.3f,", row->t_s, row->dt_s, row->unix_s);
-    put_csv_text(s->file.f, row->phase);
+    dlp_mon_sink_file *s = state;
+    fprintf(s->f, "%.3f,%.3f,%.3f,", row->t_s, row->dt_s, row->unix_s);
+    put_csv_text(s->f, row->phase);
     for (int i = 0; i < s->n; i++) {
         double v = row->vals[i];
-        if (isnan(v)) fputc(',', s->file.f);
-        else fprintf(s->file.f, ",%.10g", v);
+        if (isnan(v)) fputc(',', s->f);
+        else fprintf(s->f, ",%.10g", v);
     }
-    fputc('\n', s->file.f);
-    return dlp_mon_sink_file_flush(&s->file);
+    fputc('\n', s->f);
+    return dlp_mon_sink_file_flush(s);
 }
 
-static dlp_status csv_close(void *state) {
-    csv_state *s = state;
-    dlp_status st = dlp_mon_sink_file_close(&s->file);
-    free(s);
-    return st;
-}
-
-const dlp_mon_sink_ops dlp_mon_sink_csv = {"csv", csv_open, csv_write, csv_close};
+const dlp_mon_sink_ops dlp_mon_sink_csv = {"csv", csv_open, csv_write, dlp_mon_sink_file_close};

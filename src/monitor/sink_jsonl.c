@@ -9,12 +9,6 @@
 
 #include "monitor/sink.h"
 
-typedef struct {
-    dlp_mon_sink_file file;
-    const dlp_mon_field *fields;  // owned by the monitor, lives as long as the sink
-    int n;
-} jsonl_state;
-
 static void put_json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -25,53 +19,32 @@ static void put_json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static dlp_status jsonl_open(void **state, const char *path, const dlp_mon_field *fields, int nfields) {
-    jsonl_state *s = calloc(1, sizeof *s);
-    DLP_TRY_ALLOC(s);
-    dlp_status st = dlp_mon_sink_file_open(&s->file, path);
-    if (st != DLP_OK) {
-        free(s);
-        return st;
-    }
-    s->fields = fields;
-    s->n = nfields;
-    *state = s;
-    return DLP_OK;
-}
-
 static dlp_status jsonl_write(void *state, const dlp_mon_row *row) {
-    jsonl_state *s = state;
+    dlp_mon_sink_file *s = state;
     for (int i = 0; i < s->n;) {
         const dlp_mon_field *g = &s->fields[i];
-        fprintf(s->file.f, "{\"t_s\":%.3f,\"dt_s\":%.3f,\"unix_s\":%.3f,\"phase\":", row->t_s, row->dt_s, row->unix_s);
-        put_json_str(s->file.f, row->phase);
-        fputs(",\"set\":", s->file.f);
-        put_json_str(s->file.f, g->set);
+        fprintf(s->f, "{\"t_s\":%.3f,\"dt_s\":%.3f,\"unix_s\":%.3f,\"phase\":", row->t_s, row->dt_s, row->unix_s);
+        put_json_str(s->f, row->phase);
+        fputs(",\"set\":", s->f);
+        put_json_str(s->f, g->set);
         if (g->instance[0]) {
-            fputs(",\"instance\":", s->file.f);
-            put_json_str(s->file.f, g->instance);
+            fputs(",\"instance\":", s->f);
+            put_json_str(s->f, g->instance);
         }
         // The metric set: consecutive fields with the same set and instance.
         int j = i;
         for (; j < s->n && strcmp(s->fields[j].set, g->set) == 0 && strcmp(s->fields[j].instance, g->instance) == 0;
              j++) {
-            fputc(',', s->file.f);
-            put_json_str(s->file.f, s->fields[j].metric);
+            fputc(',', s->f);
+            put_json_str(s->f, s->fields[j].metric);
             double v = row->vals[j];
-            if (isnan(v) || isinf(v)) fputs(":null", s->file.f);
-            else fprintf(s->file.f, ":%.10g", v);
+            if (isnan(v) || isinf(v)) fputs(":null", s->f);
+            else fprintf(s->f, ":%.10g", v);
         }
-        fputs("}\n", s->file.f);
+        fputs("}\n", s->f);
         i = j;
     }
-    return dlp_mon_sink_file_flush(&s->file);
+    return dlp_mon_sink_file_flush(s);
 }
 
-static dlp_status jsonl_close(void *state) {
-    jsonl_state *s = state;
-    dlp_status st = dlp_mon_sink_file_close(&s->file);
-    free(s);
-    return st;
-}
-
-const dlp_mon_sink_ops dlp_mon_sink_jsonl = {"jsonl", jsonl_open, jsonl_write, jsonl_close};
+const dlp_mon_sink_ops dlp_mon_sink_jsonl = {"jsonl", dlp_mon_sink_file_open, jsonl_write, dlp_mon_sink_file_close};

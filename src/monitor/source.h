@@ -2,7 +2,9 @@
 // static registry), the fields (derived per-interval values) sources declare, and the allocation-free file
 // helpers they share (files opened once and re-read with pread, directories listed with getdents64).
 // Defines: dlp_mon_env, dlp_mon_unit, dlp_mon_field, dlp_mon_fields, dlp_mon_source_ops, dlp_mon_sources,
-//          dlp_mon_file, dlp_mon_dir, dlp_mon_open, dlp_mon_path, dlp_mon_counter_delta, dlp_mon_parse_*.
+//          DLP_MON_SOURCE_OPS,
+//          dlp_mon_file, dlp_mon_file_state_open, dlp_mon_dir, dlp_mon_open, dlp_mon_path, dlp_mon_counter_delta, dlp_mon_find_instance,
+//          dlp_mon_parse_*.
 #ifndef DLP_MONITOR_SOURCE_H
 #define DLP_MONITOR_SOURCE_H
 #include <stddef.h>
@@ -84,6 +86,14 @@ typedef struct dlp_mon_source_ops {
     void (*close)(void *state);
 } dlp_mon_source_ops;
 
+// A source's ops from its functions <name>_available, _sample and _prom, and its close():
+// const dlp_mon_source_ops dlp_mon_src_mem = DLP_MON_SOURCE_OPS(mem, "memory ...", dlp_mon_file_state_close);
+#define DLP_MON_SOURCE_OPS(name_, help_, close_)                                                               \
+    {                                                                                                          \
+        .name = #name_, .help = (help_), .available = name_##_available, .sample = name_##_sample,            \
+        .prom = name_##_prom, .close = (close_)                                                                \
+    }
+
 // The registry (monitor/sources.c): every source in the order they are sampled; NULL-terminated.
 extern const dlp_mon_source_ops *const dlp_mon_sources[];
 
@@ -105,6 +115,13 @@ int dlp_mon_file_open(dlp_mon_file *f, const dlp_mon_env *env, const char *rel, 
 // Reads the whole file into f->buf (NUL-terminated, f->len bytes); 0 or errno (EISDIR for a directory).
 int dlp_mon_file_read(dlp_mon_file *f);
 void dlp_mon_file_close(dlp_mon_file *f);
+// The state of a source that starts with the file it re-reads (cpu, disk, net, mem): size bytes zeroed, the file
+// root + rel opened and read once. NULL with *st = DLP_ERR_NOMEM, or DLP_ERR_UNSUPPORTED and "cannot read
+// <root><rel>: <reason>" in note.
+void *dlp_mon_file_state_open(size_t size, const dlp_mon_env *env, const char *rel, size_t initial_cap,
+                              dlp_status *st, char *note, size_t note_len);
+// Closes the file of such a state and frees it (NULL does nothing): the close() of a source that holds nothing else.
+void dlp_mon_file_state_close(void *state);
 // Opens, reads and closes a small file (e.g. a powercap "name"); trailing newline removed. 0 or errno.
 int dlp_mon_read_small(const dlp_mon_env *env, const char *rel, char *buf, size_t len);
 
@@ -123,6 +140,11 @@ void dlp_mon_dir_close(dlp_mon_dir *d);
 // 32-bit range and cur in the bottom quarter (old kernels' unsigned long fields); any other decrease (a counter
 // that went backwards: iowait after CPU hotplug, a reset) counts 0 and sets *anomaly (if not NULL).
 uint64_t dlp_mon_counter_delta(uint64_t prev, uint64_t cur, uint64_t wrap, int *anomaly);
+
+// The index of the instance called name among n records of stride bytes that each start with their name (a char
+// array: a disk, an interface), or -1. Instances keep their order from one reading to the next, so the search
+// starts at *hint (0 at first), which is then set past the match.
+int dlp_mon_find_instance(const void *base, size_t stride, int n, const char *name, int *hint);
 
 // Parsers that stop at the end of a number and never read past a NUL.
 int dlp_mon_parse_u64(const char **p, uint64_t *out);   // skips leading blanks; 0 on success

@@ -124,6 +124,40 @@ void dlp_mon_file_close(dlp_mon_file *f) {
     f->fd = -1;
 }
 
+void *dlp_mon_file_state_open(size_t size, const dlp_mon_env *env, const char *rel, size_t initial_cap,
+                              dlp_status *st, char *note, size_t note_len) {
+    *st = DLP_ERR_NOMEM;
+    dlp_mon_file *f = calloc(1, size);
+    if (!f) return NULL;
+    int e = dlp_mon_file_open(f, env, rel, initial_cap);
+    if (e == 0) e = dlp_mon_file_read(f);
+    if (e != 0) {
+        snprintf(note, note_len, "cannot read %s%s: %s", env->root, rel, strerror(e));
+        dlp_mon_file_state_close(f);
+        *st = DLP_ERR_UNSUPPORTED;
+        return NULL;
+    }
+    *st = DLP_OK;
+    return f;
+}
+
+void dlp_mon_file_state_close(void *state) {
+    if (!state) return;
+    dlp_mon_file_close(state);
+    free(state);
+}
+
+int dlp_mon_find_instance(const void *base, size_t stride, int n, const char *name, int *hint) {
+    for (int k = 0; k < n; k++) {
+        int i = (*hint + k) % n;
+        if (strcmp((const char *)base + (size_t)i * stride, name) == 0) {
+            *hint = i + 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
 int dlp_mon_read_small(const dlp_mon_env *env, const char *rel, char *buf, size_t len) {
     buf[0] = '\0';
     int fd = dlp_mon_open(env, rel, O_RDONLY);

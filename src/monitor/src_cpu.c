@@ -99,16 +99,9 @@ static void cpu_close(void *state) {
 
 static dlp_status cpu_available(const dlp_mon_env *env, dlp_mon_fields *fl, void **state, char *note,
                                 size_t note_len) {
-    cpu_state *s = calloc(1, sizeof *s);
-    if (!s) return DLP_ERR_NOMEM;
-    s->f.fd = -1;
-    int e = dlp_mon_file_open(&s->f, env, "/proc/stat", 16384);
-    if (e == 0) e = dlp_mon_file_read(&s->f);
-    if (e != 0) {
-        snprintf(note, note_len, "cannot read %s/proc/stat: %s", env->root, strerror(e));
-        cpu_close(s);
-        return DLP_ERR_UNSUPPORTED;
-    }
+    dlp_status st;
+    cpu_state *s = dlp_mon_file_state_open(sizeof *s, env, "/proc/stat", 16384, &st, note, note_len);
+    if (!s) return st;
     char possible[256];
     int maxid = -1;
     if (dlp_mon_read_small(env, "/sys/devices/system/cpu/possible", possible, sizeof possible) == 0)
@@ -237,11 +230,5 @@ static void cpu_prom(void *state, dlp_prom_buf *b) {
     dlp_prom_sample(b, "dlperf_cpu_time_decreases_total", (double)s->anomalies, (char *)NULL);
 }
 
-const dlp_mon_source_ops dlp_mon_src_cpu = {
-    .name = "cpu",
-    .help = "per-core and total CPU utilization by mode (/proc/stat)",
-    .available = cpu_available,
-    .sample = cpu_sample,
-    .prom = cpu_prom,
-    .close = cpu_close,
-};
+const dlp_mon_source_ops dlp_mon_src_cpu =
+    DLP_MON_SOURCE_OPS(cpu, "per-core and total CPU utilization by mode (/proc/stat)", cpu_close);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ typedef struct {
     uint64_t raw[ND];
     int present, have_prev;
 } disk_dev;
+_Static_assert(offsetof(disk_dev, name) == 0, "dlp_mon_find_instance: the name comes first");
 
 typedef struct {
     dlp_mon_file f;
@@ -84,29 +86,16 @@ static int whole_disk_in_sysfs(const dlp_mon_env *env, const char *name) {
     return 1;
 }
 
-static void disk_close(void *state) {
-    disk_state *s = state;
-    if (!s) return;
-    dlp_mon_file_close(&s->f);
-    free(s);
-}
-
 static dlp_status disk_available(const dlp_mon_env *env, dlp_mon_fields *fl, void **state, char *note,
                                  size_t note_len) {
-    disk_state *s = calloc(1, sizeof *s);
-    if (!s) return DLP_ERR_NOMEM;
-    int e = dlp_mon_file_open(&s->f, env, "/proc/diskstats", 8192);
-    if (e == 0) e = dlp_mon_file_read(&s->f);
-    if (e != 0) {
-        snprintf(note, note_len, "cannot read %s/proc/diskstats: %s", env->root, strerror(e));
-        disk_close(s);
-        return DLP_ERR_UNSUPPORTED;
-    }
+    dlp_status st;
+    disk_state *s = dlp_mon_file_state_open(sizeof *s, env, "/proc/diskstats", 8192, &st, note, note_len);
+    if (!s) return st;
     // All names first (NUL-separated), for the name-based partition test.
     size_t names_len = 0;
     char *names = malloc(s->f.len + 1);
     if (!names) {
-        disk_close(s);
+        dlp_mon_file_state_close(s);
         return DLP_ERR_NOMEM;
     }
     uint64_t raw[ND];
@@ -136,7 +125,7 @@ static dlp_status disk_available(const dlp_mon_env *env, dlp_mon_fields *fl, voi
     if (s->n == 0) {
         snprintf(note, note_len, "no disk in %s/proc/diskstats (%d partitions, loop or ram devices skipped)", env->root,
                  skipped);
-        disk_close(s);
+        dlp_mon_file_state_close(s);
         return DLP_ERR_UNSUPPORTED;
     }
     const int S = DLP_MON_F_SUMMARY;
@@ -167,19 +156,11 @@ static void disk_sample(void *state, double dt_s, double *vals) {
     }
     uint64_t raw[ND];
     char name[48];
-    int hint = 0;  // devices keep their order: search from the last match
+    int hint = 0;
     for (const char *p = s->f.buf; *p; p = dlp_mon_next_line(p)) {
         if (parse_line(p, name, sizeof name, raw) != 0) continue;
-        int idx = -1;
-        for (int k = 0; k < s->n; k++) {
-            int i = (hint + k) % s->n;
-            if (strcmp(s->dev[i].name, name) == 0) {
-                idx = i;
-                break;
-            }
-        }
+        int idx = dlp_mon_find_instance(s->dev, sizeof s->dev[0], s->n, name, &hint);
         if (idx < 0) continue;
-        hint = idx + 1;
         disk_dev *d = &s->dev[idx];
         d->present = 1;
         if (d->have_prev && dt_s > 0) {
@@ -219,11 +200,5 @@ static void disk_prom(void *state, dlp_prom_buf *b) {
     }
 }
 
-const dlp_mon_source_ops dlp_mon_src_disk = {
-    .name = "disk",
-    .help = "bytes, IOPS and busy % per block device (/proc/diskstats)",
-    .available = disk_available,
-    .sample = disk_sample,
-    .prom = disk_prom,
-    .close = disk_close,
-};
+const dlp_mon_source_ops dlp_mon_src_disk =
+    DLP_MON_SOURCE_OPS(disk, "bytes, IOPS and busy % per block device (/proc/diskstats)", dlp_mon_file_state_close);

@@ -280,12 +280,8 @@ static void gpu_prom(void *state, dlp_prom_buf *b) {
         dlp_prom_sample(b, "dlperf_gpu_energy_joules_total", s->g[i].energy_j, "gpu", id[i], (char *)NULL);
 }
 
-const dlp_mon_source_ops dlp_mon_src_gpu = {
-    .name = "gpu",
-    .help = "NVIDIA GPUs through NVML (dlopen libnvidia-ml.so.1): utilization, memory, power, energy, clocks, "
-            "temperature, PCIe",
-    .available = gpu_available,
-    .sample = gpu_sample,
-    .prom = gpu_prom,
-    .close = gpu_close,
-};
+const dlp_mon_source_ops dlp_mon_src_gpu =
+    DLP_MON_SOURCE_OPS(gpu,
+                       "NVIDIA GPUs through NVML (dlopen libnvidia-ml.so.1): utilization, memory, power, energy, "
+                       "clocks, temperature, PCIe",
+                       gpu_close);

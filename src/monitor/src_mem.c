@@ -47,28 +47,15 @@ static int parse_meminfo(mem_state *s) {
     return found;
 }
 
-static void mem_close(void *state) {
-    mem_state *s = state;
-    if (!s) return;
-    dlp_mon_file_close(&s->f);
-    free(s);
-}
-
 static dlp_status mem_available(const dlp_mon_env *env, dlp_mon_fields *fl, void **state, char *note,
                                 size_t note_len) {
-    mem_state *s = calloc(1, sizeof *s);
-    if (!s) return DLP_ERR_NOMEM;
-    int e = dlp_mon_file_open(&s->f, env, "/proc/meminfo", 4096);
-    if (e == 0) e = dlp_mon_file_read(&s->f);
-    if (e != 0) {
-        snprintf(note, note_len, "cannot read %s/proc/meminfo: %s", env->root, strerror(e));
-        mem_close(s);
-        return DLP_ERR_UNSUPPORTED;
-    }
+    dlp_status st;
+    mem_state *s = dlp_mon_file_state_open(sizeof *s, env, "/proc/meminfo", 4096, &st, note, note_len);
+    if (!s) return st;
     parse_meminfo(s);
     if (isnan(s->v[K_TOTAL]) || isnan(s->v[K_AVAIL])) {
         snprintf(note, note_len, "%s/proc/meminfo has no MemTotal or MemFree line", env->root);
-        mem_close(s);
+        dlp_mon_file_state_close(s);
         return DLP_ERR_UNSUPPORTED;
     }
     const int S = DLP_MON_F_SUMMARY;
@@ -118,11 +105,5 @@ static void mem_prom(void *state, dlp_prom_buf *b) {
     }
 }
 
-const dlp_mon_source_ops dlp_mon_src_mem = {
-    .name = "mem",
-    .help = "memory available, used, page cache, dirty (/proc/meminfo)",
-    .available = mem_available,
-    .sample = mem_sample,
-    .prom = mem_prom,
-    .close = mem_close,
-};
+const dlp_mon_source_ops dlp_mon_src_mem =
+    DLP_MON_SOURCE_OPS(mem, "memory available, used, page cache, dirty (/proc/meminfo)", dlp_mon_file_state_close);

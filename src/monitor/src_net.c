@@ -3,6 +3,7 @@
 // serving benchmark on one machine talks over it.
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ typedef struct {
     uint64_t raw[NN];
     int present, have_prev;
 } net_if;
+_Static_assert(offsetof(net_if, name) == 0, "dlp_mon_find_instance: the name comes first");
 
 typedef struct {
     dlp_mon_file f;
@@ -53,24 +55,11 @@ static int parse_line(const char *p, char *name, size_t name_len, uint64_t *raw)
     return 0;
 }
 
-static void net_close(void *state) {
-    net_state *s = state;
-    if (!s) return;
-    dlp_mon_file_close(&s->f);
-    free(s);
-}
-
 static dlp_status net_available(const dlp_mon_env *env, dlp_mon_fields *fl, void **state, char *note,
                                 size_t note_len) {
-    net_state *s = calloc(1, sizeof *s);
-    if (!s) return DLP_ERR_NOMEM;
-    int e = dlp_mon_file_open(&s->f, env, "/proc/net/dev", 4096);
-    if (e == 0) e = dlp_mon_file_read(&s->f);
-    if (e != 0) {
-        snprintf(note, note_len, "cannot read %s/proc/net/dev: %s", env->root, strerror(e));
-        net_close(s);
-        return DLP_ERR_UNSUPPORTED;
-    }
+    dlp_status st;
+    net_state *s = dlp_mon_file_state_open(sizeof *s, env, "/proc/net/dev", 4096, &st, note, note_len);
+    if (!s) return st;
     uint64_t raw[NN];
     char name[32];
     int more = 0;
@@ -85,7 +74,7 @@ static dlp_status net_available(const dlp_mon_env *env, dlp_mon_fields *fl, void
     }
     if (s->n == 0) {
         snprintf(note, note_len, "no interface in %s/proc/net/dev", env->root);
-        net_close(s);
+        dlp_mon_file_state_close(s);
         return DLP_ERR_UNSUPPORTED;
     }
     size_t w = 0;
@@ -116,16 +105,8 @@ static void net_sample(void *state, double dt_s, double *vals) {
     int hint = 0;
     for (const char *p = s->f.buf; *p; p = dlp_mon_next_line(p)) {
         if (parse_line(p, name, sizeof name, raw) != 0) continue;
-        int idx = -1;
-        for (int k = 0; k < s->n; k++) {
-            int i = (hint + k) % s->n;
-            if (strcmp(s->ifs[i].name, name) == 0) {
-                idx = i;
-                break;
-            }
-        }
+        int idx = dlp_mon_find_instance(s->ifs, sizeof s->ifs[0], s->n, name, &hint);
         if (idx < 0) continue;
-        hint = idx + 1;
         net_if *d = &s->ifs[idx];
         d->present = 1;
         if (d->have_prev && dt_s > 0) {
@@ -165,11 +146,5 @@ static void net_prom(void *state, dlp_prom_buf *b) {
     }
 }
 
-const dlp_mon_source_ops dlp_mon_src_net = {
-    .name = "net",
-    .help = "bytes and packets per network interface (/proc/net/dev)",
-    .available = net_available,
-    .sample = net_sample,
-    .prom = net_prom,
-    .close = net_close,
-};
+const dlp_mon_source_ops dlp_mon_src_net =
+    DLP_MON_SOURCE_OPS(net, "bytes and packets per network interface (/proc/net/dev)", dlp_mon_file_state_close);

@@ -339,11 +339,7 @@ static void proc_prom(void *state, dlp_prom_buf *b) {
     dlp_prom_sample(b, "dlperf_process_threads", s->threads, (char *)NULL);
 }
 
-const dlp_mon_source_ops dlp_mon_src_proc = {
-    .name = "proc",
-    .help = "CPU time and resident memory of the monitored process tree (/proc/<pid>/stat)",
-    .available = proc_available,
-    .sample = proc_sample,
-    .prom = proc_prom,
-    .close = proc_close,
-};
+const dlp_mon_source_ops dlp_mon_src_proc =
+    DLP_MON_SOURCE_OPS(proc,
+                       "CPU time and resident memory of the monitored process tree (/proc/<pid>/stat)",
+                       proc_close);

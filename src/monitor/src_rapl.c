@@ -182,11 +182,7 @@ static void rapl_prom(void *state, dlp_prom_buf *b) {
             dlp_prom_sample(b, "dlperf_rapl_power_watts", s->z[i].power_w, "domain", s->z[i].domain, (char *)NULL);
 }
 
-const dlp_mon_source_ops dlp_mon_src_rapl = {
-    .name = "rapl",
-    .help = "CPU package, core and DRAM power from RAPL (/sys/class/powercap/intel-rapl:*)",
-    .available = rapl_available,
-    .sample = rapl_sample,
-    .prom = rapl_prom,
-    .close = rapl_close,
-};
+const dlp_mon_source_ops dlp_mon_src_rapl =
+    DLP_MON_SOURCE_OPS(rapl,
+                       "CPU package, core and DRAM power from RAPL (/sys/class/powercap/intel-rapl:*)",
+                       rapl_close);

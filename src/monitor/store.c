@@ -6,15 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/stats.h"
+#include "core/alloc.h"
 #include "core/log.h"
+#include "core/stats.h"
 
 static void stats_free(dlp_mon_stats *st) {
-    free(st->tsum);
-    free(st->wsum);
-    free(st->wdt);
-    free(st->max);
-    free(st->res);
+    DLP_FREE_ALL(st->tsum, st->wsum, st->wdt, st->max, st->res);
     memset(st, 0, sizeof *st);
 }
 

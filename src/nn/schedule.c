@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/fields.h"
 #include "core/json.h"
 
 static const char *const k_decay_names[DLP_LR_DECAY_COUNT] = {"constant", "cosine", "step"};
@@ -15,17 +16,8 @@ const dlp_opt_choice dlp_lr_decay_choices[] = {
 const char *dlp_lr_decay_name(dlp_lr_decay d) { return (unsigned)d < DLP_LR_DECAY_COUNT ? k_decay_names[d] : "?"; }
 
 void dlp_lr_schedule_default(dlp_lr_schedule *s) {
-    memset(s, 0, sizeof *s);
-    s->base_lr = 0.1;
-    s->scale_by_batch = 1;
-    s->batch = 256;
-    s->world = 1;
-    s->warmup_start = 0.1;
-    s->decay = DLP_LR_COSINE;
-    s->step_gamma = 0.1;
-    s->step_epochs[0] = 30;
-    s->step_epochs[1] = 60;
-    s->step_epochs[2] = 80;
+    *s = (dlp_lr_schedule){.base_lr = 0.1, .scale_by_batch = 1, .batch = 256, .world = 1, .warmup_start = 0.1,
+                           .decay = DLP_LR_COSINE, .step_gamma = 0.1, .step_epochs = {30, 60, 80}};
 }
 
 double dlp_lr_peak(const dlp_lr_schedule *s) {
@@ -88,25 +80,34 @@ double dlp_lr_at(const dlp_lr_schedule *s, int64_t step) {
     }
 }
 
-json_t *dlp_lr_schedule_to_json(const dlp_lr_schedule *s) {
-    json_t *o = json_object(), *ms = json_array();
+static json_t *peak_lr_write(const void *rec) { return json_real(dlp_lr_peak(rec)); }
+
+static json_t *step_epochs_write(const void *rec) {
+    const dlp_lr_schedule *s = rec;
+    json_t *ms = json_array();
     for (int i = 0; i < 8 && s->step_epochs[i] > 0; i++) json_array_append_new(ms, json_real(s->step_epochs[i]));
-    json_object_set_new(o, "base_lr", json_real(s->base_lr));
-    json_object_set_new(o, "scale_by_batch", json_boolean(s->scale_by_batch));
-    json_object_set_new(o, "batch", json_integer(s->batch));
-    json_object_set_new(o, "world", json_integer(s->world));
-    json_object_set_new(o, "peak_lr", json_real(dlp_lr_peak(s)));
-    json_object_set_new(o, "steps_per_epoch", json_integer(s->steps_per_epoch));
-    json_object_set_new(o, "total_steps", json_integer(s->total_steps));
-    json_object_set_new(o, "warmup_epochs", json_real(s->warmup_epochs));
-    json_object_set_new(o, "warmup_steps", json_integer(s->warmup_steps));
-    json_object_set_new(o, "warmup_start", json_real(s->warmup_start));
-    json_object_set_new(o, "decay", json_string(dlp_lr_decay_name(s->decay)));
-    json_object_set_new(o, "final_lr", json_real(s->final_lr));
-    json_object_set_new(o, "step_gamma", json_real(s->step_gamma));
-    json_object_set_new(o, "step_epochs", ms);
-    return o;
+    return ms;
 }
+
+#define SCHED_F(m, t) {DLP_FIELD(dlp_lr_schedule, m, t, 0)}
+static const dlp_field_def k_schedule_fields[] = {
+    SCHED_F(base_lr, DLP_FT_NUM),
+    SCHED_F(scale_by_batch, DLP_FT_BOOL),
+    SCHED_F(batch, DLP_FT_INT),
+    SCHED_F(world, DLP_FT_INT),
+    {DLP_FIELD_CB("peak_lr", NULL, peak_lr_write)},
+    SCHED_F(steps_per_epoch, DLP_FT_INT),
+    SCHED_F(total_steps, DLP_FT_INT),
+    SCHED_F(warmup_epochs, DLP_FT_NUM),
+    SCHED_F(warmup_steps, DLP_FT_INT),
+    SCHED_F(warmup_start, DLP_FT_NUM),
+    {DLP_FIELD(dlp_lr_schedule, decay, DLP_FT_ENUM, 0), .names = k_decay_names, .nnames = DLP_LR_DECAY_COUNT},
+    SCHED_F(final_lr, DLP_FT_NUM),
+    SCHED_F(step_gamma, DLP_FT_NUM),
+    {DLP_FIELD_CB("step_epochs", NULL, step_epochs_write)},
+    {0}};
+
+json_t *dlp_lr_schedule_to_json(const dlp_lr_schedule *s) { return dlp_fields_to_json(k_schedule_fields, s); }
 
 dlp_status dlp_lr_schedule_from_json(const json_t *o, dlp_lr_schedule *s, const char *where) {
     dlp_lr_schedule_default(s);

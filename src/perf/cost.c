@@ -6,11 +6,7 @@
 #include <string.h>
 
 void dlp_cost_params_init(dlp_cost_params *cp) {
-    memset(cp, 0, sizeof *cp);
-    cp->lifetime_years = 3;
-    cp->utilization = 1;
-    cp->usd_per_kwh = 0.15;
-    cp->pue = 1;
+    *cp = (dlp_cost_params){.lifetime_years = 3, .utilization = 1, .usd_per_kwh = 0.15, .pue = 1};
 }
 
 dlp_status dlp_cost_compute(const dlp_cost_profile *c, const dlp_cost_params *cp, int nodes, double img_per_s,

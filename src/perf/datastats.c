@@ -51,6 +51,21 @@ static int read_header(const char *path, int *w, int *h, int *progressive, long 
     return *w > 0 && *h > 0 ? 0 : -1;
 }
 
+// Appends a file's header figures to f[*nf], or counts it in *skipped when it is not a readable JPEG.
+static void sample_file(const char *path, dlp_file_stat *f, int *nf, int *skipped) {
+    int w, h, p;
+    long b;
+    if (read_header(path, &w, &h, &p, &b) != 0) {
+        (*skipped)++;
+        return;
+    }
+    f[*nf].w = w;
+    f[*nf].h = h;
+    f[*nf].bytes = b;
+    f[*nf].progressive = p;
+    (*nf)++;
+}
+
 typedef struct {
     int w, h;
     long bytes;
@@ -138,17 +153,7 @@ dlp_status dlp_dataset_stats_of(const dlp_dataset *ds, int64_t limit_samples, in
         int64_t k = (int64_t)((double)i * used / want);                        // evenly spaced over the used samples
         int64_t idx = used < ds->n ? (int64_t)((double)k * ds->n / used) : k;  // the loader's subset rule
         dlp_dataset_path(ds, idx, path, sizeof path);
-        int w, h, p;
-        long b;
-        if (read_header(path, &w, &h, &p, &b) != 0) {
-            (*skipped)++;
-            continue;
-        }
-        f[nf].w = w;
-        f[nf].h = h;
-        f[nf].bytes = b;
-        f[nf].progressive = p;
-        nf++;
+        sample_file(path, f, &nf, skipped);
     }
     dlp_status st = nf > 0 ? dlp_dataset_stats_from_files(f, nf, used, ds->root, out)
                            : DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %d sampled files is a readable JPEG", ds->root, want);
@@ -175,17 +180,7 @@ dlp_status dlp_dataset_scan(const char *dir, int max_samples, dlp_dataset_stats 
         if (!f) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory scanning %s", root);
         for (size_t i = 0; st == DLP_OK && i < want; i++) {
             size_t idx = i * pl.n / want;  // evenly spaced over the sorted list
-            int w, h, p;
-            long b;
-            if (read_header(pl.paths[idx], &w, &h, &p, &b) != 0) {
-                (*skipped)++;
-                continue;
-            }
-            f[nf].w = w;
-            f[nf].h = h;
-            f[nf].bytes = b;
-            f[nf].progressive = p;
-            nf++;
+            sample_file(pl.paths[idx], f, &nf, skipped);
         }
         if (st == DLP_OK && nf == 0) st = DLP_ERR(DLP_ERR_FORMAT, "dataset %s: none of %zu sampled files is a readable JPEG", root, want);
         if (st == DLP_OK) st = dlp_dataset_stats_from_files(f, nf, (int64_t)pl.n, root, out);

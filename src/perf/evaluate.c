@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -234,6 +235,21 @@ static void run_stage(dlp_eval_stage *s, argbuf *a) {
         DLP_INFO("run: the %s stage ended with exit status %d; going on with the next", s->name, s->rc);
 }
 
+// A stage's command line starts empty and writes <out>/<stage>.json.
+static void stage_start(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
+    snprintf(s->json_path, sizeof s->json_path, "%s/%s.json", c->out, s->name);
+    a->argc = 0;
+}
+
+// Runs a stage that also writes its result and the monitor's time series (<out>/<stage>-monitor.csv).
+static void run_stage_monitored(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
+    char csv[4200];
+    snprintf(csv, sizeof csv, "%s/%s-monitor.csv", c->out, s->name);
+    opt(a, "--json", "%s", s->json_path);
+    opt(a, "--monitor-csv", "%s", csv);
+    run_stage(s, a);
+}
+
 // 1. data preparation: the loader alone over 1, 2, 4 .. and all allowed CPUs (a data-stall analysis' rate)
 static void data_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     int n = c->cpus;
@@ -243,8 +259,7 @@ static void data_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     for (int w = 1; w <= n && nlist < 7; w *= 2, nlist++, last = w / 2)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", nlist ? "," : "", w);
     if (last != n) snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", n);  // always all CPUs
-    snprintf(s->json_path, sizeof s->json_path, "%s/data.json", c->out);
-    a->argc = 0;
+    stage_start(c, s, a);
     arg(a, "data");
     arg(a, "bench");
     opt(a, "--data", "%s", c->data);
@@ -261,10 +276,7 @@ static void data_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
 
 // 2. training through the real pipeline, monitored
 static void train_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
-    char csv[4200];
-    snprintf(s->json_path, sizeof s->json_path, "%s/train.json", c->out);
-    snprintf(csv, sizeof csv, "%s/train-monitor.csv", c->out);
-    a->argc = 0;
+    stage_start(c, s, a);
     arg(a, "train");
     model_opts(a, c);
     if (s->ranks > 1) opt(a, "--dist", "nccl");
@@ -275,17 +287,12 @@ static void train_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     arg(a, "--no-eval");
     opt(a, "--warmup-steps", "5");
     opt(a, "--measure-warmup", "2");  // a time-limited run: its length in steps is not known up front
-    opt(a, "--json", "%s", s->json_path);
-    opt(a, "--monitor-csv", "%s", csv);
-    run_stage(s, a);
+    run_stage_monitored(c, s, a);
 }
 
 // 3. the online phase: inference throughput and latency
 static void infer_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
-    char csv[4200];
-    snprintf(s->json_path, sizeof s->json_path, "%s/infer.json", c->out);
-    snprintf(csv, sizeof csv, "%s/infer-monitor.csv", c->out);
-    a->argc = 0;
+    stage_start(c, s, a);
     arg(a, "infer");
     model_opts(a, c);
     opt(a, "--batch", "%s", c->infer_batch_list);
@@ -295,15 +302,12 @@ static void infer_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     opt(a, "--samples", "%d", maxb > 64 ? maxb : 64);
     opt(a, "--min-duration", "%g", c->infer_seconds);
     opt(a, "--iters", "3");
-    opt(a, "--json", "%s", s->json_path);
-    opt(a, "--monitor-csv", "%s", csv);
-    run_stage(s, a);
+    run_stage_monitored(c, s, a);
 }
 
 // 4. the catalog's systems for the same workload
 static void predict_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
-    snprintf(s->json_path, sizeof s->json_path, "%s/predict.json", c->out);
-    a->argc = 0;
+    stage_start(c, s, a);
     arg(a, "predict");
     opt(a, "--system", "%s", c->compare);
     opt(a, "--model", "%s", c->model);
@@ -560,43 +564,43 @@ static json_t *hw_json(const dlp_eval_hw *h) {
     return o;
 }
 
+// The summary's sections, each written when its stage ran (NaN and infinite figures as null).
+#define SUM_N(m) {DLP_FIELD(dlp_eval_summary, m, DLP_FT_NUM, DLP_FF_NULLNF)}
+#define SUM_I(m) {DLP_FIELD(dlp_eval_summary, m, DLP_FT_INT, 0)}
+static json_t *train_verdict_write(const void *rec) {
+    const dlp_eval_summary *s = rec;
+    return s->train_verdict ? json_string(s->train_verdict) : json_null();
+}
+static json_t *bottleneck_write(const void *rec) { return json_string(((const dlp_eval_summary *)rec)->bottleneck); }
+static const dlp_field_def k_summary_prep_fields[] = {
+    SUM_N(prep_img_per_s), SUM_I(prep_workers), SUM_N(prep_img_per_s_one_thread), {0}};
+static const dlp_field_def k_summary_train_fields[] = {
+    SUM_N(train_img_per_s), SUM_N(train_data_wait_frac), SUM_N(train_gflop_per_s), SUM_N(train_fraction_of_peak),
+    {DLP_FIELD_CB("train_verdict", NULL, train_verdict_write)}, {0}};
+static const dlp_field_def k_summary_bottleneck_fields[] = {
+    {DLP_FIELD_CB("bottleneck", NULL, bottleneck_write)},
+    {DLP_FIELD(dlp_eval_summary, bottleneck_text, DLP_FT_STR, 0)},
+    SUM_N(prep_over_train),
+    {0}};
+static const dlp_field_def k_summary_infer_fields[] = {
+    SUM_N(infer_img_per_s), SUM_I(infer_batch), SUM_I(latency_batch), SUM_N(latency_p50_ms), SUM_N(latency_p99_ms),
+    {0}};
+static const dlp_field_def k_summary_cost_fields[] = {
+    SUM_N(usd_per_hour), SUM_N(usd_per_million_train_images), SUM_N(usd_per_million_inferences), {0}};
+
 json_t *dlp_eval_summary_json(const dlp_eval_summary *s) {
     json_t *sum = json_object();
-    if (s->have_prep) {
-        json_object_set_new(sum, "prep_img_per_s", dlp_json_real_or_null(s->prep_img_per_s));
-        json_object_set_new(sum, "prep_workers", json_integer(s->prep_workers));
-        json_object_set_new(sum, "prep_img_per_s_one_thread", dlp_json_real_or_null(s->prep_img_per_s_one_thread));
-    }
-    if (s->have_train) {
-        json_object_set_new(sum, "train_img_per_s", dlp_json_real_or_null(s->train_img_per_s));
-        json_object_set_new(sum, "train_data_wait_frac", dlp_json_real_or_null(s->train_data_wait_frac));
-        json_object_set_new(sum, "train_gflop_per_s", dlp_json_real_or_null(s->train_gflop_per_s));
-        json_object_set_new(sum, "train_fraction_of_peak", dlp_json_real_or_null(s->train_fraction_of_peak));
-        json_object_set_new(sum, "train_verdict", s->train_verdict ? json_string(s->train_verdict) : json_null());
-    }
-    if (s->bottleneck) {
-        json_object_set_new(sum, "bottleneck", json_string(s->bottleneck));
-        json_object_set_new(sum, "bottleneck_text", json_string(s->bottleneck_text));
-        json_object_set_new(sum, "prep_over_train", dlp_json_real_or_null(s->prep_over_train));
-    }
-    if (s->have_infer) {
-        json_object_set_new(sum, "infer_img_per_s", dlp_json_real_or_null(s->infer_img_per_s));
-        json_object_set_new(sum, "infer_batch", json_integer(s->infer_batch));
-        json_object_set_new(sum, "latency_batch", json_integer(s->latency_batch));
-        json_object_set_new(sum, "latency_p50_ms", dlp_json_real_or_null(s->latency_p50_ms));
-        json_object_set_new(sum, "latency_p99_ms", dlp_json_real_or_null(s->latency_p99_ms));
-    }
+    if (s->have_prep) dlp_fields_write(sum, k_summary_prep_fields, s);
+    if (s->have_train) dlp_fields_write(sum, k_summary_train_fields, s);
+    if (s->bottleneck) dlp_fields_write(sum, k_summary_bottleneck_fields, s);
+    if (s->have_infer) dlp_fields_write(sum, k_summary_infer_fields, s);
     if (s->have_train || s->have_infer) {
         json_t *hw = json_object();
         if (s->hw_train.have) json_object_set_new(hw, "training", hw_json(&s->hw_train));
         if (s->hw_infer.have) json_object_set_new(hw, "inference", hw_json(&s->hw_infer));
         json_object_set_new(sum, "hardware", hw);
     }
-    if (isfinite(s->usd_per_hour)) {
-        json_object_set_new(sum, "usd_per_hour", dlp_json_real_or_null(s->usd_per_hour));
-        json_object_set_new(sum, "usd_per_million_train_images", dlp_json_real_or_null(s->usd_per_million_train_images));
-        json_object_set_new(sum, "usd_per_million_inferences", dlp_json_real_or_null(s->usd_per_million_inferences));
-    }
+    if (isfinite(s->usd_per_hour)) dlp_fields_write(sum, k_summary_cost_fields, s);
     if (s->have_compare) {
         json_t *cmp = json_array();
         for (int i = 0; i < s->n_compare; i++) {

@@ -1,6 +1,7 @@
 // perf/hwplan: the configurations a catalog can build, each predicted and costed, and the choice among them.
 #include "perf/hwplan.h"
 
+#include "core/fields.h"
 #include "core/json.h"
 #include "hw/derive.h"
 #include "hw/gpumodel.h"
@@ -261,32 +262,60 @@ int dlp_hwplan_neighbor(const dlp_hwplan_cand *a, const dlp_hwplan_cand *b, cons
     return d == 1;
 }
 
+static json_t *system_write(const void *rec) {
+    const dlp_hwplan_cand *c = rec;
+    return c->sys ? json_string(c->sys->id) : json_null();
+}
+static json_t *platform_write(const void *rec) {
+    const dlp_hwplan_cand *c = rec;
+    return c->plat ? json_string(c->plat->id) : json_null();
+}
+static json_t *gpu_write(const void *rec) { return json_string(((const dlp_hwplan_cand *)rec)->gpu->id); }
+static json_t *cpu_write(const void *rec) { return json_string(((const dlp_hwplan_cand *)rec)->cpu->id); }
+static json_t *storage_write(const void *rec) {  // null for a whole system; "base": the platform's own
+    const dlp_hwplan_cand *c = rec;
+    return c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base");
+}
+static json_t *error_write(const void *rec) {  // only when not predicted
+    const dlp_hwplan_cand *c = rec;
+    return c->ok ? NULL : json_string(c->err);
+}
+static json_t *bottleneck_write(const void *rec) {
+    return json_string(dlp_stage_name(((const dlp_hwplan_cand *)rec)->bottleneck));
+}
+
+#define CAND_F(key, m, t, fl) {DLP_FIELD_AS(dlp_hwplan_cand, key, m, t, fl)}
+static const dlp_field_def k_cand_fields[] = {
+    CAND_F("id", id, DLP_FT_STR, 0),
+    {DLP_FIELD_CB("system", NULL, system_write)},
+    {DLP_FIELD_CB("platform", NULL, platform_write)},
+    {DLP_FIELD_CB("gpu", NULL, gpu_write)},
+    CAND_F("gpus_per_node", gpus, DLP_FT_INT, 0),
+    {DLP_FIELD_CB("cpu", NULL, cpu_write)},
+    CAND_F("sockets", sockets, DLP_FT_INT, 0),
+    {DLP_FIELD_CB("storage", NULL, storage_write)},
+    CAND_F("nodes", nodes, DLP_FT_INT, 0),
+    CAND_F("ok", ok, DLP_FT_BOOL, 0),
+    {DLP_FIELD_CB("error", NULL, error_write)},
+    CAND_F("feasible", feasible, DLP_FT_BOOL, 0),
+    CAND_F("price_usd", price_usd, DLP_FT_NUM, 0),
+    CAND_F("usd_per_hour", usd_per_hour, DLP_FT_NUM, 0),
+    CAND_F("budget_cost", budget_cost, DLP_FT_NUM, 0),
+    {0}};
+// What was predicted (a candidate that is ok).
+static const dlp_field_def k_cand_prediction_fields[] = {
+    CAND_F("img_per_s", img_per_s, DLP_FT_NUM, 0),
+    CAND_F("host_img_per_s_per_node", host_img_per_s, DLP_FT_NUM, DLP_FF_NULLNF),
+    CAND_F("device_img_per_s_per_node", device_img_per_s, DLP_FT_NUM, 0),
+    CAND_F("host_over_device", ratio, DLP_FT_NUM, DLP_FF_NULLNF),
+    {DLP_FIELD_CB("bottleneck", NULL, bottleneck_write)},
+    CAND_F("total_s", total_s, DLP_FT_NUM, 0),
+    CAND_F("usd_per_million_images", usd_per_million, DLP_FT_NUM, 0),
+    CAND_F("usd_total", usd_total, DLP_FT_NUM, 0),
+    {0}};
+
 json_t *dlp_hwplan_cand_to_json(const dlp_hwplan_cand *c) {
-    json_t *e = json_object();
-    json_object_set_new(e, "id", json_string(c->id));
-    json_object_set_new(e, "system", c->sys ? json_string(c->sys->id) : json_null());
-    json_object_set_new(e, "platform", c->plat ? json_string(c->plat->id) : json_null());
-    json_object_set_new(e, "gpu", json_string(c->gpu->id));
-    json_object_set_new(e, "gpus_per_node", json_integer(c->gpus));
-    json_object_set_new(e, "cpu", json_string(c->cpu->id));
-    json_object_set_new(e, "sockets", json_integer(c->sockets));
-    json_object_set_new(e, "storage", c->sys ? json_null() : json_string(c->stor ? c->stor->id : "base"));
-    json_object_set_new(e, "nodes", json_integer(c->nodes));
-    json_object_set_new(e, "ok", json_boolean(c->ok));
-    if (!c->ok) json_object_set_new(e, "error", json_string(c->err));
-    json_object_set_new(e, "feasible", json_boolean(c->feasible));
-    json_object_set_new(e, "price_usd", json_real(c->price_usd));
-    json_object_set_new(e, "usd_per_hour", json_real(c->usd_per_hour));
-    json_object_set_new(e, "budget_cost", json_real(c->budget_cost));
-    if (c->ok) {
-        json_object_set_new(e, "img_per_s", json_real(c->img_per_s));
-        json_object_set_new(e, "host_img_per_s_per_node", dlp_json_real_or_null(c->host_img_per_s));
-        json_object_set_new(e, "device_img_per_s_per_node", json_real(c->device_img_per_s));
-        json_object_set_new(e, "host_over_device", dlp_json_real_or_null(c->ratio));
-        json_object_set_new(e, "bottleneck", json_string(dlp_stage_name(c->bottleneck)));
-        json_object_set_new(e, "total_s", json_real(c->total_s));
-        json_object_set_new(e, "usd_per_million_images", json_real(c->usd_per_million));
-        json_object_set_new(e, "usd_total", json_real(c->usd_total));
-    }
+    json_t *e = dlp_fields_to_json(k_cand_fields, c);
+    if (c->ok) dlp_fields_write(e, k_cand_prediction_fields, c);
     return e;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/json.h"
 
 // Class names: --labels, else a dataset's labels.txt found beside the images (the synthetic ImageNet writes one
@@ -99,10 +100,7 @@ dlp_status dlp_classify(dlp_infer_model *m, const dlp_infer_engine_cfg *ec, cons
 }
 
 void dlp_classify_free(dlp_classify_result *r) {
-    free(r->logits);
-    free(r->paths);
-    free(r->cls);
-    free(r->prob);
+    DLP_FREE_ALL(r->logits, r->paths, r->cls, r->prob);
     json_decref(r->plan);
     dlp_infer_labels_free(r->labels, r->nlabels);
     dlp_infer_files_free(&r->files);

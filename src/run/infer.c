@@ -348,8 +348,7 @@ dlp_status dlp_infer_files_from_dataset(dlp_infer_files *f, const dlp_dataset *d
 
 void dlp_infer_files_free(dlp_infer_files *f) {
     if (!f) return;
-    for (int i = 0; i < f->n; i++) free(f->paths[i]);
-    free(f->paths);
+    dlp_free_strings(f->paths, f->n);
     free(f->labels);
     memset(f, 0, sizeof *f);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/fields.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "hw/host.h"
@@ -38,56 +39,88 @@ static json_t *phases_json(const int64_t *ns, int64_t steps) {
     return o;
 }
 
-static json_t *resolved_json(const dlp_trainer *t) {
-    const dlp_train_cfg *c = &t->c;
-    json_t *o = json_object();
-    json_object_set_new(o, "model", json_string(c->model));
-    json_object_set_new(o, "classes", json_integer(t->have_net ? t->net.num_classes : c->classes));
-    json_object_set_new(o, "size", json_integer(c->size));
-    json_object_set_new(o, "val_resize", json_integer(c->val_resize ? c->val_resize : (int)lround(c->size * 256.0 / 224)));
-    json_object_set_new(o, "crop_scale", json_pack("[ff]", c->crop_scale_lo, c->crop_scale_hi));
-    json_object_set_new(o, "batch", json_integer(c->batch));
-    json_object_set_new(o, "epochs", json_integer(c->epochs));
-    json_object_set_new(o, "steps", json_integer(c->steps));
-    json_object_set_new(o, "total_steps", json_integer(t->total_steps));
-    json_object_set_new(o, "steps_per_epoch", json_integer(t->spe));
-    json_object_set_new(o, "stop_at_step", json_integer(c->stop_at_step));
-    json_object_set_new(o, "time_limit_s", json_real(c->time_limit_s));
-    json_object_set_new(o, "device", json_string(c->device ? c->device : ""));
-    json_object_set_new(o, "backend", json_string(t->ops ? dlp_backend_name(t->ops) : ""));
-    json_object_set_new(o, "precision", json_string(dlp_dtype_name(c->precision)));
-    json_object_set_new(o, "threads", json_integer(c->threads));
-    json_object_set_new(o, "workers", json_integer(c->workers));
-    json_object_set_new(o, "prefetch", json_integer(c->prefetch));
-    json_object_set_new(o, "bucket_elems", json_integer(c->bucket_elems));
+// config.resolved: the configuration as the run used it (defaults filled in), a row per key. Rows read the trainer:
+// TR_* its configuration t->c, the CUSTOM rows what the run resolved (the model's classes, the backend, ...).
+static json_t *str_or_null(const char *v) { return v ? json_string(v) : json_null(); }
+static json_t *model_write(const void *rec) { return json_string(((const dlp_trainer *)rec)->c.model); }
+static json_t *classes_write(const void *rec) {
+    const dlp_trainer *t = rec;
+    return json_integer(t->have_net ? t->net.num_classes : t->c.classes);
+}
+static json_t *val_resize_write(const void *rec) {
+    const dlp_train_cfg *c = &((const dlp_trainer *)rec)->c;
+    return json_integer(c->val_resize ? c->val_resize : (int)lround(c->size * 256.0 / 224));
+}
+static json_t *crop_scale_write(const void *rec) {
+    const dlp_train_cfg *c = &((const dlp_trainer *)rec)->c;
+    return json_pack("[ff]", c->crop_scale_lo, c->crop_scale_hi);
+}
+static json_t *device_write(const void *rec) {
+    const dlp_train_cfg *c = &((const dlp_trainer *)rec)->c;
+    return json_string(c->device ? c->device : "");
+}
+static json_t *backend_write(const void *rec) {
+    const dlp_trainer *t = rec;
+    return json_string(t->ops ? dlp_backend_name(t->ops) : "");
+}
+static json_t *precision_write(const void *rec) {
+    return json_string(dlp_dtype_name(((const dlp_trainer *)rec)->c.precision));
+}
+static json_t *seed_write(const void *rec) {  // a string: JSON readers lose integers above 2^53
     char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
-    json_object_set_new(o, "seed", json_string(seed));
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)((const dlp_trainer *)rec)->c.seed);
+    return json_string(seed);
+}
+static json_t *lr_write(const void *rec) {
+    const dlp_trainer *t = rec;
     json_t *lr = t->total_steps ? dlp_lr_schedule_to_json(&t->sched) : json_object();
     json_object_set_new(lr, "peak", json_real(t->total_steps ? dlp_lr_peak(&t->sched) : 0));
     json_object_set_new(lr, "warmup_steps_total", json_integer(t->total_steps ? dlp_lr_warmup_steps(&t->sched) : 0));
-    json_object_set_new(o, "lr", lr);
-    json_object_set_new(o, "momentum", json_real(c->momentum));
-    json_object_set_new(o, "nesterov", json_boolean(c->nesterov));
-    json_object_set_new(o, "weight_decay", json_real(c->weight_decay));
-    json_object_set_new(o, "no_bn_decay", json_boolean(c->no_bn_decay));
-    json_object_set_new(o, "label_smoothing", json_real(c->label_smoothing));
-    json_object_set_new(o, "zero_init_residual", json_boolean(c->zero_init_residual));
-    json_object_set_new(o, "eval", json_boolean(c->eval && t->vl));
-    json_object_set_new(o, "eval_every", json_integer(c->eval_every));
-    json_object_set_new(o, "checkpoint_dir", c->checkpoint_dir ? json_string(c->checkpoint_dir) : json_null());
-    json_object_set_new(o, "checkpoint_every", json_integer(c->checkpoint_every));
-    json_object_set_new(o, "keep_checkpoints", json_integer(c->keep_checkpoints));
-    json_object_set_new(o, "resume", c->resume ? json_string(c->resume) : json_null());
-    json_object_set_new(o, "read_limit_bytes_per_s", json_integer(c->read_limit_bytes_per_s));
-    json_object_set_new(o, "drop_cache", json_boolean(c->drop_cache));
-    json_object_set_new(o, "limit_samples", json_integer(c->limit_samples));
-    json_object_set_new(o, "measure_warmup_steps", json_integer(c->measure_warmup_steps));
-    json_object_set_new(o, "sync_phases", json_boolean(c->sync_phases));
-    json_object_set_new(o, "phase_timing", json_string(t->async && !c->sync_phases ? "host-observed (asynchronous device)"
-                                                                                    : "synchronous"));
-    return o;
+    return lr;
 }
+static json_t *eval_write(const void *rec) {
+    const dlp_trainer *t = rec;
+    return json_boolean(t->c.eval && t->vl);
+}
+static json_t *checkpoint_dir_write(const void *rec) {
+    return str_or_null(((const dlp_trainer *)rec)->c.checkpoint_dir);
+}
+static json_t *resume_write(const void *rec) { return str_or_null(((const dlp_trainer *)rec)->c.resume); }
+static json_t *phase_timing_write(const void *rec) {
+    const dlp_trainer *t = rec;
+    return json_string(t->async && !t->c.sync_phases ? "host-observed (asynchronous device)" : "synchronous");
+}
+
+#define TR_I(key, m) {DLP_FIELD_AS(dlp_trainer, key, m, DLP_FT_INT, 0)}
+#define TR_N(key, m) {DLP_FIELD_AS(dlp_trainer, key, m, DLP_FT_NUM, 0)}
+#define TR_B(key, m) {DLP_FIELD_AS(dlp_trainer, key, m, DLP_FT_BOOL, 0)}
+#define TR_CB(key, fn) {DLP_FIELD_CB(key, NULL, fn)}
+static const dlp_field_def k_resolved_fields[] = {
+    // model and data
+    TR_CB("model", model_write), TR_CB("classes", classes_write), TR_I("size", c.size),
+    TR_CB("val_resize", val_resize_write), TR_CB("crop_scale", crop_scale_write),
+    // length
+    TR_I("batch", c.batch), TR_I("epochs", c.epochs), TR_I("steps", c.steps), TR_I("total_steps", total_steps),
+    TR_I("steps_per_epoch", spe), TR_I("stop_at_step", c.stop_at_step), TR_N("time_limit_s", c.time_limit_s),
+    // compute
+    TR_CB("device", device_write), TR_CB("backend", backend_write), TR_CB("precision", precision_write),
+    TR_I("threads", c.threads), TR_I("workers", c.workers), TR_I("prefetch", c.prefetch),
+    TR_I("bucket_elems", c.bucket_elems), TR_CB("seed", seed_write),
+    // optimizer and schedule
+    TR_CB("lr", lr_write), TR_N("momentum", c.momentum), TR_B("nesterov", c.nesterov),
+    TR_N("weight_decay", c.weight_decay), TR_B("no_bn_decay", c.no_bn_decay),
+    TR_N("label_smoothing", c.label_smoothing), TR_B("zero_init_residual", c.zero_init_residual),
+    // evaluation and checkpoints
+    TR_CB("eval", eval_write), TR_I("eval_every", c.eval_every), TR_CB("checkpoint_dir", checkpoint_dir_write),
+    TR_I("checkpoint_every", c.checkpoint_every), TR_I("keep_checkpoints", c.keep_checkpoints),
+    TR_CB("resume", resume_write),
+    // input pipeline, measurement
+    TR_I("read_limit_bytes_per_s", c.read_limit_bytes_per_s), TR_B("drop_cache", c.drop_cache),
+    TR_I("limit_samples", c.limit_samples), TR_I("measure_warmup_steps", c.measure_warmup_steps),
+    TR_B("sync_phases", c.sync_phases), TR_CB("phase_timing", phase_timing_write),
+    {0}};
+
+static json_t *resolved_json(const dlp_trainer *t) { return dlp_fields_to_json(k_resolved_fields, t); }
 
 static void verdict(dlp_trainer *t, dlp_train_result *r) {
     const double stall_frac = r->train_s > 0 && t->have_input_stats ? t->in_stall_ms / (r->train_s * 1e3) : 0;

@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "nn/resnet.h"
+#include "testutil.h"
 
 #define CLASSES 10
 #define SIZE 32
@@ -43,30 +44,6 @@ static double rel_err(const float *a, const float *b, int64_t n) {
         m = fmax(m, fabs((double)b[i]));
     }
     return m > 0 ? d / m : d;
-}
-
-// set_input with an fp32 NCHW batch, converted to the plan's input format (cuda: NHWC in its compute type).
-static dlp_status set_in(dlp_plan *p, const dlp_net *net, const float *x, int n) {
-    dlp_layout lay;
-    dlp_dtype dt;
-    dlp_plan_input_format(p, &lay, &dt);
-    const int C = net->layers[0].c;
-    const int64_t hw = (int64_t)net->layers[0].h * net->layers[0].w, per = C * hw;
-    if (lay == DLP_LAYOUT_NCHW && dt == DLP_DTYPE_F32) return dlp_plan_set_input(p, x, n);
-    unsigned char *buf = malloc((size_t)(n * per) * dlp_dtype_size(dt) + 4);
-    assert_non_null(buf);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < C; c++)
-            for (int64_t j = 0; j < hw; j++) {
-                const float v = x[i * per + c * hw + j];
-                const int64_t k = lay == DLP_LAYOUT_NHWC ? i * per + j * C + c : i * per + c * hw + j;
-                if (dt == DLP_DTYPE_F32) ((float *)buf)[k] = v;
-                else if (dt == DLP_DTYPE_BF16) ((uint16_t *)buf)[k] = dlp_f32_to_bf16(v);
-                else ((uint16_t *)buf)[k] = dlp_f32_to_f16(v);
-            }
-    dlp_status st = dlp_plan_set_input(p, buf, n);
-    free(buf);
-    return st;
 }
 
 static void test_caps(void **state) {
@@ -132,7 +109,7 @@ static dlp_plan *new_plan(const ig_case *c, const float *params, const float *bu
 
 static void train_step(const ig_case *c, dlp_plan *p, const float *x) {
     dlp_loss_out lo;
-    assert_int_equal(set_in(p, &c->net, x, BATCH), DLP_OK);
+    assert_int_equal(dlp_test_set_input(p, &c->net, x, BATCH), DLP_OK);
     assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
     assert_int_equal(dlp_plan_loss(p, c->labels, 0.1f, &lo), DLP_OK);
     assert_int_equal(dlp_plan_backward(p, NULL), DLP_OK);

@@ -51,6 +51,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "nn/resnet.h"
+#include "testutil.h"
 
 #define TOL_F32 1e-4
 #define U_BF16 (1.0 / 256.0)
@@ -77,32 +78,6 @@ static float *randn(int64_t n, uint64_t seed, uint64_t stream, double scale) {
     dlp_rng_init(&r, seed, stream);
     for (int64_t i = 0; i < n; i++) x[i] = (float)(scale * dlp_rng_normal(&r));
     return x;
-}
-
-// set_input with an fp32 NCHW batch, converted to what the plan takes (dlp_plan_input_format: cuda wants NHWC in
-// its compute type; ref and cpu NCHW fp32).
-static dlp_status set_in(dlp_plan *p, const dlp_net *net, const float *x, int n) {
-    dlp_layout lay;
-    dlp_dtype dt;
-    dlp_plan_input_format(p, &lay, &dt);
-    const int C = net->layers[0].c;
-    const int64_t hw = (int64_t)net->layers[0].h * net->layers[0].w, per = C * hw;
-    if (lay == DLP_LAYOUT_NCHW && dt == DLP_DTYPE_F32) return dlp_plan_set_input(p, x, n);
-    unsigned char *buf = malloc((size_t)(n * per) * dlp_dtype_size(dt) + 4);
-    assert_non_null(buf);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < C; c++)
-            for (int64_t j = 0; j < hw; j++) {
-                const float v = x[i * per + c * hw + j];
-                const int64_t k = lay == DLP_LAYOUT_NHWC ? i * per + j * C + c : i * per + c * hw + j;
-                if (dt == DLP_DTYPE_F32) ((float *)buf)[k] = v;
-                else if (dt == DLP_DTYPE_BF16) ((uint16_t *)buf)[k] = dlp_f32_to_bf16(v);
-                else if (dt == DLP_DTYPE_F16) ((uint16_t *)buf)[k] = dlp_f32_to_f16(v);
-                else fail_msg("input type %s", dlp_dtype_name(dt));
-            }
-    dlp_status st = dlp_plan_set_input(p, buf, n);
-    free(buf);
-    return st;
 }
 
 // Backends the harness compares with ref: available, computing (not sim), and not ref itself.
@@ -305,7 +280,7 @@ static void run_step(const dlp_backend *o, const step_in *in, step_out *r) {
     r->onednn3 = dlp_backend_has(o, DLP_BACKEND_PLAN_INFO) && strcmp(dlp_backend_name(o), "cpu") == 0 &&
                  !cpu_onednn2(o, p);
     assert_int_equal(dlp_plan_set_params(p, in->params, in->bufs), DLP_OK);
-    assert_int_equal(set_in(p, net, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_test_set_input(p, net, in->x, in->batch), DLP_OK);
     assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
     assert_int_equal(dlp_plan_get_output(p, r->out), DLP_OK);
     if (in->labels) {
@@ -324,7 +299,7 @@ static void run_step(const dlp_backend *o, const step_in *in, step_out *r) {
     assert_true(dlp_backend_has(o, DLP_BACKEND_INPUT_GRAD));
     assert_int_equal(dlp_plan_get_input_grad(p, r->gx), DLP_OK);
     // the training plan's eval pass (running statistics as updated by the training pass)
-    assert_int_equal(set_in(p, net, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_test_set_input(p, net, in->x, in->batch), DLP_OK);
     assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
     assert_int_equal(dlp_plan_get_output(p, r->eval_out), DLP_OK);
     dlp_plan_free(p);
@@ -343,7 +318,7 @@ static void run_step(const dlp_backend *o, const step_in *in, step_out *r) {
         json_decref(info);
     }
     assert_int_equal(dlp_plan_set_params(p, in->params, r->bufs), DLP_OK);
-    assert_int_equal(set_in(p, net, in->x, in->batch), DLP_OK);
+    assert_int_equal(dlp_test_set_input(p, net, in->x, in->batch), DLP_OK);
     assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
     assert_int_equal(dlp_plan_get_output(p, r->infer_out), DLP_OK);
     dlp_plan_free(p);
@@ -876,8 +851,8 @@ static void test_contract(void **state) {
         assert_int_equal(dlp_plan_get_grads(p, g), DLP_ERR_INVALID);  // inference plan
         assert_int_equal(dlp_plan_get_output(p, out), DLP_ERR_INVALID);  // before forward
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_ERR_INVALID);  // before set_input
-        assert_int_equal(set_in(p, &net, x, 2), DLP_ERR_INVALID);  // more than the batch
-        assert_int_equal(set_in(p, &net, x, 1), DLP_OK);
+        assert_int_equal(dlp_test_set_input(p, &net, x, 2), DLP_ERR_INVALID);  // more than the batch
+        assert_int_equal(dlp_test_set_input(p, &net, x, 1), DLP_OK);
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // inference plan
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
         assert_int_equal(dlp_plan_loss(p, labels, 0.0f, &lo), DLP_OK);  // loss and top-k on an inference plan
@@ -886,12 +861,12 @@ static void test_contract(void **state) {
         cfg.train = 1;
         cfg.batch = 2;
         assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
-        assert_int_equal(set_in(p, &net, x, 1), DLP_OK);
+        assert_int_equal(dlp_test_set_input(p, &net, x, 1), DLP_OK);
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_ERR_INVALID);  // partial batch in training
         assert_non_null(strstr(dlp_err_msg(), "full batch"));
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
         assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);  // after an eval pass
-        assert_int_equal(set_in(p, &net, x, 2), DLP_OK);
+        assert_int_equal(dlp_test_set_input(p, &net, x, 2), DLP_OK);
         assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
         assert_int_equal(dlp_plan_backward(p, NULL), DLP_ERR_INVALID);  // loss() not called
         assert_int_equal(dlp_plan_loss(p, bad, 0.0f, &lo), DLP_ERR_INVALID);  // label out of range
@@ -929,10 +904,10 @@ static void test_partial_batch(void **state) {
                 assert_int_equal(dlp_plan_create(o, &net, &cb, &pb), DLP_OK);
                 assert_int_equal(dlp_plan_set_params(pa, w, bufs), DLP_OK);
                 assert_int_equal(dlp_plan_set_params(pb, w, bufs), DLP_OK);
-                assert_int_equal(set_in(pa, &net, x, 5), DLP_OK);  // fill the padding with real data first
+                assert_int_equal(dlp_test_set_input(pa, &net, x, 5), DLP_OK);  // fill the padding with real data first
                 assert_int_equal(dlp_plan_forward(pa, DLP_PASS_EVAL), DLP_OK);
-                assert_int_equal(set_in(pa, &net, x + 3 * 40 * 40, 3), DLP_OK);
-                assert_int_equal(set_in(pb, &net, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(dlp_test_set_input(pa, &net, x + 3 * 40 * 40, 3), DLP_OK);
+                assert_int_equal(dlp_test_set_input(pb, &net, x + 3 * 40 * 40, 3), DLP_OK);
                 assert_int_equal(dlp_plan_forward(pa, DLP_PASS_EVAL), DLP_OK);
                 assert_int_equal(dlp_plan_forward(pb, DLP_PASS_EVAL), DLP_OK);
                 assert_int_equal(dlp_plan_get_output(pa, ya), DLP_OK);
@@ -1005,7 +980,7 @@ static void test_sgd_and_buckets(void **state) {
             rec.plan = p;
             assert_int_equal(dlp_plan_set_params(p, w, bufs), DLP_OK);
             assert_int_equal(dlp_plan_set_momentum(p, v), DLP_OK);
-            assert_int_equal(set_in(p, &net, x, 4), DLP_OK);
+            assert_int_equal(dlp_test_set_input(p, &net, x, 4), DLP_OK);
             assert_int_equal(dlp_plan_forward(p, DLP_PASS_TRAIN), DLP_OK);
             dlp_loss_out lo;
             assert_int_equal(dlp_plan_loss(p, labels, 0.0f, &lo), DLP_OK);
@@ -1048,7 +1023,7 @@ static void test_sgd_and_buckets(void **state) {
             assert_true(ew <= 8 && ev <= 8);
             // the compute copies follow the update: same outputs as a fresh plan with the new weights
             float y1[40], y2[40];
-            assert_int_equal(set_in(p, &net, x, 4), DLP_OK);
+            assert_int_equal(dlp_test_set_input(p, &net, x, 4), DLP_OK);
             assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
             assert_int_equal(dlp_plan_get_output(p, y1), DLP_OK);
             float *b2 = malloc((size_t)net.buf_count * 4);
@@ -1057,7 +1032,7 @@ static void test_sgd_and_buckets(void **state) {
             cfg.on_bucket = NULL;
             assert_int_equal(dlp_plan_create(o, &net, &cfg, &p), DLP_OK);
             assert_int_equal(dlp_plan_set_params(p, w2, b2), DLP_OK);
-            assert_int_equal(set_in(p, &net, x, 4), DLP_OK);
+            assert_int_equal(dlp_test_set_input(p, &net, x, 4), DLP_OK);
             assert_int_equal(dlp_plan_forward(p, DLP_PASS_EVAL), DLP_OK);
             assert_int_equal(dlp_plan_get_output(p, y2), DLP_OK);
             if (dlp_backend_get_caps(o)->kind == DLP_BACKEND_KIND_CPU) {

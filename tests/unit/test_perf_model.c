@@ -320,22 +320,29 @@ static void test_allreduce(void **state) {
     free(q);
 }
 
+// The contention tests' machine: 2 cores, a loader at 10 ms of CPU per image, and a CPU device that trains at
+// 0.1 s per image on both cores (10 img/s alone); batch 4 on one node.
+static void cpu_contention_setup(dlp_profile *p, dlp_device_profile *d, dlp_workload *w) {
+    toy_profile(p);
+    p->host.cores = p->host.threads = 2;
+    p->pipeline.decode_per_image_s = 0.010;
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "cpu");
+    d->kind = DLP_DEVICE_CPU;
+    d->fwd_fraction = 1.0 / 3;
+    d->contention_efficiency = 1;
+    d->nrates = 1;
+    d->rates[0] =
+        (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .threads = 2, .per_image_s = 0.1, .cores_busy = 2};
+    toy_workload(w, 1, 4);
+}
+
 static void test_cpu_contention(void **state) {
     (void)state;
     dlp_profile p;
     dlp_workload w;
-    toy_profile(&p);
-    p.host.cores = p.host.threads = 2;
-    p.pipeline.decode_per_image_s = 0.010;
     dlp_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "cpu");
-    d.kind = DLP_DEVICE_CPU;
-    d.fwd_fraction = 1.0 / 3;
-    d.contention_efficiency = 1;
-    d.nrates = 1;
-    d.rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .threads = 2, .per_image_s = 0.1, .cores_busy = 2};
-    toy_workload(&w, 1, 4);
+    cpu_contention_setup(&p, &d, &w);
     dlp_prediction *o = predict(&p, &d, &w);
     // Compute alone: 10 img/s, keeping 2 cores busy = 0.2 CPU-s per image; the loader 0.01 CPU-s per image.
     // Shared: 2 cores / 0.21 = 9.5238 img/s.
@@ -758,20 +765,10 @@ static void test_cpu_contention_frontier(void **state) {
     (void)state;
     dlp_profile p;
     dlp_workload w;
-    toy_profile(&p);
-    p.host.cores = p.host.threads = 2;
-    p.pipeline.decode_per_image_s = 0.010;
     dlp_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "cpu");
-    d.kind = DLP_DEVICE_CPU;
-    d.fwd_fraction = 1.0 / 3;
-    d.contention_efficiency = 1;
-    d.nrates = 1;
-    d.rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .threads = 2, .per_image_s = 0.1, .cores_busy = 2};
+    cpu_contention_setup(&p, &d, &w);
     d.ncontention = 1;
     d.contention[0] = (dlp_contention_point){.threads = 2, .workers = 1, .compute_share = 0.8, .loader_share = 0.5};
-    toy_workload(&w, 1, 4);
     // Compute alone 10 img/s, the loader alone 100 img/s: on the compute segment, 1 / (1/10 + 0.2 / (0.5 x 100)).
     dlp_prediction *o = predict(&p, &d, &w);
     NEAR(o->img_per_s, 1 / (0.1 + 0.004), 1e-9);

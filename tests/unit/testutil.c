@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tensor.h"
+
 void dlp_test_tmpdir(char *buf, size_t len) {
     const char *base = getenv("DLPERF_TEST_TMP");
     if (!base || !base[0]) base = "/tmp";
@@ -38,4 +40,31 @@ double dlp_test_max_rel_err(const float *a, const float *b, size_t n, float floo
     }
     if (where) *where = wi;
     return worst;
+}
+
+dlp_status dlp_test_set_input(dlp_plan *p, const dlp_net *net, const float *x, int n) {
+    dlp_layout lay;
+    dlp_dtype dt;
+    dlp_plan_input_format(p, &lay, &dt);
+    const int C = net->layers[0].c;
+    const int64_t hw = (int64_t)net->layers[0].h * net->layers[0].w, per = C * hw;
+    if (lay == DLP_LAYOUT_NCHW && dt == DLP_DTYPE_F32) return dlp_plan_set_input(p, x, n);
+    if (dt != DLP_DTYPE_F32 && dt != DLP_DTYPE_BF16 && dt != DLP_DTYPE_F16) {
+        fprintf(stderr, "dlp_test_set_input: input type %s\n", dlp_dtype_name(dt));
+        return DLP_ERR_UNSUPPORTED;
+    }
+    unsigned char *buf = malloc((size_t)(n * per) * dlp_dtype_size(dt) + 4);
+    if (!buf) return DLP_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < C; c++)
+            for (int64_t j = 0; j < hw; j++) {
+                const float v = x[i * per + c * hw + j];
+                const int64_t k = lay == DLP_LAYOUT_NHWC ? i * per + j * C + c : i * per + c * hw + j;
+                if (dt == DLP_DTYPE_F32) ((float *)buf)[k] = v;
+                else if (dt == DLP_DTYPE_BF16) ((uint16_t *)buf)[k] = dlp_f32_to_bf16(v);
+                else ((uint16_t *)buf)[k] = dlp_f32_to_f16(v);
+            }
+    dlp_status st = dlp_plan_set_input(p, buf, n);
+    free(buf);
+    return st;
 }

@@ -307,6 +307,28 @@ static void bn_bwd(ref_plan *p, int li, int n) {
 
 // ---- pooling ----------------------------------------------------------------------------------------------
 
+// Max pooling's window of output (oh, ow) over one channel plane xp: the largest input (NaN wins; padding is -inf,
+// it never does). *at gets its index in the plane, the first maximum in row-major order (PyTorch's choice), or -1
+// when the window is all padding.
+static float window_max(const float *xp, const dlp_layer *l, const dlp_layer *xl, int oh, int ow, int64_t *at) {
+    float best = -INFINITY;
+    *at = -1;
+    for (int r = 0; r < l->k; r++) {
+        int ih = oh * l->stride - l->pad + r;
+        if (ih < 0 || ih >= xl->h) continue;
+        for (int t = 0; t < l->k; t++) {
+            int iw = ow * l->stride - l->pad + t;
+            if (iw < 0 || iw >= xl->w) continue;
+            float v = xp[ih * xl->w + iw];
+            if (*at < 0 || v > best || isnan(v)) {
+                best = v;
+                *at = (int64_t)ih * xl->w + iw;
+            }
+        }
+    }
+    return best;
+}
+
 static void maxpool_fwd(ref_plan *p, int li, int n) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     const float *x = p->act[l->in0];
@@ -318,25 +340,15 @@ static void maxpool_fwd(ref_plan *p, int li, int n) {
             float *yp = y + ((int64_t)i * l->c + c) * l->h * l->w;
             for (int oh = 0; oh < l->h; oh++) {
                 for (int ow = 0; ow < l->w; ow++) {
-                    float best = -INFINITY;  // padding is -inf: it never wins
-                    for (int r = 0; r < l->k; r++) {
-                        int ih = oh * l->stride - l->pad + r;
-                        if (ih < 0 || ih >= xl->h) continue;
-                        for (int t = 0; t < l->k; t++) {
-                            int iw = ow * l->stride - l->pad + t;
-                            if (iw < 0 || iw >= xl->w) continue;
-                            float v = xp[ih * xl->w + iw];
-                            if (v > best || isnan(v)) best = v;
-                        }
-                    }
-                    yp[oh * l->w + ow] = best;
+                    int64_t at;
+                    yp[oh * l->w + ow] = window_max(xp, l, xl, oh, ow, &at);
                 }
             }
         }
     }
 }
 
-// The gradient goes to the first maximum of each window in row-major order (PyTorch's choice).
+// The gradient goes to the first maximum of each window (window_max).
 static void maxpool_bwd(ref_plan *p, int li, int n) {
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
     const float *x = p->act[l->in0], *dy = p->dact[li];
@@ -349,21 +361,8 @@ static void maxpool_bwd(ref_plan *p, int li, int n) {
             const float *dyp = dy + ((int64_t)i * l->c + c) * l->h * l->w;
             for (int oh = 0; oh < l->h; oh++) {
                 for (int ow = 0; ow < l->w; ow++) {
-                    float best = -INFINITY;
-                    int64_t at = -1;
-                    for (int r = 0; r < l->k; r++) {
-                        int ih = oh * l->stride - l->pad + r;
-                        if (ih < 0 || ih >= xl->h) continue;
-                        for (int t = 0; t < l->k; t++) {
-                            int iw = ow * l->stride - l->pad + t;
-                            if (iw < 0 || iw >= xl->w) continue;
-                            float v = xp[ih * xl->w + iw];
-                            if (at < 0 || v > best || isnan(v)) {
-                                best = v;
-                                at = (int64_t)ih * xl->w + iw;
-                            }
-                        }
-                    }
+                    int64_t at;
+                    window_max(xp, l, xl, oh, ow, &at);
                     if (at >= 0) dxp[at] += dyp[oh * l->w + ow];
                 }
             }
@@ -614,25 +613,22 @@ static dlp_status need_train(const ref_plan *p, const char *what) {
     return DLP_OK;
 }
 
+// Copies a training plan's per-parameter state (gradients, momentum) in or out; `what` names the call.
+static dlp_status copy_train_state(const dlp_plan *base, const char *what, float *dst, const float *src) {
+    const ref_plan *p = (const ref_plan *)base;
+    DLP_CHECK(need_train(p, what));
+    memcpy(dst, src, (size_t)p->net.param_count * sizeof(float));
+    return DLP_OK;
+}
+
 static dlp_status ref_get_grads(dlp_plan *base, float *grads) {
-    ref_plan *p = (ref_plan *)base;
-    DLP_CHECK(need_train(p, "get_grads"));
-    memcpy(grads, p->grads, (size_t)p->net.param_count * sizeof(float));
-    return DLP_OK;
+    return copy_train_state(base, "get_grads", grads, ((ref_plan *)base)->grads);
 }
-
 static dlp_status ref_set_momentum(dlp_plan *base, const float *v) {
-    ref_plan *p = (ref_plan *)base;
-    DLP_CHECK(need_train(p, "set_momentum"));
-    memcpy(p->mom, v, (size_t)p->net.param_count * sizeof(float));
-    return DLP_OK;
+    return copy_train_state(base, "set_momentum", ((ref_plan *)base)->mom, v);
 }
-
 static dlp_status ref_get_momentum(dlp_plan *base, float *v) {
-    ref_plan *p = (ref_plan *)base;
-    DLP_CHECK(need_train(p, "get_momentum"));
-    memcpy(v, p->mom, (size_t)p->net.param_count * sizeof(float));
-    return DLP_OK;
+    return copy_train_state(base, "get_momentum", v, ((ref_plan *)base)->mom);
 }
 
 static float *ref_grad_buffer(dlp_plan *base) { return ((ref_plan *)base)->grads; }
@@ -704,10 +700,8 @@ static dlp_status ref_get_output(dlp_plan *base, float *out) {
     return DLP_OK;
 }
 
-// PyTorch's cross_entropy(label_smoothing=e): the target is (1-e) one-hot + e/K uniform, so per sample
-//   loss = logsumexp(z) - (1-e) z_y - (e/K) sum_j z_j,   d loss / d z_j = softmax(z)_j - (1-e) [j=y] - e/K,
-// averaged over the n samples. Top-k: the label's rank counts the classes with a larger logit (ties: lower
-// index first); top-5 is every sample when there are 5 classes or fewer.
+// PyTorch's cross_entropy(label_smoothing=e) averaged over the n samples (backend/loss.c). Top-k from the label's
+// rank; top-5 is every sample when there are 5 classes or fewer.
 static dlp_status ref_loss(dlp_plan *base, const int32_t *labels, float label_smoothing, dlp_loss_out *out) {
     ref_plan *p = (ref_plan *)base;
     if (p->fwd_pass < 0) return DLP_ERR(DLP_ERR_INVALID, "ref: loss before forward");
@@ -715,34 +709,16 @@ static dlp_status ref_loss(dlp_plan *base, const int32_t *labels, float label_sm
         return DLP_ERR(DLP_ERR_INVALID, "label smoothing must be in [0, 1] (got %g)", (double)label_smoothing);
     const int o = dlp_net_output(&p->net), n = p->n;
     const int64_t K = numel(&p->net.layers[o]);
-    for (int i = 0; i < n; i++)
-        if (labels[i] < 0 || labels[i] >= K)
-            return DLP_ERR(DLP_ERR_INVALID, "label %d of sample %d is outside [0, %lld)", (int)labels[i], i,
-                           (long long)K);
+    DLP_CHECK(dlp_loss_check_labels(labels, n, K));
     const float *z = p->act[o];
-    const double e = label_smoothing;
     double total = 0;
     int top1 = 0, top5 = 0;
     for (int i = 0; i < n; i++) {
-        const float *zi = z + i * K;
-        double mx = -INFINITY, sum = 0, zsum = 0;
-        for (int64_t j = 0; j < K; j++) mx = zi[j] > mx ? zi[j] : mx;
-        for (int64_t j = 0; j < K; j++) {
-            sum += exp(zi[j] - mx);
-            zsum += zi[j];
-        }
-        const double lse = mx + log(sum);
-        const int y = labels[i];
-        total += lse - (1.0 - e) * zi[y] - e / (double)K * zsum;
-        int64_t rank = 0;
-        for (int64_t j = 0; j < K; j++) rank += zi[j] > zi[y] || (zi[j] == zi[y] && j < y);
+        int64_t rank;
+        total += dlp_loss_xent_sample(z + i * K, K, labels[i], label_smoothing, p->train ? p->dlogits + i * K : NULL, n,
+                                      &rank);
         top1 += rank < 1;
         top5 += rank < 5;
-        if (p->train) {
-            float *d = p->dlogits + i * K;
-            for (int64_t j = 0; j < K; j++)
-                d[j] = (float)((exp(zi[j] - lse) - (j == y ? 1.0 - e : 0.0) - e / (double)K) / (double)n);
-        }
     }
     out->loss = total / (double)n;
     out->correct_top1 = top1;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "core/alloc.h"
 #include "core/clock.h"
 #include "hw/catalog.h"
 #include "hw/derive.h"
@@ -81,13 +82,7 @@ static dlp_status sim_available(char *why, size_t len) {
 static void sim_plan_free(dlp_plan *bp) {
     sim_plan *p = (sim_plan *)bp;
     if (!p) return;
-    free(p->params);
-    free(p->bufs);
-    free(p->grads);
-    free(p->mom);
-    free(p->buckets);
-    free(p->bucket_at);
-    free(p);
+    DLP_FREE_ALL(p->params, p->bufs, p->grads, p->mom, p->buckets, p->bucket_at, p);
 }
 
 // Forward FLOPs of one layer (conv and fc; as dlp_net_forward_flops counts them).
