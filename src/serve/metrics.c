@@ -19,6 +19,9 @@ void dlp_serve_metrics_init(dlp_serve_metrics *m, int max_batch) {
     hist_init(&m->request_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
     hist_init(&m->queue_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
     hist_init(&m->infer_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
+    static const double fast[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+    hist_init(&m->read_seconds, fast, (int)(sizeof fast / sizeof fast[0]));
+    hist_init(&m->decode_seconds, fast, (int)(sizeof fast / sizeof fast[0]));
     double bs[DLP_SERVE_HIST_MAX];
     int nb = 0;
     for (int b = 1; b < max_batch && nb < DLP_SERVE_HIST_MAX - 1; b *= 2) bs[nb++] = b;
@@ -84,6 +87,9 @@ void dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges
     hist(b, "dlperf_serve_queue_wait_seconds", "Time from a request's arrival to the start of its batch.",
          &m->queue_seconds);
     hist(b, "dlperf_serve_inference_duration_seconds", "Time of one engine call (one batch).", &m->infer_seconds);
+    hist(b, "dlperf_serve_read_duration_seconds", "Time from a request's header to its whole body.", &m->read_seconds);
+    hist(b, "dlperf_serve_decode_duration_seconds",
+         "Time of one request's preprocessing: JPEG decode + transform, or a tensor's conversion.", &m->decode_seconds);
     hist(b, "dlperf_serve_batch_size", "Requests per engine call (dynamic batching).", &m->batch_size);
     one(b, "dlperf_serve_queue_depth", "gauge", "Requests admitted and waiting (decoding or for a batch).", g->queue_depth);
     one(b, "dlperf_serve_inflight_requests", "gauge", "Requests admitted and not yet answered.", g->inflight);

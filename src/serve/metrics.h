@@ -23,6 +23,8 @@ typedef struct dlp_serve_metrics {
     dlp_serve_hist request_seconds;   // from the request's arrival to its response being queued
     dlp_serve_hist queue_seconds;     // arrival to the start of the batch it ran in
     dlp_serve_hist infer_seconds;     // one engine call
+    dlp_serve_hist read_seconds;      // a request's header to its whole body (the upload)
+    dlp_serve_hist decode_seconds;    // one request's JPEG decode + transform, or its tensor's conversion
     dlp_serve_hist batch_size;        // requests per engine call
     atomic_llong admitted_total, images_total, batches_total;
     atomic_llong connections_total, reaped_total;
