@@ -34,7 +34,7 @@ void dlp_serve_hist_observe(dlp_serve_hist *h, double v) {
     while (i < h->nbounds && v > h->bounds[i]) i++;
     atomic_fetch_add(&h->counts[i], 1);
     atomic_fetch_add(&h->count, 1);
-    atomic_fetch_add(&h->sum_milli, (long long)(v * 1000.0 + 0.5));
+    atomic_fetch_add(&h->sum_micro, (long long)(v * 1e6 + 0.5));
 }
 
 void dlp_serve_metrics_request(dlp_serve_metrics *m, int status, int64_t duration_ns) {
@@ -63,7 +63,7 @@ static void hist(dlp_prom_buf *b, const char *name, const char *help, const dlp_
     }
     cum += atomic_load(&h->counts[h->nbounds]);
     dlp_prom_sample(b, bucket, (double)cum, "le", "+Inf", (char *)NULL);
-    dlp_prom_sample(b, sum, (double)atomic_load(&h->sum_milli) / 1000.0, (char *)NULL);
+    dlp_prom_sample(b, sum, (double)atomic_load(&h->sum_micro) / 1e6, (char *)NULL);
     dlp_prom_sample(b, count, (double)cum, (char *)NULL);  // consistent with +Inf by construction
 }
 

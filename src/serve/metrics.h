@@ -15,7 +15,7 @@ typedef struct dlp_serve_hist {
     double bounds[DLP_SERVE_HIST_MAX];        // upper bounds, ascending (in the metric's unit)
     atomic_llong counts[DLP_SERVE_HIST_MAX + 1];  // per bucket (not cumulative); the last is +Inf
     atomic_llong count;
-    atomic_llong sum_milli;                   // sum in thousandths of a second for time metrics, x1000 otherwise
+    atomic_llong sum_micro;                   // sum in microseconds for time metrics, x1e6 otherwise (sub-ms stages add up)
 } dlp_serve_hist;
 
 typedef struct dlp_serve_metrics {

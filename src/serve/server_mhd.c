@@ -460,6 +460,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     // The deadline runs from the arrival of the whole body: the upload has its own limit (--read-timeout), and a
     // slow upload must not make a request expire "waiting to be decoded" before the server had it.
     h->req.t_arrival_ns = dlp_now_ns();
+    dlp_serve_hist_observe(&s->metrics.read_seconds, (double)(h->req.t_arrival_ns - h->t_start_ns) * 1e-9);
     h->req.deadline_ns = h->req.t_arrival_ns + s->cfg.timeout_ns;
     h->req.done = on_pipeline_done;
     h->req.user = h;
