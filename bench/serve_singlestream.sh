@@ -10,11 +10,11 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DLPERF=${DLPERF:-$ROOT/build/dlperf}
 OUT=${1:-$ROOT/out/serve_singlestream-$(date -u +%Y%m%dT%H%M%S)}
-IMAGES=${IMAGES:-$(ls -d "$HOME"/.cache/dlperf/synthetic-*/val 2>/dev/null | head -1)}
+IMAGES=${IMAGES:?set IMAGES=DIR: JPEGs of ImageNet-like sizes, e.g. the val/ of a synthetic dataset made by dlperf data gen}
 DEVICE=${DEVICE:-cpu}; PRECISION=${PRECISION:-fp32}; THREADS=${THREADS:-1}; ROUNDS=${ROUNDS:-3}
 MODEL_ARGS=${MODEL_ARGS:---model resnet50}
 PY=${PYTHON:-/usr/bin/python3}
-[ -d "$IMAGES" ] || { echo "no images: set IMAGES=DIR (e.g. a synthetic dataset's val/: dlperf data gen)"; exit 2; }
+[ -d "$IMAGES" ] || { echo "IMAGES=$IMAGES: not a directory"; exit 2; }
 mkdir -p "$OUT" || exit 2
 ENG="$MODEL_ARGS --device $DEVICE --precision $PRECISION --threads $THREADS"
 # shellcheck disable=SC2086

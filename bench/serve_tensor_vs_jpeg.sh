@@ -9,13 +9,13 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DLPERF=${DLPERF:-$ROOT/build/dlperf}
 OUT=${1:-$ROOT/out/serve_tensor_vs_jpeg-$(date -u +%Y%m%dT%H%M%S)}
-IMAGES=${IMAGES:-$(ls -d "$HOME"/.cache/dlperf/synthetic-*/val 2>/dev/null | head -1)}
+IMAGES=${IMAGES:?set IMAGES=DIR: JPEGs of ImageNet-like sizes, e.g. the val/ of a synthetic dataset made by dlperf data gen}
 DEVICE=${DEVICE:-cpu}; PRECISION=${PRECISION:-fp32}; THREADS=${THREADS:-2}; ROUNDS=${ROUNDS:-2}
 MODEL_ARGS=${MODEL_ARGS:---model resnet50}
 OFFLINE_ARGS=${OFFLINE_ARGS:---qps 4 --min-duration 10 --min-queries 48}
 SERVER_ARGS=${SERVER_ARGS:---qps 1 --latency-bound 5000 --min-duration 30 --min-queries 30 --early-stopping 0}
 PY=${PYTHON:-/usr/bin/python3}
-[ -d "$IMAGES" ] || { echo "no images: set IMAGES=DIR (e.g. a synthetic dataset's val/: dlperf data gen)"; exit 2; }
+[ -d "$IMAGES" ] || { echo "IMAGES=$IMAGES: not a directory"; exit 2; }
 mkdir -p "$OUT" || exit 2
 # shellcheck disable=SC2086
 "$DLPERF" serve $MODEL_ARGS --device "$DEVICE" --precision "$PRECISION" --threads "$THREADS" --workers 1 --max-batch 8 \
@@ -57,7 +57,7 @@ for sc in ("Offline", "Server"):
         for f in ("jpeg", "kserve-binary"):
             res = json.load(open(f"{out}/{sc}-{f}-{r}.json"))["result"]
             lat = res["latency_ms"]
-            rate = res["completed_samples_per_s"]
+            rate = res["metric"]["value"] if sc == "Offline" else res["completed_samples_per_s"]  # LoadGen's metric
             a, b = prom(f"{out}/m-{sc}-{f}-{r}-0.txt"), prom(f"{out}/m-{sc}-{f}-{r}-1.txt")
             d = lambda k: b.get(k, 0) - a.get(k, 0)
             n, nb = d("dlperf_serve_decode_duration_seconds_count") or 1, d("dlperf_serve_batch_size_count") or 1
