@@ -12,7 +12,7 @@ OUT=${1:-$ROOT/out/serve_tensor_vs_jpeg-$(date -u +%Y%m%dT%H%M%S)}
 IMAGES=${IMAGES:?set IMAGES=DIR: JPEGs of ImageNet-like sizes, e.g. the val/ of a synthetic dataset made by dlperf data gen}
 DEVICE=${DEVICE:-cpu}; PRECISION=${PRECISION:-fp32}; THREADS=${THREADS:-2}; ROUNDS=${ROUNDS:-2}
 MODEL_ARGS=${MODEL_ARGS:---model resnet50}
-OFFLINE_ARGS=${OFFLINE_ARGS:---qps 4 --min-duration 10 --min-queries 48}
+OFFLINE_ARGS=${OFFLINE_ARGS:---qps 4 --min-duration 10 --min-queries 80}
 SERVER_ARGS=${SERVER_ARGS:---qps 1 --latency-bound 5000 --min-duration 30 --min-queries 30 --early-stopping 0}
 PY=${PYTHON:-/usr/bin/python3}
 [ -d "$IMAGES" ] || { echo "IMAGES=$IMAGES: not a directory"; exit 2; }
