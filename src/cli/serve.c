@@ -83,7 +83,8 @@ int dlp_cli_serve(int argc, char **argv) {
         {0},
     };
     dlp_status st = dlp_cli_parse(opts, "usage: dlperf serve [options]\n"
-                                        "HTTP/1.1: POST /v1/classify (JPEG body) -> top-5 JSON; GET /healthz; GET /metrics.\n"
+                                        "HTTP/1.1: POST /v1/classify (JPEG body) -> top-5 JSON; GET /healthz; GET /metrics;\n"
+                                        "KServe v2 (Open Inference Protocol): /v2/health/{live,ready}, /v2/models/<arch>[/ready|/infer].\n"
                                         "SIGINT/SIGTERM: stop accepting, finish the requests in flight, exit 0.",
                                   argc, argv);
     if (st) return dlp_cli_fail(st);
@@ -136,6 +137,7 @@ int dlp_cli_serve(int argc, char **argv) {
     st = dlp_serve_stack_open(&sc, &stack);
     if (st == DLP_OK) {
         eng = stack.ladders[0].engine;
+        cfg.model_name = stack.model.net.arch;  // KServe v2: /v2/models/<arch>
         print_ready(&stack);
     }
     if (st == DLP_OK) st = dlp_serve_cfg_check(&cfg, &eng);

@@ -19,6 +19,9 @@ void dlp_serve_metrics_init(dlp_serve_metrics *m, int max_batch) {
     hist_init(&m->request_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
     hist_init(&m->queue_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
     hist_init(&m->infer_seconds, lat, (int)(sizeof lat / sizeof lat[0]));
+    static const double fast[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+    hist_init(&m->read_seconds, fast, (int)(sizeof fast / sizeof fast[0]));
+    hist_init(&m->decode_seconds, fast, (int)(sizeof fast / sizeof fast[0]));
     double bs[DLP_SERVE_HIST_MAX];
     int nb = 0;
     for (int b = 1; b < max_batch && nb < DLP_SERVE_HIST_MAX - 1; b *= 2) bs[nb++] = b;
@@ -31,7 +34,7 @@ void dlp_serve_hist_observe(dlp_serve_hist *h, double v) {
     while (i < h->nbounds && v > h->bounds[i]) i++;
     atomic_fetch_add(&h->counts[i], 1);
     atomic_fetch_add(&h->count, 1);
-    atomic_fetch_add(&h->sum_milli, (long long)(v * 1000.0 + 0.5));
+    atomic_fetch_add(&h->sum_micro, (long long)(v * 1e6 + 0.5));
 }
 
 void dlp_serve_metrics_request(dlp_serve_metrics *m, int status, int64_t duration_ns) {
@@ -60,7 +63,7 @@ static void hist(dlp_prom_buf *b, const char *name, const char *help, const dlp_
     }
     cum += atomic_load(&h->counts[h->nbounds]);
     dlp_prom_sample(b, bucket, (double)cum, "le", "+Inf", (char *)NULL);
-    dlp_prom_sample(b, sum, (double)atomic_load(&h->sum_milli) / 1000.0, (char *)NULL);
+    dlp_prom_sample(b, sum, (double)atomic_load(&h->sum_micro) / 1e6, (char *)NULL);
     dlp_prom_sample(b, count, (double)cum, (char *)NULL);  // consistent with +Inf by construction
 }
 
@@ -84,6 +87,9 @@ void dlp_serve_metrics_render(const dlp_serve_metrics *m, const dlp_serve_gauges
     hist(b, "dlperf_serve_queue_wait_seconds", "Time from a request's arrival to the start of its batch.",
          &m->queue_seconds);
     hist(b, "dlperf_serve_inference_duration_seconds", "Time of one engine call (one batch).", &m->infer_seconds);
+    hist(b, "dlperf_serve_read_duration_seconds", "Time from a request's header to its whole body.", &m->read_seconds);
+    hist(b, "dlperf_serve_decode_duration_seconds",
+         "Time of one request's preprocessing: JPEG decode + transform, or a tensor's conversion.", &m->decode_seconds);
     hist(b, "dlperf_serve_batch_size", "Requests per engine call (dynamic batching).", &m->batch_size);
     one(b, "dlperf_serve_queue_depth", "gauge", "Requests admitted and waiting (decoding or for a batch).", g->queue_depth);
     one(b, "dlperf_serve_inflight_requests", "gauge", "Requests admitted and not yet answered.", g->inflight);

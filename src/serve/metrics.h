@@ -15,7 +15,7 @@ typedef struct dlp_serve_hist {
     double bounds[DLP_SERVE_HIST_MAX];        // upper bounds, ascending (in the metric's unit)
     atomic_llong counts[DLP_SERVE_HIST_MAX + 1];  // per bucket (not cumulative); the last is +Inf
     atomic_llong count;
-    atomic_llong sum_milli;                   // sum in thousandths of a second for time metrics, x1000 otherwise
+    atomic_llong sum_micro;                   // sum in microseconds for time metrics, x1e6 otherwise (sub-ms stages add up)
 } dlp_serve_hist;
 
 typedef struct dlp_serve_metrics {
@@ -23,6 +23,8 @@ typedef struct dlp_serve_metrics {
     dlp_serve_hist request_seconds;   // from the request's arrival to its response being queued
     dlp_serve_hist queue_seconds;     // arrival to the start of the batch it ran in
     dlp_serve_hist infer_seconds;     // one engine call
+    dlp_serve_hist read_seconds;      // a request's header to its whole body (the upload)
+    dlp_serve_hist decode_seconds;    // one request's JPEG decode + transform, or its tensor's conversion
     dlp_serve_hist batch_size;        // requests per engine call
     atomic_llong admitted_total, images_total, batches_total;
     atomic_llong connections_total, reaped_total;

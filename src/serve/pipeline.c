@@ -117,7 +117,21 @@ static void *worker_main(void *arg) {
             set_error(r, 503, "the server is shutting down");
         } else if (r->deadline_ns > 0 && now > r->deadline_ns) {
             set_error(r, 504, "deadline exceeded while waiting to be decoded");
+        } else if (r->kind == DLP_SERVE_IN_TENSOR) {
+            char why[sizeof r->error];
+            r->t_decode_start_ns = now;
+            size_t need = (size_t)r->tensor.c * (size_t)r->tensor.h * (size_t)r->tensor.w * dlp_dtype_size(r->tensor.dtype);
+            if (dlp_serve_tensor_check(&r->tensor, p->pre, why, sizeof why) != 0) {
+                set_error(r, 400, why);
+            } else if (r->len != need) {
+                snprintf(why, sizeof why, "tensor data of %zu bytes: its shape and datatype need %zu", r->len, need);
+                set_error(r, 400, why);
+            } else {
+                dlp_serve_tensor_convert(&r->tensor, r->body, p->pre, p->slots + (size_t)r->slot * sb);
+                ok = 1;
+            }
         } else {
+            r->t_decode_start_ns = now;
             dlp_status st = p->pre->run(p->pre->ctx, wa->index, r->body, r->len, p->slots + (size_t)r->slot * sb);
             if (st == DLP_OK) {
                 ok = 1;
@@ -133,6 +147,7 @@ static void *worker_main(void *arg) {
         p->decoding--;
         if (ok) {
             r->t_ready_ns = dlp_now_ns();
+            dlp_serve_hist_observe(&p->metrics->decode_seconds, (double)(r->t_ready_ns - r->t_decode_start_ns) * 1e-9);
             push(&p->rq_head, &p->rq_tail, r);
             p->rq_len++;
             pthread_cond_signal(&p->batch_cv);
@@ -190,6 +205,7 @@ static void run_batch(dlp_serve_pipeline *p, dlp_serve_req **rs, int n) {
             dlp_serve_req *r = rs[i];
             r->ntop = p->cfg.topk < nc ? p->cfg.topk : nc;
             dlp_stats_topk(p->logits + (size_t)i * nc, nc, r->ntop, r->top_class, r->top_prob);
+            if (r->logits) memcpy(r->logits, p->logits + (size_t)i * nc, (size_t)nc * sizeof(float));
             r->status = 200;
         }
     }
@@ -274,6 +290,12 @@ dlp_status dlp_serve_pipeline_create(const dlp_serve_cfg *cfg, const dlp_serve_e
     *out = NULL;
     DLP_CHECK(dlp_serve_cfg_check(cfg, engine));
     if (!pre || !pre->run) return DLP_ERR(DLP_ERR_INVALID, "the service needs a preprocess function");
+    if (pre->channels > 0 && (pre->height <= 0 || pre->width <= 0 || pre->dtype < 0 || pre->dtype >= DLP_DTYPE_COUNT ||
+                              (size_t)pre->channels * (size_t)pre->height * (size_t)pre->width *
+                                      dlp_dtype_size((dlp_dtype)pre->dtype) != engine->sample_bytes))
+        return DLP_ERR(DLP_ERR_INVALID, "preprocess '%s' describes %dx%dx%d %s samples, the engine takes %zu bytes",
+                       pre->name ? pre->name : "?", pre->channels, pre->height, pre->width,
+                       dlp_dtype_name((dlp_dtype)pre->dtype), engine->sample_bytes);
     dlp_serve_pipeline *p = calloc(1, sizeof *p);
     DLP_TRY_ALLOC(p);
     p->cfg = *cfg;
@@ -342,6 +364,7 @@ dlp_status dlp_serve_pipeline_submit(dlp_serve_pipeline *p, dlp_serve_req *r) {
     r->error[0] = '\0';
     r->ntop = 0;
     r->batch_size = 0;
+    r->t_decode_start_ns = r->t_ready_ns = r->t_infer_start_ns = r->t_infer_end_ns = 0;
     p->admitted++;
     push(&p->dq_head, &p->dq_tail, r);
     p->dq_len++;

@@ -7,12 +7,18 @@
 
 #include "serve/metrics.h"
 #include "serve/serve.h"
+#include "serve/tensor.h"
+
+enum { DLP_SERVE_IN_JPEG = 0, DLP_SERVE_IN_TENSOR };
 
 typedef struct dlp_serve_req dlp_serve_req;
 struct dlp_serve_req {
     // In: set by the submitter.
     const uint8_t *body;
     size_t len;
+    int kind;                // DLP_SERVE_IN_JPEG: body is a JPEG; DLP_SERVE_IN_TENSOR: body holds `tensor`'s
+    dlp_serve_tensor tensor; // elements, checked against the preprocess format (dlp_serve_tensor_check)
+    float *logits;           // optional: the request's num_classes logits are copied here
     int64_t t_arrival_ns;
     int64_t deadline_ns;   // absolute; 0: none
     // Called exactly once, from a pipeline thread, when the request has its answer; the pipeline does not
@@ -26,7 +32,7 @@ struct dlp_serve_req {
     int top_class[DLP_SERVE_MAX_TOPK];
     float top_prob[DLP_SERVE_MAX_TOPK];
     int batch_size;        // the batch it ran in
-    int64_t t_ready_ns, t_infer_start_ns, t_infer_end_ns;
+    int64_t t_decode_start_ns, t_ready_ns, t_infer_start_ns, t_infer_end_ns;
     // Private to the pipeline.
     int slot;
     dlp_serve_req *next;

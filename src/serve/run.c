@@ -75,7 +75,7 @@ dlp_status dlp_serve_run(const dlp_serve_cfg *cfg, const dlp_serve_engine *engin
     int port = dlp_server_port(s);
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
     int v6 = strchr(host, ':') != NULL;
-    DLP_INFO("serving on http://%s%s%s:%d (POST /v1/classify, GET /healthz, GET /metrics); engine %s, max batch %d, "
+    DLP_INFO("serving on http://%s%s%s:%d (POST /v1/classify, GET /healthz, GET /metrics; KServe v2 under /v2); engine %s, max batch %d, "
              "max delay %.1f ms, queue %d; SIGINT/SIGTERM stops", v6 ? "[" : "", host, v6 ? "]" : "", port,
              engine->name ? engine->name : "?", cfg->max_batch, (double)cfg->max_delay_ns * 1e-6, cfg->queue_capacity);
     if (port_file) {

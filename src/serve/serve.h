@@ -55,10 +55,16 @@ void dlp_serve_engine_from_plan_free(dlp_serve_engine *e);
 // scratch). Errors decide the answer: DLP_ERR_FORMAT -> 400 (the message says what is wrong with the image),
 // DLP_ERR_UNSUPPORTED -> 415, anything else -> 500. The data module's single-image val transform
 // (shorter side 256, centre crop 224, normalize) plugs in here.
+// The sample format run() writes (channels, height, width, layout, element type) also lets the service take
+// tensors (KServe v2 /infer with FP32/BF16/UINT8 data): they are converted into this format by serve/tensor.c.
+// channels == 0: the format is not described and tensor inputs are refused (400).
 typedef struct dlp_serve_preprocess {
     const char *name;
     void *ctx;
     dlp_status (*run)(void *ctx, int worker, const uint8_t *jpeg, size_t len, void *dst);
+    int channels, height, width;
+    int layout;  // dlp_layout of the sample
+    int dtype;   // dlp_dtype of the sample
 } dlp_serve_preprocess;
 
 typedef struct dlp_serve_cfg {
@@ -83,6 +89,7 @@ typedef struct dlp_serve_cfg {
     int topk;                  // classes in each answer (5)
     const char *const *labels; // optional class names (labels[i] for class i), nlabels of them
     int nlabels;
+    const char *model_name;    // the KServe v2 model name (/v2/models/NAME); NULL: "model"
     struct dlp_monitor *monitor;  // optional: counts requests, images and body bytes into it, and GET /metrics
                                   // appends its exposition (CPU, memory, ... of the machine while serving)
 } dlp_serve_cfg;

@@ -35,6 +35,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "monitor/monitor.h"
+#include "serve/kserve.h"
 #include "serve/pipeline.h"
 
 typedef struct conn_ctx {
@@ -47,7 +48,7 @@ typedef struct conn_ctx {
 } conn_ctx;
 
 enum { RQ_RECEIVING = 0, RQ_QUEUED, RQ_DONE };
-enum { ROUTE_CLASSIFY = 1, ROUTE_OTHER };
+enum { ROUTE_CLASSIFY = 1, ROUTE_INFER, ROUTE_OTHER };  // INFER: KServe v2 POST /v2/models/NAME/infer
 
 typedef struct http_req {
     struct dlp_server *srv;
@@ -63,6 +64,9 @@ typedef struct http_req {
     int direct;     // answered by answer_half_closed, not through MHD
     atomic_int state;
     dlp_serve_req req;
+    dlp_kserve_req kr;  // ROUTE_INFER: the parsed request (its tensor or JPEG points into body or kr.owned)
+    float *logits;      // ROUTE_INFER: the request's logits, filled by the pipeline
+    int v2;             // a /v2 path: errors in the protocol's form
 } http_req;
 
 struct dlp_server {
@@ -95,12 +99,24 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 // Queues a response with a body and the headers every answer gets. Records the request in the metrics.
-static enum MHD_Result reply(http_req *h, int status, const char *body, size_t len, const char *ctype,
-                             const char *allow) {
+// extra: optional "Name: value" header lines, each ending in "\r\n" (the binary-data header, Server-Timing).
+static enum MHD_Result reply_ex(http_req *h, int status, const char *body, size_t len, const char *ctype,
+                                const char *allow, const char *extra) {
     dlp_server *s = h->srv;
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    for (const char *l = extra; l && *l;) {
+        const char *colon = strchr(l, ':'), *end = strstr(l, "\r\n");
+        if (!colon || !end || colon > end) break;
+        char name[64], value[256];
+        snprintf(name, sizeof name, "%.*s", (int)(colon - l), l);
+        const char *v = colon + 1;
+        while (*v == ' ') v++;
+        snprintf(value, sizeof value, "%.*s", (int)(end - v), v);
+        MHD_add_response_header(resp, name, value);
+        l = end + 2;
+    }
     if (status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     if (atomic_load(&s->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -112,9 +128,15 @@ static enum MHD_Result reply(http_req *h, int status, const char *body, size_t l
     return r;
 }
 
+static enum MHD_Result reply(http_req *h, int status, const char *body, size_t len, const char *ctype,
+                             const char *allow) {
+    return reply_ex(h, status, body, len, ctype, allow, NULL);
+}
+
+// Errors: /v1's {"error", "status"}; the KServe v2 routes answer the protocol's {"error": "..."}.
 static enum MHD_Result reply_error(http_req *h, int status, const char *msg, const char *allow) {
     size_t len = 0;
-    char *b = dlp_serve_error_json(status, msg, &len);
+    char *b = h->v2 ? dlp_kserve_error_json(msg, &len) : dlp_serve_error_json(status, msg, &len);
     enum MHD_Result r = reply(h, status, b ? b : "{}", b ? len : 2, "application/json", allow);
     free(b);
     return r;
@@ -167,23 +189,55 @@ static const char *status_text(int status) {
 // resume. The answer is small and the socket buffer empty, so a non-blocking send takes it whole; if not, it is
 // abandoned like any answer to a client that left. (A FIN arriving between this check and MHD's read still loses
 // the answer: that window is microseconds, not the whole inference.)
+static const char *model_name(const dlp_server *s) { return s->cfg.model_name ? s->cfg.model_name : "model"; }
+
+// The answer to a request the pipeline answered: its body (malloc'd), content type and extra header lines (the
+// binary-data extension's length; Server-Timing: where the request's time went, in ms).
+static char *answer_body(http_req *h, size_t *len, const char **ctype, char *extra, size_t extra_cap) {
+    dlp_server *s = h->srv;
+    const dlp_serve_req *r = &h->req;
+    size_t json_len = 0;
+    char *b;
+    if (h->route == ROUTE_INFER)
+        b = dlp_kserve_answer(&h->kr, r, model_name(s), h->logits, s->engine->num_classes,
+                              (const char *const *)s->cfg.labels, s->cfg.nlabels, len, &json_len);
+    else
+        b = dlp_serve_answer_json(r, (const char *const *)s->cfg.labels, s->cfg.nlabels, len);
+    *ctype = json_len ? "application/octet-stream" : "application/json";
+    int n = 0;
+    if (json_len) n = snprintf(extra, extra_cap, "Inference-Header-Content-Length: %zu\r\n", json_len);
+    if (r->status == 200 && n >= 0 && (size_t)n < extra_cap) {
+        // read: header to whole body; decode: JPEG decode + transform (or tensor conversion); queue: waiting for a
+        // worker and for a batch; infer: the batch's engine call.
+        double rd = dlp_ns_to_ms(r->t_arrival_ns - h->t_start_ns), dec = dlp_ns_to_ms(r->t_ready_ns - r->t_decode_start_ns),
+               q = dlp_ns_to_ms((r->t_decode_start_ns - r->t_arrival_ns) + (r->t_infer_start_ns - r->t_ready_ns)),
+               inf = dlp_ns_to_ms(r->t_infer_end_ns - r->t_infer_start_ns);
+        snprintf(extra + n, extra_cap - (size_t)n,
+                 "Server-Timing: read;dur=%.3f, decode;dur=%.3f, queue;dur=%.3f, infer;dur=%.3f;desc=\"batch %d\"\r\n",
+                 rd, dec, q, inf, r->batch_size);
+    }
+    return b;
+}
+
 static void answer_half_closed(http_req *h) {
     char c;
     if (h->fd < 0 || recv(h->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0) return;  // data, nothing yet, or an error
     dlp_server *s = h->srv;
     size_t len = 0;
-    char *b = dlp_serve_answer_json(&h->req, (const char *const *)s->cfg.labels, s->cfg.nlabels, &len);
+    const char *ctype;
+    char extra[512] = "";
+    char *b = answer_body(h, &len, &ctype, extra, sizeof extra);
     if (!b) return;
     char date[64] = "";
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    char head[256];
+    char head[1024];
     int hn = snprintf(head, sizeof head,
-                      "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                      "%sContent-Length: %zu\r\n\r\n",
-                      h->req.status, status_text(h->req.status), date, h->req.status == 503 ? "Retry-After: 1\r\n" : "",
-                      len);
+                      "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n"
+                      "%s%sContent-Length: %zu\r\n\r\n",
+                      h->req.status, status_text(h->req.status), date, ctype,
+                      h->req.status == 503 ? "Retry-After: 1\r\n" : "", extra, len);
     h->direct = 1;
     struct iovec iov[2] = {{head, (size_t)hn}, {b, len}};
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
@@ -208,12 +262,70 @@ static void on_pipeline_done(dlp_serve_req *r) {
 }
 
 static enum MHD_Result answer_classify(http_req *h) {
-    dlp_server *s = h->srv;
     size_t len = 0;
-    char *b = dlp_serve_answer_json(&h->req, (const char *const *)s->cfg.labels, s->cfg.nlabels, &len);
-    enum MHD_Result r = reply(h, h->req.status, b ? b : "{}", b ? len : 2, "application/json", NULL);
+    const char *ctype;
+    char extra[512] = "";
+    char *b = answer_body(h, &len, &ctype, extra, sizeof extra);
+    if (!b) return reply_error(h, 500, "out of memory for the answer", NULL);
+    enum MHD_Result r = reply_ex(h, h->req.status, b, len, ctype, NULL, extra);
     free(b);
     return r;
+}
+
+// The KServe v2 GET routes: health, server and model metadata (the protocol's {"error"} otherwise).
+static enum MHD_Result answer_v2_get(http_req *h, const char *url, int get) {
+    dlp_server *s = h->srv;
+    int st = 0;
+    char err[300];
+    dlp_kserve_route r = dlp_kserve_route_parse(url, model_name(s), &st, err, sizeof err);
+    if (st) return reply_error(h, st, err, NULL);
+    if (!get) return reply_error(h, 405, "use GET on this /v2 route", "GET, HEAD");
+    int draining = atomic_load(&s->draining);
+    size_t len = 0;
+    char *b = NULL;
+    switch (r) {
+    case DLP_KSERVE_LIVE: return reply(h, 200, "{\"live\":true}", 13, "application/json", NULL);
+    case DLP_KSERVE_READY:
+    case DLP_KSERVE_MODEL_READY:
+        if (draining) return reply_error(h, 503, "shutting down", NULL);
+        return reply(h, 200, "{\"ready\":true}", 14, "application/json", NULL);
+    case DLP_KSERVE_SERVER_META: b = dlp_kserve_server_metadata(&len); break;
+    case DLP_KSERVE_MODEL_META: {
+        char platform[96];
+        snprintf(platform, sizeof platform, "dlperf_%s", s->engine->name ? s->engine->name : "engine");
+        b = dlp_kserve_model_metadata(model_name(s), platform, s->pre, s->engine->num_classes, s->cfg.max_batch, &len);
+        break;
+    }
+    default: return reply_error(h, 404, "no such /v2 route", NULL);
+    }
+    if (!b) return reply_error(h, 500, "out of memory", NULL);
+    enum MHD_Result res = reply(h, 200, b, len, "application/json", NULL);
+    free(b);
+    return res;
+}
+
+// A complete POST /v2/models/NAME/infer body: parsed into the pipeline request (1), or answered 400 (0, *out set).
+static int prepare_infer(http_req *h, struct MHD_Connection *c, enum MHD_Result *out) {
+    dlp_server *s = h->srv;
+    char err[400];
+    const char *ihcl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    int st = dlp_kserve_parse(h->body ? h->body : (const uint8_t *)"", h->len, ihcl, s->pre, s->engine->num_classes,
+                              &h->kr, err, sizeof err);
+    if (st) {
+        *out = reply_error(h, st, err, NULL);
+        return 0;
+    }
+    h->logits = malloc((size_t)s->engine->num_classes * sizeof *h->logits);
+    if (!h->logits) {
+        *out = reply_error(h, 503, "out of memory for the answer; retry later", NULL);
+        return 0;
+    }
+    h->req.body = h->kr.data;
+    h->req.len = h->kr.data_len;
+    h->req.kind = h->kr.kind;
+    h->req.tensor = h->kr.tensor;
+    h->req.logits = h->logits;
+    return 1;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -234,7 +346,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pthread_mutex_lock(&s->mu);
         s->active++;
         pthread_mutex_unlock(&s->mu);
-        h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : ROUTE_OTHER;
+        int kst;
+        char kerr[8];
+        dlp_kserve_route kr = dlp_kserve_route_parse(url, model_name(s), &kst, kerr, sizeof kerr);
+        h->v2 = kr != DLP_KSERVE_NONE;
+        h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : kr == DLP_KSERVE_INFER ? ROUTE_INFER : ROUTE_OTHER;
         conn_ctx *hc = conn_of(c);
         if (hc) {
             pthread_mutex_lock(&s->mu);
@@ -258,13 +374,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (h->route != ROUTE_CLASSIFY) {
+    if (h->route == ROUTE_OTHER) {
         if (*upload_size > 0) {  // a body nobody wants: drop it, within the size limit
             h->len += *upload_size;
             *upload_size = 0;
             return h->len > (size_t)s->cfg.max_body_bytes ? MHD_NO : MHD_YES;
         }
         int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+        if (h->v2) return answer_v2_get(h, url, get);
         if (strcmp(url, "/healthz") == 0) {
             if (!get) return reply_error(h, 405, "use GET", "GET, HEAD");
             if (atomic_load(&s->draining)) return reply_error(h, 503, "shutting down", NULL);
@@ -287,7 +404,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             *upload_size = 0;
             return h->len > (size_t)s->cfg.max_body_bytes ? MHD_NO : MHD_YES;
         }
-        return reply_error(h, 405, "use POST with a JPEG body", "POST");
+        return reply_error(h, 405, h->route == ROUTE_INFER ? "use POST with a KServe v2 inference request" :
+                                                             "use POST with a JPEG body", "POST");
     }
     int state = atomic_load(&h->state);
     if (state == RQ_DONE) return h->direct ? MHD_NO : answer_classify(h);  // MHD_NO: close (answered already)
@@ -327,15 +445,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                  (long long)s->cfg.max_body_bytes);
         return reply_error(h, 413, msg, NULL);
     }
-    if (h->len == 0) return reply_error(h, 400, "empty body: POST the JPEG file as the request body", NULL);
-    if (!dlp_serve_is_jpeg(h->body, h->len))
-        return reply_error(h, 400, "not a JPEG: the body does not start with the SOI marker FF D8 FF", NULL);
+    if (h->route == ROUTE_INFER) {
+        enum MHD_Result r;
+        if (!prepare_infer(h, c, &r)) return r;
+    } else {
+        if (h->len == 0) return reply_error(h, 400, "empty body: POST the JPEG file as the request body", NULL);
+        if (!dlp_serve_is_jpeg(h->body, h->len))
+            return reply_error(h, 400, "not a JPEG: the body does not start with the SOI marker FF D8 FF", NULL);
+        h->req.body = h->body;
+        h->req.len = h->len;
+        h->req.kind = DLP_SERVE_IN_JPEG;
+    }
     dlp_monitor_count(s->cfg.monitor, DLP_MONITOR_INPUT_BYTES, (int64_t)h->len);
-    h->req.body = h->body;
-    h->req.len = h->len;
     // The deadline runs from the arrival of the whole body: the upload has its own limit (--read-timeout), and a
     // slow upload must not make a request expire "waiting to be decoded" before the server had it.
     h->req.t_arrival_ns = dlp_now_ns();
+    dlp_serve_hist_observe(&s->metrics.read_seconds, (double)(h->req.t_arrival_ns - h->t_start_ns) * 1e-9);
     h->req.deadline_ns = h->req.t_arrival_ns + s->cfg.timeout_ns;
     h->req.done = on_pipeline_done;
     h->req.user = h;
@@ -382,6 +507,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     s->active--;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    dlp_kserve_req_free(&h->kr);
+    free(h->logits);
     free(h->body);
     free(h);
     *con_cls = NULL;

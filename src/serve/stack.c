@@ -61,5 +61,13 @@ dlp_status dlp_serve_stack_open(const dlp_serve_stack_cfg *cfg, dlp_serve_stack 
     out->preprocess.name = "val transform (Resize 256, CenterCrop 224, Normalize)";
     out->preprocess.ctx = out->prep;
     out->preprocess.run = preprocess_run;
+    // The sample's format, so the service can take tensors as well (KServe v2): the first plan's input.
+    const dlp_infer_engine *e0 = &out->ladders[0].plans[0];
+    const dlp_layer *in = &out->model.net.layers[0];
+    out->preprocess.channels = in->c;
+    out->preprocess.height = in->h;
+    out->preprocess.width = in->w;
+    out->preprocess.layout = (int)e0->layout;
+    out->preprocess.dtype = (int)e0->in_dtype;
     return DLP_OK;
 }

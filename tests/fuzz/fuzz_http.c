@@ -7,6 +7,10 @@
 //     never a 500 (the fake engine cannot fail: a 500 is a bug in the front end), and closes within 5 s — half the
 //     server's 10-s header timeout, so a connection held open until the reaper cuts it fails here;
 //   - the server still serves: GET /healthz on a new connection answers 200.
+// The routes are /v1/classify and the KServe v2 ones (/v2, /v2/health/*, /v2/models/model[/ready|/infer]: JSON
+// tensors, the binary-data extension with Inference-Header-Content-Length, BYTES JPEGs, classification); the fake
+// engine takes 3x16x16 FP32 NCHW samples, so the seeds' tensors are that shape. A v2 request must never get a 500
+// either: parse errors are 400 with the protocol's {"error"}.
 // libmicrohttpd itself is a system library (not instrumented): afl's coverage is dlperf's handlers around it.
 // Without libmicrohttpd in the build the harness does nothing (the server cannot start).
 #include <arpa/inet.h>

@@ -58,7 +58,7 @@ void dlp_fuzz_serve_parts(dlp_serve_cfg *cfg, const dlp_serve_engine **engine, c
         g_t.limits.max_side = 2048;
         g_t.limits.max_pixels = (int64_t)1 << 20;
         g_engine = (dlp_serve_engine){"fuzz", NULL, 2, dlp_transform_sample_bytes(&g_t), NCLASS, fake_infer};
-        g_pre = (dlp_serve_preprocess){"fuzz", NULL, pre_run};
+        g_pre = (dlp_serve_preprocess){"fuzz", NULL, pre_run, 3, OUT, OUT, (int)g_t.layout, (int)g_t.dtype};
         ready = 1;
     }
     dlp_serve_cfg_default(cfg);
