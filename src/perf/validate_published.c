@@ -73,6 +73,18 @@ dlp_status dlp_validate_published_by(const dlp_catalog *c, int by_sheet, dlp_vp_
 }
 
 // The stricter pass: each GPU held out together with its same-datasheet twins; its MAPE overall and per stack.
+// The sum of one stack's absolute relative errors over the rows, and (*k) how many rows it has.
+static double stack_abs_error(const dlp_vp_row *rows, int n, const char *stack, int *k) {
+    double ss = 0;
+    *k = 0;
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(rows[i].stack, stack) == 0) {
+            ss += fabs(rows[i].error);
+            (*k)++;
+        }
+    return ss;
+}
+
 static dlp_status print_by_sheet(const dlp_catalog *c, json_t *res) {
     dlp_vp_row *rows = calloc(DLP_GM_MAX_RECORDS, sizeof *rows);
     if (!rows) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
@@ -87,13 +99,8 @@ static dlp_status print_by_sheet(const dlp_catalog *c, json_t *res) {
         const char *stacks[64];
         int ns = list_stacks(c, stacks, 64);
         for (int s = 0; s < ns; s++) {
-            double ss = 0;
-            int k = 0;
-            for (int i = 0; i < n; i++)
-                if (strcasecmp(rows[i].stack, stacks[s]) == 0) {
-                    ss += fabs(rows[i].error);
-                    k++;
-                }
+            int k;
+            const double ss = stack_abs_error(rows, n, stacks[s], &k);
             if (!k) continue;
             printf("  %-17s MAPE %5.1f%% over %2d held out\n", stacks[s], 100 * ss / k, k);
             json_object_set_new(js, stacks[s], json_real(ss / k));
@@ -167,13 +174,8 @@ dlp_status dlp_validate_published_run(const char *catalog_dir, const char *json_
         int ns = list_stacks(c, stacks, 64), used = 0;
         json_t *js = json_object();
         for (int s = 0; s < ns; s++) {
-            double ss = 0;
-            int k = 0;
-            for (int i = 0; i < n; i++)
-                if (strcasecmp(rows[i].stack, stacks[s]) == 0) {
-                    ss += fabs(rows[i].error);
-                    k++;
-                }
+            int k;
+            const double ss = stack_abs_error(rows, n, stacks[s], &k);
             used += k > 0;
             dlp_gm_stack full;
             json_t *o = json_object();

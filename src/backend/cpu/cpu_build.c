@@ -518,6 +518,18 @@ static dlp_status bucket_check(build *b, int layer) {
 }
 
 // conv / fc weight gradients (and fc bias): backward-weights primitive, then the reorder into the flat array.
+// One try of a backward convolution algorithm (Winograd first where the plan allows it): 1 taken, 0 try the next,
+// -1 the last one failed too (its error stays set).
+static int conv_alg_taken(cpu_plan *p, dlp_status st, dnnl_alg_kind_t alg, int last) {
+    if (st == DLP_OK) {
+        p->nwinograd += alg == dnnl_convolution_winograd;
+        return 1;
+    }
+    if (last) return -1;
+    dlp_err_clear();
+    return 0;
+}
+
 static dlp_status bwd_weights(build *b, node *n) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[n->layer];
@@ -535,15 +547,12 @@ static dlp_status bwd_weights(build *b, node *n) {
         dnnl_alg_kind_t algs[2];
         const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
         for (int a = 0; a < nalg; a++) {
-            if (cpu_pd_check(dnnl_convolution_backward_weights_primitive_desc_create(&pd, p->eng, algs[a], x->x->md, dw,
-                                                                                     NULL, dy_md, st, dil, pl, pr,
-                                                                                     n->fwd_pd, p->attr),
-                             l->name) == DLP_OK) {
-                p->nwinograd += algs[a] == dnnl_convolution_winograd;
-                break;
-            }
-            if (a == nalg - 1) return dlp_err_status();
-            dlp_err_clear();
+            const dlp_status s = cpu_pd_check(dnnl_convolution_backward_weights_primitive_desc_create(
+                                                  &pd, p->eng, algs[a], x->x->md, dw, NULL, dy_md, st, dil, pl, pr,
+                                                  n->fwd_pd, p->attr), l->name);
+            const int t = conv_alg_taken(p, s, algs[a], a == nalg - 1);
+            if (t < 0) return dlp_err_status();
+            if (t) break;
         }
     } else {
         fc_mds m;
@@ -611,14 +620,12 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         dnnl_alg_kind_t algs[2];
         const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
         for (int a = 0; a < nalg; a++) {
-            if (cpu_pd_check(dnnl_convolution_backward_data_primitive_desc_create(&pd, p->eng, algs[a], xmd, wei, dy_md,
-                                                                                  st, dil, pl, pr, n->fwd_pd, p->attr),
-                             l->name) == DLP_OK) {
-                p->nwinograd += algs[a] == dnnl_convolution_winograd;
-                break;
-            }
-            if (a == nalg - 1) return dlp_err_status();
-            dlp_err_clear();
+            const dlp_status s = cpu_pd_check(dnnl_convolution_backward_data_primitive_desc_create(
+                                                  &pd, p->eng, algs[a], xmd, wei, dy_md, st, dil, pl, pr, n->fwd_pd,
+                                                  p->attr), l->name);
+            const int t = conv_alg_taken(p, s, algs[a], a == nalg - 1);
+            if (t < 0) return dlp_err_status();
+            if (t) break;
         }
     } else {
         fc_mds m;

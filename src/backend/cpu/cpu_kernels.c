@@ -57,34 +57,16 @@ dlp_status cpu_kernel_xent(const float *z, int n, int batch, int64_t K, const in
                            float *dz, dlp_loss_out *out) {
     if (!(smoothing >= 0.0f && smoothing <= 1.0f))
         return DLP_ERR(DLP_ERR_INVALID, "label smoothing must be in [0, 1] (got %g)", (double)smoothing);
-    for (int i = 0; i < n; i++)
-        if (labels[i] < 0 || labels[i] >= K)
-            return DLP_ERR(DLP_ERR_INVALID, "label %d of sample %d is outside [0, %lld)", (int)labels[i], i,
-                           (long long)K);
+    DLP_CHECK(dlp_loss_check_labels(labels, n, K));
     const double e = smoothing;
     double total = 0;
     int top1 = 0, top5 = 0;
 #pragma omp parallel for schedule(static) reduction(+ : total, top1, top5) if (n * K > 16384)
     for (int i = 0; i < n; i++) {
-        const float *zi = z + (int64_t)i * K;
-        double mx = -INFINITY, sum = 0, zsum = 0;
-        for (int64_t j = 0; j < K; j++) mx = zi[j] > mx ? zi[j] : mx;
-        for (int64_t j = 0; j < K; j++) {
-            sum += exp(zi[j] - mx);
-            zsum += zi[j];
-        }
-        const double lse = mx + log(sum);
-        const int y = labels[i];
-        total += lse - (1.0 - e) * zi[y] - e / (double)K * zsum;
-        int64_t rank = 0;
-        for (int64_t j = 0; j < K; j++) rank += zi[j] > zi[y] || (zi[j] == zi[y] && j < y);
+        int64_t rank;
+        total += dlp_loss_xent_sample(z + (int64_t)i * K, K, labels[i], e, dz ? dz + (int64_t)i * K : NULL, n, &rank);
         top1 += rank < 1;
         top5 += rank < 5;
-        if (dz) {
-            float *d = dz + (int64_t)i * K;
-            for (int64_t j = 0; j < K; j++)
-                d[j] = (float)((exp(zi[j] - lse) - (j == y ? 1.0 - e : 0.0) - e / (double)K) / (double)n);
-        }
     }
     if (dz && batch > n) memset(dz + (int64_t)n * K, 0, (size_t)((int64_t)(batch - n) * K) * sizeof(float));
     out->loss = total / (double)n;
