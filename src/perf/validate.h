@@ -85,7 +85,13 @@ typedef struct dlp_validate_row {
     double other_load_cores;       // other processes' CPU use while measured, in cores (/proc/stat; NAN: unknown)
     int runs;                      // runs made (1 + retries while disturbed)
     double speed;                  // the cores' speed around the run over the profile's (hw/canary; NAN: unknown)
+    double speed_drift;            // |after - before| / their mean: how much the speed moved during the run (NAN)
+    double steal;                  // share of the CPUs' time stolen by the hypervisor during the run (NAN: unknown)
     double ape;
+    // The prediction at the speed the run saw (the profile's CPU-side timings scaled by `speed`, hw/profile
+    // dlp_profile_at_speed): the model's error with the host's drift taken out (NAN when the speed is unknown).
+    double predicted_at_speed_img_per_s;
+    double ape_at_speed;
 } dlp_validate_row;
 
 // Scale-out against one process on the same cores: a row of R ranks x t threads paired with the row of one process
@@ -112,6 +118,9 @@ typedef struct dlp_validate_cfg {
     double quiet_wait_s;           // before a retry, wait up to this long for the other work to stop
     double canary_base_gflops;     // the cores' speed as probed (profile host.canary_gflops; 0: not compared)
     double speed_tolerance;        // runs again while the cores ran more than this fraction off that speed
+    int at_speed;                  // the profile states its speed's distribution (a normalised probe): each run is
+                                   // also predicted at its own speed, and runs again only while the speed moved
+                                   // more than speed_tolerance during it
     uint64_t seed;
     const char *self_exe;          // the dlperf binary a multi-rank configuration runs under mpirun (NULL: this one)
 } dlp_validate_cfg;

@@ -107,6 +107,7 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
     vc->max_seconds = req->max_seconds;
     vc->retries = req->retries < 0 ? 0 : req->retries;
     vc->canary_base_gflops = sw->prof->host.canary_gflops;
+    vc->at_speed = sw->prof->host.canary_samples > 0 && sw->prof->host.canary_gflops > 0;
     vc->seed = req->seed;
     for (int i = 0; i < sw->n; i++) {  // devices set at the knee: their rate from the loader's predicted rate
         dlp_status st = dlp_validate_resolve_balance(vc, &sw->cfgs[i]);
@@ -145,6 +146,23 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
             ape_probed[sw->nprobed++] = sw->ape[i];
     }
     sw->mape_probed = ape_probed && sw->nprobed ? dlp_validate_mape(ape_probed, sw->nprobed) : NAN;
+    // at the speed each run saw, and the machine's figures over the runs
+    sw->nspeed = 0;
+    double steal = 0, spd[DLP_VALIDATE_MAX_CONFIGS];
+    int nsteal = 0, nspd = 0;
+    for (int i = 0; ape_probed && i < n; i++) {
+        const dlp_validate_row *r = &sw->rows[i];
+        if (r->ok && isfinite(r->ape_at_speed)) ape_probed[sw->nspeed++] = r->ape_at_speed;
+        if (r->ok && isfinite(r->steal)) steal += r->steal, nsteal++;
+        if (r->ok && isfinite(r->speed)) spd[nspd++] = r->speed;
+    }
+    sw->mape_at_speed = ape_probed && sw->nspeed ? dlp_validate_mape(ape_probed, sw->nspeed) : NAN;
+    sw->steal_mean = nsteal ? steal / nsteal : NAN;
+    sw->speed_min = sw->speed_max = NAN;
+    for (int i = 0; i < nspd; i++) {
+        if (!(spd[i] >= sw->speed_min)) sw->speed_min = spd[i];
+        if (!(spd[i] <= sw->speed_max)) sw->speed_max = spd[i];
+    }
     free(ape_probed);
     sw->nsc = dlp_validate_scaling_pairs(sw->rows, n, sw->sc, DLP_VALIDATE_MAX_CONFIGS);
 }
@@ -159,6 +177,11 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     json_object_set_new(res, "mape", dlp_json_real_or_null(sw->mape));
     json_object_set_new(res, "mape_as_probed", dlp_json_real_or_null(sw->mape_probed));
     json_object_set_new(res, "configurations_as_probed", json_integer(sw->nprobed));
+    json_object_set_new(res, "mape_at_speed", dlp_json_real_or_null(sw->mape_at_speed));
+    json_object_set_new(res, "configurations_at_speed", json_integer(sw->nspeed));
+    json_object_set_new(res, "steal_mean", dlp_json_real_or_null(sw->steal_mean));
+    json_object_set_new(res, "speed_min", dlp_json_real_or_null(sw->speed_min));
+    json_object_set_new(res, "speed_max", dlp_json_real_or_null(sw->speed_max));
     json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(sw->rows, sw->sc, sw->nsc));
     json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
     json_object_set_new(res, "regime_agree", json_integer(sw->agree));

@@ -37,6 +37,10 @@ typedef struct dlp_validate_sweep {
     // dlp_validate_sweep_summarize:
     int nok, agree, nfinite, nprobed, busy;
     double mape, mape_probed, seconds;
+    double mape_at_speed;      // each run against the prediction at the speed it saw (NAN: no speed known)
+    int nspeed;                // runs behind it
+    double steal_mean;         // the runs' mean steal fraction (NAN: unknown)
+    double speed_min, speed_max;  // the runs' speeds over the profile's reference
     dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
     int nsc;
 } dlp_validate_sweep;
