@@ -577,6 +577,15 @@ const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const ch
     return NULL;
 }
 
+void dlp_device_at_speed(dlp_device_profile *dev, double speed_rel) {
+    if (!(speed_rel > 0) || dev->kind != DLP_DEVICE_CPU) return;
+    for (int i = 0; i < dev->nrates; i++) {
+        dev->rates[i].t0_s /= speed_rel;
+        dev->rates[i].per_image_s /= speed_rel;
+        dev->rates[i].update_s /= speed_rel;
+    }
+}
+
 void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
     if (!(speed_rel > 0) || speed_rel == 1) return;
     const double k = 1 / speed_rel;  // a time at the reference speed takes k times as long
@@ -586,15 +595,7 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
                        &pp->augment_per_out_pixel_s};
     for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) *costs[i] *= k;
     p->host.loop_overhead_s *= k;
-    for (int d = 0; d < p->ndevices; d++) {
-        dlp_device_profile *dev = &p->devices[d];
-        if (dev->kind != DLP_DEVICE_CPU) continue;
-        for (int i = 0; i < dev->nrates; i++) {
-            dev->rates[i].t0_s *= k;
-            dev->rates[i].per_image_s *= k;
-            dev->rates[i].update_s *= k;
-        }
-    }
+    for (int d = 0; d < p->ndevices; d++) dlp_device_at_speed(&p->devices[d], speed_rel);
     if (p->host.canary_gflops > 0) {
         p->host.canary_gflops *= speed_rel;
         p->host.canary1_gflops *= speed_rel;

@@ -234,6 +234,8 @@ const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const ch
 // cores running at `speed_rel` times its reference speed (host.canary_gflops): what the machine does at that speed.
 // GPU devices and storage are left as they are.
 void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
+// The same for one device (a cpu device's step times; a GPU is left as it is).
+void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
 
 // Device and dataset pieces on their own (GPU profiles, `dlperf predict --data` statistics).
 dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_profile *d);
