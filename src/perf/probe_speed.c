@@ -146,3 +146,152 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     c->nnorms = 0;
     return o;
 }
+
+// --- several probes into one profile (probe --repeat) --------------------------------------------------------------
+
+// The readings of one probe's details ("normalisation": key) appended to v (up to max).
+static int pool_readings(const json_t *details, const char *key, double *v, int n, int max) {
+    const json_t *a = json_object_get(json_object_get(details, "normalisation"), key);
+    size_t i;
+    const json_t *x;
+    json_array_foreach(a, i, x) if (n < max && json_is_number(x)) v[n++] = json_number_value(x);
+    return n;
+}
+
+// Median over the probes of a value normalised to each probe's reference ref[i], first brought to the pooled
+// reference R: a time at ref[i] takes ref[i] / R as long at R; a rate goes R / ref[i] as fast.
+static double merged(const double *v, const double *ref, double R, int is_rate, int n) {
+    double x[DLP_PROBE_MAX_REPEAT];
+    int k = 0;
+    for (int i = 0; i < n && k < DLP_PROBE_MAX_REPEAT; i++) {
+        if (!(ref[i] > 0) || !(R > 0)) x[k++] = v[i];
+        else x[k++] = is_rate ? v[i] * R / ref[i] : v[i] * ref[i] / R;
+    }
+    return dlp_stats_median_f64(x, (size_t)k);
+}
+
+dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n, dlp_profile *out, json_t **summary) {
+    if (n < 1 || n > DLP_PROBE_MAX_REPEAT) return DLP_ERR(DLP_ERR_INVALID, "probe --repeat: 1..%d probes", DLP_PROBE_MAX_REPEAT);
+    *out = ps[0];
+    double *all = malloc(sizeof(double) * DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT);
+    double *one = malloc(sizeof(double) * DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT);
+    if (!all || !one) {
+        free(all);
+        free(one);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    }
+    int na = 0, n1 = 0;
+    const int cap = DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT;
+    double ra[DLP_PROBE_MAX_REPEAT], r1[DLP_PROBE_MAX_REPEAT], steal = 0;
+    for (int i = 0; i < n; i++) {
+        na = pool_readings(details[i], "readings_gflops", all, na, cap);
+        n1 = pool_readings(details[i], "readings_one_thread_gflops", one, n1, cap);
+        ra[i] = ps[i].host.canary_gflops;
+        r1[i] = ps[i].host.canary1_gflops > 0 ? ps[i].host.canary1_gflops : ps[i].host.canary_gflops;
+        steal += ps[i].host.steal_fraction / n;
+    }
+    dlp_host_profile *h = &out->host;
+    const double R = na ? dlp_stats_median_f64(all, (size_t)na) : merged(ra, ra, 0, 0, n);
+    const double R1 = n1 ? dlp_stats_median_f64(one, (size_t)n1) : R;
+    h->canary_gflops = R;
+    h->canary1_gflops = R1;
+    h->steal_fraction = steal;
+    h->canary_samples = na;
+    if (na) {
+        double *tmp = malloc(sizeof(double) * (size_t)na);
+        if (tmp) {
+            memcpy(tmp, all, sizeof(double) * (size_t)na);
+            h->canary_p10_gflops = dlp_stats_quantile_f64(tmp, (size_t)na, 0.1);
+            h->canary_p90_gflops = dlp_stats_quantile_f64(tmp, (size_t)na, 0.9);
+            free(tmp);
+        }
+    }
+    free(all);
+    free(one);
+    double v[DLP_PROBE_MAX_REPEAT];
+    int unmatched = 0;
+    // the loop's overhead (a time on every CPU)
+    for (int i = 0; i < n; i++) v[i] = ps[i].host.loop_overhead_s;
+    h->loop_overhead_s = merged(v, ra, R, 0, n);
+    // the pipeline: CPU-time costs (not normalised) as medians; the scaling efficiencies (rates) at the pooled speed
+    dlp_pipeline_profile *pp = &out->pipeline;
+    double *costs[] = {&pp->read_per_file_s, &pp->read_per_byte_s, &pp->decode_per_image_s, &pp->decode_per_pixel_s,
+                       &pp->decode_per_byte_s, &pp->augment_per_image_s, &pp->augment_per_in_pixel_s,
+                       &pp->augment_per_out_pixel_s, &pp->loader_cost_scale, &pp->oversub_efficiency};
+    for (size_t k = 0; k < sizeof costs / sizeof costs[0]; k++) {
+        const size_t off = (size_t)((const char *)costs[k] - (const char *)pp);
+        for (int i = 0; i < n; i++) v[i] = *(const double *)((const char *)&ps[i].pipeline + off);
+        *costs[k] = dlp_stats_median_f64(v, (size_t)n);
+    }
+    for (int s = 0; s < pp->nscaling; s++) {
+        int m = 0;
+        double rr[DLP_PROBE_MAX_REPEAT];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < ps[i].pipeline.nscaling; j++)
+                if (ps[i].pipeline.scaling[j].threads == pp->scaling[s].threads) {
+                    v[m] = ps[i].pipeline.scaling[j].efficiency;
+                    rr[m++] = pp->scaling[s].threads == 1 ? r1[i] : ra[i];
+                    break;
+                }
+        if (m < n) unmatched++;
+        double e = merged(v, rr, pp->scaling[s].threads == 1 ? R1 : R, 1, m);
+        pp->scaling[s].efficiency = e > 1.5 ? 1.5 : e < 0.01 ? 0.01 : e;
+        pp->scaling[s].speed_rel = 1;
+    }
+    // each device's rows: the same row (task, precision, threads, model, size) of every probe
+    for (int d = 0; d < out->ndevices; d++) {
+        dlp_device_profile *dev = &out->devices[d];
+        for (int k = 0; k < dev->nrates; k++) {
+            dlp_rate *row = &dev->rates[k];
+            double t0[DLP_PROBE_MAX_REPEAT], pi[DLP_PROBE_MAX_REPEAT], up[DLP_PROBE_MAX_REPEAT], rr[DLP_PROBE_MAX_REPEAT];
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                const dlp_device_profile *di = dlp_profile_find_device(&ps[i], dev->name);
+                for (int j = 0; di && j < di->nrates; j++) {
+                    const dlp_rate *q = &di->rates[j];
+                    if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
+                        q->size == row->size && strcmp(q->model, row->model) == 0) {
+                        t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
+                        rr[m++] = row->threads == 1 ? r1[i] : ra[i];
+                        break;
+                    }
+                }
+            }
+            if (m < n) unmatched++;
+            if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
+                const double Rr = row->threads == 1 ? R1 : R;
+                row->t0_s = merged(t0, rr, Rr, 0, m);
+                row->per_image_s = merged(pi, rr, Rr, 0, m);
+                row->update_s = merged(up, rr, Rr, 0, m);
+                row->speed_rel = 1;
+            }
+        }
+        for (int k = 0; k < dev->ncontention; k++) {
+            dlp_contention_point *pt = &dev->contention[k];
+            double cs[DLP_PROBE_MAX_REPEAT], ls[DLP_PROBE_MAX_REPEAT];
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                const dlp_device_profile *di = dlp_profile_find_device(&ps[i], dev->name);
+                const dlp_contention_point *q = di ? dlp_device_find_contention(di, pt->threads, pt->workers) : NULL;
+                if (q && q->threads == pt->threads && q->workers == pt->workers) {
+                    cs[m] = q->compute_share;
+                    ls[m++] = q->loader_share;
+                }
+            }
+            if (m) {
+                pt->compute_share = dlp_stats_median_f64(cs, (size_t)m);
+                pt->loader_share = dlp_stats_median_f64(ls, (size_t)m);
+            }
+        }
+    }
+    size_t nn = strlen(out->notes);
+    snprintf(out->notes + nn, sizeof out->notes - nn, "%smedian of %d probes at their pooled median speed", nn ? "; " : "",
+             n);
+    if (summary) {
+        json_t *a = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(a, json_real(ra[i]));
+        *summary = json_pack("{s:i, s:f, s:f, s:o, s:i}", "probes", n, "reference_gflops", R,
+                             "reference_one_thread_gflops", R1, "references_gflops", a, "rows_missing_in_some", unmatched);
+    }
+    return dlp_profile_validate(out, "merged profile");
+}
