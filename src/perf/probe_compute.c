@@ -120,18 +120,12 @@ static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double 
     return DLP_OK;
 }
 
-// measure_once, again (up to DLP_PROBE_TRIES) while other processes disturbed it: the least disturbed try.
+// measure_once for the contention part: its shares compare rates at the canary's speed around each (contend), so
+// other processes' load is no reason to measure again (on a shared VM it never stops; the retries cost minutes).
 static dlp_status measure(dlp_probe_ctx *c, probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+    (void)c;
     DLP_CHECK(measure_once(p, warmup, min_steps, min_s, m));
-    int tries = 1;
-    while (tries < DLP_PROBE_TRIES && m->other_cores > DLP_PROBE_DISTURBED_CORES) {
-        dlp_probe_retry_wait(c);
-        step_meas again;
-        DLP_CHECK(measure_once(p, 0, min_steps, min_s, &again));
-        tries++;
-        if (!(again.other_cores >= m->other_cores)) *m = again;
-    }
-    m->tries = tries;
+    m->tries = 1;
     return DLP_OK;
 }
 

@@ -38,10 +38,10 @@ typedef struct dlp_probe_ctx {
 
 // --- the machine's speed around each timed row (probe_speed.c) --------------------------------------------------
 // A row is stable when every canary reading around it (before, between its points, after) lies within
-// DLP_PROBE_SPEED_BAND of their median; an unstable row is measured again, up to DLP_PROBE_SPEED_TRIES times, and the
+// DLP_PROBE_SPEED_BAND of their median; an unstable row is measured again (DLP_PROBE_SPEED_TRIES tries in all), and the
 // steadiest try is kept (named in the profile's notes when none was stable).
 #define DLP_PROBE_SPEED_BAND 0.05
-#define DLP_PROBE_SPEED_TRIES 3
+#define DLP_PROBE_SPEED_TRIES 2
 #define DLP_PROBE_CANARY_S 0.12
 // One canary reading (DLP_PROBE_CANARY_S) on `threads` threads (1: one thread; else every allowed CPU), recorded in
 // the probe's distribution. GFLOP/s.

@@ -372,9 +372,10 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
     for (int k = 1; k <= T && nw < DLP_DATA_BENCH_MAX_RUNS - 2; k++) wl[nw++] = k;
     wl[nw++] = T + 1;
     if (2 * T > T + 1) wl[nw++] = 2 * T;
-    // Median of 7 passes here (a pass lasts about half a second at two threads): every pipeline-bound prediction
-    // with that many threads rests on these rates, and a virtual machine's cores dip for a second now and then.
-    const int repeat_scaling = c->cfg->quick ? 1 : 7;
+    // Median of 3 passes here (a pass lasts about half a second at two threads on a quiet machine): every
+    // pipeline-bound prediction with that many threads rests on these rates. A virtual machine's dips are what the
+    // canary around each measurement is for (probe_speed.c): 7 passes cost minutes on a busy VM for no better rate.
+    const int repeat_scaling = c->cfg->quick ? 1 : 3;
     dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], r->nf,
                   repeat_scaling);
     dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
