@@ -163,19 +163,23 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     // while the cores' speed moved more than the band around it (the steadiest try kept).
     const int tries_max = quick ? 2 : DLP_PROBE_SPEED_TRIES;
     int tries = 0;
-    while (tries < tries_max && best_spread > 2 * DLP_PROBE_SPEED_BAND) {
+    double try_s = 0;
+    // A try that took over 30 s (a big model on a busy machine) is not repeated: the second try would double the
+    // probe for a row whose speed is known from its readings anyway (it is named if they moved).
+    while (tries < tries_max && best_spread > 2 * DLP_PROBE_SPEED_BAND && try_s < 30) {
+        const int64_t t_try = dlp_now_ns();
         step_meas tm[8];
         spd[0] = dlp_probe_speed(c, threads);
         for (int i = 0; i < nb; i++) {
             probe_plan pp;
             DLP_CHECK(plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp));
-            dlp_status st = measure_once(&pp, dlp_backend_get_caps(ops)->reference ? 1 : 2, quick ? 2 : 3,
-                                         quick ? 1.0 : 2.0, &tm[i]);
+            dlp_status st = measure_once(&pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &tm[i]);
             plan_close(&pp);
             DLP_CHECK(st);
             spd[i + 1] = dlp_probe_speed(c, threads);
         }
         tries++;
+        try_s = dlp_ns_to_s(dlp_now_ns() - t_try);
         const double sp = dlp_probe_speed_spread(spd, nb + 1);
         if (sp < best_spread || tries == 1) {
             best_spread = sp;
@@ -339,14 +343,14 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     // The canary before compute alone, between, and after the shared part: each rate at the speed around it, so a
     // share compares one machine (the loader alone: its own readings).
     sp[0] = dlp_probe_speed(c, 0);
-    dlp_status st = measure(c, &pp, quick ? 1 : 2, quick ? 2 : 4, quick ? 1.0 : 3.0, &alone);
+    dlp_status st = measure(c, &pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &alone);
     sp[1] = dlp_probe_speed(c, 0);
     dlp_probe_bg *bg = NULL;
     if (st == DLP_OK) st = dlp_probe_bg_start(c, size, workers, &bg);
     double xl_shared = 0;
     if (st == DLP_OK) {
         int64_t i0 = dlp_probe_bg_images(bg), t0 = dlp_now_ns();
-        st = measure(c, &pp, 0, quick ? 2 : 4, quick ? 1.0 : 3.0, &shared);
+        st = measure(c, &pp, 0, quick ? 2 : 3, quick ? 1.0 : 2.0, &shared);
         double s = dlp_ns_to_s(dlp_now_ns() - t0);
         xl_shared = s > 0 ? (double)(dlp_probe_bg_images(bg) - i0) / s : 0;
     }
@@ -398,7 +402,7 @@ dlp_status dlp_probe_contention(dlp_probe_ctx *c) {
     for (int it = 0; it < ntl; it++)
         for (int w = 1; w <= T && dev->ncontention < DLP_DEVICE_MAX_CONTENTION; w++) {
             if (tl[it] == 1 && w > 1 && T > 1) break;  // one compute thread: one loader thread on the free core
-            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), c->cfg->quick ? 16 : 32, tl[it], w,
+            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), 16, tl[it], w,
                               &dev->contention[dev->ncontention], arr));
             dev->ncontention++;
         }
