@@ -86,6 +86,8 @@ typedef struct dlp_validate_row {
     int runs;                      // runs made (1 + retries while disturbed)
     double speed;                  // the cores' speed around the run over the profile's (hw/canary; NAN: unknown)
     double speed_drift;            // |after - before| / their mean: how much the speed moved during the run (NAN)
+    double speed_one;              // one loader thread feeding a device off the host's cores: the one-thread canary
+                                   // around the run over the profile's (the prediction at speed uses it; NAN: not)
     double steal;                  // share of the CPUs' time stolen by the hypervisor during the run (NAN: unknown)
     double ape;
     // The prediction at the speed the run saw (the profile's CPU-side timings scaled by `speed`, hw/profile

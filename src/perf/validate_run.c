@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "backend/backend.h"
 #include "hw/canary.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
@@ -281,7 +282,7 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
     dlp_prediction *pr = malloc(sizeof *pr);
     if (p && pr) {
         *p = *vc->profile;
-        dlp_profile_at_speed(p, row->speed);
+        dlp_profile_at_speed(p, isfinite(row->speed_one) && row->speed_one > 0 ? row->speed_one : row->speed);
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;
         if (dlp_validate_predict(&v2, c, pr) == DLP_OK) {
@@ -298,10 +299,19 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
 // the steal time over it.
 static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
     const double c0 = vc->canary_base_gflops > 0 ? dlp_host_canary_gflops(0.3) : 0;
+    // One loader thread feeding a device that does not compute on the host: that thread's speed is what moves the
+    // run, so the one-thread canary too (when the profile has its reference).
+    const int one = vc->at_speed && vc->profile->host.canary1_gflops > 0 && c->workers == 1 &&
+                    dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU;
+    const double o0 = one ? dlp_host_canary_gflops_on(0.15, 1) : 0;
     dlp_cpu_ticks t0, t1;
     const int has_ticks = dlp_host_cpu_ticks(&t0);
     run_once(vc, c, row);
-    row->speed = row->speed_drift = row->steal = NAN;
+    row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
+    if (o0 > 0) {
+        const double o1 = dlp_host_canary_gflops_on(0.15, 1);
+        if (o1 > 0) row->speed_one = 0.5 * (o0 + o1) / vc->profile->host.canary1_gflops;
+    }
     if (has_ticks && dlp_host_cpu_ticks(&t1)) row->steal = dlp_steal_fraction(&t0, &t1);
     if (c0 > 0) {
         const double c1 = dlp_host_canary_gflops(0.3);
