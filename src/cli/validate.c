@@ -76,6 +76,10 @@ static void print_summary(const dlp_validate_sweep *sw) {
                "GFLOP/s, steal %.1f%% of the CPUs' time): the model's error with the host's drift taken out\n",
                100 * sw->mape_at_speed, sw->nspeed, sw->speed_min, sw->speed_max, sw->prof->host.canary_gflops,
                isfinite(sw->steal_mean) ? 100 * sw->steal_mean : 0);
+    if (sw->prof2)
+        printf("the same runs from --also-profile (speed %.1f GFLOP/s as probed): MAPE %.1f%% at its probed speed, "
+               "%.1f%% at the speed each run saw\n", sw->prof2->host.canary_gflops, 100 * sw->mape2,
+               100 * sw->mape2_speed);
     for (int i = 0; i < sw->nsc; i++)
         printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", sw->rows[sw->sc[i].ranks_row].label,
                sw->rows[sw->sc[i].single_row].label, sw->sc[i].predicted_ratio, sw->sc[i].measured_ratio,
@@ -91,12 +95,13 @@ static void print_summary(const dlp_validate_sweep *sw) {
 }
 
 int dlp_cli_validate(int argc, char **argv) {
-    const char *profile_path, *configs_path, *data, *json_path, *catalog_dir, *save_profile;
+    const char *profile_path, *configs_path, *data, *json_path, *catalog_dir, *save_profile, *also_profile;
     int quick, steps, list, retries, published;
     double seconds, max_seconds;
     int64_t seed;
     dlp_opt opts[] = {
         {"profile", 0, DLP_OPT_STR, &profile_path, NULL, "FILE", "the machine profile (dlperf probe); none: probe first (--quick)", NULL, 0},
+        {"also-profile", 0, DLP_OPT_STR, &also_profile, NULL, "FILE", "predict every run from this profile too (at its probed speed and at the run's): two probes of one machine on the same runs", NULL, 0},
         {"configs", 0, DLP_OPT_STR, &configs_path, NULL, "FILE", "a JSON list of configurations (default: the built-in sweep)", NULL, 0},
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "the training set every run reads", NULL, 0},
         {"quick", 0, DLP_OPT_FLAG, &quick, NULL, NULL, "the built-in sweep's short version (and a quick probe)", NULL, 0},
@@ -128,7 +133,7 @@ int dlp_cli_validate(int argc, char **argv) {
 
     dlp_validate_sweep_req req = {
         .configs_path = configs_path, .quick = quick, .data = data, .catalog_dir = catalog_dir,
-        .profile_path = profile_path, .save_profile = save_profile, .steps = steps, .retries = retries,
+        .profile_path = profile_path, .save_profile = save_profile, .also_profile_path = also_profile, .steps = steps, .retries = retries,
         .seconds = seconds, .max_seconds = max_seconds, .seed = (uint64_t)seed, .progress = progress,
     };
     dlp_validate_sweep sw;

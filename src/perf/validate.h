@@ -139,6 +139,11 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
 // How far a run was from the machine the profile describes, in units of the tolerances (<= 1: as probed): other
 // processes' load over disturbed_cores, and |speed - 1| over speed_tolerance, whichever is larger (0: unknown).
 double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_row *r);
+// A run of *row predicted from another profile (vc2->profile): at that profile's probed speed (*pred) and at the
+// speed the run saw (*pred_speed; the row's canary readings in GFLOP/s, ref_gflops and ref1_gflops the references
+// of the profile the row was run against). NAN when unknown.
+void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
+                                double ref1_gflops, double *pred, double *pred_speed);
 // Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
 void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
 

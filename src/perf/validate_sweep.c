@@ -95,6 +95,14 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
     int skipped = 0;
     DLP_CHECK(dlp_dataset_stats_of(sw->ds, 0, 20000, sw->stats, &skipped));
     DLP_CHECK(load_machine(req, sw));
+    if (req->also_profile_path) {
+        sw->prof2 = malloc(sizeof *sw->prof2);
+        sw->pred2 = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2);
+        sw->pred2_speed = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_speed);
+        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        DLP_CHECK(dlp_profile_read(req->also_profile_path, sw->prof2));
+        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = NAN;
+    }
 
     dlp_validate_cfg *vc = &sw->vc;
     dlp_validate_cfg_init(vc);
@@ -124,6 +132,13 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
 void dlp_validate_sweep_run(dlp_validate_sweep *sw, int i) {
     dlp_validate_run_config(&sw->vc, &sw->cfgs[i], &sw->rows[i]);
     sw->ape[i] = sw->rows[i].ok ? sw->rows[i].ape : NAN;
+    if (sw->prof2) {
+        dlp_validate_cfg v2 = sw->vc;
+        v2.profile = sw->prof2;
+        v2.canary_base_gflops = sw->prof2->host.canary_gflops;
+        dlp_validate_predict_other(&v2, &sw->rows[i], sw->prof->host.canary_gflops, sw->prof->host.canary1_gflops,
+                                   &sw->pred2[i], &sw->pred2_speed[i]);
+    }
 }
 
 void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
@@ -164,6 +179,20 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
         if (!(spd[i] <= sw->speed_max)) sw->speed_max = spd[i];
     }
     free(ape_probed);
+    if (sw->prof2) {
+        double a[DLP_VALIDATE_MAX_CONFIGS], b[DLP_VALIDATE_MAX_CONFIGS];
+        sw->n2 = sw->n2_speed = 0;
+        for (int i = 0; i < n; i++) {
+            const dlp_validate_row *r = &sw->rows[i];
+            if (!r->ok) continue;
+            const double x = dlp_validate_ape(sw->pred2[i], r->measured_img_per_s);
+            const double y = dlp_validate_ape(sw->pred2_speed[i], r->measured_img_per_s);
+            if (isfinite(x)) a[sw->n2++] = x;
+            if (isfinite(y)) b[sw->n2_speed++] = y;
+        }
+        sw->mape2 = sw->n2 ? dlp_validate_mape(a, sw->n2) : NAN;
+        sw->mape2_speed = sw->n2_speed ? dlp_validate_mape(b, sw->n2_speed) : NAN;
+    }
     sw->nsc = dlp_validate_scaling_pairs(sw->rows, n, sw->sc, DLP_VALIDATE_MAX_CONFIGS);
 }
 
@@ -183,6 +212,17 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     json_object_set_new(res, "speed_min", dlp_json_real_or_null(sw->speed_min));
     json_object_set_new(res, "speed_max", dlp_json_real_or_null(sw->speed_max));
     json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(sw->rows, sw->sc, sw->nsc));
+    if (sw->prof2) {
+        json_t *o = json_object(), *pa = json_array();
+        for (int i = 0; i < sw->n; i++)
+            json_array_append_new(pa, json_pack("{s:o, s:o}", "predicted_img_per_s", dlp_json_real_or_null(sw->pred2[i]),
+                                                "predicted_at_speed_img_per_s", dlp_json_real_or_null(sw->pred2_speed[i])));
+        json_object_set_new(o, "machine", dlp_profile_to_json(sw->prof2));
+        json_object_set_new(o, "rows", pa);
+        json_object_set_new(o, "mape", dlp_json_real_or_null(sw->mape2));
+        json_object_set_new(o, "mape_at_speed", dlp_json_real_or_null(sw->mape2_speed));
+        json_object_set_new(res, "also_profile", o);
+    }
     json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
     json_object_set_new(res, "regime_agree", json_integer(sw->agree));
     json_object_set_new(res, "seconds", json_real(sw->seconds));
@@ -200,6 +240,9 @@ void dlp_validate_sweep_free(dlp_validate_sweep *sw) {
     free(sw->rows);
     free(sw->ape);
     free(sw->prof);
+    free(sw->prof2);
+    free(sw->pred2);
+    free(sw->pred2_speed);
     free(sw->stats);
     memset(sw, 0, sizeof *sw);
 }
