@@ -66,7 +66,11 @@ static void print_summary(const dlp_validate_sweep *sw) {
     else
         printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f "
                "minutes\n", 100 * sw->mape, sw->nfinite, n - sw->nok, sw->agree, sw->nok, sw->seconds / 60);
-    if (sw->nfinite > 0 && sw->nprobed < sw->nfinite)
+    if (sw->nfinite > 0 && sw->nprobed < sw->nfinite && sw->vc.at_speed)
+        printf("MAPE %.1f%% over the %d configuration(s) whose speed held still (moved less than %.0f%% during the "
+               "run); the speed of the other %d moved more\n", 100 * sw->mape_probed, sw->nprobed,
+               100 * sw->vc.speed_tolerance, sw->nfinite - sw->nprobed);
+    else if (sw->nfinite > 0 && sw->nprobed < sw->nfinite)
         printf("MAPE %.1f%% over the %d configuration(s) that ran on the machine as probed (other <= %.1f cores, speed "
                "within %.0f%%); the other %d ran on a busier, slower or faster machine than the profile describes\n",
                100 * sw->mape_probed, sw->nprobed, sw->vc.disturbed_cores, 100 * sw->vc.speed_tolerance,
