@@ -1,10 +1,11 @@
 // perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics (defined in
 // probe_util.c, so the parts depend on it and not on the driver probe.c) — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
-// probe_loop.c, probe_cuda.c, probe_interconnect.c).
+// probe_loop.c, probe_cuda.c, probe_interconnect.c), and the machine's speed around each timed row (probe_speed.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
-//          dlp_probe_fit_json.
+//          dlp_probe_fit_json, dlp_probe_speed (spread, mean), dlp_probe_norm_add, dlp_probe_normalise,
+//          DLP_PROBE_SPEED_BAND, DLP_PROBE_SPEED_TRIES, DLP_PROBE_CANARY_S.
 #ifndef DLP_PERF_PROBE_IMPL_H
 #define DLP_PERF_PROBE_IMPL_H
 #include <jansson.h>

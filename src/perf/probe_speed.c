@@ -106,7 +106,7 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     json_object_set_new(o, "readings_gflops", ra);
     json_object_set_new(o, "readings_one_thread_gflops", r1);
     json_t *rows = json_array();
-    char unstable[400] = "";
+    char unstable[2048] = "";
     int nun = 0;
     for (int i = 0; i < c->nnorms; i++) {
         dlp_probe_norm *n = &c->norms[i];
