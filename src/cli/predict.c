@@ -477,8 +477,8 @@ static dlp_status print_speed_band(const opts_t *op, const dlp_profile *p, const
         sp = strcmp(op->speed, "now") == 0 ? dlp_host_canary_gflops(0.3) : strtod(op->speed, &end);
         if (end && (*end || end == op->speed)) sp = NAN;
         if (!(sp > 0))
-            return DLP_ERR(DLP_ERR_INVALID, "predict --speed '%s': a speed in GFLOP/s (the canary's, as validate "
-                           "prints it) or 'now'", op->speed);
+            return DLP_ERR(DLP_ERR_INVALID, "predict --speed '%s': a speed in GFLOP/s (the canary's: validate's "
+                           "speed x the profile's host.canary_gflops) or 'now'", op->speed);
         const double at = predict_at(p, d, w, sp / ref);
         printf("at %.1f GFLOP/s (%.2f x the probed speed): %.1f img/s\n", sp, sp / ref, at);
         json_object_set_new(e, "at_speed", json_pack("{s:f, s:f}", "speed_gflops", sp, "img_per_s", at));
@@ -528,7 +528,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
         {"stack", 0, DLP_OPT_STR, &op.stack, NULL, "NAME", "software stack the GPU is modelled with (dle-pytorch, dle-mxnet, lambda-pytorch, mlperf; default: the system's, else " DLP_GM_DEFAULT_STACK ")", NULL, 0},
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
-        {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores (a run's canary, as validate prints it; now: measured here)", NULL, 0},
+        {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores in GFLOP/s (the canary around a run: validate's speed x the profile's host.canary_gflops; now: measured here)", NULL, 0},
         {"measured", 0, DLP_OPT_DOUBLE, &op.measured, "0", NULL, "a run's img/s: its error against the prediction at the probed speed and at --speed", NULL, 0},
         {0},
     };
