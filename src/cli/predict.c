@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "hw/host.h"
 #include "core/opts.h"
+#include "hw/canary.h"
 #include "hw/catalog.h"
 #include "hw/gpumodel.h"
 #include "perf/cost.h"
@@ -24,6 +25,8 @@ typedef struct {
     double price, power, usd_h;
     double net_gbit, net_latency_us;  // nodes > 1: the link between nodes (perf/model_net)
     const char *net_bench;
+    const char *speed;   // --speed: GFLOP/s of the cores during a run (hw/canary) or "now" (measured here)
+    double measured;     // --measured: the run's img/s, compared with the prediction at both speeds
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -224,6 +227,69 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
            "%s rates\n", cp->lifetime_years, 100 * cp->utilization, cp->usd_per_kwh, cp->alt_rate ? "capacity-block" : "on-demand");
 }
 
+// A measured profile's speed (host.canary_*, a normalised probe): the prediction at another speed of the cores
+// (rel = that speed / the profile's reference), its CPU-side timings scaled (hw/profile dlp_profile_at_speed).
+static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
+    dlp_profile *p2 = malloc(sizeof *p2);
+    dlp_device_profile *d2 = malloc(sizeof *d2);
+    dlp_prediction *o2 = malloc(sizeof *o2);
+    double r = NAN;
+    if (p2 && d2 && o2) {
+        *p2 = *p;
+        *d2 = *d;
+        dlp_profile_at_speed(p2, rel);
+        dlp_device_at_speed(d2, rel);
+        if (dlp_predict(p2, d2, w, o2) == DLP_OK) r = o2->cluster_img_per_s;
+        dlp_err_clear();
+    }
+    free(p2);
+    free(d2);
+    free(o2);
+    return r;
+}
+
+// The band the machine's speed while probed puts around the prediction (p10..p90 of the probe's canary readings),
+// and with --speed / --measured the prediction at a run's speed against what the run measured (both figures).
+static dlp_status print_speed_band(const opts_t *op, const dlp_profile *p, const dlp_device_profile *d,
+                                   const dlp_workload *w, const dlp_prediction *o, json_t *e) {
+    const dlp_host_profile *h = &p->host;
+    const double ref = h->canary_gflops;
+    if (op->speed && !(ref > 0))
+        return DLP_ERR(DLP_ERR_INVALID, "predict --speed: the profile states no speed (probe it again with this "
+                       "dlperf: host.canary_gflops)");
+    if (!(ref > 0) || !(h->canary_p10_gflops > 0)) {
+        if (op->measured > 0)
+            printf("measured %.1f img/s: %+.1f%% against the prediction\n", op->measured,
+                   100 * (o->cluster_img_per_s / op->measured - 1));
+        return DLP_OK;
+    }
+    const double lo = predict_at(p, d, w, h->canary_p10_gflops / ref), hi = predict_at(p, d, w, h->canary_p90_gflops / ref);
+    printf("on this machine, between %.1f and %.1f img/s (the cores' speed while probed: p10 %.1f, median %.1f, p90 "
+           "%.1f GFLOP/s over %d readings)\n", lo, hi, h->canary_p10_gflops, ref, h->canary_p90_gflops, h->canary_samples);
+    json_object_set_new(e, "band", json_pack("{s:f, s:f, s:f, s:f}", "img_per_s_lo", lo, "img_per_s_hi", hi,
+                                             "speed_lo_gflops", h->canary_p10_gflops, "speed_hi_gflops",
+                                             h->canary_p90_gflops));
+    double sp = NAN;
+    if (op->speed) {
+        char *end = NULL;
+        sp = strcmp(op->speed, "now") == 0 ? dlp_host_canary_gflops(0.3) : strtod(op->speed, &end);
+        if (end && (*end || end == op->speed)) sp = NAN;
+        if (!(sp > 0))
+            return DLP_ERR(DLP_ERR_INVALID, "predict --speed '%s': a speed in GFLOP/s (the canary's: validate's "
+                           "speed x the profile's host.canary_gflops) or 'now'", op->speed);
+        const double at = predict_at(p, d, w, sp / ref);
+        printf("at %.1f GFLOP/s (%.2f x the probed speed): %.1f img/s\n", sp, sp / ref, at);
+        json_object_set_new(e, "at_speed", json_pack("{s:f, s:f}", "speed_gflops", sp, "img_per_s", at));
+        if (op->measured > 0)
+            printf("measured %.1f img/s: %+.1f%% against the prediction at the probed speed, %+.1f%% at the run's "
+                   "speed\n", op->measured, 100 * (o->cluster_img_per_s / op->measured - 1), 100 * (at / op->measured - 1));
+    } else if (op->measured > 0) {
+        printf("measured %.1f img/s: %+.1f%% against the prediction (give --speed to compare at the run's speed)\n",
+               op->measured, 100 * (o->cluster_img_per_s / op->measured - 1));
+    }
+    return DLP_OK;
+}
+
 int dlp_cli_predict(int argc, char **argv) {
     opts_t op;
     memset(&op, 0, sizeof op);
@@ -261,6 +327,8 @@ int dlp_cli_predict(int argc, char **argv) {
         {"catalog", 0, DLP_OPT_STR, &op.catalog, NULL, "DIR", "catalog directory (default: found next to dlperf, or $DLPERF_CATALOG)", NULL, 0},
         {"stack", 0, DLP_OPT_STR, &op.stack, NULL, "NAME", "software stack the GPU is modelled with (dle-pytorch, dle-mxnet, lambda-pytorch, mlperf; default: the system's, else " DLP_GM_DEFAULT_STACK ")", NULL, 0},
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
+        {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores in GFLOP/s (the canary around a run: validate's speed x the profile's host.canary_gflops; now: measured here)", NULL, 0},
+        {"measured", 0, DLP_OPT_DOUBLE, &op.measured, "0", NULL, "a run's img/s: its error against the prediction at the probed speed and at --speed", NULL, 0},
         {0},
     };
     dlp_status st = dlp_cli_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"
@@ -334,6 +402,7 @@ int dlp_cli_predict(int argc, char **argv) {
             print_compare_row(p, d, o, &cost);
         } else {
             print_prediction(cat, p, d, &w, o, &cost, plain, stack, pub, e);
+            if (op.profile) st = print_speed_band(&op, p, d, &w, o, e);
         }
         json_object_set_new(e, "prediction", dlp_prediction_to_json(o));
         json_object_set_new(e, "cost", dlp_cost_to_json(&cost));

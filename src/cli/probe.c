@@ -2,9 +2,11 @@
 // and sim devices. Progress on stderr; the profile (with the measurements behind it under "probe") written
 // atomically to --out, never over an existing file.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/clock.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "core/opts.h"
@@ -42,9 +44,40 @@ static dlp_status parse_parts(const char *skip, unsigned *parts) {
     return DLP_OK;
 }
 
+// --repeat N: N probes, --pause apart, merged (perf/probe dlp_probe_merge); the details of each under "repeats".
+static dlp_status probe_repeated(const dlp_probe_cfg *cfg, int n, double pause_s, dlp_profile *out, json_t **details) {
+    if (n == 1) return dlp_probe_run(cfg, out, details);
+    dlp_profile *ps = calloc((size_t)n, sizeof *ps);
+    json_t *det[DLP_PROBE_MAX_REPEAT] = {0};
+    dlp_status st = ps ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n && st == DLP_OK; i++) {
+        if (i > 0 && pause_s > 0) {
+            fprintf(stderr, "probe: %d of %d done; the next in %.0f s\n", i, n, pause_s);
+            dlp_sleep_ns((int64_t)(pause_s * 1e9));
+        }
+        fprintf(stderr, "probe: %d of %d\n", i + 1, n);
+        st = dlp_probe_run(cfg, &ps[i], &det[i]);
+    }
+    json_t *summary = NULL;
+    if (st == DLP_OK) st = dlp_probe_merge(ps, det, n, out, &summary);
+    if (st == DLP_OK) {
+        *details = json_object();
+        json_t *a = json_array();
+        for (int i = 0; i < n; i++) json_array_append(a, det[i]);
+        json_object_set_new(*details, "repeats", a);
+        json_object_set_new(*details, "merged", summary);
+        fprintf(stderr, "probe: %d probes merged at their pooled median speed %.1f GFLOP/s (p10 %.1f, p90 %.1f)\n", n,
+                out->host.canary_gflops, out->host.canary_p10_gflops, out->host.canary_p90_gflops);
+    }
+    for (int i = 0; i < n; i++) json_decref(det[i]);
+    free(ps);
+    return st;
+}
+
 int dlp_cli_probe(int argc, char **argv) {
     const char *data, *device, *out, *skip, *models, *sizes, *hostfile, *mpirun;
-    int quick, threads;
+    int quick, threads, repeat;
+    double pause_s;
     int64_t seed;
     dlp_opt opts[] = {
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "dataset whose storage and images are measured", NULL, 0},
@@ -58,6 +91,8 @@ int dlp_cli_probe(int argc, char **argv) {
         {"seed", 0, DLP_OPT_I64, &seed, "1", "N", "seed of the crops, inputs and weights", NULL, 0},
         {"hostfile", 0, DLP_OPT_STR, &hostfile, NULL, "FILE", "also measure the network between these hosts (one rank each; docs/scale-out.md)", NULL, 0},
         {"mpirun", 0, DLP_OPT_STR, &mpirun, "mpirun", "CMD", "the launcher --hostfile runs under", NULL, 0},
+        {"repeat", 0, DLP_OPT_INT, &repeat, "1", "N", "probe N times (--pause apart) into one profile: each timed row the median at the pooled median speed, the speed's band over all of them", NULL, 0},
+        {"pause", 0, DLP_OPT_DOUBLE, &pause_s, "0", "S", "with --repeat: wait S seconds between the probes (an afternoon's variation)", NULL, 0},
         {0},
     };
     dlp_status st = dlp_cli_parse(
@@ -70,6 +105,9 @@ int dlp_cli_probe(int argc, char **argv) {
     if (!out) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--out FILE is required (the profile is written there; an "
                                                            "existing file is never overwritten)"));
     if (threads < 0) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--threads must be >= 0"));
+    if (repeat < 1 || repeat > DLP_PROBE_MAX_REPEAT || !(pause_s >= 0) || pause_s > 86400)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--repeat must be 1..%d and --pause 0..86400 s",
+                                    DLP_PROBE_MAX_REPEAT));
     if ((st = dlp_check_new_output(out, "--out"))) return dlp_cli_fail(st);
     dlp_probe_cfg cfg;
     dlp_probe_cfg_init(&cfg);
@@ -86,7 +124,7 @@ int dlp_cli_probe(int argc, char **argv) {
     if ((st = parse_parts(skip, &cfg.parts))) return dlp_cli_fail(st);
     dlp_profile p;
     json_t *details = NULL;
-    if ((st = dlp_probe_run(&cfg, &p, &details))) return dlp_cli_fail(st);
+    if ((st = probe_repeated(&cfg, repeat, pause_s, &p, &details))) return dlp_cli_fail(st);
     // The loader's modelled cost per image at 224 px on one thread (every fitted term, the loader's scale), as the
     // pipeline probe computed it for the dataset's files; "not measured" when that part was skipped.
     const json_t *pd = json_object_get(details, "pipeline");

@@ -30,10 +30,12 @@ static void print_row(int i, const dlp_validate_row *r) {
         char other[24] = "-";
         if (isfinite(r->other_load_cores))
             snprintf(other, sizeof other, r->runs > 1 ? "%.2f/%d" : "%.2f", r->other_load_cores, r->runs);
-        char speed[16] = "-";
+        char speed[16] = "-", at[40] = "";
         if (isfinite(r->speed)) snprintf(speed, sizeof speed, "%.2f", r->speed);
-        printf("%3d  %-52s %-18s %9.1f %9.1f %6.1f%% %6s %5s%s\n", i + 1, r->label, reg, r->predicted_img_per_s,
-               r->measured_img_per_s, 100 * r->ape, other, speed,
+        if (isfinite(r->ape_at_speed))
+            snprintf(at, sizeof at, " %9.1f %6.1f%%", r->predicted_at_speed_img_per_s, 100 * r->ape_at_speed);
+        printf("%3d  %-52s %-18s %9.1f %9.1f %6.1f%% %6s %5s%s%s\n", i + 1, r->label, reg, r->predicted_img_per_s,
+               r->measured_img_per_s, 100 * r->ape, other, speed, at,
                strcmp(r->predicted_regime, r->observed_regime) != 0 ? "  (regime differs)" : "");
     }
     fflush(stdout);
@@ -64,18 +66,32 @@ static void print_summary(const dlp_validate_sweep *sw) {
     else
         printf("MAPE %.1f%% over %d configuration(s) (%d failed); regime predicted = observed in %d of %d; %.1f "
                "minutes\n", 100 * sw->mape, sw->nfinite, n - sw->nok, sw->agree, sw->nok, sw->seconds / 60);
-    if (sw->nfinite > 0 && sw->nprobed < sw->nfinite)
+    if (sw->nfinite > 0 && sw->nprobed < sw->nfinite && sw->vc.at_speed)
+        printf("MAPE %.1f%% over the %d configuration(s) whose speed held still (moved less than %.0f%% during the "
+               "run); the speed of the other %d moved more\n", 100 * sw->mape_probed, sw->nprobed,
+               100 * sw->vc.speed_tolerance, sw->nfinite - sw->nprobed);
+    else if (sw->nfinite > 0 && sw->nprobed < sw->nfinite)
         printf("MAPE %.1f%% over the %d configuration(s) that ran on the machine as probed (other <= %.1f cores, speed "
                "within %.0f%%); the other %d ran on a busier, slower or faster machine than the profile describes\n",
                100 * sw->mape_probed, sw->nprobed, sw->vc.disturbed_cores, 100 * sw->vc.speed_tolerance,
                sw->nfinite - sw->nprobed);
+    if (sw->nspeed > 0)
+        printf("MAPE %.1f%% at the speed each run saw (%d configuration(s); speed %.2f-%.2f of the profile's %.1f "
+               "GFLOP/s, steal %.1f%% of the CPUs' time): the model's error with the host's drift taken out\n",
+               100 * sw->mape_at_speed, sw->nspeed, sw->speed_min, sw->speed_max, sw->prof->host.canary_gflops,
+               isfinite(sw->steal_mean) ? 100 * sw->steal_mean : 0);
+    if (sw->prof2)
+        printf("the same runs from --also-profile (speed %.1f GFLOP/s as probed): MAPE %.1f%% at its probed speed, "
+               "%.1f%% at the speed each run saw\n", sw->prof2->host.canary_gflops, 100 * sw->mape2,
+               100 * sw->mape2_speed);
     for (int i = 0; i < sw->nsc; i++)
         printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", sw->rows[sw->sc[i].ranks_row].label,
                sw->rows[sw->sc[i].single_row].label, sw->sc[i].predicted_ratio, sw->sc[i].measured_ratio,
                100 * sw->sc[i].ape);
     printf("(img/s: predicted from the profile alone, measured as the median of the steady windows; other: cores busy "
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs; "
-           "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine)\n");
+           "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine; at speed: "
+           "the prediction at that speed and its error)\n");
     if (sw->busy)
         printf("warning: %d of %d configurations ran while other processes kept more than 0.2 cores busy: their errors "
                "measure the machine's load as much as the model (and so does the profile if it was probed so); run "
@@ -83,12 +99,13 @@ static void print_summary(const dlp_validate_sweep *sw) {
 }
 
 int dlp_cli_validate(int argc, char **argv) {
-    const char *profile_path, *configs_path, *data, *json_path, *catalog_dir, *save_profile;
+    const char *profile_path, *configs_path, *data, *json_path, *catalog_dir, *save_profile, *also_profile;
     int quick, steps, list, retries, published;
     double seconds, max_seconds;
     int64_t seed;
     dlp_opt opts[] = {
         {"profile", 0, DLP_OPT_STR, &profile_path, NULL, "FILE", "the machine profile (dlperf probe); none: probe first (--quick)", NULL, 0},
+        {"also-profile", 0, DLP_OPT_STR, &also_profile, NULL, "FILE", "predict every run from this profile too (at its probed speed and at the run's): two probes of one machine on the same runs", NULL, 0},
         {"configs", 0, DLP_OPT_STR, &configs_path, NULL, "FILE", "a JSON list of configurations (default: the built-in sweep)", NULL, 0},
         {"data", 'd', DLP_OPT_STR, &data, "synthetic", "DIR", "the training set every run reads", NULL, 0},
         {"quick", 0, DLP_OPT_FLAG, &quick, NULL, NULL, "the built-in sweep's short version (and a quick probe)", NULL, 0},
@@ -119,7 +136,7 @@ int dlp_cli_validate(int argc, char **argv) {
 
     dlp_validate_sweep_req req = {
         .configs_path = configs_path, .quick = quick, .data = data, .catalog_dir = catalog_dir,
-        .profile_path = profile_path, .save_profile = save_profile, .steps = steps, .retries = retries,
+        .profile_path = profile_path, .save_profile = save_profile, .also_profile_path = also_profile, .steps = steps, .retries = retries,
         .seconds = seconds, .max_seconds = max_seconds, .seed = (uint64_t)seed, .progress = progress,
     };
     dlp_validate_sweep sw;
@@ -134,8 +151,8 @@ int dlp_cli_validate(int argc, char **argv) {
             "the ring held), then is measured for >= %d steps and >= %.0f s (at most %.0f s; cold runs end with their "
             "first epoch): about %.0f-%.0f minutes in all\n", n, sw.where, (long long)sw.ds->n, steps, seconds,
             max_seconds, n * (seconds + 4) / 60, n * (max_seconds + 8) / 60);
-    printf("%3s  %-52s %-18s %9s %9s %7s %6s %5s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
-           "APE", "other", "speed");
+    printf("%3s  %-52s %-18s %9s %9s %7s %6s %5s%s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
+           "APE", "other", "speed", sw.vc.at_speed ? "  at speed    APE" : "");
     int64_t t0 = dlp_now_ns();
     for (int i = 0; i < n; i++) {
         fprintf(stderr, "validate: [%d/%d] %s\n", i + 1, n, sw.cfgs[i].name[0] ? sw.cfgs[i].name : sw.cfgs[i].device);

@@ -5,7 +5,9 @@
 #pragma GCC optimize("O3")
 #include "hw/canary.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/clock.h"
@@ -37,8 +39,11 @@ static void *canary_thread(void *p) {
     return NULL;
 }
 
-double dlp_host_canary_gflops(double seconds) {
-    int n = dlp_host_cpus_allowed();
+double dlp_host_canary_gflops(double seconds) { return dlp_host_canary_gflops_on(seconds, 0); }
+
+double dlp_host_canary_gflops_on(double seconds, int threads) {
+    int n = threads > 0 ? threads : dlp_host_cpus_allowed();
+    if (n < 1) n = 1;
     if (n > 256) n = 256;
     canary_arg *a = calloc((size_t)n, sizeof *a);
     pthread_t *t = calloc((size_t)n, sizeof *t);
@@ -63,4 +68,24 @@ double dlp_host_canary_gflops(double seconds) {
     free(a);
     free(t);
     return started > 0 && wall > 0 ? flop / wall / 1e9 : 0;
+}
+
+int dlp_host_cpu_ticks(dlp_cpu_ticks *out) {
+    out->steal = out->total = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    unsigned long long v[10] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6], &v[7], &v[8], &v[9]);
+    fclose(f);
+    if (n < 8) return 0;
+    // user nice system idle iowait irq softirq steal [guest guest_nice: already inside user and nice]
+    for (int i = 0; i < 8; i++) out->total += v[i];
+    out->steal = v[7];
+    return 1;
+}
+
+double dlp_steal_fraction(const dlp_cpu_ticks *a, const dlp_cpu_ticks *b) {
+    if (!a->total || b->total <= a->total || b->steal < a->steal) return NAN;
+    return (double)(b->steal - a->steal) / (double)(b->total - a->total);
 }

@@ -185,6 +185,7 @@ static const dlp_field_def k_scaling_fields[] = {
     {SCALE_F(threads, DLP_FT_INT, 0), .min = 1, .max = 4096},
     // rate at `threads` / (threads x the single-thread rate)
     {SCALE_F(efficiency, DLP_FT_NUM, DLP_FF_POS | DLP_FF_RANGE), .lo = 0.01, .hi = 1.5},
+    {SCALE_F(speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1000},  // probe: speed measured at
     {0}};
 
 // An optional array of measured points (absent or null: none), at most max of them.
@@ -284,6 +285,7 @@ static const dlp_field_def k_rate_fields[] = {
     {RATE_F(cores_busy, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},
     {RATE_F(estimate, DLP_FT_BOOL, 0)},
     {RATE_F(basis, DLP_FT_STR, DLP_FF_OPT)},
+    {RATE_F(speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1000},  // probe: speed measured at
     {0}};
 
 #define CONT_F(m, t, fl) DLP_FIELD(dlp_contention_point, m, t, fl)
@@ -427,6 +429,12 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(loop_overhead_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},      // per training step
     {HOST_F(wake_latency_busy_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 3600},  // per device op, every core busy
     {HOST_F(canary_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG), .max = 1e9},  // the cores' speed while probed
+    // its distribution over the probe's readings, one thread's, the steal time (absent in older profiles)
+    {HOST_F(canary_p10_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
+    {HOST_F(canary_p90_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
+    {HOST_F(canary_samples, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 1 << 20},
+    {HOST_F(canary1_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
+    {HOST_F(steal_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE | DLP_FF_OMIT0), .lo = 0, .hi = 1},
     {0}};
 
 #define STOR_F(m, t, fl) DLP_FIELD(dlp_storage_profile, m, t, fl)
@@ -568,4 +576,29 @@ const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const ch
     for (int i = 0; i < p->ndevices; i++)
         if (strcmp(p->devices[i].name, name) == 0) return &p->devices[i];
     return NULL;
+}
+
+void dlp_device_at_speed(dlp_device_profile *dev, double speed_rel) {
+    if (!(speed_rel > 0) || dev->kind != DLP_DEVICE_CPU) return;
+    for (int i = 0; i < dev->nrates; i++) {
+        dev->rates[i].t0_s /= speed_rel;
+        dev->rates[i].per_image_s /= speed_rel;
+        dev->rates[i].update_s /= speed_rel;
+    }
+}
+
+void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
+    if (!(speed_rel > 0) || speed_rel == 1) return;
+    const double k = 1 / speed_rel;  // a time at the reference speed takes k times as long
+    dlp_pipeline_profile *pp = &p->pipeline;
+    double *costs[] = {&pp->read_per_file_s, &pp->read_per_byte_s, &pp->decode_per_image_s, &pp->decode_per_pixel_s,
+                       &pp->decode_per_byte_s, &pp->augment_per_image_s, &pp->augment_per_in_pixel_s,
+                       &pp->augment_per_out_pixel_s};
+    for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) *costs[i] *= k;
+    p->host.loop_overhead_s *= k;
+    for (int d = 0; d < p->ndevices; d++) dlp_device_at_speed(&p->devices[d], speed_rel);
+    if (p->host.canary_gflops > 0) {
+        p->host.canary_gflops *= speed_rel;
+        p->host.canary1_gflops *= speed_rel;
+    }
 }

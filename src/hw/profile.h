@@ -64,6 +64,7 @@ dlp_status dlp_dataset_stats_normalize(dlp_dataset_stats *s, const char *where);
 typedef struct dlp_scaling_point {
     int threads;
     double efficiency;  // aggregate rate at `threads` = threads x efficiency x single-thread rate
+    double speed_rel;   // probe: the cores' speed the rate was measured at over the reference (0: not so measured)
 } dlp_scaling_point;
 
 typedef struct dlp_pipeline_profile {
@@ -114,8 +115,14 @@ typedef struct dlp_host_profile {
     double loop_overhead_s;     // host time per training step outside the device ops (the loop's own work)
     double wake_latency_busy_s; // a device op's host thread, waking at its deadline while loader threads keep every
                                 // core busy, resumes this much later (per op; 0 with a free core)
-    double canary_gflops;       // the cores' speed while probed (hw/canary; 0: not measured): validate compares the
-                                // machine during each run with it (record only, never used by a prediction)
+    double canary_gflops;       // the cores' speed while probed (hw/canary; 0: not measured): the median of the probe's
+                                // readings on every CPU, the reference speed its timed rows are normalised to;
+                                // validate and predict scale a prediction to another speed by speed / this
+    double canary_p10_gflops;   // the readings' 10th and 90th percentiles (0: not measured): predict's band
+    double canary_p90_gflops;
+    int canary_samples;         // readings behind them
+    double canary1_gflops;      // the same loop on one thread (median): the reference of one-thread rows
+    double steal_fraction;      // share of the CPUs' time the hypervisor stole while probed (record only)
 } dlp_host_profile;
 
 // --- a compute device's step-time model ------------------------------------------------------------------------
@@ -136,6 +143,8 @@ typedef struct dlp_rate {
     double cores_busy;    // host cores kept busy while the device computes (cpu device ~ threads; sim 0)
     int estimate;         // 1 when derived rather than published or measured
     char basis[256];      // where the figure comes from
+    double speed_rel;     // probe: the cores' speed it was measured at over the profile's reference (its times are
+                          // normalised to the reference; 0: not measured so)
 } dlp_rate;
 
 // The cpu device and the loader running at once on the same cores, both flat out (probe): each one's rate as a
@@ -222,6 +231,12 @@ dlp_status dlp_profile_write(const dlp_profile *p, const char *path);
 // Checks the values a profile built in code holds (what the reader checks after parsing).
 dlp_status dlp_profile_validate(const dlp_profile *p, const char *where);
 const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const char *name);
+// Scales a profile's CPU-side timings (the pipeline's costs, the cpu device's step times, the loop's overhead) to the
+// cores running at `speed_rel` times its reference speed (host.canary_gflops): what the machine does at that speed.
+// GPU devices and storage are left as they are.
+void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
+// The same for one device (a cpu device's step times; a GPU is left as it is).
+void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
 
 // Device and dataset pieces on their own (GPU profiles, `dlperf predict --data` statistics).
 dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_profile *d);

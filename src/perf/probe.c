@@ -160,7 +160,9 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     }
     // The cores' speed while probed, at the start, after the pipeline part and at the end (the median): validate
     // compares each of its runs with it (a virtual machine's cores vary with the host's other tenants).
-    double canary[3] = {dlp_host_canary_gflops(0.25), 0, 0};
+    dlp_cpu_ticks ticks0, ticks1;
+    dlp_host_cpu_ticks(&ticks0);
+    double canary[3] = {dlp_probe_speed(&c, 0), 0, 0};
     if (parts & DLP_PROBE_PART_MEMORY) DLP_CHECK_GOTO(st, dlp_probe_memory(&c), fail);
     if (parts & DLP_PROBE_PART_STORAGE) DLP_CHECK_GOTO(st, dlp_probe_storage(&c), fail);
     if (parts & DLP_PROBE_PART_PIPELINE) {
@@ -171,7 +173,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
         out->pipeline.decode_per_image_s = 1e-3;
         snprintf(out->notes, sizeof out->notes, "pipeline not probed: its coefficients are placeholders");
     }
-    canary[1] = dlp_host_canary_gflops(0.25);
+    canary[1] = dlp_probe_speed(&c, 0);
     if (parts & DLP_PROBE_PART_COMPUTE) {
         static const char *const k_backends[] = {"ref", "cpu"};
         for (int i = 0; i < 2; i++)
@@ -190,24 +192,27 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);
     if (parts & DLP_PROBE_PART_INTERCONNECT) DLP_CHECK_GOTO(st, dlp_probe_interconnect(&c), fail);
     if ((parts & DLP_PROBE_PART_PIPELINE) && (parts & DLP_PROBE_PART_STORAGE)) DLP_CHECK_GOTO(st, dlp_probe_checks(&c), fail);
-    canary[2] = dlp_host_canary_gflops(0.25);
-    out->host.canary_gflops = dlp_stats_median_f64(canary, 3);
+    canary[2] = dlp_probe_speed(&c, 0);
     dlp_probe_say(&c, "host: the cores' speed (a fixed multiply-add loop on every CPU): %.1f, %.1f, %.1f GFLOP/s at the "
                   "start, middle and end", canary[0], canary[1], canary[2]);
+    dlp_host_cpu_ticks(&ticks1);
     {
-        double lo = canary[0], hi = canary[0];
-        for (int i = 1; i < 3; i++) {
-            if (canary[i] < lo) lo = canary[i];
-            if (canary[i] > hi) hi = canary[i];
-        }
-        if (lo > 0 && hi > 1.15 * lo) {  // a virtual machine's neighbours: the measurements describe a moving machine
-            dlp_probe_say(&c, "warning: the cores' speed moved by %.0f%% during the probe (%.1f to %.1f GFLOP/s, nothing of "
-                          "this process's load): its measurements mix a faster and a slower machine; probe again when "
-                          "it holds still (validate compares each run with the median, %.1f)", 100 * (hi / lo - 1), lo,
-                          hi, out->host.canary_gflops);
+        const double steal = dlp_steal_fraction(&ticks0, &ticks1);
+        out->host.steal_fraction = isfinite(steal) ? steal : 0;
+        json_object_set_new(c.details, "steal_fraction", json_real(isfinite(steal) ? steal : -1));
+        // Every timed row at the reference speed (the readings' median); host.canary_* the distribution.
+        json_object_set_new(c.details, "normalisation", dlp_probe_normalise(&c));
+        for (int k = 0; k < out->pipeline.nscaling; k++)
+            if (out->pipeline.scaling[k].efficiency > 1.5) out->pipeline.scaling[k].efficiency = 1.5;
+        const double lo = out->host.canary_p10_gflops, hi = out->host.canary_p90_gflops;
+        if (lo > 0 && hi > 1.15 * lo) {  // a virtual machine's neighbours: each row is normalised to its own speed
+            dlp_probe_say(&c, "note: the cores' speed moved by %.0f%% during the probe (p10 %.1f to p90 %.1f GFLOP/s; "
+                          "steal %.1f%% of the CPUs' time): every timed row was measured against the speed around it "
+                          "and normalised to the median, %.1f; predict states the band", 100 * (hi / lo - 1), lo, hi,
+                          100 * out->host.steal_fraction, out->host.canary_gflops);
             size_t nn = strlen(out->notes);
-            snprintf(out->notes + nn, sizeof out->notes - nn, "%sthe cores' speed moved %.0f%% during the probe",
-                     nn ? "; " : "", 100 * (hi / lo - 1));
+            snprintf(out->notes + nn, sizeof out->notes - nn, "%sthe cores' speed moved %.0f%% during the probe "
+                     "(normalised)", nn ? "; " : "", 100 * (hi / lo - 1));
         }
     }
     DLP_CHECK_GOTO(st, dlp_profile_validate(out, "probed profile"), fail);
@@ -232,6 +237,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
     *details = c.details;
     return DLP_OK;
 fail:
+    free(c.norms);
     dlp_dataset_free(c.ds);
     json_decref(c.details);
     return st;

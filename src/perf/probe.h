@@ -5,7 +5,7 @@
 // contention between compute and the loader on shared cores, the training loop's own time per step, and for cuda
 // the copy rates and step times. Each part is a microbenchmark of its own: nothing here is a training run that
 // `dlperf validate` checks. docs/model.md describes every measurement and fit.
-// Defines: dlp_probe_progress_fn, dlp_probe_cfg, dlp_probe_cfg_init, dlp_probe_run, DLP_PROBE_PART_*.
+// Defines: dlp_probe_progress_fn, dlp_probe_cfg, dlp_probe_cfg_init, dlp_probe_run, dlp_probe_merge, DLP_PROBE_PART_*.
 #ifndef DLP_PERF_PROBE_H
 #define DLP_PERF_PROBE_H
 #include <jansson.h>
@@ -50,5 +50,12 @@ void dlp_probe_cfg_init(dlp_probe_cfg *c);
 // Measures the machine into *out (a validated profile, source "probe") and returns the measurements and fits
 // behind every field in *details (the caller owns it; it goes into the profile file under "probe").
 dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **details);
+
+// probe --repeat: n probes of one machine (the same options) into one profile — every timed value (each normalised
+// to its probe's reference speed) brought to the pooled median speed of all their canary readings and the median
+// over the probes taken; the CPU-time costs and contention shares as medians; host.canary_* over every reading.
+// *summary (may be NULL) gets the references and how many rows some probe lacked.
+#define DLP_PROBE_MAX_REPEAT 16
+dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n, dlp_profile *out, json_t **summary);
 
 #endif

@@ -120,18 +120,12 @@ static dlp_status measure_once(probe_plan *p, int warmup, int min_steps, double 
     return DLP_OK;
 }
 
-// measure_once, again (up to DLP_PROBE_TRIES) while other processes disturbed it: the least disturbed try.
+// measure_once for the contention part: its shares compare rates at the canary's speed around each (contend), so
+// other processes' load is no reason to measure again (on a shared VM it never stops; the retries cost minutes).
 static dlp_status measure(dlp_probe_ctx *c, probe_plan *p, int warmup, int min_steps, double min_s, step_meas *m) {
+    (void)c;
     DLP_CHECK(measure_once(p, warmup, min_steps, min_s, m));
-    int tries = 1;
-    while (tries < DLP_PROBE_TRIES && m->other_cores > DLP_PROBE_DISTURBED_CORES) {
-        dlp_probe_retry_wait(c);
-        step_meas again;
-        DLP_CHECK(measure_once(p, 0, min_steps, min_s, &again));
-        tries++;
-        if (!(again.other_cores >= m->other_cores)) *m = again;
-    }
-    m->tries = tries;
+    m->tries = 1;
     return DLP_OK;
 }
 
@@ -162,35 +156,60 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     dlp_model_work mw;
     DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
     const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
-    double y[16], upd[8], busy[8];
-    json_t *pts = json_array();
+    double y[16], upd[8], busy[8], fwd[8], spd[9], best_spd[9], best_spread = INFINITY;
+    step_meas ms[8];
+    json_t *pts = NULL;
+    // The canary before, between and after the batch points, on as many threads as the row computes on; the row again
+    // while the cores' speed moved more than the band around it (the steadiest try kept).
+    const int tries_max = quick ? 2 : DLP_PROBE_SPEED_TRIES;
+    int tries = 0;
+    double try_s = 0;
+    // A try that took over 30 s (a big model on a busy machine) is not repeated: the second try would double the
+    // probe for a row whose speed is known from its readings anyway (it is named if they moved).
+    while (tries < tries_max && best_spread > 2 * DLP_PROBE_SPEED_BAND && try_s < 30) {
+        const int64_t t_try = dlp_now_ns();
+        step_meas tm[8];
+        spd[0] = dlp_probe_speed(c, threads);
+        for (int i = 0; i < nb; i++) {
+            probe_plan pp;
+            DLP_CHECK(plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp));
+            dlp_status st = measure_once(&pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &tm[i]);
+            plan_close(&pp);
+            DLP_CHECK(st);
+            spd[i + 1] = dlp_probe_speed(c, threads);
+        }
+        tries++;
+        try_s = dlp_ns_to_s(dlp_now_ns() - t_try);
+        const double sp = dlp_probe_speed_spread(spd, nb + 1);
+        if (sp < best_spread || tries == 1) {
+            best_spread = sp;
+            memcpy(ms, tm, sizeof(step_meas) * (size_t)nb);
+            memcpy(best_spd, spd, sizeof(double) * (size_t)(nb + 1));
+        }
+    }
+    const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
+    pts = json_array();
     for (int i = 0; i < nb; i++) {
-        probe_plan pp;
-        dlp_status st = plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp);
-        if (st) {
-            json_decref(pts);
-            return st;
-        }
-        step_meas m;
-        st = measure(c, &pp, dlp_backend_get_caps(ops)->reference ? 1 : 2, quick ? 2 : 3, quick ? 1.0 : 2.0, &m);
-        plan_close(&pp);
-        if (st) {
-            json_decref(pts);
-            return st;
-        }
-        y[i] = m.fb_s;
-        upd[i] = m.upd_s;
+        const step_meas m = ms[i];
+        // each point at the row's speed (it ran between two readings): the fit sees one machine
+        const double k = row_speed > 0 && best_spd[i] > 0 ? 0.5 * (best_spd[i] + best_spd[i + 1]) / row_speed : 1;
+        y[i] = m.fb_s * k;
+        upd[i] = m.upd_s * k;
         busy[i] = m.cores_busy;
+        fwd[i] = m.fwd_s * k;
         *fwd_frac_sum += m.fwd_s / m.fb_s;
         (*fwd_frac_n)++;
-        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:i}", "batch", batches[i], "fwd_bwd_s",
-                                             m.fb_s, "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy", m.cores_busy,
-                                             "steps", m.steps, "other_cores", isfinite(m.other_cores) ? m.other_cores : -1,
-                                             "tries", m.tries));
-        dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy",
-                      dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, batches[i], (m.fb_s + m.upd_s) * 1e3,
-                      batches[i] / (m.fb_s + m.upd_s), m.cores_busy);
+        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f}", "batch", batches[i],
+                                             "fwd_bwd_s", m.fb_s, "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy",
+                                             m.cores_busy, "steps", m.steps, "other_cores",
+                                             isfinite(m.other_cores) ? m.other_cores : -1, "speed_gflops",
+                                             0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k));
+        dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy, "
+                      "speed %.1f GFLOP/s", dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, batches[i],
+                      (m.fb_s + m.upd_s) * 1e3, batches[i] / (m.fb_s + m.upd_s), m.cores_busy,
+                      0.5 * (best_spd[i] + best_spd[i + 1]));
     }
+    (void)fwd;
     dlp_lsq_fit f;
     double t0, per_image;
     DLP_CHECK(dlp_probe_fit_step(batches, y, nb, r, &t0, &per_image, &f));
@@ -209,6 +228,14 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     row->cores_busy = dlp_stats_median_f64(busy, nb);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
              "%.3f ms/img", dlp_backend_name(ops), model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
+    // Rescaled to the reference speed at the end of the probe (probe_speed.c); the row keeps the speed it ran at.
+    const char *pn = dlp_dtype_name(dt);
+    dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, threads, best_spread, tries, NULL, "compute %s %s %dpx %s %dt t0",
+                       dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, threads, best_spread, tries, &row->speed_rel,
+                       "compute %s %s %dpx %s %dt per_image", dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_add(c, &row->update_s, 0, row_speed, threads, best_spread, tries, NULL,
+                       "compute %s %s %dpx %s %dt update", dlp_backend_name(ops), model, size, pn, threads);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -216,6 +243,9 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     json_object_set_new(o, "threads", json_integer(threads));
     json_object_set_new(o, "work_ratio", json_real(r));
     json_object_set_new(o, "points", pts);
+    json_object_set_new(o, "speed_readings_gflops", json_pack("[f,f,f]", best_spd[0], best_spd[1], nb > 1 ? best_spd[2] : 0));
+    json_object_set_new(o, "speed_spread", json_real(best_spread));
+    json_object_set_new(o, "tries", json_integer(tries));
     json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
     json_array_append_new(out_rows, o);
     return DLP_OK;
@@ -292,9 +322,9 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
 
 // --- contention: the cpu backend and the loader at once -------------------------------------------------------------
 
-static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s) {
+static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s, double *speed) {
     dlp_data_bench_run r;
-    DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL));
+    DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL, speed, NULL));
     *img_per_s = r.steady_img_per_s;
     return DLP_OK;
 }
@@ -305,18 +335,22 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
                           dlp_contention_point *pt, json_t *arr) {
     const dlp_backend *ops = dlp_backend_find("cpu", NULL);
     const int quick = c->cfg->quick;
-    double xl = 0;
-    DLP_CHECK(loader_alone(c, size, workers, &xl));
+    double xl = 0, sl = 0, sp[3] = {0, 0, 0};
+    DLP_CHECK(loader_alone(c, size, workers, &xl, &sl));
     probe_plan pp;
     DLP_CHECK(plan_open(ops, NULL, model, size, batch, DLP_DTYPE_F32, threads, c->cfg->seed, &pp));
     step_meas alone, shared;
-    dlp_status st = measure(c, &pp, quick ? 1 : 2, quick ? 2 : 4, quick ? 1.0 : 3.0, &alone);
+    // The canary before compute alone, between, and after the shared part: each rate at the speed around it, so a
+    // share compares one machine (the loader alone: its own readings).
+    sp[0] = dlp_probe_speed(c, 0);
+    dlp_status st = measure(c, &pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &alone);
+    sp[1] = dlp_probe_speed(c, 0);
     dlp_probe_bg *bg = NULL;
     if (st == DLP_OK) st = dlp_probe_bg_start(c, size, workers, &bg);
     double xl_shared = 0;
     if (st == DLP_OK) {
         int64_t i0 = dlp_probe_bg_images(bg), t0 = dlp_now_ns();
-        st = measure(c, &pp, 0, quick ? 2 : 4, quick ? 1.0 : 3.0, &shared);
+        st = measure(c, &pp, 0, quick ? 2 : 3, quick ? 1.0 : 2.0, &shared);
         double s = dlp_ns_to_s(dlp_now_ns() - t0);
         xl_shared = s > 0 ? (double)(dlp_probe_bg_images(bg) - i0) / s : 0;
     }
@@ -324,8 +358,12 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     if (st == DLP_OK) st = st2;
     plan_close(&pp);
     DLP_CHECK(st);
+    sp[2] = dlp_probe_speed(c, 0);
     double tc = alone.fb_s + alone.upd_s, tcs = shared.fb_s + shared.upd_s;
-    dlp_probe_contention_shares(batch / tc, batch / tcs, xl, xl_shared, threads, workers, pt);
+    // Rates at the shared part's speed: compute alone by its own readings, the loader alone by its own.
+    const double s_alone = 0.5 * (sp[0] + sp[1]), s_shared = 0.5 * (sp[1] + sp[2]);
+    double kc = s_alone > 0 && s_shared > 0 ? s_shared / s_alone : 1, kl = sl > 0 && s_shared > 0 ? s_shared / sl : 1;
+    dlp_probe_contention_shares(kc * batch / tc, batch / tcs, kl * xl, xl_shared, threads, workers, pt);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -336,6 +374,8 @@ static dlp_status contend(dlp_probe_ctx *c, const char *model, int size, int bat
     json_object_set_new(o, "compute_shared_img_per_s", json_real(batch / tcs));
     json_object_set_new(o, "loader_alone_img_per_s", json_real(xl));
     json_object_set_new(o, "loader_shared_img_per_s", json_real(xl_shared));
+    json_object_set_new(o, "speed_gflops", json_pack("{s:f, s:f, s:f}", "compute_alone", s_alone, "loader_alone", sl,
+                                                     "shared", s_shared));
     json_object_set_new(o, "compute_share", json_real(pt->compute_share));
     json_object_set_new(o, "loader_share", json_real(pt->loader_share));
     json_object_set_new(o, "cores_busy_alone", json_real(alone.cores_busy));
@@ -362,7 +402,7 @@ dlp_status dlp_probe_contention(dlp_probe_ctx *c) {
     for (int it = 0; it < ntl; it++)
         for (int w = 1; w <= T && dev->ncontention < DLP_DEVICE_MAX_CONTENTION; w++) {
             if (tl[it] == 1 && w > 1 && T > 1) break;  // one compute thread: one loader thread on the free core
-            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), c->cfg->quick ? 16 : 32, tl[it], w,
+            DLP_CHECK(contend(c, models[0], atoi(sizes_s[0]), 16, tl[it], w,
                               &dev->contention[dev->ncontention], arr));
             dev->ncontention++;
         }

@@ -1,10 +1,11 @@
 // perf/probe_impl: what the probe's parts share — the run's context, progress lines, small statistics (defined in
 // probe_util.c, so the parts depend on it and not on the driver probe.c) — and each
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
-// probe_loop.c, probe_cuda.c, probe_interconnect.c).
+// probe_loop.c, probe_cuda.c, probe_interconnect.c), and the machine's speed around each timed row (probe_speed.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
-//          dlp_probe_fit_json.
+//          dlp_probe_fit_json, dlp_probe_speed (spread, mean), dlp_probe_norm_add, dlp_probe_normalise,
+//          DLP_PROBE_SPEED_BAND, DLP_PROBE_SPEED_TRIES, DLP_PROBE_CANARY_S.
 #ifndef DLP_PERF_PROBE_IMPL_H
 #define DLP_PERF_PROBE_IMPL_H
 #include <jansson.h>
@@ -12,6 +13,10 @@
 #include "data/dataset.h"
 #include "perf/lsq.h"
 #include "perf/probe.h"
+
+#define DLP_PROBE_MAX_READINGS 1024
+#define DLP_PROBE_MAX_NORMS 256
+struct dlp_probe_norm;
 
 typedef struct dlp_probe_ctx {
     const dlp_probe_cfg *cfg;
@@ -24,7 +29,37 @@ typedef struct dlp_probe_ctx {
     int nsubset;             // images the pipeline and contention parts use (evenly spaced over the dataset)
     double quiet_budget_s;   // what is left of the time the probe may spend waiting for other work to stop
     int gpus;                // CUDA devices here (the cuda part counts them)
+    // The machine's speed through the probe (probe_speed.c): every canary reading, on all CPUs and on one thread,
+    // and each timed value to normalise to the reference speed (the readings' median) once the probe is over.
+    double canary_all[DLP_PROBE_MAX_READINGS], canary_one[DLP_PROBE_MAX_READINGS];
+    int ncanary_all, ncanary_one;
+    struct dlp_probe_norm *norms;
+    int nnorms;
 } dlp_probe_ctx;
+
+// --- the machine's speed around each timed row (probe_speed.c) --------------------------------------------------
+// A row is stable when every canary reading around it (before, between its points, after) lies within
+// DLP_PROBE_SPEED_BAND of their median; an unstable row is measured again (DLP_PROBE_SPEED_TRIES tries in all), and the
+// steadiest try is kept (named in the profile's notes when none was stable).
+#define DLP_PROBE_SPEED_BAND 0.05
+#define DLP_PROBE_SPEED_TRIES 2
+#define DLP_PROBE_CANARY_S 0.12
+// One canary reading (DLP_PROBE_CANARY_S) on `threads` threads (1: one thread; else every allowed CPU), recorded in
+// the probe's distribution. GFLOP/s.
+double dlp_probe_speed(dlp_probe_ctx *c, int threads);
+// Readings r[0..n): (max - min) / median (0 for fewer than two).
+double dlp_probe_speed_spread(const double *r, int n);
+// Mean of the readings taken just before and after each of the row's parts: the row's speed.
+double dlp_probe_speed_mean(const double *r, int n);
+// A timed value measured at `speed` GFLOP/s on `threads` threads (1 or all): at the end of the probe it is rescaled
+// to the reference speed of its class — a time by speed / reference, a rate by reference / speed — and listed under
+// the profile's "probe.normalisation"; speed_rel (may be NULL) gets speed / reference. spread: the readings' spread
+// around it; tries: measurements made.
+void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, int threads, double spread,
+                        int tries, double *speed_rel, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+// The end of the probe: the reference speeds (medians), host.canary_* (the distribution), every value rescaled, the
+// rows that could not be stabilised said and noted. Returns the "normalisation" details object.
+json_t *dlp_probe_normalise(dlp_probe_ctx *c);
 
 // Before measuring again because other processes disturbed a measurement: waits for them to stop (up to 15 s, within
 // the probe's waiting budget: 2 minutes, 40 s with --quick).
@@ -39,8 +74,11 @@ dlp_status dlp_probe_bg_stop(dlp_probe_bg *k);  // stops and frees it (NULL: not
 // The loader alone (data bench on the subset, `repeat` measurements, the median), measured again (up to
 // DLP_PROBE_TRIES) while other processes disturb it: the least disturbed measurement, and how disturbed.
 struct dlp_data_bench_run;
+// The canary is read before and after each try (one thread for one worker, else all CPUs): *speed (may be NULL)
+// gets the kept try's speed and *spread its readings' spread; a try is repeated while the speed moved (see
+// DLP_PROBE_SPEED_BAND) and the steadiest kept.
 dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int cold, uint64_t seed, int repeat,
-                                 struct dlp_data_bench_run *out, double *other_cores);
+                                 struct dlp_data_bench_run *out, double *other_cores, double *speed, double *spread);
 
 // Other processes keeping more than this many cores busy make a wall-clock measurement worth repeating.
 #define DLP_PROBE_DISTURBED_CORES 0.25

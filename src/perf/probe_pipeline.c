@@ -372,15 +372,17 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
     for (int k = 1; k <= T && nw < DLP_DATA_BENCH_MAX_RUNS - 2; k++) wl[nw++] = k;
     wl[nw++] = T + 1;
     if (2 * T > T + 1) wl[nw++] = 2 * T;
-    // Median of 7 passes here (a pass lasts about half a second at two threads): every pipeline-bound prediction
-    // with that many threads rests on these rates, and a virtual machine's cores dip for a second now and then.
-    const int repeat_scaling = c->cfg->quick ? 1 : 7;
+    // Median of 3 passes here (a pass lasts about half a second at two threads on a quiet machine): every
+    // pipeline-bound prediction with that many threads rests on these rates. A virtual machine's dips are what the
+    // canary around each measurement is for (probe_speed.c): 7 passes cost minutes on a busy VM for no better rate.
+    const int repeat_scaling = c->cfg->quick ? 1 : 3;
     dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], r->nf,
                   repeat_scaling);
     dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
-    double others[DLP_DATA_BENCH_MAX_RUNS];
+    double others[DLP_DATA_BENCH_MAX_RUNS], speeds[DLP_DATA_BENCH_MAX_RUNS], spreads[DLP_DATA_BENCH_MAX_RUNS];
     for (int i = 0; i < nw; i++)
-        DLP_CHECK(dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat_scaling, &runs[i], &others[i]));
+        DLP_CHECK(dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat_scaling, &runs[i], &others[i],
+                                        &speeds[i], &spreads[i]));
     json_t *sa = json_array();
     json_object_set_new(r->det, "loader_scaling", sa);
     // Steady rates (the start of each pass left out): what a training run's loader keeps up once it runs.
@@ -396,7 +398,17 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
         json_object_set_new(o, "cpu_ms_per_image",
                             json_real(runs[i].images > 0 ? runs[i].cpu_seconds * 1e3 / (double)runs[i].images : 0));
         json_object_set_new(o, "other_cores", json_real(isfinite(others[i]) ? others[i] : -1));
+        json_object_set_new(o, "speed_gflops", json_real(speeds[i]));
+        json_object_set_new(o, "speed_spread", json_real(isfinite(spreads[i]) ? spreads[i] : -1));
         json_array_append_new(sa, o);
+    }
+    // Every rate at one speed per class (one thread: its first run's; more: the first multi-thread run's), so the
+    // efficiencies and the oversubscription compare one machine; the efficiencies are normalised to the reference
+    // speed at the end of the probe.
+    double sref[2] = {speeds[0], nw > 1 ? speeds[1] : speeds[0]};
+    for (int i = 0; i < nw; i++) {
+        const double sc = sref[wl[i] > 1];
+        if (sc > 0 && speeds[i] > 0) rates[i] *= sc / speeds[i];
     }
     // The model's CPU cost per image for these runs (224 px, the subset's files): efficiencies relative to it, so
     // that the model gives back the loader's measured rates.
@@ -404,6 +416,14 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
     DLP_CHECK(expected_work(r, 224, &iw));
     double c224 = pp->loader_cost_scale * stages_cost_s(pp, &iw);
     dlp_probe_scaling(wl, rates, nw, c->p->host.cores, c224, pp);
+    for (int k = 0; k < pp->nscaling; k++)
+        for (int i = 0; i < nw; i++)
+            if (wl[i] == pp->scaling[k].threads) {
+                dlp_probe_norm_add(c, &pp->scaling[k].efficiency, 1, sref[wl[i] > 1], wl[i] == 1 ? 1 : 0,
+                                   isfinite(spreads[i]) ? spreads[i] : 1, 1, &pp->scaling[k].speed_rel,
+                                   "loader %d thread(s) 224px", wl[i]);
+                break;
+            }
     dlp_probe_say(c, "pipeline: %.0f img/s on 1 thread (efficiency %.2f of its CPU cost), %.2f at %d threads, "
                   "oversubscription adds %.2f core per thread", x1, dlp_pipeline_efficiency(pp, 1),
                   dlp_pipeline_efficiency(pp, c->p->host.cores), c->p->host.cores, pp->oversub_efficiency);

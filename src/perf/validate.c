@@ -398,6 +398,11 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "other_load_cores", dlp_json_real_or_null(r->other_load_cores));
     json_object_set_new(o, "runs", json_integer(r->runs));
     json_object_set_new(o, "speed", dlp_json_real_or_null(r->speed));
+    json_object_set_new(o, "speed_drift", dlp_json_real_or_null(r->speed_drift));
+    json_object_set_new(o, "speed_one_thread", dlp_json_real_or_null(r->speed_one));
+    json_object_set_new(o, "steal", dlp_json_real_or_null(r->steal));
+    json_object_set_new(o, "predicted_at_speed_img_per_s", dlp_json_real_or_null(r->predicted_at_speed_img_per_s));
+    json_object_set_new(o, "ape_at_speed", dlp_json_real_or_null(r->ape_at_speed));
     json_object_set_new(o, "ape", dlp_json_real_or_null(r->ape));
     return o;
 }

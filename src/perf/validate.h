@@ -85,7 +85,15 @@ typedef struct dlp_validate_row {
     double other_load_cores;       // other processes' CPU use while measured, in cores (/proc/stat; NAN: unknown)
     int runs;                      // runs made (1 + retries while disturbed)
     double speed;                  // the cores' speed around the run over the profile's (hw/canary; NAN: unknown)
+    double speed_drift;            // |after - before| / their mean: how much the speed moved during the run (NAN)
+    double speed_one;              // one loader thread feeding a device off the host's cores: the one-thread canary
+                                   // around the run over the profile's (the prediction at speed uses it; NAN: not)
+    double steal;                  // share of the CPUs' time stolen by the hypervisor during the run (NAN: unknown)
     double ape;
+    // The prediction at the speed the run saw (the profile's CPU-side timings scaled by `speed`, hw/profile
+    // dlp_profile_at_speed): the model's error with the host's drift taken out (NAN when the speed is unknown).
+    double predicted_at_speed_img_per_s;
+    double ape_at_speed;
 } dlp_validate_row;
 
 // Scale-out against one process on the same cores: a row of R ranks x t threads paired with the row of one process
@@ -112,6 +120,9 @@ typedef struct dlp_validate_cfg {
     double quiet_wait_s;           // before a retry, wait up to this long for the other work to stop
     double canary_base_gflops;     // the cores' speed as probed (profile host.canary_gflops; 0: not compared)
     double speed_tolerance;        // runs again while the cores ran more than this fraction off that speed
+    int at_speed;                  // the profile states its speed's distribution (a normalised probe): each run is
+                                   // also predicted at its own speed, and runs again only while the speed moved
+                                   // more than speed_tolerance during it
     uint64_t seed;
     const char *self_exe;          // the dlperf binary a multi-rank configuration runs under mpirun (NULL: this one)
 } dlp_validate_cfg;
@@ -128,6 +139,11 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
 // How far a run was from the machine the profile describes, in units of the tolerances (<= 1: as probed): other
 // processes' load over disturbed_cores, and |speed - 1| over speed_tolerance, whichever is larger (0: unknown).
 double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_row *r);
+// A run of *row predicted from another profile (vc2->profile): at that profile's probed speed (*pred) and at the
+// speed the run saw (*pred_speed; the row's canary readings in GFLOP/s, ref_gflops and ref1_gflops the references
+// of the profile the row was run against). NAN when unknown.
+void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
+                                double ref1_gflops, double *pred, double *pred_speed);
 // Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
 void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
 

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "backend/backend.h"
 #include "hw/canary.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
@@ -273,20 +274,93 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     free(m.wait_s);
 }
 
-// One run with the cores' speed read just before and just after it (when the profile has the speed as probed).
-static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
-    const double c0 = vc->canary_base_gflops > 0 ? dlp_host_canary_gflops(0.3) : 0;
-    run_once(vc, c, row);
-    row->speed = NAN;
-    if (c0 > 0) {
-        const double c1 = dlp_host_canary_gflops(0.3);
-        if (c1 > 0) row->speed = 0.5 * (c0 + c1) / vc->canary_base_gflops;
+// The prediction for the run at the speed it saw: the profile's CPU-side timings scaled to that speed.
+static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    row->predicted_at_speed_img_per_s = row->ape_at_speed = NAN;
+    if (!row->ok || !isfinite(row->speed) || !(row->speed > 0)) return;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *pr = malloc(sizeof *pr);
+    if (p && pr) {
+        *p = *vc->profile;
+        dlp_profile_at_speed(p, isfinite(row->speed_one) && row->speed_one > 0 ? row->speed_one : row->speed);
+        dlp_validate_cfg v2 = *vc;
+        v2.profile = p;
+        if (dlp_validate_predict(&v2, c, pr) == DLP_OK) {
+            row->predicted_at_speed_img_per_s = pr->img_per_s;
+            row->ape_at_speed = dlp_validate_ape(pr->img_per_s, row->measured_img_per_s);
+        }
+        dlp_err_clear();
     }
+    free(p);
+    free(pr);
+}
+
+void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
+                                double ref1_gflops, double *pred, double *pred_speed) {
+    *pred = *pred_speed = NAN;
+    if (!row->ok) return;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *pr = malloc(sizeof *pr);
+    if (p && pr && dlp_validate_predict(vc2, &row->cfg, pr) == DLP_OK) {
+        *pred = pr->img_per_s;
+        const dlp_host_profile *h = &vc2->profile->host;
+        double rel = NAN;
+        if (isfinite(row->speed_one) && h->canary1_gflops > 0 && ref1_gflops > 0)
+            rel = row->speed_one * ref1_gflops / h->canary1_gflops;
+        else if (isfinite(row->speed) && h->canary_gflops > 0 && ref_gflops > 0)
+            rel = row->speed * ref_gflops / h->canary_gflops;
+        if (rel > 0) {
+            *p = *vc2->profile;
+            dlp_profile_at_speed(p, rel);
+            dlp_validate_cfg v3 = *vc2;
+            v3.profile = p;
+            if (dlp_validate_predict(&v3, &row->cfg, pr) == DLP_OK) *pred_speed = pr->img_per_s;
+        }
+    }
+    dlp_err_clear();
+    free(p);
+    free(pr);
+}
+
+// Each canary reading around a run: as long as the probe's readings around its rows, so that a run's speed and the
+// profile's reference are the same measurement (on a time-shared machine a thread that wakes gets a scheduler's
+// credit of a few ms before its fair share, which a short reading overstates: the same bias on both sides).
+#define VALIDATE_CANARY_S DLP_PROBE_CANARY_S
+
+// One run with the cores' speed read just before and just after it (when the profile has the speed as probed), and
+// the steal time over it.
+static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
+    const double c0 = vc->canary_base_gflops > 0 ? dlp_host_canary_gflops(VALIDATE_CANARY_S) : 0;
+    // One loader thread feeding a device that does not compute on the host: that thread's speed is what moves the
+    // run, so the one-thread canary too (when the profile has its reference).
+    const int one = vc->at_speed && vc->profile->host.canary1_gflops > 0 && c->workers == 1 &&
+                    dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU;
+    const double o0 = one ? dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1) : 0;
+    dlp_cpu_ticks t0, t1;
+    const int has_ticks = dlp_host_cpu_ticks(&t0);
+    run_once(vc, c, row);
+    row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
+    if (o0 > 0) {
+        const double o1 = dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1);
+        if (o1 > 0) row->speed_one = 0.5 * (o0 + o1) / vc->profile->host.canary1_gflops;
+    }
+    if (has_ticks && dlp_host_cpu_ticks(&t1)) row->steal = dlp_steal_fraction(&t0, &t1);
+    if (c0 > 0) {
+        const double c1 = dlp_host_canary_gflops(VALIDATE_CANARY_S);
+        if (c1 > 0) {
+            row->speed = 0.5 * (c0 + c1) / vc->canary_base_gflops;
+            row->speed_drift = fabs(c1 - c0) / (0.5 * (c0 + c1));
+        }
+    }
+    predict_at_speed(vc, c, row);
 }
 
 // How far a run is from the machine the profile describes, in units of the tolerances (<= 1: close enough): other
 // processes' load, and the cores running faster or slower than when probed.
 double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_row *r) {
+    // A normalised profile: the run is compared at its own speed, so only a speed that moved during it disturbs it.
+    if (vc->at_speed)
+        return isfinite(r->speed_drift) && vc->speed_tolerance > 0 ? r->speed_drift / vc->speed_tolerance : 0;
     double d = isfinite(r->other_load_cores) && vc->disturbed_cores > 0 ? r->other_load_cores / vc->disturbed_cores : 0;
     if (isfinite(r->speed) && vc->speed_tolerance > 0 && fabs(r->speed - 1) / vc->speed_tolerance > d)
         d = fabs(r->speed - 1) / vc->speed_tolerance;
@@ -302,7 +376,7 @@ void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_conf
     while (row->ok && runs <= vc->retries && dlp_validate_disturbance(vc, row) > 1) {
         dlp_validate_row *again = malloc(sizeof *again);
         if (!again) break;
-        dlp_wait_quiet(vc->quiet_wait_s, vc->disturbed_cores);
+        if (!vc->at_speed) dlp_wait_quiet(vc->quiet_wait_s, vc->disturbed_cores);
         run_timed(vc, c, again);
         runs++;
         if (again->ok && dlp_validate_disturbance(vc, again) < dlp_validate_disturbance(vc, row)) *row = *again;

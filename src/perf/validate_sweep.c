@@ -95,6 +95,14 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
     int skipped = 0;
     DLP_CHECK(dlp_dataset_stats_of(sw->ds, 0, 20000, sw->stats, &skipped));
     DLP_CHECK(load_machine(req, sw));
+    if (req->also_profile_path) {
+        sw->prof2 = malloc(sizeof *sw->prof2);
+        sw->pred2 = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2);
+        sw->pred2_speed = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_speed);
+        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        DLP_CHECK(dlp_profile_read(req->also_profile_path, sw->prof2));
+        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = NAN;
+    }
 
     dlp_validate_cfg *vc = &sw->vc;
     dlp_validate_cfg_init(vc);
@@ -107,6 +115,7 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
     vc->max_seconds = req->max_seconds;
     vc->retries = req->retries < 0 ? 0 : req->retries;
     vc->canary_base_gflops = sw->prof->host.canary_gflops;
+    vc->at_speed = sw->prof->host.canary_samples > 0 && sw->prof->host.canary_gflops > 0;
     vc->seed = req->seed;
     for (int i = 0; i < sw->n; i++) {  // devices set at the knee: their rate from the loader's predicted rate
         dlp_status st = dlp_validate_resolve_balance(vc, &sw->cfgs[i]);
@@ -123,6 +132,13 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
 void dlp_validate_sweep_run(dlp_validate_sweep *sw, int i) {
     dlp_validate_run_config(&sw->vc, &sw->cfgs[i], &sw->rows[i]);
     sw->ape[i] = sw->rows[i].ok ? sw->rows[i].ape : NAN;
+    if (sw->prof2) {
+        dlp_validate_cfg v2 = sw->vc;
+        v2.profile = sw->prof2;
+        v2.canary_base_gflops = sw->prof2->host.canary_gflops;
+        dlp_validate_predict_other(&v2, &sw->rows[i], sw->prof->host.canary_gflops, sw->prof->host.canary1_gflops,
+                                   &sw->pred2[i], &sw->pred2_speed[i]);
+    }
 }
 
 void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
@@ -145,7 +161,38 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
             ape_probed[sw->nprobed++] = sw->ape[i];
     }
     sw->mape_probed = ape_probed && sw->nprobed ? dlp_validate_mape(ape_probed, sw->nprobed) : NAN;
+    // at the speed each run saw, and the machine's figures over the runs
+    sw->nspeed = 0;
+    double steal = 0, spd[DLP_VALIDATE_MAX_CONFIGS];
+    int nsteal = 0, nspd = 0;
+    for (int i = 0; ape_probed && i < n; i++) {
+        const dlp_validate_row *r = &sw->rows[i];
+        if (r->ok && isfinite(r->ape_at_speed)) ape_probed[sw->nspeed++] = r->ape_at_speed;
+        if (r->ok && isfinite(r->steal)) steal += r->steal, nsteal++;
+        if (r->ok && isfinite(r->speed)) spd[nspd++] = r->speed;
+    }
+    sw->mape_at_speed = ape_probed && sw->nspeed ? dlp_validate_mape(ape_probed, sw->nspeed) : NAN;
+    sw->steal_mean = nsteal ? steal / nsteal : NAN;
+    sw->speed_min = sw->speed_max = NAN;
+    for (int i = 0; i < nspd; i++) {
+        if (!(spd[i] >= sw->speed_min)) sw->speed_min = spd[i];
+        if (!(spd[i] <= sw->speed_max)) sw->speed_max = spd[i];
+    }
     free(ape_probed);
+    if (sw->prof2) {
+        double a[DLP_VALIDATE_MAX_CONFIGS], b[DLP_VALIDATE_MAX_CONFIGS];
+        sw->n2 = sw->n2_speed = 0;
+        for (int i = 0; i < n; i++) {
+            const dlp_validate_row *r = &sw->rows[i];
+            if (!r->ok) continue;
+            const double x = dlp_validate_ape(sw->pred2[i], r->measured_img_per_s);
+            const double y = dlp_validate_ape(sw->pred2_speed[i], r->measured_img_per_s);
+            if (isfinite(x)) a[sw->n2++] = x;
+            if (isfinite(y)) b[sw->n2_speed++] = y;
+        }
+        sw->mape2 = sw->n2 ? dlp_validate_mape(a, sw->n2) : NAN;
+        sw->mape2_speed = sw->n2_speed ? dlp_validate_mape(b, sw->n2_speed) : NAN;
+    }
     sw->nsc = dlp_validate_scaling_pairs(sw->rows, n, sw->sc, DLP_VALIDATE_MAX_CONFIGS);
 }
 
@@ -159,7 +206,23 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     json_object_set_new(res, "mape", dlp_json_real_or_null(sw->mape));
     json_object_set_new(res, "mape_as_probed", dlp_json_real_or_null(sw->mape_probed));
     json_object_set_new(res, "configurations_as_probed", json_integer(sw->nprobed));
+    json_object_set_new(res, "mape_at_speed", dlp_json_real_or_null(sw->mape_at_speed));
+    json_object_set_new(res, "configurations_at_speed", json_integer(sw->nspeed));
+    json_object_set_new(res, "steal_mean", dlp_json_real_or_null(sw->steal_mean));
+    json_object_set_new(res, "speed_min", dlp_json_real_or_null(sw->speed_min));
+    json_object_set_new(res, "speed_max", dlp_json_real_or_null(sw->speed_max));
     json_object_set_new(res, "scaling", dlp_validate_scaling_to_json(sw->rows, sw->sc, sw->nsc));
+    if (sw->prof2) {
+        json_t *o = json_object(), *pa = json_array();
+        for (int i = 0; i < sw->n; i++)
+            json_array_append_new(pa, json_pack("{s:o, s:o}", "predicted_img_per_s", dlp_json_real_or_null(sw->pred2[i]),
+                                                "predicted_at_speed_img_per_s", dlp_json_real_or_null(sw->pred2_speed[i])));
+        json_object_set_new(o, "machine", dlp_profile_to_json(sw->prof2));
+        json_object_set_new(o, "rows", pa);
+        json_object_set_new(o, "mape", dlp_json_real_or_null(sw->mape2));
+        json_object_set_new(o, "mape_at_speed", dlp_json_real_or_null(sw->mape2_speed));
+        json_object_set_new(res, "also_profile", o);
+    }
     json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
     json_object_set_new(res, "regime_agree", json_integer(sw->agree));
     json_object_set_new(res, "seconds", json_real(sw->seconds));
@@ -177,6 +240,9 @@ void dlp_validate_sweep_free(dlp_validate_sweep *sw) {
     free(sw->rows);
     free(sw->ape);
     free(sw->prof);
+    free(sw->prof2);
+    free(sw->pred2);
+    free(sw->pred2_speed);
     free(sw->stats);
     memset(sw, 0, sizeof *sw);
 }

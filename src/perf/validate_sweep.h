@@ -15,6 +15,7 @@ typedef struct dlp_validate_sweep_req {
     const char *catalog_dir;   // for sim:<gpu> devices (NULL: found, or none)
     const char *profile_path;  // NULL: probe first
     const char *save_profile;  // when probing first, keep the profile here (NULL: not kept)
+    const char *also_profile_path;  // every run predicted from this profile too (NULL: none)
     int steps, retries;
     double seconds, max_seconds;
     uint64_t seed;
@@ -37,8 +38,18 @@ typedef struct dlp_validate_sweep {
     // dlp_validate_sweep_summarize:
     int nok, agree, nfinite, nprobed, busy;
     double mape, mape_probed, seconds;
+    double mape_at_speed;      // each run against the prediction at the speed it saw (NAN: no speed known)
+    int nspeed;                // runs behind it
+    double steal_mean;         // the runs' mean steal fraction (NAN: unknown)
+    double speed_min, speed_max;  // the runs' speeds over the profile's reference
     dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
     int nsc;
+    // --also-profile: the same runs predicted from a second profile (at its probed speed and at each run's speed,
+    // the run's canary reading brought to that profile's reference); NULL prof2: none
+    dlp_profile *prof2;
+    double *pred2, *pred2_speed;  // per row (NAN: failed or unknown)
+    double mape2, mape2_speed;
+    int n2, n2_speed;
 } dlp_validate_sweep;
 
 // Loads the configurations, the catalog, the dataset and its statistics and the machine, and resolves the balanced

@@ -33,8 +33,10 @@ assert p["schema"] == "dlperf.profile/1" and p["source"] == "probe", p["schema"]
 pl = p["pipeline"]
 assert pl["decode_per_pixel_s"] > 0 or pl["decode_per_byte_s"] > 0, pl
 # efficiencies are against the model's CPU cost per image (one thread's says what wall time costs beyond CPU
-# time; a little above 1 when the loader ran faster than the stage fits say)
-assert pl["scaling"][0]["threads"] == 1 and 0.5 < pl["scaling"][0]["efficiency"] < 1.5, pl["scaling"]
+# time; a little above 1 when the loader ran faster than the stage fits say). A wall-clock rate at the probe's median
+# speed: on a shared machine that is the busy machine's speed (0.11-0.20 at load average 12 on 2 cores), so only the
+# range is checked here.
+assert pl["scaling"][0]["threads"] == 1 and 0.03 < pl["scaling"][0]["efficiency"] < 1.5, pl["scaling"]
 assert p["host"]["cores"] >= 1 and p["host"]["mem_bw_bytes_per_s"] > 1e8, p["host"]
 assert p["host"]["canary_gflops"] > 0, p["host"]  # the cores' speed while probed, for validate's comparison
 assert p["storage"]["cold_read_bytes_per_s"] > 0, p["storage"]
@@ -52,7 +54,22 @@ if "skipped" in ic:
 else:
     assert ic["ranks"] == 2 and ic["communicator"] == "mpi" and len(ic["points"]) >= 5, ic
     assert p["interconnect"]["allreduce_busbw_bytes_per_s"] == ic["allreduce_busbw_bytes_per_s"] > 1e6, ic
-print("ok profile:", {k: pl[k] for k in ("decode_per_image_s", "decode_per_pixel_s", "augment_per_out_pixel_s")})
+# the machine's speed through the probe (issue 35): a distribution, and every timed row normalised to its median
+h = p["host"]
+assert 0 < h["canary_p10_gflops"] <= h["canary_gflops"] <= h["canary_p90_gflops"], h
+assert h["canary_samples"] >= 3 and h["canary1_gflops"] > 0, h
+nm = pr["normalisation"]
+assert abs(nm["reference_gflops"] - h["canary_gflops"]) <= 1e-9 * h["canary_gflops"], (nm["reference_gflops"], h)
+assert nm["rows"] and all(x["speed_gflops"] > 0 and x["tries"] >= 1 for x in nm["rows"]), nm["rows"]
+row = [x for x in nm["rows"] if x["row"] == "compute ref resnet-mini 32px fp32 2t per_image" or
+       (x["row"].startswith("compute ref resnet-mini 32px fp32") and x["row"].endswith("per_image"))][0]
+assert abs(row["normalised"] - row["raw"] * row["speed_rel"]) <= 1e-9 * row["raw"], row  # a time: raw x speed / ref
+assert abs(r["per_image_s"] - row["normalised"]) <= 1e-9 * r["per_image_s"], (r, row)
+assert abs(r["speed_rel"] - row["speed_rel"]) <= 1e-9, (r, row)
+sc = pl["scaling"][0]
+assert sc["speed_rel"] > 0, sc
+print("ok profile:", {k: pl[k] for k in ("decode_per_image_s", "decode_per_pixel_s", "augment_per_out_pixel_s")},
+      "speed %.1f GFLOP/s (p10 %.1f, p90 %.1f)" % (h["canary_gflops"], h["canary_p10_gflops"], h["canary_p90_gflops"]))
 EOF
 ls -a "$T" | grep -q "dlperf-probe" && fail "the probe left its temporary directory in $T"
 ls -a "$DATA" | grep -q "dlperf-probe" && fail "the probe left its temporary directory in $DATA"
@@ -62,6 +79,32 @@ has "$T/again.txt" "exists"
 has "$T/noout.txt" "--out FILE is required"
 "$D" probe --data "$DATA" --out "$T/x.json" --skip disk >"$T/skip.txt" 2>&1 && fail "probe --skip disk"
 has "$T/skip.txt" "unknown part 'disk'"
+"$D" probe --data "$DATA" --out "$T/x.json" --repeat 0 >"$T/rep.txt" 2>&1 && fail "probe --repeat 0"
+has "$T/rep.txt" "--repeat must be"
+# --repeat: two probes (the cheap parts) merged at their pooled median speed
+"$D" probe --quick --data "$DATA" --device ref --models resnet-mini --sizes 32 --skip storage,interconnect,contention,loop \
+  --repeat 2 --out "$T/rep.json" >"$T/rep.out" 2>"$T/rep.err" || { cat "$T/rep.err"; fail "probe --repeat 2"; }
+has "$T/rep.err" "2 probes merged at their pooled median speed"
+"$PY" - "$T/rep.json" <<'EOF2' || fail "merged profile"
+import json, sys
+p = json.load(open(sys.argv[1]))
+d, h = p["probe"], p["host"]
+assert len(d["repeats"]) == 2 and d["merged"]["probes"] == 2, d["merged"]
+refs = d["merged"]["references_gflops"]
+assert min(refs) <= h["canary_gflops"] <= max(refs), (refs, h)  # the pooled median lies between the two
+assert h["canary_samples"] == sum(len(r["normalisation"]["readings_gflops"]) for r in d["repeats"]), h
+assert "median of 2 probes" in p["notes"], p["notes"]
+EOF2
+
+# predict states the band the probed speed puts around it, and a run's error at the probed speed and at its own
+"$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --batch 48 \
+  --workers 1 --data "$DATA" --speed now --measured 500 >"$T/pred.out" 2>&1 || { cat "$T/pred.out"; fail "predict --speed"; }
+has "$T/pred.out" "on this machine, between"
+has "$T/pred.out" "x the probed speed)"
+has "$T/pred.out" "at the run's speed"
+"$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --speed fast \
+  >"$T/pred2.out" 2>&1 && fail "predict --speed fast"
+has "$T/pred2.out" "predict --speed 'fast'"
 
 # 2. validate: three short runs predicted from the profile
 cat >"$T/c.json" <<'EOF'
@@ -74,6 +117,7 @@ EOF
 cat "$T/val.out"
 has "$T/val.out" "MAPE"
 has "$T/val.out" "regime pred/obs"
+has "$T/val.out" "at the speed each run saw"
 has "$T/val.err" "measured for >= 4 steps"
 "$PY" - "$T/v.json" <<'EOF' || fail "validate JSON"
 import json, math, sys
@@ -88,6 +132,13 @@ for r in rows:
     assert r["steps_measured"] >= 4 and r["warmup_steps"] >= 3, r
 mape = sum(r["ape"] for r in rows) / 3
 assert abs(mape - v["mape"]) < 1e-9
+# each run also against the prediction at the speed it saw (the profile states its speed)
+for r in rows:
+    assert r["speed"] > 0 and r["predicted_at_speed_img_per_s"] > 0, r
+    assert abs(r["ape_at_speed"] - abs(r["predicted_at_speed_img_per_s"] - r["measured_img_per_s"]) /
+               r["measured_img_per_s"]) < 1e-9, r
+assert abs(v["mape_at_speed"] - sum(r["ape_at_speed"] for r in rows) / 3) < 1e-9, v["mape_at_speed"]
+assert v["configurations_at_speed"] == 3 and v["speed_min"] <= v["speed_max"], v
 # The regimes the model predicts for these three: device, pipeline, storage. The pipeline-bound one loads 48 images
 # a step on one worker: at b16 on two workers the loader's predicted rate came within the loop's own time per step
 # on a busy CI machine (predicted device 11228 img/s, observed pipeline 14490), and the regime flipped.

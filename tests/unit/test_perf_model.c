@@ -142,8 +142,8 @@ static void test_scaling_efficiency(void **state) {
     dlp_profile p;
     toy_profile(&p);
     p.pipeline.nscaling = 2;
-    p.pipeline.scaling[0] = (dlp_scaling_point){1, 1.0};
-    p.pipeline.scaling[1] = (dlp_scaling_point){4, 0.7};
+    p.pipeline.scaling[0] = (dlp_scaling_point){.threads = 1, .efficiency = 1.0};
+    p.pipeline.scaling[1] = (dlp_scaling_point){.threads = 4, .efficiency = 0.7};
     assert_true(fabs(dlp_pipeline_efficiency(&p.pipeline, 1) - 1.0) < 1e-12);
     assert_true(fabs(dlp_pipeline_efficiency(&p.pipeline, 2) - 0.9) < 1e-12);  // linear between points
     assert_true(fabs(dlp_pipeline_efficiency(&p.pipeline, 8) - 0.7) < 1e-12);  // last point beyond

@@ -1,0 +1,297 @@
+// perf/probe_speed: every timed row of the probe measured against the machine's speed at that moment. On a shared
+// virtual machine the cores a process gets move with the host's other tenants and the machine's other processes
+// (steal time, a busy SMT sibling, time-sharing with other work): a row measured once is a snapshot of a moving
+// machine. So the canary (hw/canary) is read before, between and after each row's parts, on as many threads as the
+// row uses (one, or every CPU); a row whose readings moved more than the band is measured again; and each timed
+// value is kept with the speed it was measured at and rescaled, once the probe is over, to the reference speed —
+// the median of every reading of the probe. docs/model.md ("The probe on a noisy machine") says what this
+// normalises and what it cannot.
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stats.h"
+#include "hw/canary.h"
+#include "perf/probe_impl.h"
+
+typedef struct dlp_probe_norm {
+    double *value;    // in the profile
+    double raw;       // as measured
+    int is_rate;      // a rate (rescaled by reference / speed) or a time (by speed / reference)
+    double speed;     // GFLOP/s of the canary around it
+    int one;          // measured on one thread (the one-thread reference) or on all CPUs
+    double spread;    // the readings' (max - min) / median
+    int tries;
+    double *speed_rel;
+    char what[96];
+} dlp_probe_norm;
+
+double dlp_probe_speed(dlp_probe_ctx *c, int threads) {
+    const int one = threads == 1;
+    double g = dlp_host_canary_gflops_on(DLP_PROBE_CANARY_S, one ? 1 : 0);
+    if (g > 0) {
+        if (one && c->ncanary_one < DLP_PROBE_MAX_READINGS) c->canary_one[c->ncanary_one++] = g;
+        if (!one && c->ncanary_all < DLP_PROBE_MAX_READINGS) c->canary_all[c->ncanary_all++] = g;
+    }
+    return g;
+}
+
+double dlp_probe_speed_spread(const double *r, int n) {
+    if (n < 2) return 0;
+    double lo = r[0], hi = r[0];
+    for (int i = 1; i < n; i++) {
+        if (r[i] < lo) lo = r[i];
+        if (r[i] > hi) hi = r[i];
+    }
+    double m = dlp_stats_median_f64(r, n);
+    return m > 0 ? (hi - lo) / m : INFINITY;
+}
+
+double dlp_probe_speed_mean(const double *r, int n) {
+    if (n < 1) return 0;
+    if (n == 1) return r[0];
+    // each part lies between two readings: the mean of the pairs' means
+    double s = 0;
+    for (int i = 0; i + 1 < n; i++) s += 0.5 * (r[i] + r[i + 1]);
+    return s / (n - 1);
+}
+
+void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, int threads, double spread,
+                        int tries, double *speed_rel, const char *fmt, ...) {
+    if (!c->norms) c->norms = calloc(DLP_PROBE_MAX_NORMS, sizeof *c->norms);
+    if (!c->norms || c->nnorms >= DLP_PROBE_MAX_NORMS || !(speed > 0)) return;  // left as measured
+    dlp_probe_norm *n = &c->norms[c->nnorms++];
+    n->value = value;
+    n->raw = *value;
+    n->is_rate = is_rate;
+    n->speed = speed;
+    n->one = threads == 1;
+    n->spread = spread;
+    n->tries = tries;
+    n->speed_rel = speed_rel;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->what, sizeof n->what, fmt, ap);
+    va_end(ap);
+}
+
+static double quantile(const double *v, int n, double q) {
+    if (n < 1) return 0;
+    double *s = malloc(sizeof(double) * (size_t)n);
+    if (!s) return 0;
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    double r = dlp_stats_quantile_f64(s, (size_t)n, q);
+    free(s);
+    return r;
+}
+
+json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
+    dlp_host_profile *h = &c->p->host;
+    const double ref_all = dlp_stats_median_f64(c->canary_all, c->ncanary_all);
+    const double ref_one = dlp_stats_median_f64(c->canary_one, c->ncanary_one);
+    h->canary_gflops = ref_all;
+    h->canary_p10_gflops = quantile(c->canary_all, c->ncanary_all, 0.1);
+    h->canary_p90_gflops = quantile(c->canary_all, c->ncanary_all, 0.9);
+    h->canary_samples = c->ncanary_all;
+    h->canary1_gflops = ref_one;
+    json_t *o = json_object();
+    json_object_set_new(o, "band", json_real(DLP_PROBE_SPEED_BAND));
+    json_object_set_new(o, "reference_gflops", json_real(ref_all));
+    json_object_set_new(o, "reference_one_thread_gflops", json_real(ref_one));
+    json_t *ra = json_array(), *r1 = json_array();
+    for (int i = 0; i < c->ncanary_all; i++) json_array_append_new(ra, json_real(c->canary_all[i]));
+    for (int i = 0; i < c->ncanary_one; i++) json_array_append_new(r1, json_real(c->canary_one[i]));
+    json_object_set_new(o, "readings_gflops", ra);
+    json_object_set_new(o, "readings_one_thread_gflops", r1);
+    json_t *rows = json_array();
+    char unstable[2048] = "";
+    int nun = 0;
+    for (int i = 0; i < c->nnorms; i++) {
+        dlp_probe_norm *n = &c->norms[i];
+        const double ref = n->one ? ref_one : ref_all;
+        if (!(ref > 0)) continue;
+        const double rel = n->speed / ref;
+        *n->value = n->is_rate ? n->raw / rel : n->raw * rel;
+        if (n->speed_rel) *n->speed_rel = rel;
+        const int stable = n->spread <= 2 * DLP_PROBE_SPEED_BAND;
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "row", n->what,
+                                              "kind", n->is_rate ? "rate" : "time", "threads", n->one ? 1 : 0,
+                                              "raw", n->raw, "speed_gflops", n->speed, "speed_rel", rel, "normalised",
+                                              *n->value, "spread", n->spread, "tries", n->tries, "stable", stable));
+        if (!stable) {
+            nun++;
+            size_t l = strlen(unstable);
+            if (l + strlen(n->what) + 4 < sizeof unstable)
+                snprintf(unstable + l, sizeof unstable - l, "%s%s", l ? ", " : "", n->what);
+        }
+    }
+    json_object_set_new(o, "rows", rows);
+    json_object_set_new(o, "unstable", json_integer(nun));
+    dlp_probe_say(c, "speed: %d readings on all CPUs, median %.1f GFLOP/s (p10 %.1f, p90 %.1f: spread %.0f%%), one "
+                  "thread %.1f; %d timed values normalised to the median, %d of them on a speed that moved more than "
+                  "%.0f%% around them", c->ncanary_all, ref_all, h->canary_p10_gflops, h->canary_p90_gflops,
+                  ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, c->nnorms,
+                  nun, 100 * DLP_PROBE_SPEED_BAND);
+    if (nun) {
+        dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try): %s",
+                      100 * DLP_PROBE_SPEED_BAND, unstable);
+        size_t nn = strlen(c->p->notes);
+        snprintf(c->p->notes + nn, sizeof c->p->notes - nn, "%snot stabilised (speed moved): %.200s%s",
+                 nn ? "; " : "", unstable, strlen(unstable) > 200 ? "..." : "");
+    }
+    free(c->norms);
+    c->norms = NULL;
+    c->nnorms = 0;
+    return o;
+}
+
+// --- several probes into one profile (probe --repeat) --------------------------------------------------------------
+
+// The readings of one probe's details ("normalisation": key) appended to v (up to max).
+static int pool_readings(const json_t *details, const char *key, double *v, int n, int max) {
+    const json_t *a = json_object_get(json_object_get(details, "normalisation"), key);
+    size_t i;
+    const json_t *x;
+    json_array_foreach(a, i, x) if (n < max && json_is_number(x)) v[n++] = json_number_value(x);
+    return n;
+}
+
+// Median over the probes of a value normalised to each probe's reference ref[i], first brought to the pooled
+// reference R: a time at ref[i] takes ref[i] / R as long at R; a rate goes R / ref[i] as fast.
+static double merged(const double *v, const double *ref, double R, int is_rate, int n) {
+    double x[DLP_PROBE_MAX_REPEAT];
+    int k = 0;
+    for (int i = 0; i < n && k < DLP_PROBE_MAX_REPEAT; i++) {
+        if (!(ref[i] > 0) || !(R > 0)) x[k++] = v[i];
+        else x[k++] = is_rate ? v[i] * R / ref[i] : v[i] * ref[i] / R;
+    }
+    return dlp_stats_median_f64(x, (size_t)k);
+}
+
+dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n, dlp_profile *out, json_t **summary) {
+    if (n < 1 || n > DLP_PROBE_MAX_REPEAT) return DLP_ERR(DLP_ERR_INVALID, "probe --repeat: 1..%d probes", DLP_PROBE_MAX_REPEAT);
+    *out = ps[0];
+    double *all = malloc(sizeof(double) * DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT);
+    double *one = malloc(sizeof(double) * DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT);
+    if (!all || !one) {
+        free(all);
+        free(one);
+        return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    }
+    int na = 0, n1 = 0;
+    const int cap = DLP_PROBE_MAX_READINGS * DLP_PROBE_MAX_REPEAT;
+    double ra[DLP_PROBE_MAX_REPEAT], r1[DLP_PROBE_MAX_REPEAT], steal = 0;
+    for (int i = 0; i < n; i++) {
+        na = pool_readings(details[i], "readings_gflops", all, na, cap);
+        n1 = pool_readings(details[i], "readings_one_thread_gflops", one, n1, cap);
+        ra[i] = ps[i].host.canary_gflops;
+        r1[i] = ps[i].host.canary1_gflops > 0 ? ps[i].host.canary1_gflops : ps[i].host.canary_gflops;
+        steal += ps[i].host.steal_fraction / n;
+    }
+    dlp_host_profile *h = &out->host;
+    const double R = na ? dlp_stats_median_f64(all, (size_t)na) : merged(ra, ra, 0, 0, n);
+    const double R1 = n1 ? dlp_stats_median_f64(one, (size_t)n1) : R;
+    h->canary_gflops = R;
+    h->canary1_gflops = R1;
+    h->steal_fraction = steal;
+    h->canary_samples = na;
+    if (na) {
+        double *tmp = malloc(sizeof(double) * (size_t)na);
+        if (tmp) {
+            memcpy(tmp, all, sizeof(double) * (size_t)na);
+            h->canary_p10_gflops = dlp_stats_quantile_f64(tmp, (size_t)na, 0.1);
+            h->canary_p90_gflops = dlp_stats_quantile_f64(tmp, (size_t)na, 0.9);
+            free(tmp);
+        }
+    }
+    free(all);
+    free(one);
+    double v[DLP_PROBE_MAX_REPEAT];
+    int unmatched = 0;
+    // the loop's overhead (a time on every CPU)
+    for (int i = 0; i < n; i++) v[i] = ps[i].host.loop_overhead_s;
+    h->loop_overhead_s = merged(v, ra, R, 0, n);
+    // the pipeline: CPU-time costs (not normalised) as medians; the scaling efficiencies (rates) at the pooled speed
+    dlp_pipeline_profile *pp = &out->pipeline;
+    double *costs[] = {&pp->read_per_file_s, &pp->read_per_byte_s, &pp->decode_per_image_s, &pp->decode_per_pixel_s,
+                       &pp->decode_per_byte_s, &pp->augment_per_image_s, &pp->augment_per_in_pixel_s,
+                       &pp->augment_per_out_pixel_s, &pp->loader_cost_scale, &pp->oversub_efficiency};
+    for (size_t k = 0; k < sizeof costs / sizeof costs[0]; k++) {
+        const size_t off = (size_t)((const char *)costs[k] - (const char *)pp);
+        for (int i = 0; i < n; i++) v[i] = *(const double *)((const char *)&ps[i].pipeline + off);
+        *costs[k] = dlp_stats_median_f64(v, (size_t)n);
+    }
+    for (int s = 0; s < pp->nscaling; s++) {
+        int m = 0;
+        double rr[DLP_PROBE_MAX_REPEAT];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < ps[i].pipeline.nscaling; j++)
+                if (ps[i].pipeline.scaling[j].threads == pp->scaling[s].threads) {
+                    v[m] = ps[i].pipeline.scaling[j].efficiency;
+                    rr[m++] = pp->scaling[s].threads == 1 ? r1[i] : ra[i];
+                    break;
+                }
+        if (m < n) unmatched++;
+        double e = merged(v, rr, pp->scaling[s].threads == 1 ? R1 : R, 1, m);
+        pp->scaling[s].efficiency = e > 1.5 ? 1.5 : e < 0.01 ? 0.01 : e;
+        pp->scaling[s].speed_rel = 1;
+    }
+    // each device's rows: the same row (task, precision, threads, model, size) of every probe
+    for (int d = 0; d < out->ndevices; d++) {
+        dlp_device_profile *dev = &out->devices[d];
+        for (int k = 0; k < dev->nrates; k++) {
+            dlp_rate *row = &dev->rates[k];
+            double t0[DLP_PROBE_MAX_REPEAT], pi[DLP_PROBE_MAX_REPEAT], up[DLP_PROBE_MAX_REPEAT], rr[DLP_PROBE_MAX_REPEAT];
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                const dlp_device_profile *di = dlp_profile_find_device(&ps[i], dev->name);
+                for (int j = 0; di && j < di->nrates; j++) {
+                    const dlp_rate *q = &di->rates[j];
+                    if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
+                        q->size == row->size && strcmp(q->model, row->model) == 0) {
+                        t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
+                        rr[m++] = row->threads == 1 ? r1[i] : ra[i];
+                        break;
+                    }
+                }
+            }
+            if (m < n) unmatched++;
+            if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
+                const double Rr = row->threads == 1 ? R1 : R;
+                row->t0_s = merged(t0, rr, Rr, 0, m);
+                row->per_image_s = merged(pi, rr, Rr, 0, m);
+                row->update_s = merged(up, rr, Rr, 0, m);
+                row->speed_rel = 1;
+            }
+        }
+        for (int k = 0; k < dev->ncontention; k++) {
+            dlp_contention_point *pt = &dev->contention[k];
+            double cs[DLP_PROBE_MAX_REPEAT], ls[DLP_PROBE_MAX_REPEAT];
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                const dlp_device_profile *di = dlp_profile_find_device(&ps[i], dev->name);
+                const dlp_contention_point *q = di ? dlp_device_find_contention(di, pt->threads, pt->workers) : NULL;
+                if (q && q->threads == pt->threads && q->workers == pt->workers) {
+                    cs[m] = q->compute_share;
+                    ls[m++] = q->loader_share;
+                }
+            }
+            if (m) {
+                pt->compute_share = dlp_stats_median_f64(cs, (size_t)m);
+                pt->loader_share = dlp_stats_median_f64(ls, (size_t)m);
+            }
+        }
+    }
+    size_t nn = strlen(out->notes);
+    snprintf(out->notes + nn, sizeof out->notes - nn, "%smedian of %d probes at their pooled median speed", nn ? "; " : "",
+             n);
+    if (summary) {
+        json_t *a = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(a, json_real(ra[i]));
+        *summary = json_pack("{s:i, s:f, s:f, s:o, s:i}", "probes", n, "reference_gflops", R,
+                             "reference_one_thread_gflops", R1, "references_gflops", a, "rows_missing_in_some", unmatched);
+    }
+    return dlp_profile_validate(out, "merged profile");
+}

@@ -1,0 +1,230 @@
+// Unit tests for perf/probe_speed (the probe on a noisy machine) and hw/profile's dlp_profile_at_speed: readings'
+// spread and mean; timed values normalised to the median reading (a time by speed / reference, a rate by
+// reference / speed; one-thread rows to the one-thread median); rows whose speed moved are named in the notes; the
+// profile's canary distribution; a profile at another speed scales the CPU-side timings and leaves GPUs alone;
+// probe --repeat's merge brings each probe's values to the pooled speed before the median; the new profile fields
+// round-trip and older profiles without them still read.
+// Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/canary.h"
+#include "hw/profile.h"
+#include "perf/probe.h"
+#include "perf/probe_impl.h"
+#include "testutil.h"
+
+#define NEAR(a, b, rel) assert_true(fabs((double)(a) - (double)(b)) <= (rel) * fabs((double)(b)) + 1e-12)
+
+static void test_spread_mean(void **state) {
+    (void)state;
+    const double r[3] = {100, 90, 110};
+    NEAR(dlp_probe_speed_spread(r, 3), 0.2, 1e-12);  // (110 - 90) / 100
+    assert_true(dlp_probe_speed_spread(r, 1) == 0);
+    // each part between two readings: (95 + 100) / 2
+    NEAR(dlp_probe_speed_mean(r, 3), 97.5, 1e-12);
+    NEAR(dlp_probe_speed_mean(r, 1), 100, 1e-12);
+}
+
+static void test_canary_and_steal(void **state) {
+    (void)state;
+    const double g = dlp_host_canary_gflops_on(0.02, 1);
+    assert_true(g > 0);
+    dlp_cpu_ticks a, b;
+    if (!dlp_host_cpu_ticks(&a)) skip();
+    assert_true(a.total > 0 && a.steal <= a.total);
+    b = a;
+    assert_true(isnan(dlp_steal_fraction(&a, &b)));  // no time passed: unknown, not 0
+    b.total += 100;
+    b.steal += 25;
+    NEAR(dlp_steal_fraction(&a, &b), 0.25, 1e-12);
+}
+
+static void say(void *ctx, const char *line) {
+    char *buf = ctx;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 8192 - n, "%s\n", line);
+}
+
+static void test_normalise(void **state) {
+    (void)state;
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    char *log = calloc(1, 8192);
+    cfg.progress = say;
+    cfg.progress_ctx = log;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_profile_init(p);
+    dlp_probe_ctx *c = calloc(1, sizeof *c);
+    c->cfg = &cfg;
+    c->p = p;
+    // all-CPU readings 80, 90, 100, 110, 120: median 100; one thread 50
+    const double ra[] = {80, 90, 100, 110, 120};
+    for (int i = 0; i < 5; i++) c->canary_all[c->ncanary_all++] = ra[i];
+    c->canary_one[c->ncanary_one++] = 50;
+    double t = 2.0, rate = 300, t1 = 1.0, rel = 0, rel1 = 0;
+    dlp_probe_norm_add(c, &t, 0, 80, 2, 0.02, 1, &rel, "slow row");        // a time at 0.8 x: 1.6 at the reference
+    dlp_probe_norm_add(c, &rate, 1, 120, 2, 0.30, 3, NULL, "moving row");  // a rate at 1.2 x: 250 at the reference
+    dlp_probe_norm_add(c, &t1, 0, 55, 1, 0.0, 1, &rel1, "one thread");    // against the one-thread median, 50
+    json_t *o = dlp_probe_normalise(c);
+    NEAR(t, 1.6, 1e-12);
+    NEAR(rel, 0.8, 1e-12);
+    NEAR(rate, 250, 1e-12);
+    NEAR(t1, 1.1, 1e-12);
+    NEAR(rel1, 1.1, 1e-12);
+    NEAR(p->host.canary_gflops, 100, 1e-12);
+    NEAR(p->host.canary_p10_gflops, 84, 1e-12);  // numpy's linear quantile of 80..120
+    NEAR(p->host.canary_p90_gflops, 116, 1e-12);
+    assert_int_equal(p->host.canary_samples, 5);
+    NEAR(p->host.canary1_gflops, 50, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(o, "unstable")), 1);
+    assert_non_null(strstr(p->notes, "moving row"));
+    assert_null(strstr(p->notes, "slow row"));
+    assert_non_null(strstr(log, "could not stabilise"));
+    json_t *rows = json_object_get(o, "rows");
+    assert_int_equal(json_array_size(rows), 3);
+    NEAR(json_real_value(json_object_get(json_array_get(rows, 0), "raw")), 2.0, 1e-12);
+    json_decref(o);
+    free(c);
+    free(p);
+    free(log);
+}
+
+// A profile with a cpu device and a GPU, the speed fields set.
+static void small_profile(dlp_profile *p, double ref, double per_image, double eff1) {
+    dlp_profile_init(p);
+    snprintf(p->source, sizeof p->source, "probe");
+    snprintf(p->id, sizeof p->id, "t");
+    p->host.cores = p->host.threads = 2;
+    p->host.canary_gflops = ref;
+    p->host.canary1_gflops = ref / 2;
+    p->host.canary_p10_gflops = 0.8 * ref;
+    p->host.canary_p90_gflops = 1.2 * ref;
+    p->host.canary_samples = 3;
+    p->host.loop_overhead_s = 1e-3;
+    snprintf(p->pipeline.name, sizeof p->pipeline.name, "dlperf");
+    p->pipeline.decode_per_image_s = 1e-3;
+    p->pipeline.augment_per_out_pixel_s = 1e-8;
+    p->pipeline.loader_cost_scale = 1;
+    p->pipeline.nscaling = 2;
+    p->pipeline.scaling[0] = (dlp_scaling_point){.threads = 1, .efficiency = eff1, .speed_rel = 1};
+    p->pipeline.scaling[1] = (dlp_scaling_point){.threads = 2, .efficiency = 0.9, .speed_rel = 1};
+    p->ndevices = 2;
+    dlp_device_profile *d = &p->devices[0];
+    snprintf(d->name, sizeof d->name, "cpu");
+    d->kind = DLP_DEVICE_CPU;
+    d->fwd_fraction = 1.0 / 3;
+    d->contention_efficiency = 1;
+    d->nrates = 1;
+    d->rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .threads = 2, .size = 224, .t0_s = 0.01,
+                             .per_image_s = per_image, .update_s = 0.02, .speed_rel = 0.9};
+    snprintf(d->rates[0].model, sizeof d->rates[0].model, "resnet18");
+    dlp_device_profile *g = &p->devices[1];
+    snprintf(g->name, sizeof g->name, "gpu0");
+    g->kind = DLP_DEVICE_GPU;
+    g->fwd_fraction = 1.0 / 3;
+    g->contention_efficiency = 1;
+    g->nrates = 1;
+    g->rates[0] = (dlp_rate){.task = DLP_TASK_TRAIN, .prec = DLP_PREC_FP32, .per_image_s = 0.004};
+}
+
+static void test_at_speed(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p);
+    small_profile(p, 100, 0.05, 1.0);
+    dlp_profile_at_speed(p, 0.5);  // half as fast: every CPU-side time doubles
+    NEAR(p->pipeline.decode_per_image_s, 2e-3, 1e-12);
+    NEAR(p->pipeline.augment_per_out_pixel_s, 2e-8, 1e-12);
+    NEAR(p->host.loop_overhead_s, 2e-3, 1e-12);
+    NEAR(p->devices[0].rates[0].per_image_s, 0.1, 1e-12);
+    NEAR(p->devices[0].rates[0].t0_s, 0.02, 1e-12);
+    NEAR(p->devices[0].rates[0].update_s, 0.04, 1e-12);
+    NEAR(p->devices[1].rates[0].per_image_s, 0.004, 1e-12);  // a GPU is what it is
+    NEAR(p->host.canary_gflops, 50, 1e-12);
+    NEAR(p->pipeline.scaling[1].efficiency, 0.9, 1e-12);  // efficiencies are shares: unchanged
+    dlp_profile_at_speed(p, 0);                            // no speed: nothing changes
+    NEAR(p->pipeline.decode_per_image_s, 2e-3, 1e-12);
+    free(p);
+}
+
+static void test_merge(void **state) {
+    (void)state;
+    dlp_profile *ps = malloc(2 * sizeof *ps), *out = malloc(sizeof *out);
+    // the same machine probed at two reference speeds: per-image 0.05 s at 100 GFLOP/s is 0.0625 s at 80
+    small_profile(&ps[0], 100, 0.05, 1.0);
+    small_profile(&ps[1], 80, 0.0625, 0.8);
+    json_t *det[2];
+    det[0] = json_pack("{s:{s:[f,f,f], s:[f]}}", "normalisation", "readings_gflops", 90.0, 100.0, 110.0,
+                       "readings_one_thread_gflops", 50.0);
+    det[1] = json_pack("{s:{s:[f,f,f], s:[f]}}", "normalisation", "readings_gflops", 70.0, 80.0, 90.0,
+                       "readings_one_thread_gflops", 40.0);
+    json_t *sum = NULL;
+    dlp_status st = dlp_probe_merge(ps, det, 2, out, &sum);
+    if (st) dlp_err_print(stderr);
+    assert_int_equal(st, DLP_OK);
+    // pooled readings 70, 80, 90, 90, 100, 110: median 90; each probe's per-image time at 90 GFLOP/s is 0.05 x 100 / 90
+    NEAR(out->host.canary_gflops, 90, 1e-12);
+    assert_int_equal(out->host.canary_samples, 6);
+    NEAR(out->devices[0].rates[0].per_image_s, 0.05 * 100 / 90, 1e-9);
+    NEAR(out->devices[0].rates[0].speed_rel, 1, 1e-12);
+    // the one-thread efficiency, a rate against the one-thread references 50 and 40 (pooled 45): both 0.9
+    NEAR(out->pipeline.scaling[0].efficiency, 0.9, 1e-9);
+    assert_non_null(strstr(out->notes, "median of 2 probes"));
+    assert_int_equal(json_integer_value(json_object_get(sum, "probes")), 2);
+    json_decref(sum);
+    assert_int_equal(dlp_probe_merge(ps, det, 0, out, NULL), DLP_ERR_INVALID);
+    json_decref(det[0]);
+    json_decref(det[1]);
+    free(ps);
+    free(out);
+}
+
+static void test_fields_round_trip(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p), *q = malloc(sizeof *q);
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.steal_fraction = 0.07;
+    json_t *o = dlp_profile_to_json(p);
+    dlp_status st = dlp_profile_from_json(o, "test", q);
+    if (st) dlp_err_print(stderr);
+    assert_int_equal(st, DLP_OK);
+    NEAR(q->host.canary_p10_gflops, 80, 1e-12);
+    NEAR(q->host.canary_p90_gflops, 120, 1e-12);
+    assert_int_equal(q->host.canary_samples, 3);
+    NEAR(q->host.canary1_gflops, 50, 1e-12);
+    NEAR(q->host.steal_fraction, 0.07, 1e-12);
+    NEAR(q->devices[0].rates[0].speed_rel, 0.9, 1e-12);
+    NEAR(q->pipeline.scaling[0].speed_rel, 1, 1e-12);
+    // a profile without them (older probes, the catalog): absent, not an error
+    json_t *h = json_object_get(o, "host");
+    json_object_del(h, "canary_p10_gflops");
+    json_object_del(h, "canary_p90_gflops");
+    json_object_del(h, "canary_samples");
+    json_object_del(h, "steal_fraction");
+    assert_int_equal(dlp_profile_from_json(o, "test", q), DLP_OK);
+    assert_true(q->host.canary_p10_gflops == 0 && q->host.canary_samples == 0);
+    // out of range: a steal fraction above 1 names the field
+    json_object_set_new(h, "steal_fraction", json_real(1.5));
+    assert_int_equal(dlp_profile_from_json(o, "test", q), DLP_ERR_FORMAT);
+    assert_non_null(strstr(dlp_err_msg(), "steal_fraction"));
+    dlp_err_clear();
+    json_decref(o);
+    free(p);
+    free(q);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
+        cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Two or more profiles of one machine (dlperf probe --out ...), row by row: how far apart their compute and loader
+rows are as measured (raw) and after normalisation to the cores' speed each row was measured at (docs/model.md,
+"The probe on a noisy machine").
+
+  python3 tools/probe_spread.py A.json B.json [--limit 0.05]
+
+The last column compares the process's own CPU seconds per image in the same rows (the loader's CPU per image, a
+compute step's wall time x the cores it kept busy): what time-sharing with other processes does not move.
+
+Compute rows: the throughput at the row's largest batch (the step measured there, forward + backward + update),
+normalised as img/s per GFLOP/s of the canary read around it. Loader rows: the loader's steady img/s at each thread
+count, per GFLOP/s of the canary read around it (one thread against the one-thread canary). A row is shown at the
+first profile's reference speed. Exit status 1 when a row's normalised spread is over --limit and no profile named
+it among the rows it could not stabilise.
+"""
+import json
+import sys
+
+
+def rows_of(path):
+    p = json.load(open(path))
+    det = p.get("probe", {})
+    norm = det.get("normalisation", {})
+    ref = {"all": norm.get("reference_gflops") or p["host"].get("canary_gflops", 0),
+           "one": norm.get("reference_one_thread_gflops") or 0}
+    out = {}
+    for dev, rows in (det.get("devices") or {}).items():
+        for r in rows:
+            pts = r.get("points") or []
+            if not pts:
+                continue
+            pt = max(pts, key=lambda x: x["batch"])
+            rate = pt["batch"] / (pt["fwd_bwd_s"] + pt["update_s"])
+            key = "compute %s %s %dpx %s %dt b%d" % (dev, r["model"], r["size"], r["precision"], r["threads"], pt["batch"])
+            cpu = (pt["fwd_bwd_s"] + pt["update_s"]) * pt.get("cores_busy", 0) / pt["batch"]  # CPU s per image
+            out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu)
+    for s in (det.get("pipeline") or {}).get("loader_scaling") or []:
+        key = "loader %d thread(s) 224px" % s["workers"]
+        out[key] = (s["img_per_s"], s.get("speed_gflops", 0), "one" if s["workers"] == 1 else "all",
+                    s.get("cpu_ms_per_image", 0) * 1e-3)
+    unstable = set(r["row"] for r in norm.get("rows", []) if not r.get("stable", True))
+    return p, ref, out, unstable, norm
+
+
+def main(argv):
+    limit = 0.05
+    paths = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--limit":
+            limit = float(argv[i + 1])
+            i += 2
+            continue
+        paths.append(argv[i])
+        i += 1
+    if len(paths) < 2:
+        print(__doc__)
+        return 2
+    profs = [rows_of(p) for p in paths]
+    ref0 = profs[0][1]
+    for path, (p, ref, _, uns, norm) in zip(paths, profs):
+        h = p["host"]
+        print("%s: probed %s, speed median %.1f GFLOP/s (p10 %.1f, p90 %.1f, %d readings), one thread %.1f, steal %.1f%%, "
+              "%d row(s) not stabilised" % (path, p.get("created", "?"), h.get("canary_gflops", 0),
+                                            h.get("canary_p10_gflops", 0), h.get("canary_p90_gflops", 0),
+                                            h.get("canary_samples", 0), h.get("canary1_gflops", 0),
+                                            100 * h.get("steal_fraction", 0), norm.get("unstable", 0)))
+    keys = [k for k in profs[0][2] if all(k in q[2] for q in profs[1:])]
+    print("%-44s %s  %8s  %s  %8s  %8s" % ("row", "  ".join("%9s" % ("raw %d" % (j + 1)) for j in range(len(profs))),
+                                            "raw spr", "  ".join("%9s" % ("norm %d" % (j + 1)) for j in range(len(profs))),
+                                            "norm spr", "cpu spr"))
+    worst_raw = worst_norm = worst_cpu = 0
+    bad = []
+    for k in keys:
+        raws = [q[2][k][0] for q in profs]
+        cls = profs[0][2][k][2]
+        norms = [q[2][k][0] / q[2][k][1] * (ref0[cls] or 1) if q[2][k][1] > 0 else float("nan") for q in profs]
+        sr = max(raws) / min(raws) - 1
+        sn = max(norms) / min(norms) - 1
+        cpus = [q[2][k][3] for q in profs]
+        sc = max(cpus) / min(cpus) - 1 if min(cpus) > 0 else float("nan")
+        worst_raw, worst_norm = max(worst_raw, sr), max(worst_norm, sn)
+        worst_cpu = max(worst_cpu, sc) if sc == sc else worst_cpu
+        named = any(any(k.split(" b")[0] in u for u in q[3]) or k in q[3] for q in profs)
+        flag = "" if sn <= limit else ("  (named unstable)" if named else "  OVER")
+        if sn > limit and not named:
+            bad.append(k)
+        print("%-44s %s  %7.1f%%  %s  %7.1f%%  %7.1f%%%s" % (k, "  ".join("%9.2f" % x for x in raws), 100 * sr,
+                                                             "  ".join("%9.2f" % x for x in norms), 100 * sn, 100 * sc,
+                                                             flag))
+    print("largest spread: raw %.1f%%, normalised %.1f%%, CPU time per image %.1f%% over %d rows (normalised: img/s per "
+          "GFLOP/s of the speed measured around the row, shown at the first profile's reference speed; cpu: the process's "
+          "CPU seconds per image, which other processes' time-sharing does not move)" % (
+              100 * worst_raw, 100 * worst_norm, 100 * worst_cpu, len(keys)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
