@@ -328,48 +328,51 @@ static int prepare_infer(http_req *h, struct MHD_Connection *c, enum MHD_Result 
     return 1;
 }
 
+// The first call of a request: its header has arrived. Answers wait for the final call (MHD closes the connection after
+// an answer queued on this first call), except a 413 announced by Content-Length.
+static enum MHD_Result on_header(dlp_server *s, struct MHD_Connection *c, const char *url, void **con_cls) {
+    http_req *h = calloc(1, sizeof *h);
+    if (!h) return MHD_NO;
+    h->srv = s;
+    h->conn = c;
+    h->fd = -1;
+    h->t_start_ns = dlp_now_ns();
+    *con_cls = h;
+    pthread_mutex_lock(&s->mu);
+    s->active++;
+    pthread_mutex_unlock(&s->mu);
+    int kst;
+    char kerr[8];
+    dlp_kserve_route kr = dlp_kserve_route_parse(url, model_name(s), &kst, kerr, sizeof kerr);
+    h->v2 = kr != DLP_KSERVE_NONE;
+    h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : kr == DLP_KSERVE_INFER ? ROUTE_INFER : ROUTE_OTHER;
+    conn_ctx *hc = conn_of(c);
+    if (hc) {
+        pthread_mutex_lock(&s->mu);
+        hc->header_done = 1;
+        pthread_mutex_unlock(&s->mu);
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *e;
+        unsigned long long v = strtoull(cl, &e, 10);
+        if (e != cl && v > (unsigned long long)s->cfg.max_body_bytes) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "body of %llu bytes is over the limit of %lld bytes", v,
+                     (long long)s->cfg.max_body_bytes);
+            return reply_error(h, 413, msg, NULL);  // MHD then closes: the body is not read
+        }
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size,
                                   void **con_cls) {
     dlp_server *s = cls;
     (void)version;
     http_req *h = *con_cls;
-    if (!h) {  // the header has arrived. Answers wait for the final call (MHD closes the connection after an
-               // answer queued on this first call), except a 413 announced by Content-Length.
-        h = calloc(1, sizeof *h);
-        if (!h) return MHD_NO;
-        h->srv = s;
-        h->conn = c;
-        h->fd = -1;
-        h->t_start_ns = dlp_now_ns();
-        *con_cls = h;
-        pthread_mutex_lock(&s->mu);
-        s->active++;
-        pthread_mutex_unlock(&s->mu);
-        int kst;
-        char kerr[8];
-        dlp_kserve_route kr = dlp_kserve_route_parse(url, model_name(s), &kst, kerr, sizeof kerr);
-        h->v2 = kr != DLP_KSERVE_NONE;
-        h->route = strcmp(url, "/v1/classify") == 0 ? ROUTE_CLASSIFY : kr == DLP_KSERVE_INFER ? ROUTE_INFER : ROUTE_OTHER;
-        conn_ctx *hc = conn_of(c);
-        if (hc) {
-            pthread_mutex_lock(&s->mu);
-            hc->header_done = 1;
-            pthread_mutex_unlock(&s->mu);
-        }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *e;
-            unsigned long long v = strtoull(cl, &e, 10);
-            if (e != cl && v > (unsigned long long)s->cfg.max_body_bytes) {
-                char msg[128];
-                snprintf(msg, sizeof msg, "body of %llu bytes is over the limit of %lld bytes", v,
-                         (long long)s->cfg.max_body_bytes);
-                return reply_error(h, 413, msg, NULL);  // MHD then closes: the body is not read
-            }
-        }
-        return MHD_YES;
-    }
+    if (!h) return on_header(s, c, url, con_cls);
     if (h->responded) {  // answered early (413): ignore whatever body comes
         *upload_size = 0;
         return MHD_YES;

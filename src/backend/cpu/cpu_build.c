@@ -114,6 +114,27 @@ int cpu_conv_algs(const cpu_plan *p, const dlp_layer *l, int pass, dnnl_alg_kind
 
 // ---- forward nodes ----
 
+// A convolution's or fc's forward node: its input in the layout pd wants, its output value and its weights' copy in
+// pd's format (pd is the node's from here on, destroyed with the plan; destroyed here if the node cannot be made).
+static dlp_status weighted_node(build *b, node_kind kind, int li, dnnl_primitive_desc_t pd, node **out) {
+    cpu_plan *p = b->p;
+    const dlp_layer *l = &p->net.layers[li];
+    int xin;
+    dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
+    node *n = NULL;
+    if (!s) s = node_new(b, kind, li, &n);
+    if (s) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    n->fwd_pd = pd;
+    n->in[0] = xin;
+    use(p, xin);
+    *out = n;
+    DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
+    return cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, 0, &n->w);
+}
+
 static dlp_status fwd_conv(build *b, int li) {
     cpu_plan *p = b->p;
     const dlp_layer *l = &p->net.layers[li], *xl = &p->net.layers[l->in0];
@@ -139,19 +160,9 @@ static dlp_status fwd_conv(build *b, int li) {
         }
     }
     if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));
-    int xin;
-    dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
-    node *n = NULL;
-    if (!s) s = node_new(b, NODE_CONV, li, &n);
-    if (s) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    n->fwd_pd = pd;
-    n->in[0] = xin;
-    use(p, xin);
-    DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
-    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, 0, &n->w));
+    node *n;
+    DLP_CHECK(weighted_node(b, NODE_CONV, li, pd, &n));
+    const int xin = n->in[0];
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, p->vals[xin].x->mem}, {DNNL_ARG_WEIGHTS, n->w},
                             {DNNL_ARG_DST, p->vals[n->out].x->mem}};
     char w[64];
@@ -412,20 +423,10 @@ static dlp_status fwd_fc(build *b, int li) {
     DLP_CHECK(fc_descs(p, li, low ? dnnl_bf16 : dnnl_f32, &m));
     dnnl_primitive_desc_t pd;
     DLP_CHECK(cpu_pd_check(fc_fwd_pd(p, &m, &pd), l->name));
-    int xin;
-    dlp_status s = input_as(b, p->val_of[l->in0], cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
-    node *n = NULL;
-    if (!s) s = node_new(b, NODE_FC, li, &n);
-    if (s) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    n->fwd_pd = pd;
+    node *n;
+    DLP_CHECK(weighted_node(b, NODE_FC, li, pd, &n));
     n->fc_low = low;
-    n->in[0] = xin;
-    use(p, xin);
-    DLP_CHECK(out_value(p, cpu_pd_md(n->fwd_pd, dnnl_query_dst_md, 0), li, &n->out));
-    DLP_CHECK(cpu_wcopy_add(p, l->param0, cpu_pd_md(n->fwd_pd, dnnl_query_weights_md, 0), -1, NULL, 0, &n->w));
+    const int xin = n->in[0];
     const dlp_param *bp = &p->net.params[l->param0 + 1];
     DLP_CHECK(vec_mem(p, p->params + bp->offset, l->c, &n->bias));
     DLP_CHECK(vec_mem(p, p->grads + bp->offset, l->c, &n->dbias));
