@@ -519,16 +519,28 @@ static dlp_status bucket_check(build *b, int layer) {
 }
 
 // conv / fc weight gradients (and fc bias): backward-weights primitive, then the reorder into the flat array.
-// One try of a backward convolution algorithm (Winograd first where the plan allows it): 1 taken, 0 try the next,
-// -1 the last one failed too (its error stays set).
-static int conv_alg_taken(cpu_plan *p, dlp_status st, dnnl_alg_kind_t alg, int last) {
-    if (st == DLP_OK) {
-        p->nwinograd += alg == dnnl_convolution_winograd;
-        return 1;
+// A backward convolution's primitive descriptor, the weights' gradient (data 0: src, diff weights, diff dst) or the
+// data gradient (data 1: diff src, weights, diff dst): Winograd first where the plan allows it, then direct.
+static dlp_status conv_bwd_pd(cpu_plan *p, const dlp_layer *l, const node *n, int data, const_dnnl_memory_desc_t x,
+                              const_dnnl_memory_desc_t w, const_dnnl_memory_desc_t dy, dnnl_primitive_desc_t *pd) {
+    dnnl_dims_t st, dil, pl, pr;
+    conv_dims(l, st, dil, pl, pr);
+    dnnl_alg_kind_t algs[2];
+    const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
+    for (int a = 0; a < nalg; a++) {
+        const dnnl_status_t r =
+            data ? dnnl_convolution_backward_data_primitive_desc_create(pd, p->eng, algs[a], x, w, dy, st, dil, pl, pr,
+                                                                        n->fwd_pd, p->attr)
+                 : dnnl_convolution_backward_weights_primitive_desc_create(pd, p->eng, algs[a], x, w, NULL, dy, st, dil,
+                                                                           pl, pr, n->fwd_pd, p->attr);
+        if (cpu_pd_check(r, l->name) == DLP_OK) {
+            p->nwinograd += algs[a] == dnnl_convolution_winograd;
+            return DLP_OK;
+        }
+        if (a == nalg - 1) return dlp_err_status();
+        dlp_err_clear();
     }
-    if (last) return -1;
-    dlp_err_clear();
-    return 0;
+    return DLP_ERR(DLP_ERR_INTERNAL, "%s: no convolution algorithm to try", l->name);
 }
 
 static dlp_status bwd_weights(build *b, node *n) {
@@ -543,18 +555,7 @@ static dlp_status bwd_weights(build *b, node *n) {
         const_dnnl_memory_desc_t dw;
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
         DLP_CHECK(cpu_md_any(p, &dw, 4, wd, dnnl_f32));
-        dnnl_dims_t st, dil, pl, pr;
-        conv_dims(l, st, dil, pl, pr);
-        dnnl_alg_kind_t algs[2];
-        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
-        for (int a = 0; a < nalg; a++) {
-            const dlp_status s = cpu_pd_check(dnnl_convolution_backward_weights_primitive_desc_create(
-                                                  &pd, p->eng, algs[a], x->x->md, dw, NULL, dy_md, st, dil, pl, pr,
-                                                  n->fwd_pd, p->attr), l->name);
-            const int t = conv_alg_taken(p, s, algs[a], a == nalg - 1);
-            if (t < 0) return dlp_err_status();
-            if (t) break;
-        }
+        DLP_CHECK(conv_bwd_pd(p, l, n, 0, x->x->md, dw, dy_md, &pd));
     } else {
         fc_mds m;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &m));
@@ -616,18 +617,7 @@ static dlp_status bwd_data(build *b, node *n, cpu_steps *list) {
         const_dnnl_memory_desc_t wei;
         int64_t wd[4] = {l->c, p->net.layers[l->in0].c, l->k, l->k};
         DLP_CHECK(cpu_md_any(p, &wei, 4, wd, p->dt));
-        dnnl_dims_t st, dil, pl, pr;
-        conv_dims(l, st, dil, pl, pr);
-        dnnl_alg_kind_t algs[2];
-        const int nalg = cpu_conv_algs(p, l, CPU_CONV_BWD, algs);
-        for (int a = 0; a < nalg; a++) {
-            const dlp_status s = cpu_pd_check(dnnl_convolution_backward_data_primitive_desc_create(
-                                                  &pd, p->eng, algs[a], xmd, wei, dy_md, st, dil, pl, pr, n->fwd_pd,
-                                                  p->attr), l->name);
-            const int t = conv_alg_taken(p, s, algs[a], a == nalg - 1);
-            if (t < 0) return dlp_err_status();
-            if (t) break;
-        }
+        DLP_CHECK(conv_bwd_pd(p, l, n, 1, xmd, wei, dy_md, &pd));
     } else {
         fc_mds m;
         DLP_CHECK(fc_descs(p, n->layer, n->fc_low ? dnnl_bf16 : dnnl_f32, &m));

@@ -301,18 +301,24 @@ __global__ void bwd_apply_k(const T *x, const T *dy, const T *y, int64_t nvec, i
     }
 }
 
+// The NHWC coordinates of a flat index i = ((n * H + h) * W + w) * C + c.
+__device__ __forceinline__ void nhwc_of(int64_t i, int H, int W, int C, int *n, int *h, int *w, int *c) {
+    *c = (int)(i % C);
+    int64_t t = i / C;
+    *w = (int)(t % W);
+    t /= W;
+    *h = (int)(t % H);
+    *n = (int)(t / H);
+}
+
 // ---- pooling ----------------------------------------------------------------------------------------------
 template <typename T>
 __global__ void maxpool_fwd_k(const T *x, int N, int H, int W, int C, int k, int stride, int pad, int OH, int OW,
                               T *y, uint8_t *idx) {
     const int64_t total = (int64_t)N * OH * OW * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % C);
-        int64_t t = i / C;
-        const int ow = (int)(t % OW);
-        t /= OW;
-        const int oh = (int)(t % OH);
-        const int n = (int)(t / OH);
+        int n, oh, ow, c;
+        nhwc_of(i, OH, OW, C, &n, &oh, &ow, &c);
         const int h0 = oh * stride - pad, w0 = ow * stride - pad;
         float best = -INFINITY;
         int bi = 255;
@@ -339,12 +345,8 @@ __global__ void maxpool_bwd_k(const T *dy, const uint8_t *idx, int N, int H, int
                               int OH, int OW, T *dx, int acc) {
     const int64_t total = (int64_t)N * H * W * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % C);
-        int64_t t = i / C;
-        const int w = (int)(t % W);
-        t /= W;
-        const int h = (int)(t % H);
-        const int n = (int)(t / H);
+        int n, h, w, c;
+        nhwc_of(i, H, W, C, &n, &h, &w, &c);
         const int lh = h + pad - k + 1, lw = w + pad - k + 1;
         const int oh0 = lh <= 0 ? 0 : (lh + stride - 1) / stride, ow0 = lw <= 0 ? 0 : (lw + stride - 1) / stride;
         int oh1 = (h + pad) / stride, ow1 = (w + pad) / stride;
