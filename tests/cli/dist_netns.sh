@@ -37,7 +37,9 @@ D=$1 T=$2
 fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=1 DLPERF_MPI_TIMEOUT_S=8 DLPN_ALIVE_S=3
 X=(-x OMP_NUM_THREADS -x DLPERF_MPI_TIMEOUT_S -x DLPERF_CACHE)
-C=(--data "$T/ds" --model resnet-mini --size 32 --batch 4 --device ref --threads 1 --workers 1 --no-eval --peak off
+# 112 px: about 0.2 s a step on a quiet 2-core machine, so the faulted runs (14 steps) are still running when the fault
+# comes after their first checkpoint (at 32 px a quiet machine finished all 14 steps before the link went down)
+C=(--data "$T/ds" --model resnet-mini --size 112 --batch 4 --device ref --threads 1 --workers 1 --no-eval --peak off
    --no-monitor --log-every 1 --checkpoint-every 2 --steps 14)
 sed -n 1,2p "$DLPN_HOSTFILE" >"$T/hosts2"
 sed -n 1p "$DLPN_HOSTFILE" >"$T/hosts1"
