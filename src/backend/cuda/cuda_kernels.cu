@@ -176,17 +176,25 @@ __global__ void __launch_bounds__(kThreads) bn_stats_k(const T *x, const T *dy, 
     }
 }
 
+// Channel c's two sums over the nblk per-block partials (the first nblk rows of part, then the next nblk).
+__device__ __forceinline__ void bn_part_sums(const float *part, int nblk, int C, int c, double *s1, double *s2) {
+    double a = 0, b = 0;
+    for (int k = 0; k < nblk; k++) {
+        a += part[(int64_t)k * C + c];
+        b += part[((int64_t)nblk + k) * C + c];
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
 template <typename T>
 __global__ void bn_finalize_k(const float *part, int nblk, const T *x, int64_t rows, int C, const float *gamma,
                               const float *beta, float eps, float momentum, float *run_mean, float *run_var,
                               float *save_mean, float *save_invstd, float *scale, float *shift) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    double s1 = 0, s2 = 0;
-    for (int b = 0; b < nblk; b++) {
-        s1 += part[(int64_t)b * C + c];
-        s2 += part[((int64_t)nblk + b) * C + c];
-    }
+    double s1, s2;
+    bn_part_sums(part, nblk, C, c, &s1, &s2);
     double M = (double)rows, d = s1 / M;
     double mean = (double)to_f(x[c]) + d;
     double var = s2 / M - d * d;
@@ -218,11 +226,8 @@ __global__ void bn_bwd_finalize_k(const float *part, int nblk, int64_t rows, int
                                   float *coef) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    double s1 = 0, s2 = 0;
-    for (int b = 0; b < nblk; b++) {
-        s1 += part[(int64_t)b * C + c];
-        s2 += part[((int64_t)nblk + b) * C + c];
-    }
+    double s1, s2;
+    bn_part_sums(part, nblk, C, c, &s1, &s2);
     double M = (double)rows, is = save_invstd[c], mean = save_mean[c];
     dgamma[c] = (float)(s2 * is);
     dbeta[c] = (float)s1;
