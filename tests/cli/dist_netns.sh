@@ -25,7 +25,7 @@ NS="$ROOT/tests/netns-hosts.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun"; exit 77; }
 if "$D" dist bench --dist mpi -e 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 77; fi
 why=$(bash "$NS" check) || { echo "${why:-skipped: no network namespaces here}"; exit 77; }
-T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/distns.XXXXXX")
+T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/distns.XXXXXX") || { echo "FAIL: no temporary directory under ${DLPERF_TEST_TMP:-/tmp}"; exit 1; }
 trap 'rm -rf "$T"' EXIT
 export DLPERF_CACHE="$T/cache"
 
@@ -46,6 +46,9 @@ sed -n 1p "$DLPN_HOSTFILE" >"$T/hosts1"
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 # waits until the run has a checkpoint in $1 (or it ended)
 wait_ck() { for _ in $(seq 1 300); do ls "$1"/step-*.state.safetensors >/dev/null 2>&1 && return 0; kill -0 "$2" 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+# the pid of MPI rank $1, which runs in host $1's namespace
+rank_pid() { for p in $(ip netns pids "${DLPN_NS_PREFIX}$1"); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p"; done | tail -1; }
 newest() { ls "$1"/step-*.state.safetensors 2>/dev/null | sort | tail -1 | sed 's/.*step-0*\([0-9]*\)\.state.*/\1/'; }
 
 # ---- 0. two hosts train as two ranks on one host do: the same loss curve, bit for bit ----
@@ -108,10 +111,7 @@ echo "resume on dlpn-h0, dlpn-h1 from step $LAST to 14: $(since "$T1") s"
 $DLPN_MPIRUN -np 2 --hostfile "$T/hosts2" "${X[@]}" "$D" train "${C[@]}" --checkpoint "$T/ck2" >"$T/k.out" 2>"$T/k.err" &
 J=$!
 wait_ck "$T/ck2" $J || { cat "$T/k.err"; fail "2 hosts: no checkpoint written"; }
-VICTIM=""
-for p in $(ip netns pids "${DLPN_NS_PREFIX}1"); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && VICTIM=$p
-done
+VICTIM=$(rank_pid 1)
 [ -n "$VICTIM" ] || { kill $J; fail "rank 1's process not found in dlpn-h1"; }
 T0=$(date +%s.%N)
 kill -9 "$VICTIM"
@@ -132,10 +132,7 @@ echo "resume on dlpn-h0 alone from step $LAST to 14: ok"
 $DLPN_MPIRUN -np 2 --hostfile "$T/hosts2" "${X[@]}" "$D" train "${C[@]}" --steps 400 --checkpoint "$T/ck3" >"$T/s.out" 2>"$T/s.err" &
 J=$!
 wait_ck "$T/ck3" $J || { cat "$T/s.err"; fail "stop: no checkpoint written"; }
-VICTIM=""
-for p in $(ip netns pids "${DLPN_NS_PREFIX}1"); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && VICTIM=$p
-done
+VICTIM=$(rank_pid 1)
 [ -n "$VICTIM" ] || { kill $J; fail "rank 1's process not found in dlpn-h1"; }
 T0=$(date +%s.%N)
 kill -STOP "$VICTIM"

@@ -240,15 +240,21 @@ static int sanitizer_pass(void) {
     return s && strcmp(s, "1") == 0;
 }
 
+// Two copies of the default catalog in temporary folders: a as it is, b with gpu's training records x factor.
+static void catalog_and_poisoned(char a[512], char b[512], const char *gpu, double factor) {
+    char src[1024];
+    assert_int_equal(dlp_catalog_default_dir(src, sizeof src), DLP_OK);
+    dlp_test_tmpdir(a, 512);
+    dlp_test_tmpdir(b, 512);
+    copy_catalog(src, a, NULL, 1);
+    copy_catalog(src, b, gpu, factor);
+}
+
 static void test_loo_blind_by_sheet(void **state) {
     (void)state;
     if (sanitizer_pass()) skip();
-    char src[1024], a[512], b[512];
-    assert_int_equal(dlp_catalog_default_dir(src, sizeof src), DLP_OK);
-    dlp_test_tmpdir(a, sizeof a);
-    dlp_test_tmpdir(b, sizeof b);
-    copy_catalog(src, a, NULL, 1);
-    copy_catalog(src, b, "v100-32gb", 2.0);
+    char a[512], b[512];
+    catalog_and_poisoned(a, b, "v100-32gb", 2.0);
     dlp_vp_row *ra = calloc(DLP_GM_MAX_RECORDS, sizeof *ra), *rb = calloc(DLP_GM_MAX_RECORDS, sizeof *rb);
     int *is16 = calloc(DLP_GM_MAX_RECORDS, sizeof *is16), *is16b = calloc(DLP_GM_MAX_RECORDS, sizeof *is16b);
     assert_true(ra && rb && is16 && is16b);
@@ -278,12 +284,8 @@ static void test_loo_blind_by_sheet(void **state) {
 static void test_loo_blind(void **state) {
     (void)state;
     if (sanitizer_pass()) skip();
-    char src[1024], a[512], b[512];
-    assert_int_equal(dlp_catalog_default_dir(src, sizeof src), DLP_OK);
-    dlp_test_tmpdir(a, sizeof a);
-    dlp_test_tmpdir(b, sizeof b);
-    copy_catalog(src, a, NULL, 1);
-    copy_catalog(src, b, "rtx-4090", 3.0);  // the 4090's training records three times as fast
+    char a[512], b[512];
+    catalog_and_poisoned(a, b, "rtx-4090", 3.0);  // the 4090's training records three times as fast
     dlp_vp_row *ra = calloc(DLP_GM_MAX_RECORDS, sizeof *ra), *rb = calloc(DLP_GM_MAX_RECORDS, sizeof *rb);
     assert_true(ra && rb);
     int na = 0, nb = 0;
