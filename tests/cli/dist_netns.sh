@@ -23,7 +23,7 @@ case $D in /*) ;; *) D=$PWD/$D ;; esac
 ROOT=${DLPERF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 NS="$ROOT/tests/netns-hosts.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun"; exit 77; }
-if "$D" dist bench --dist mpi -e 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 77; fi
+if "$D" dist bench --dist mpi --max-bytes 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 77; fi
 why=$(bash "$NS" check) || { echo "${why:-skipped: no network namespaces here}"; exit 77; }
 T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/distns.XXXXXX") || { echo "FAIL: no temporary directory under ${DLPERF_TEST_TMP:-/tmp}"; exit 1; }
 trap 'rm -rf "$T"' EXIT
