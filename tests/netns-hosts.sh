@@ -18,6 +18,9 @@
 #                        the agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM
 #         DLPN_RTT_MS    measured round trip (TCP connect) host 0 -> host N-1 (ms)
 #         DLPN_NS_PREFIX dlpn-h (host I is ${DLPN_NS_PREFIX}I, its address 10.77.0.<I+1>, its interface veth0)
+#   tests/netns-hosts.sh tcp [BYTES] (as the COMMAND of run) the links' own goodput: every host sends BYTES (1e9) to
+#       the next over one TCP connection while it receives from the one before (the ring's pattern), each in its
+#       namespace; prints each host's Gbit/s out and in, its CPU time, and the machine's busy CPU and load meanwhile
 #   tests/netns-hosts.sh check     exit 0 if namespaces can be made here, else 77 with the reason on stdout
 #   tests/netns-hosts.sh down      removes every dlpn-* namespace left behind (e.g. after kill -9 of a run)
 #
@@ -167,8 +170,55 @@ EOF
   done
 }
 
+# A plain TCP ring between the hosts of a run (see `tcp` above): what the shaped links carry without MPI
+tcp_ring() {  # bytes
+  [ -n "${DLPN_HOSTFILE:-}" ] || die "tcp: run it as the COMMAND of 'run N ... --'"
+  local n i s0 s1
+  n=$(wc -l <"$DLPN_HOSTFILE")
+  s0=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+  for ((i = 0; i < n; i++)); do
+    ip netns exec "$PREFIX$i" python3 - "$i" "$n" "$1" "$NET" <<'PY' &
+import resource, socket, sys, threading, time
+i, n, nbytes, net = int(sys.argv[1]), int(sys.argv[2]), int(float(sys.argv[3])), sys.argv[4]
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("", 5999)); ls.listen(1)
+out = socket.socket()
+for _ in range(200):
+    try:
+        out.connect(("%s.%d" % (net, (i + 1) % n + 1), 5999)); break
+    except OSError:
+        time.sleep(0.05)
+inc, _ = ls.accept()
+res = {}
+def rx():
+    got, t0, buf = 0, time.perf_counter(), memoryview(bytearray(1 << 20))
+    while got < nbytes:
+        k = inc.recv_into(buf)
+        if not k: break
+        got += k
+    res["in"] = got / (time.perf_counter() - t0)
+def tx():
+    sent, t0, chunk = 0, time.perf_counter(), bytes(1 << 20)
+    while sent < nbytes:
+        out.sendall(chunk); sent += len(chunk)
+    res["out"] = sent / (time.perf_counter() - t0)
+c0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+th = [threading.Thread(target=f) for f in (rx, tx)]
+[t.start() for t in th]; [t.join() for t in th]
+c1 = resource.getrusage(resource.RUSAGE_SELF)
+cpu = c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+print("tcp: host %d: out %.3f Gbit/s, in %.3f Gbit/s, %.2f s wall, %.2f s cpu" % (i, res["out"] * 8e-9, res["in"] * 8e-9,
+      time.perf_counter() - w0, cpu))
+PY
+  done
+  wait
+  s1=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+  echo "$s0 $s1" | awk -v l="$(cut -d' ' -f1-3 /proc/loadavg)" '{ b = $3 - $1; i = $4 - $2;
+    printf "tcp: the machine meanwhile: %.0f%% of its cores busy, load average %s\n", 100 * b / (b + i + 1e-9), l }'
+}
+
 case "${1:-}" in
   check) check; exit $? ;;
+  tcp) tcp_ring "${2:-1e9}"; exit 0 ;;
   down) down; exit 0 ;;
   run) ;;
   *) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

@@ -23,7 +23,7 @@ static int cmd_bench(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &json_path, NULL, "FILE", "write the result (dlperf.dist-bench/1; rank 0, never overwritten)", NULL, 0},
         {0},
     };
-    dlp_status st = dlp_cli_parse(opts, "usage: dlperf dist bench [--dist auto] [-b 8] [-e 64M] [-f 2] [-n 20] [--json FILE]\n"
+    dlp_status st = dlp_cli_parse(opts, "usage: dlperf dist bench [--dist auto] [--min-bytes 8] [--max-bytes 64M] [--factor 2] [-n 20] [--json FILE]\n"
                                         "In-place allreduce (mean of fp32) over message sizes, as nccl-tests' all_reduce_perf:\n"
                                         "time per operation (slowest rank), algbw = bytes/time, busbw = algbw x 2(n-1)/n, #wrong.\n"
                                         "Run it under mpirun (mpirun -np 2 dlperf dist bench) to measure the interconnect.",
@@ -32,7 +32,13 @@ static int cmd_bench(int argc, char **argv) {
     dlp_comm *c = NULL;
     if ((st = dlp_comm_open(dist, &c))) return dlp_cli_fail(st);
     const int rank = dlp_comm_rank(c), size = dlp_comm_size(c);
-    if (json_path && rank == 0 && (st = dlp_check_new_output(json_path, "--json"))) {
+    // rank 0 writes the result; every rank learns whether it may, or the others would wait in the first
+    // allreduce for the deadline (DLPERF_MPI_TIMEOUT_S) after rank 0 left
+    int32_t taken = json_path && rank == 0 && (st = dlp_check_new_output(json_path, "--json"));
+    dlp_status bst = size > 1 ? dlp_comm_broadcast(c, &taken, sizeof taken, 0) : DLP_OK;
+    if (!st) st = bst;
+    if (taken || st) {
+        if (!st) st = DLP_ERR(DLP_ERR_EXISTS, "rank 0 cannot write --json %s", json_path);
         dlp_comm_free(c);
         return dlp_cli_fail(st);
     }

@@ -27,7 +27,7 @@ struct dlp_comm_req {
     float *buf;
     int64_t count;
     int nreq;
-    MPI_Request *reqs;  // one per INT_MAX-sized chunk
+    MPI_Request *reqs;  // one per segment (segment_count elements; at most INT_MAX)
     int done;
 };
 
@@ -40,6 +40,7 @@ typedef struct mpi_comm {
     MPI_Comm census;         // the sign-of-life exchange after a timeout (apart from the collectives' traffic)
     char (*hosts)[HOST_LEN];  // every rank's host name (MPI_Get_processor_name)
     double timeout_s;        // DLPERF_MPI_TIMEOUT_S
+    int64_t segment_count;   // elements per MPI_Iallreduce (DLPERF_MPI_SEGMENT_BYTES / 4)
 } mpi_comm;
 
 static dlp_status mpi_fail(int rc, const char *what) {
@@ -51,6 +52,15 @@ static dlp_status mpi_fail(int rc, const char *what) {
 
 
 static dlp_status mpi_open(dlp_comm **out) {
+    // DLPERF_MPI_SEGMENT_BYTES: an allreduce as several MPI_Iallreduce of this size in flight at once, so that one
+    // ring's reduction and hand-over between rounds overlap another's transfer (unset or 0: one per INT_MAX elements)
+    const char *seg = getenv("DLPERF_MPI_SEGMENT_BYTES");
+    char *seg_end = NULL;
+    const long long seg_b = seg && *seg ? strtoll(seg, &seg_end, 10) : 0;
+    if (seg && *seg && (*seg_end || (seg_b != 0 && seg_b < 4096))) {
+        return DLP_ERR(DLP_ERR_INVALID, "DLPERF_MPI_SEGMENT_BYTES=%s: a size in bytes, at least 4096 (or 0: no "
+                       "segments)", seg);
+    }
     mpi_comm *c = calloc(1, sizeof *c);
     DLP_TRY_ALLOC(c);
     int inited = 0, provided = 0, rc;
@@ -83,6 +93,7 @@ static dlp_status mpi_open(dlp_comm **out) {
     }
     const char *to = getenv("DLPERF_MPI_TIMEOUT_S");
     c->timeout_s = to && atof(to) > 0 ? atof(to) : 300.0;
+    c->segment_count = seg_b > 0 && seg_b / 4 < INT_MAX ? seg_b / 4 : INT_MAX;
     char me[MPI_MAX_PROCESSOR_NAME] = "?";
     int len = 0;
     MPI_Get_processor_name(me, &len);
@@ -204,14 +215,15 @@ static dlp_status mpi_allreduce_start(dlp_comm *base, float *buf, int64_t count,
     DLP_TRY_ALLOC(r);
     r->buf = buf;
     r->count = count;
-    r->nreq = (int)((count + INT_MAX - 1) / INT_MAX);
+    const int64_t seg = c->segment_count;
+    r->nreq = (int)((count + seg - 1) / seg);
     r->reqs = calloc((size_t)r->nreq, sizeof *r->reqs);
     if (!r->reqs) {
         free(r);
         return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < r->nreq; i++) {
-        int64_t off = (int64_t)i * INT_MAX, n = count - off < INT_MAX ? count - off : INT_MAX;
+        int64_t off = (int64_t)i * seg, n = count - off < seg ? count - off : seg;
         int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + off, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &r->reqs[i]);
         if (rc != MPI_SUCCESS) {
             r->nreq = i;

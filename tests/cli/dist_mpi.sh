@@ -16,7 +16,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"  # Open MPI keeps its all
 MPI=(timeout 300 mpirun --oversubscribe -np 2)
 fail() { echo "FAIL: $*"; exit 1; }
 
-if $D dist bench --dist mpi -e 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 0; fi
+if $D dist bench --dist mpi --max-bytes 64 2>&1 | grep -q 'no mpi communicator'; then echo "skipped: built without MPI"; exit 0; fi
 
 # ---- dist bench ----
 "${MPI[@]}" $D dist bench --min-bytes 8 --max-bytes 4M -n 5 --warmup 2 --json "$T/bench.json" >"$T/bench.out" 2>&1 || { cat "$T/bench.out"; fail "dist bench"; }
