@@ -104,7 +104,11 @@ static dlp_status calibrate(dlp_infer_model *m, const dlp_infer_calib_cfg *c, do
     const int64_t t0 = dlp_now_ns();
     if (!st) st = run_files(&e, prep, &files, no_logits, &done, &skipped);
     if (!st && done < 1) st = DLP_ERR(DLP_ERR_FORMAT, "calibration: none of the %d images of %s could be read", files.n, where);
-    if (!st) st = dlp_calib_finish(cal, done, hash, &m->quant);
+    if (!st && dlp_calib_finish(cal, done, hash, &m->quant)) {  // the backend has no observer: no int8 there
+        dlp_err_clear();
+        st = DLP_ERR(DLP_ERR_UNSUPPORTED, "int8 inference runs on the cpu device (oneDNN int8 convolutions); the %s "
+                     "device has none; hint: --device cpu", ec.device);
+    }
     if (!st) {
         snprintf(m->quant_src, sizeof m->quant_src, "calibrated on %d images of %s", done, where);
         note(c, "int8: %s ranges %s (%d skipped) in %.1f s", dlp_opt_choice_name(dlp_calib_method_choices, (int)c->method),
