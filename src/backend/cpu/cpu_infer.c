@@ -179,6 +179,13 @@ static dlp_status value_as(cpu_plan *p, int v, const_dnnl_memory_desc_t want, in
         p->vals[*out].scale = p->vals[v].scale;
         return DLP_OK;
     }
+    // one scaled copy per descriptor, shared by v's later readers (the max-pool output feeds a block's conv1 and its
+    // downsample): it lives until v's last reader has consumed it
+    for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
+        if (dnnl_memory_desc_equal(p->vals[c].x->md, want)) {
+            *out = c;
+            return DLP_OK;
+        }
     const int layer = p->vals[v].layer;
     float from_scale = 1.f, to_scale = 1.f;
     if (is_q8(from)) from_scale = p->vals[v].scale;
@@ -226,6 +233,9 @@ static dlp_status value_as(cpu_plan *p, int v, const_dnnl_memory_desc_t want, in
     DLP_CHECK(s);
     p->vals[c].src_value = v;
     p->vals[c].scale = is_q8(to) ? to_scale : 0.f;
+    p->vals[c].uses_left = p->vals[v].uses_left;  // each reader consumes both v and the copy
+    p->vals[c].next_conv = p->vals[v].next_conv;
+    p->vals[v].next_conv = c;
     p->nconverts++;
     p->nq8_converts++;
     *out = c;
@@ -334,7 +344,7 @@ static dlp_status group_conv_q8(cpu_plan *p, const group *g) {
         const_dnnl_memory_desc_t summd = dmd;
         if (sumdt != ddt) s = md_retype(p, dmd, sumdt, &summd);
         if (!s) s = value_as(p, sv, summd, &sumv);
-        if (!s && !(sumv != sv || (can_overwrite(p, sv) && sv != xin))) {
+        if (!s && !((sumv != sv && p->vals[sumv].uses_left <= 1) || (can_overwrite(p, sv) && sv != xin))) {
             int cv = -1;
             s = new_out(p, summd, -1, &cv);
             char w[64];
@@ -443,7 +453,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
         int sv = p->val_of[g->sum_in];
         s = value_as(p, sv, dmd, &sumv);
         if (!s) {
-            if (sumv != sv || (can_overwrite(p, sv) && sv != xin)) {
+            if ((sumv != sv && p->vals[sumv].uses_left <= 1) || (can_overwrite(p, sv) && sv != xin)) {
                 s = alias_out(p, p->vals[sumv].x, g->last, &out);
             } else {
                 s = new_out(p, dmd, g->last, &out);
