@@ -4,7 +4,7 @@
 # the JSON), --accuracy with the agreement with fp32, the errors a user meets (a file that is not a calibration,
 # one of other weights or another model, int8 on the ref device, `train --precision int8`), then `dlperf serve
 # --precision int8` answering a POSTed JPEG and `dlperf loadgen --sut local --precision int8`.
-# (Accuracy against torchvision: tests/py/test_int8_torchvision.py; every int8 op against ref: test_quant.)
+# (Accuracy against torchvision: tests/py/test_int8_torchvision.py; every int8 op against ref: test_nn_quant.)
 # tags: asan
 # timeout: 180
 set -u
