@@ -29,7 +29,7 @@ typedef enum {
 typedef struct dlp_plan_cfg {
     int batch;             // samples per step (the plan's fixed N)
     int train;             // 1: training plan; 0: inference-only plan (may fold BN into conv, fuse ReLU/add)
-    dlp_dtype precision;   // compute type: F32, BF16 (CPU with avx512_bf16/AMX; GPU), F16 (GPU)
+    dlp_dtype precision;   // compute type: F32, BF16 (CPU with avx512_bf16/AMX; GPU), F16 (GPU), I8 (cpu inference)
     int tf32;              // GPU: allow TF32 for F32
     int threads;           // compute threads for CPU backends (0: all allowed CPUs)
     const char *arg;       // the part after ':' in --device (sim:a100 -> "a100"); NULL if none
@@ -40,6 +40,15 @@ typedef struct dlp_plan_cfg {
     int64_t bucket_elems;
     void (*on_bucket)(void *ctx, int64_t offset, int64_t count);
     void *bucket_ctx;
+    // int8 (precision DLP_DTYPE_I8; cpu inference plans): per net layer (net.nlayers entries) the calibrated range
+    // of its output (|x| kept; 0: not calibrated) and its minimum (< 0: stored signed), from nn/quant;
+    // int8_first_conv: 1 quantizes the first convolution too (0: it stays fp32).
+    const float *act_range, *act_min;
+    int int8_first_conv;
+    // Calibration (cpu inference plans, fp32): after every forward, called with the output of each layer an int8
+    // plan would store (x: fp32 in the backend's layout, count: the elements of the call's n samples).
+    void (*observe)(void *ctx, int layer, const float *x, int64_t count);
+    void *observe_ctx;
 } dlp_plan_cfg;
 
 typedef struct dlp_sgd {

@@ -32,12 +32,15 @@ typedef struct dlp_cli_engine_opts {
     const char *model, *device, *weights;
     int precision, threads, max_batch, classes, size, dct, single_plan;  // precision: dlp_precision_choices' value
     int64_t seed;
+    const char *calib, *calib_data;  // --precision int8: the calibration file and the images it is made from
+    int calib_images, calib_method;
 } dlp_cli_engine_opts;
 typedef enum { DLP_CLI_SERVE, DLP_CLI_LOADGEN } dlp_cli_engine_user;
 typedef enum {
     DLP_CLI_ENGINE_MODEL, DLP_CLI_ENGINE_DEVICE, DLP_CLI_ENGINE_PRECISION, DLP_CLI_ENGINE_THREADS,
     DLP_CLI_ENGINE_WEIGHTS, DLP_CLI_ENGINE_CLASSES, DLP_CLI_ENGINE_SIZE, DLP_CLI_ENGINE_SEED, DLP_CLI_ENGINE_DCT,
-    DLP_CLI_ENGINE_MAX_BATCH, DLP_CLI_ENGINE_SINGLE_PLAN, DLP_CLI_ENGINE_NOPTS
+    DLP_CLI_ENGINE_MAX_BATCH, DLP_CLI_ENGINE_SINGLE_PLAN, DLP_CLI_ENGINE_CALIB, DLP_CLI_ENGINE_CALIB_DATA,
+    DLP_CLI_ENGINE_CALIB_IMAGES, DLP_CLI_ENGINE_CALIB_METHOD, DLP_CLI_ENGINE_NOPTS
 } dlp_cli_engine_opt_id;
 // The options-table row of engine option id as `user` offers it (its short flag and help), writing into o.
 dlp_opt dlp_cli_engine_opt(dlp_cli_engine_user user, dlp_cli_engine_opt_id id, dlp_cli_engine_opts *o);

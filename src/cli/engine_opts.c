@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "nn/quant.h"
 
 typedef struct engine_row {
     const char *name;
@@ -48,6 +49,18 @@ static const engine_row k_rows[DLP_CLI_ENGINE_NOPTS] = {
          "local: samples per call at most (plans of batch 1, 2, 4, .. up to it; each call runs on the smallest that holds it)"}},
     [DLP_CLI_ENGINE_SINGLE_PLAN] = {"single-plan", DLP_OPT_FLAG, NULL, NULL, NULL, OFF(single_plan), {0, 0},
         {"one plan of batch --max-batch only (less memory; a lone request then costs a whole batch)", NULL}},
+    // int8 (infer's --calib* options, for a served model)
+    [DLP_CLI_ENGINE_CALIB] = {"calib", DLP_OPT_STR, NULL, "FILE", NULL, OFF(calib), {0, 0},
+        {"--precision int8: the calibration file (used when it exists, else made from --calib-data and written; "
+         "default: beside --weights)", "local: --precision int8: the calibration file (default: beside --weights)"}},
+    [DLP_CLI_ENGINE_CALIB_DATA] = {"calib-data", DLP_OPT_STR, "synthetic", "DIR|synthetic", NULL, OFF(calib_data),
+        {0, 0}, {"--precision int8: dataset whose train split calibrates the activation ranges",
+                 "local: --precision int8: dataset calibrating the activation ranges"}},
+    [DLP_CLI_ENGINE_CALIB_IMAGES] = {"calib-images", DLP_OPT_INT, "256", "N", NULL, OFF(calib_images), {0, 0},
+        {"--precision int8: images calibrated on", "local: --precision int8: images calibrated on"}},
+    [DLP_CLI_ENGINE_CALIB_METHOD] = {"calib-method", DLP_OPT_ENUM, "percentile", NULL, dlp_calib_method_choices,
+        OFF(calib_method), {0, 0}, {"--precision int8: activation range method",
+                                    "local: --precision int8: activation range method"}},
 };
 #undef OFF
 
@@ -69,6 +82,11 @@ dlp_dtype dlp_cli_precision(int choice, const char *device) {
     return choice == DLP_PRECISION_AUTO ? dlp_cli_auto_precision(device) : (dlp_dtype)choice;
 }
 
+static void calib_note(void *ctx, const char *line) {
+    (void)ctx;
+    DLP_INFO("%s", line);
+}
+
 void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->model = (dlp_infer_model_cfg){.model = o->model, .num_classes = o->classes, .size = o->size,
@@ -79,4 +97,7 @@ void dlp_cli_engine_cfg(const dlp_cli_engine_opts *o, dlp_serve_stack_cfg *cfg) 
     cfg->max_batch = o->max_batch;
     cfg->single_plan = o->single_plan;
     cfg->dct_scaling = o->dct;
+    cfg->calib = (dlp_infer_calib_cfg){.device = o->device, .threads = o->threads, .data = o->calib_data,
+                                       .images = o->calib_images, .method = (dlp_calib_method)o->calib_method,
+                                       .path = o->calib, .dct_scaling = o->dct, .on_note = calib_note};
 }

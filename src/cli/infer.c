@@ -27,6 +27,9 @@ typedef struct infer_opts {
     int classes, size, samples, precision, threads, workers, warmup, from, dct, top5, mon_interval;
     int64_t seed, iters, max_iters;
     double min_duration;
+    const char *calib;
+    int calib_images, calib_method, int8_first_conv, accuracy, accuracy_images;
+    double calib_percentile;
     const char *device;
 } infer_opts;
 
@@ -129,6 +132,53 @@ static void on_plan(void *ctx, const dlp_infer_engine *e, json_t *pj) {
 
 static void on_point(void *ctx, const dlp_infer_point *p) { print_row(((const bench_print *)ctx)->o, p); }
 
+static void on_calib_note(void *ctx, const char *line) {
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+}
+
+// --accuracy: top-1/top-5 on the val split at the asked precision, and (another precision than fp32) the fp32
+// answers beside them: their accuracy and the top-1 agreement.
+static dlp_status run_accuracy(const infer_opts *o, dlp_infer_model *m, const dlp_infer_engine_cfg *ec0, int batch,
+                               json_t *result) {
+    dlp_infer_engine_cfg ec = *ec0;
+    ec.batch = batch;
+    dlp_infer_accuracy a, f;
+    memset(&f, 0, sizeof f);
+    DLP_CHECK(dlp_infer_accuracy_run(m, &ec, o->data, o->accuracy_images, o->dct, &a));
+    dlp_status st = DLP_OK;
+    const int vs_fp32 = ec.precision != DLP_DTYPE_F32;
+    if (vs_fp32) {
+        ec.precision = DLP_DTYPE_F32;
+        st = dlp_infer_accuracy_run(m, &ec, o->data, o->accuracy_images, o->dct, &f);
+        if (!st && f.n != a.n) st = DLP_ERR(DLP_ERR_INTERNAL, "the fp32 pass read %d images, the %s one %d", f.n,
+                                            dlp_dtype_name(ec0->precision), a.n);
+    }
+    if (!st) {
+        json_t *j = json_object();
+        printf("accuracy on %d val images of %s (%d unreadable skipped), batch %d:\n", a.n, o->data, a.skipped, batch);
+        printf("  %-5s top-1 %6.2f%%  top-5 %6.2f%%\n", dlp_dtype_name(ec0->precision), 100.0 * a.top1 / a.n,
+               100.0 * a.top5 / a.n);
+        json_object_set_new(j, "images", json_integer(a.n));
+        json_object_set_new(j, "top1", json_real((double)a.top1 / a.n));
+        json_object_set_new(j, "top5", json_real((double)a.top5 / a.n));
+        if (vs_fp32) {
+            int agree = 0;
+            for (int i = 0; i < a.n; i++) agree += a.pred[i] == f.pred[i];
+            printf("  fp32  top-1 %6.2f%%  top-5 %6.2f%%\n", 100.0 * f.top1 / f.n, 100.0 * f.top5 / f.n);
+            printf("  %s vs fp32: top-1 %+.2f points, top-1 agreement %.2f%% (%d of %d images)\n",
+                   dlp_dtype_name(ec0->precision), 100.0 * (a.top1 - f.top1) / a.n, 100.0 * agree / a.n, agree, a.n);
+            json_object_set_new(j, "fp32_top1", json_real((double)f.top1 / f.n));
+            json_object_set_new(j, "fp32_top5", json_real((double)f.top5 / f.n));
+            json_object_set_new(j, "top1_agreement_with_fp32", json_real((double)agree / a.n));
+        }
+        json_object_set_new(result, "accuracy", j);
+    }
+    dlp_infer_accuracy_free(&a);
+    dlp_infer_accuracy_free(&f);
+    return st;
+}
+
 static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_infer_engine_cfg *ec0,
                             const int *batches, int nb, int threads_used, json_t *result) {
     bench_print bp = {o, threads_used};
@@ -178,6 +228,21 @@ int dlp_cli_infer(int argc, char **argv) {
          "dataset's labels.txt)", NULL, 0},
         {"monitor-interval", 0, DLP_OPT_INT, &o.mon_interval, "500", "MS", "hardware monitor period (0: off)", NULL, 0},
         {"monitor-csv", 0, DLP_OPT_STR, &o.mon_csv, NULL, "FILE", "the monitor's time series as CSV", NULL, 0},
+        {"calib", 0, DLP_OPT_STR, &o.calib, NULL, "FILE", "--precision int8: the calibration (activation ranges, "
+         "safetensors): used when it exists, else made and written there (default: beside --weights as "
+         "<weights>.int8-<method>.safetensors, reused when its image count matches)", NULL, 0},
+        {"calib-images", 0, DLP_OPT_INT, &o.calib_images, "256", "N", "--precision int8: images of --data's train split "
+         "(its val split when it has none) the activation ranges are calibrated on", NULL, 0},
+        {"calib-method", 0, DLP_OPT_ENUM, &o.calib_method, "percentile", NULL, "--precision int8: activation range: the "
+         "largest |x| seen (minmax) or its --calib-percentile", dlp_calib_method_choices, 0},
+        {"calib-percentile", 0, DLP_OPT_DOUBLE, &o.calib_percentile, "99.99", "P", "--calib-method percentile: the "
+         "percentile of |x| kept", NULL, 0},
+        {"int8-first-conv", 0, DLP_OPT_FLAG, &o.int8_first_conv, NULL, NULL, "--precision int8: quantize the first "
+         "convolution too (default: it runs in fp32)", NULL, 0},
+        {"accuracy", 0, DLP_OPT_FLAG, &o.accuracy, NULL, NULL, "top-1/top-5 on --data's val split at the first --batch "
+         "size instead of timing (with another precision than fp32: fp32's beside it and the top-1 agreement)", NULL, 0},
+        {"accuracy-images", 0, DLP_OPT_INT, &o.accuracy_images, "0", "N", "--accuracy: images of the val split (0: all)",
+         NULL, 0},
         {"json", 0, DLP_OPT_STR, &o.json, NULL, "FILE", "write the result here (dlperf.infer/1; never overwritten)", NULL, 0},
         {0},
     };
@@ -222,13 +287,30 @@ int dlp_cli_infer(int argc, char **argv) {
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
     const dlp_dtype prec = dlp_cli_precision(o.precision, o.device);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = prec,
-                                      .threads = o.threads};
+                                      .threads = o.threads, .int8_first_conv = o.int8_first_conv};
+    if (o.accuracy && (o.top5 || o.images)) {
+        dlp_infer_model_free(&m);
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--accuracy reads --data's val split (labels): not with --top5 or "
+                                    "--images"));
+    }
+    if (prec == DLP_DTYPE_I8) {
+        dlp_infer_calib_cfg cc = {.device = o.device, .threads = o.threads, .data = o.data, .images = o.calib_images,
+                                  .method = (dlp_calib_method)o.calib_method, .percentile = o.calib_percentile,
+                                  .path = o.calib, .dct_scaling = o.dct, .on_note = on_calib_note};
+        if ((st = dlp_infer_model_quantize(&m, &cc))) {
+            dlp_infer_model_free(&m);
+            return dlp_cli_fail(st);
+        }
+    }
     const int threads_used = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();
     json_t *result = dlp_json_result_new("dlperf.infer/1", 0, NULL);
     json_object_set_new(result, "options", dlp_opts_to_json(opts));
     json_object_set_new(result, "model", dlp_infer_model_to_json(&m));
+    if (prec == DLP_DTYPE_I8) json_object_set_new(result, "int8_calibration", dlp_infer_quant_to_json(&m));
 
-    if (o.top5) {
+    if (o.accuracy) {
+        st = run_accuracy(&o, &m, &ec0, batches[0], result);
+    } else if (o.top5) {
         dlp_infer_engine_cfg ec = ec0;
         ec.batch = 4;  // a few images per call: small plans (ref keeps every layer's output)
         st = run_top5(&o, &m, &ec, argc - rest, argv + rest, result);

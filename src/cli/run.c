@@ -99,8 +99,8 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
     if (s->bottleneck) printf("bottleneck        %s\n", s->bottleneck_text);
     if (s->have_infer) {
         fmt_rate(b1, sizeof b1, s->infer_img_per_s);
-        printf("inference         %s img/s offline at batch %d; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
-               s->infer_batch, s->latency_batch, s->latency_p50_ms, s->latency_p99_ms);
+        printf("inference         %s img/s offline at batch %d%s; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
+               s->infer_batch, c->infer_int8 ? " (int8)" : "", s->latency_batch, s->latency_p50_ms, s->latency_p99_ms);
     } else {
         printf("inference         %s\n", no_figures(&ev->stage[DLP_EVAL_INFER]));
     }
@@ -188,7 +188,8 @@ int dlp_cli_run(int argc, char **argv) {
         {"model", 'm', DLP_OPT_STR, &o.model, "resnet50", "NAME", "resnet18|34|50|101|152", NULL, 0},
         {"size", 0, DLP_OPT_INT, &o.size, "224", "PX", "image size (crop) for training and inference", NULL, 0},
         {"batch", 'b', DLP_OPT_INT, &o.batch, "32", "N", "training batch", NULL, 0},
-        DLP_CLI_PRECISION_ROW(&o.precision, "compute precision (auto: bf16 on CPUs with avx512_bf16 or AMX and on GPUs, else fp32)"),
+        DLP_CLI_PRECISION_ROW(&o.precision, "compute precision (auto: bf16 on CPUs with avx512_bf16 or AMX and on GPUs, "
+                              "else fp32; int8: the online phase in int8 (cpu), training at auto's precision)"),
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: the default rule)", NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "loader threads for training (0: the default rule)", NULL, 0},
         {"train-seconds", 0, DLP_OPT_DOUBLE, &o.train_seconds, "60", "S", "length of the training run (after its setup)", NULL, 0},
@@ -246,7 +247,8 @@ int dlp_cli_run(int argc, char **argv) {
     dlp_err_clear();
     c.is_gpu = kind == DLP_BACKEND_KIND_GPU || kind == DLP_BACKEND_KIND_SIM;
     c.precision = (dlp_dtype)o.precision;  // run's own auto: for speed
-    if (o.precision == DLP_PRECISION_AUTO)
+    c.infer_int8 = o.precision == DLP_DTYPE_I8;  // int8: the online phase; training at the auto precision
+    if (o.precision == DLP_PRECISION_AUTO || c.infer_int8)
         c.precision = c.is_gpu || (dev_b && dlp_backend_get_caps(dev_b)->host_bf16 && (h.avx512_bf16 || h.amx_bf16))
                           ? DLP_DTYPE_BF16
                           : DLP_DTYPE_F32;
@@ -285,6 +287,7 @@ int dlp_cli_run(int argc, char **argv) {
     json_object_set_new(res, "host", dlp_host_to_json(&h));
     json_object_set_new(res, "versions", dlp_versions_to_json());
     json_object_set_new(res, "precision", json_string(dlp_dtype_name(c.precision)));
+    json_object_set_new(res, "infer_precision", json_string(dlp_dtype_name(c.infer_int8 ? DLP_DTYPE_I8 : c.precision)));
     json_object_set_new(res, "device_kind", json_string(dlp_backend_kind_name(kind)));  // report's verdict reads it
     json_object_set_new(res, "out", json_string(out));
     int failed = 0;

@@ -293,6 +293,9 @@ int dlp_cli_train(int argc, char **argv) {
     c.data = data;
     c.val_data = val_data;
     c.precision = dlp_cli_precision(prec, device);
+    if (c.precision == DLP_DTYPE_I8)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--precision int8 is for inference (dlperf infer, serve, loadgen "
+                                    "--sut local): train in fp32 or bf16, then quantize the weights at inference"));
     c.eval = !no_eval;
     c.monitor = !no_monitor;
     c.sched.scale_by_batch = !no_lr_scale;

@@ -2,7 +2,8 @@
 #include "core/dtype.h"
 
 const dlp_opt_choice dlp_precision_choices[] = {
-    {"auto", DLP_PRECISION_AUTO}, {"fp32", DLP_DTYPE_F32}, {"bf16", DLP_DTYPE_BF16}, {"fp16", DLP_DTYPE_F16}, {NULL, 0},
+    {"auto", DLP_PRECISION_AUTO}, {"fp32", DLP_DTYPE_F32}, {"bf16", DLP_DTYPE_BF16}, {"fp16", DLP_DTYPE_F16},
+    {"int8", DLP_DTYPE_I8}, {NULL, 0},
 };
 
 const dlp_opt_choice dlp_dtype_choices[] = {

@@ -10,7 +10,8 @@
 
 // --precision auto: the command's rule picks the dtype (e.g. dlp_cli_auto_precision).
 #define DLP_PRECISION_AUTO (-1)
-// auto|fp32|bf16|fp16 -> DLP_PRECISION_AUTO, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16.
+// auto|fp32|bf16|fp16|int8 -> DLP_PRECISION_AUTO, DLP_DTYPE_F32, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_I8
+// (int8: inference only, on the cpu device; commands that train refuse it).
 extern const dlp_opt_choice dlp_precision_choices[];
 // fp32|bf16|fp16 -> DLP_DTYPE_*: the compute types (no auto).
 extern const dlp_opt_choice dlp_dtype_choices[];

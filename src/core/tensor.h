@@ -8,12 +8,16 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef enum { DLP_DTYPE_F32 = 0, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_U8, DLP_DTYPE_COUNT } dlp_dtype;
+// DLP_DTYPE_I8: int8 inference (cpu): weights s8 per output channel, activations u8/s8 with calibrated scales
+// (nn/quant); never a batch's element type.
+typedef enum { DLP_DTYPE_F32 = 0, DLP_DTYPE_BF16, DLP_DTYPE_F16, DLP_DTYPE_U8, DLP_DTYPE_I8, DLP_DTYPE_COUNT } dlp_dtype;
 typedef enum { DLP_LAYOUT_NCHW = 0, DLP_LAYOUT_NHWC } dlp_layout;
 
-static inline size_t dlp_dtype_size(dlp_dtype t) { return t == DLP_DTYPE_F32 ? 4 : t == DLP_DTYPE_U8 ? 1 : 2; }
+static inline size_t dlp_dtype_size(dlp_dtype t) {
+    return t == DLP_DTYPE_F32 ? 4 : t == DLP_DTYPE_U8 || t == DLP_DTYPE_I8 ? 1 : 2;
+}
 static inline const char *dlp_dtype_name(dlp_dtype t) {
-    static const char *const n[] = {"fp32", "bf16", "fp16", "uint8"};
+    static const char *const n[] = {"fp32", "bf16", "fp16", "uint8", "int8"};
     return (unsigned)t < DLP_DTYPE_COUNT ? n[t] : "?";
 }
 static inline const char *dlp_layout_name(dlp_layout l) { return l == DLP_LAYOUT_NHWC ? "NHWC" : "NCHW"; }

@@ -63,12 +63,12 @@ static void opt(argbuf *a, const char *name, const char *fmt, ...) {
 }
 
 // The options the training and inference stages share.
-static void model_opts(argbuf *a, const dlp_eval_cfg *c) {
+static void model_opts(argbuf *a, const dlp_eval_cfg *c, dlp_dtype precision) {
     opt(a, "--data", "%s", c->data);
     opt(a, "--model", "%s", c->model);
     opt(a, "--size", "%d", c->size);
     opt(a, "--device", "%s", c->device);
-    opt(a, "--precision", "%s", dlp_dtype_name(c->precision));
+    opt(a, "--precision", "%s", dlp_dtype_name(precision));
     opt(a, "--threads", "%d", c->threads);
 }
 
@@ -278,7 +278,7 @@ static void data_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
 static void train_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     stage_start(c, s, a);
     arg(a, "train");
-    model_opts(a, c);
+    model_opts(a, c, c->precision);
     if (s->ranks > 1) opt(a, "--dist", "nccl");
     opt(a, "--batch", "%d", c->batch);
     opt(a, "--workers", "%d", c->workers);
@@ -294,7 +294,8 @@ static void train_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
 static void infer_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     stage_start(c, s, a);
     arg(a, "infer");
-    model_opts(a, c);
+    model_opts(a, c, c->infer_int8 ? DLP_DTYPE_I8 : c->precision);
+    if (c->infer_int8) opt(a, "--calib-images", "%d", 64);
     opt(a, "--batch", "%s", c->infer_batch_list);
     int maxb = 1;
     for (int i = 0; i < c->n_infer_batches; i++)

@@ -19,6 +19,8 @@ typedef struct dlp_eval_cfg {
     const char *data, *device, *model, *compare;  // compare: catalog system ids ("none": no predict stage)
     const char *out;                              // the run directory (exists)
     dlp_dtype precision;                          // resolved: F32, BF16 or F16
+    int infer_int8;                               // 1: the online phase in int8 (`run --precision int8`; training
+                                                  // then in `precision`, its calibration on --data's train split)
     int size, batch, threads, workers, bench_images;
     int is_gpu;  // the device is cuda or sim:<gpu>
     int cpus;    // CPUs this process may use (the data stage's loader threads go up to it)

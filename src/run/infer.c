@@ -134,6 +134,7 @@ fail:
 void dlp_infer_model_free(dlp_infer_model *m) {
     if (!m) return;
     dlp_net_free(&m->net);
+    dlp_quant_free(&m->quant);
     free(m->params);
     free(m->bufs);
     memset(m, 0, sizeof *m);
@@ -171,6 +172,16 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
     pc.precision = cfg->precision;
     pc.threads = cfg->threads;
     pc.arg = arg;
+    if (cfg->precision == DLP_DTYPE_I8) {
+        if (m->quant.nlayers != m->net.nlayers)
+            return DLP_ERR(DLP_ERR_INVALID, "int8 needs the model's activation ranges: calibrate first "
+                           "(dlp_infer_model_quantize; dlperf infer --precision int8 --calib-images N)");
+        pc.act_range = m->quant.range;
+        pc.act_min = m->quant.min;
+        pc.int8_first_conv = cfg->int8_first_conv;
+    }
+    pc.observe = cfg->observe;
+    pc.observe_ctx = cfg->observe_ctx;
     int64_t t0 = dlp_now_ns();
     dlp_status st = dlp_plan_create(ops, &m->net, &pc, &e->plan);
     if (st) {

@@ -30,6 +30,7 @@
 #include "core/tensor.h"
 #include "data/dataset.h"
 #include "data/transform.h"
+#include "nn/quant.h"
 
 struct dlp_monitor;
 
@@ -52,6 +53,8 @@ typedef struct dlp_infer_model {
     int size;
     uint64_t seed;
     char weights[1024];   // the file loaded ("" with random_init)
+    dlp_quant quant;      // int8: the activation ranges (nlayers 0: none; dlp_infer_model_quantize)
+    char quant_src[1100]; // where they came from ("calibrated on ...", or the file loaded)
 } dlp_infer_model;
 
 // Builds the net and loads the weights strictly (every tensor present with its shape). A .pth file is refused with
@@ -67,6 +70,10 @@ typedef struct dlp_infer_engine_cfg {
     int batch;             // the plan's batch: the largest n one call takes
     dlp_dtype precision;   // DLP_DTYPE_F32, BF16 (cpu with avx512_bf16 / AMX; GPUs), F16 (GPUs)
     int threads;           // compute threads (0: all allowed CPUs)
+    int int8_first_conv;   // int8: quantize the first convolution too (0: it stays fp32)
+    // calibration: the fp32 plan's observer (dlp_plan_cfg.observe)
+    void (*observe)(void *ctx, int layer, const float *x, int64_t count);
+    void *observe_ctx;
 } dlp_infer_engine_cfg;
 
 typedef struct dlp_infer_engine {
@@ -93,6 +100,39 @@ dlp_status dlp_infer_plan_run(dlp_plan *plan, const void *batch, int n, float *l
 void dlp_infer_engine_free(dlp_infer_engine *e);
 // The backend's description of the plan (what was folded and fused, kernels, ISA) when it gives one; else {}.
 json_t *dlp_infer_engine_plan_json(const dlp_infer_engine *e);
+
+// ---- int8: calibration of the model's activation ranges (run/infer_quant.c) ------------------------------
+typedef struct dlp_infer_calib_cfg {
+    const char *device;        // the fp32 plan calibrating ("cpu")
+    int threads;
+    const char *data;          // dataset (--data spec) whose train split gives the images (val when it has none)
+    int images;                // N images, spread evenly over the split
+    dlp_calib_method method;
+    double percentile;         // DLP_CALIB_PERCENTILE's p in % (0: 99.99)
+    const char *path;          // calibration file: used when present, else written; NULL: beside the weights
+                               // (dlp_quant_default_path), none for random weights
+    int dct_scaling;           // as dlp_infer_prep_cfg (the serving preprocessing)
+    void (*on_note)(void *ctx, const char *line);  // progress lines (optional)
+    void *ctx;
+} dlp_infer_calib_cfg;
+
+// Gives m its int8 activation ranges: the calibration file when present (it must match m's model and weights:
+// otherwise an error naming it; beside the weights a file of another image count is made again), else N images
+// of cfg->data through the serving preprocessing and an fp32 plan with the calibration observer, saved.
+dlp_status dlp_infer_model_quantize(dlp_infer_model *m, const dlp_infer_calib_cfg *cfg);
+json_t *dlp_infer_quant_to_json(const dlp_infer_model *m);  // {"method", "images", "percentile", "source"}
+
+// ---- accuracy on a dataset's val split (run/infer_quant.c) ---------------------------------------------------
+typedef struct dlp_infer_accuracy {
+    int n;                      // images evaluated
+    int top1, top5;             // correct
+    int *pred;                  // (n) top-1 class of each image
+    int skipped;
+} dlp_infer_accuracy;
+// Top-1/top-5 of engine config ec on up to max images of data's val split (all when max <= 0), batch ec->batch.
+dlp_status dlp_infer_accuracy_run(dlp_infer_model *m, const dlp_infer_engine_cfg *ec, const char *data, int max,
+                                  int dct_scaling, dlp_infer_accuracy *out);
+void dlp_infer_accuracy_free(dlp_infer_accuracy *a);
 
 // ---- preprocessing: one JPEG -> one sample in the engine's input format -----------------------------------
 typedef struct dlp_infer_prep_cfg {

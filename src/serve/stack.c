@@ -26,6 +26,10 @@ dlp_status dlp_serve_stack_open(const dlp_serve_stack_cfg *cfg, dlp_serve_stack 
     dlp_status st = dlp_infer_model_load(&cfg->model, &out->model);
     if (st) return st;
     out->have_model = 1;
+    if (cfg->precision == DLP_DTYPE_I8 && (st = dlp_infer_model_quantize(&out->model, &cfg->calib))) {
+        dlp_serve_stack_close(out);
+        return st;
+    }
     if (out->model.random_init && cfg->random_init_warning)
         DLP_WARN(cfg->random_init_warning, out->model.net.arch, (long long)cfg->model.seed);
     int copies = cfg->copies > 0 ? cfg->copies : 1;

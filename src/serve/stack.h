@@ -23,6 +23,7 @@ typedef struct dlp_serve_stack_cfg {
     int workers;                // threads calling the preprocessing at once (0 counts as 1)
     int dct_scaling;            // the preprocessing may decode at a DCT scale (faster, not bit-exact with Pillow)
     int warm;                   // one call per plan on zeros before returning
+    dlp_infer_calib_cfg calib;  // precision int8: how the model's activation ranges are found (run/infer.h)
 } dlp_serve_stack_cfg;
 
 typedef struct dlp_serve_stack {

@@ -162,7 +162,8 @@ static dlp_status plan_build(cpu_plan *p, const dlp_net *net, const dlp_plan_cfg
     p->threads = cfg->threads > 0 ? cfg->threads : dlp_host_cpus_allowed();
     omp_set_num_threads(p->threads);
     p->prec = cfg->precision;
-    p->dt = cfg->precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    p->dt = cfg->precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;  // int8: the ops kept in fp32
+    p->int8 = cfg->precision == DLP_DTYPE_I8;
     p->fwd_pass = -1;
     p->isa = dnnl_get_effective_cpu_isa();
     p->mem_limit_bytes = cpu_mem_available_bytes() / 10 * 9;
@@ -299,9 +300,17 @@ static dlp_status plan_new(const dlp_net *net, const dlp_plan_cfg *cfg, int forc
 static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     if (cfg->batch <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: batch must be positive (got %d)", cfg->batch);
-    if (cfg->precision != DLP_DTYPE_F32 && cfg->precision != DLP_DTYPE_BF16)
-        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32 or bf16 (asked for %s)",
+    if (cfg->precision == DLP_DTYPE_I8) {
+        if (cfg->train)
+            return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: int8 is for inference only (train in fp32 or bf16)");
+        if (!cfg->act_range || !cfg->act_min)
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: an int8 plan needs calibrated activation ranges (nn/quant)");
+    } else if (cfg->precision != DLP_DTYPE_F32 && cfg->precision != DLP_DTYPE_BF16) {
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu computes in fp32, bf16 or (inference) int8 (asked for %s)",
                        dlp_dtype_name(cfg->precision));
+    }
+    if (cfg->observe && (cfg->train || cfg->precision != DLP_DTYPE_F32))
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: calibration observes fp32 inference plans only");
     DLP_CHECK(check_net(net, cfg));
     cpu_plan *p;
     DLP_CHECK(plan_new(net, cfg, -2, &p));
@@ -599,6 +608,11 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
         json_object_set_new(obj, "conv_prop_timed", t);
     }
     json_object_set_new(obj, "winograd_convs", json_integer(p->nwinograd));
+    if (p->int8) {
+        json_object_set_new(obj, "int8_convs", json_integer(p->nq8_convs));
+        json_object_set_new(obj, "int8_conversions", json_integer(p->nq8_converts));
+        json_object_set_new(obj, "int8_first_conv", json_string(p->cfg.int8_first_conv ? "int8" : "fp32"));
+    }
     json_t *k = json_object();
     for (int i = 0; i < p->nkernels; i++) json_object_set_new(k, p->kernels[i].name, json_integer(p->kernels[i].n));
     json_object_set_new(obj, "kernels", k);

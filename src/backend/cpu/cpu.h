@@ -41,6 +41,7 @@ typedef struct cpu_value {
     int dx_started;     // backward builder: the gradient has had its first (overwriting) write
     int next_conv;      // chain of converted copies of this value (-1: none)
     cpu_tensor *pending;  // backward builder: a gradient contribution not yet added into dx (cpu_build.c)
+    float scale;        // int8 plans, a u8/s8 activation: real value = stored integer * scale
 } cpu_value;
 
 typedef enum { CPU_STEP_PRIM = 0, CPU_STEP_FN } cpu_step_kind;
@@ -90,6 +91,9 @@ typedef struct cpu_wcopy {
     float *fold_bias;          // with fold_bn: the folded bias (K) is written here
     float *folded;             // with fold_bn: fp32 OIHW folded weights (the reorder's source)
     int64_t numel;
+    float *qscale;             // int8: per output channel scale (K) of the s8 copy (NULL: no quantization)
+    int8_t *q;                 // int8: the s8 OIHW weights (the reorder's source)
+    int64_t qk;                // int8: output channels
     int snapshot;              // taken at backward (the input gradient, computed on demand, uses these weights)
     cpu_reorder reorder;       // prim NULL: the copy is the master itself
     dnnl_memory_t src, dst;
@@ -115,7 +119,8 @@ struct cpu_plan {
     dlp_net net;
     dlp_plan_cfg cfg;
     int batch, train, threads;
-    dlp_dtype prec;            // F32 or BF16
+    dlp_dtype prec;            // F32, BF16 or I8 (int8 inference: activations between int8 convolutions u8/s8)
+    int int8;                  // prec == I8
     dnnl_data_type_t dt;       // activation type: dnnl_f32 or dnnl_bf16
     dnnl_engine_t eng;
     dnnl_stream_t stream;
@@ -189,6 +194,7 @@ struct cpu_plan {
     int nfused_acc_relu;    // gradient accumulations fused into an add+ReLU backward (cpu_build.c)
     int winograd;                  // may use Winograd (DLPERF_CPU_WINOGRAD=0: never)
     int nwinograd;                 // convolution primitives that use it
+    int nq8_convs, nq8_converts;  // int8: convolutions in int8, scaled conversions between f32 and u8/s8
     int infer_conv_training_prop;  // inference convolutions built as forward_training (see cpu_infer.c)
     int infer_prop;                // DLPERF_CPU_INFER_PROP: -1 auto (inference with AMX), 0 training, 1 inference
     int prop_tuned;                // auto at batch 1 without AMX: both kinds were built and timed (cpu.c)
@@ -232,6 +238,9 @@ dlp_status cpu_tensor_pooled(cpu_plan *p, const_dnnl_memory_desc_t md, cpu_tenso
 void cpu_tensor_retain(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_release(cpu_plan *p, cpu_tensor *t);
 void cpu_tensor_pin(cpu_plan *p, cpu_tensor *t);  // its buffer is never reused
+// A second view of pooled tensor t's buffer in descriptor md (same size: int8 sum post-ops read a u8 output's
+// buffer as the s8 shortcut it starts as); retains the buffer.
+dlp_status cpu_tensor_view(cpu_plan *p, cpu_tensor *t, const_dnnl_memory_desc_t md, cpu_tensor **out);
 int cpu_tensor_exclusive(const cpu_plan *p, const cpu_tensor *t);  // the only live tensor in its buffer
 // Allocates owned and pooled tensors (refusing beyond the memory limit) and binds them; before it, tensors
 // created with NULL data have no memory.
@@ -268,6 +277,10 @@ dlp_status cpu_scratch_finish(cpu_plan *p);  // allocates the shared scratchpad 
 // weights of the step.
 dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
                          int snapshot, dnnl_memory_t *out);
+// An int8 copy: the weights (BN folded in when fold_bn >= 0) quantized symmetrically per output channel to s8,
+// qscale[k] = max |w[k]| / 127, then reordered into md (an s8 descriptor a primitive chose).
+dlp_status cpu_wcopy_add_q8(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
+                            float *qscale, dnnl_memory_t *out);
 #define CPU_WCOPY_ALL 0
 #define CPU_WCOPY_LIVE 1
 #define CPU_WCOPY_SNAPSHOT 2

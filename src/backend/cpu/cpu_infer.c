@@ -2,6 +2,7 @@
 // [+ residual add as a sum post-op] [+ ReLU post-op]; BN [+ ReLU] with running statistics; add [+ ReLU] —
 // and each group runs as one primitive at the position of its last layer. Activations live in pooled
 // buffers reused as soon as their last consumer has run; the residual sum writes into the shortcut's buffer.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,290 @@ static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, int relu) {
     return st;
 }
 
+// ---- int8 -----------------------------------------------------------------------------------------------
+// An int8 plan stores the activations between int8 convolutions as u8 (after a ReLU) or s8, each value with one
+// scale (real = stored * scale) from the calibrated range of the layer it holds; the other ops run in fp32 on
+// scaled conversions (oneDNN reorders with runtime scales), added only where an int8 value meets an fp32 op.
+
+static int is_q8(dnnl_data_type_t dt) { return dt == dnnl_u8 || dt == dnnl_s8; }
+
+static dlp_status q8_range(const cpu_plan *p, int layer, float *range) {
+    const float r = p->cfg.act_range ? p->cfg.act_range[layer] : 0.f;
+    if (!(r > 0.f) || !isfinite(r))
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: int8: the calibration has no range for the output of %s (layer %d)",
+                       p->net.layers[layer].name, layer);
+    *range = r;
+    return DLP_OK;
+}
+
+static float q8_scale(float range, dnnl_data_type_t dt) { return range / (dt == dnnl_u8 ? 255.f : 127.f); }
+
+// The int8 type value v is (or would be) stored in: its own when it is int8, else u8 when its layer's calibrated
+// minimum is >= 0, s8 otherwise.
+static dnnl_data_type_t q8_type(const cpu_plan *p, int v) {
+    const dnnl_data_type_t dt = cpu_md_dt(p->vals[v].x->md);
+    if (is_q8(dt)) return dt;
+    const int layer = p->vals[v].layer;
+    return layer >= 0 && p->cfg.act_min && p->cfg.act_min[layer] >= 0.f ? dnnl_u8 : dnnl_s8;
+}
+
+// md's layout with element type dt: plain strided layouts and nChw{4,8,16}c (what oneDNN picks for activations).
+static dlp_status md_retype(cpu_plan *p, const_dnnl_memory_desc_t md, dnnl_data_type_t dt,
+                            const_dnnl_memory_desc_t *out) {
+    int nd = 0, nblks = -1;
+    const dnnl_dims_t *dims = NULL, *strides = NULL, *blks = NULL, *idxs = NULL;
+    dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &nd);
+    dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
+    dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &nblks);
+    dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
+    dnnl_memory_desc_t m = NULL;
+    dnnl_status_t st = dnnl_unimplemented;
+    if (dims && strides && nblks == 0) {
+        st = dnnl_memory_desc_create_with_strides(&m, nd, *dims, dt, *strides);
+    } else if (dims && nd == 4 && nblks == 1) {
+        dnnl_memory_desc_query(md, dnnl_query_inner_blks, &blks);
+        dnnl_memory_desc_query(md, dnnl_query_inner_idxs, &idxs);
+        const int64_t b = blks ? (*blks)[0] : 0;
+        if (idxs && (*idxs)[0] == 1 && (b == 16 || b == 8 || b == 4))
+            st = dnnl_memory_desc_create_with_tag(&m, nd, *dims, dt,
+                                                  b == 16 ? dnnl_aBcd16b : b == 8 ? dnnl_aBcd8b : dnnl_aBcd4b);
+    }
+    if (st != dnnl_success) return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: int8: an activation layout with no int8 twin here");
+    *out = cpu_md_keep(p, m);
+    dnnl_memory_desc_destroy(m);
+    return *out ? DLP_OK : dlp_err_status();
+}
+
+static dlp_status scale_mem(cpu_plan *p, float v, dnnl_memory_t *out) {
+    float *d = cpu_alloc(p, sizeof(float));
+    if (!d) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    *d = v;
+    return vec_mem(p, d, 1, out);
+}
+
+// Value v in descriptor want, as cpu_value_as; when the element types differ and one is u8/s8, a reorder with
+// runtime scales: to int8 with the calibrated scale of v's layer, from int8 with v's scale.
+static dlp_status value_as(cpu_plan *p, int v, const_dnnl_memory_desc_t want, int *out) {
+    const dnnl_data_type_t from = cpu_md_dt(p->vals[v].x->md), to = cpu_md_dt(want);
+    if (from == to || (!is_q8(from) && !is_q8(to))) {
+        DLP_CHECK(cpu_value_as(p, v, want, &p->fwd, 0, out));
+        p->vals[*out].scale = p->vals[v].scale;
+        return DLP_OK;
+    }
+    // one scaled copy per descriptor, shared by v's later readers (the max-pool output feeds a block's conv1 and its
+    // downsample): it lives until v's last reader has consumed it
+    for (int c = p->vals[v].next_conv; c >= 0; c = p->vals[c].next_conv)
+        if (dnnl_memory_desc_equal(p->vals[c].x->md, want)) {
+            *out = c;
+            return DLP_OK;
+        }
+    const int layer = p->vals[v].layer;
+    float from_scale = 1.f, to_scale = 1.f;
+    if (is_q8(from)) from_scale = p->vals[v].scale;
+    if (is_q8(to)) {
+        float r;
+        if (is_q8(from)) to_scale = from_scale;  // u8 <-> s8: same scale (values beyond the type saturate)
+        else {
+            if (layer < 0) return DLP_ERR(DLP_ERR_INTERNAL, "cpu: int8: quantizing a value of no layer");
+            DLP_CHECK(q8_range(p, layer, &r));
+            to_scale = q8_scale(r, to);
+        }
+    }
+    dnnl_primitive_attr_t attr;
+    DLP_CHECK(cpu_attr_new(&attr));
+    dlp_status s = DLP_OK;
+    if (is_q8(from) && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_SRC, 0) != dnnl_success)
+        s = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reorder scales");
+    if (!s && is_q8(to) && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0) != dnnl_success)
+        s = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: reorder scales");
+    dnnl_primitive_desc_t pd = NULL;
+    if (!s && dnnl_reorder_primitive_desc_create(&pd, p->vals[v].x->md, p->eng, want, p->eng, attr) != dnnl_success) {
+        pd = NULL;
+        s = DLP_ERR(DLP_ERR_UNSUPPORTED, "oneDNN cannot reorder with scales here");
+    }
+    dnnl_primitive_attr_destroy(attr);
+    DLP_CHECK(s);
+    cpu_tensor *t = NULL;
+    dnnl_memory_t sm = NULL, dm = NULL;
+    s = cpu_tensor_pooled(p, want, &t);
+    int c = s ? -1 : cpu_value_new(p, t, layer);
+    if (!s && c < 0) s = dlp_err_status();
+    if (!s && is_q8(from)) s = scale_mem(p, from_scale, &sm);
+    if (!s && is_q8(to)) s = scale_mem(p, to_scale, &dm);
+    if (!s) {
+        dnnl_exec_arg_t a[4] = {{DNNL_ARG_FROM, p->vals[v].x->mem}, {DNNL_ARG_TO, t->mem}};
+        int na = 2;
+        if (sm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, sm};
+        if (dm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, dm};
+        char w[64];
+        snprintf(w, sizeof w, "%s %s", layer >= 0 ? p->net.layers[layer].name : "value",
+                 is_q8(to) ? "quantize" : "dequantize");
+        s = cpu_step_prim(p, &p->fwd, pd, na, a, w);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    DLP_CHECK(s);
+    p->vals[c].src_value = v;
+    p->vals[c].scale = is_q8(to) ? to_scale : 0.f;
+    p->vals[c].uses_left = p->vals[v].uses_left;  // each reader consumes both v and the copy
+    p->vals[c].next_conv = p->vals[v].next_conv;
+    p->vals[v].next_conv = c;
+    p->nconverts++;
+    p->nq8_converts++;
+    *out = c;
+    return DLP_OK;
+}
+
+// Value v as fp32 in its own layout (itself when it is fp32 or bf16 already).
+static dlp_status value_float(cpu_plan *p, int v, int *out) {
+    const_dnnl_memory_desc_t md = p->vals[v].x->md;
+    if (!is_q8(cpu_md_dt(md))) {
+        *out = v;
+        return DLP_OK;
+    }
+    const_dnnl_memory_desc_t fmd;
+    DLP_CHECK(md_retype(p, md, dnnl_f32, &fmd));
+    return value_as(p, v, fmd, out);
+}
+
+static dlp_status q8_attr(dnnl_primitive_attr_t attr, int sum, float sum_scale, dnnl_data_type_t sum_dt, int relu) {
+    if (dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_SRC, 0) != dnnl_success ||
+        dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, 1) != dnnl_success ||
+        dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0) != dnnl_success)
+        return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: convolution scales");
+    if (!sum && !relu) return DLP_OK;
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
+    dlp_status st = DLP_OK;
+    // oneDNN 3.x: dst = round(post_ops(src_scale * wei_scale * (src * wei) + bias) / dst_scale), the sum reading
+    // the stored integers: its scale is the shortcut's
+    if (sum && dnnl_post_ops_append_sum(po, sum_scale, 0, sum_dt) != dnnl_success)
+        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: sum post-op");
+    if (!st && relu && dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success)
+        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: relu post-op");
+    if (!st && dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
+        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
+    dnnl_post_ops_destroy(po);
+    return st;
+}
+
+// An int8 convolution group: s8 weights (BN folded, then quantized per output channel), u8/s8 input, bias in
+// fp32, the residual sum read from the shortcut's int8 buffer, ReLU, and requantization to the output's
+// calibrated scale, in one oneDNN primitive (forward_inference, layouts chosen by oneDNN).
+static dlp_status group_conv_q8(cpu_plan *p, const group *g) {
+    const dlp_net *net = &p->net;
+    const dlp_layer *l = &net->layers[g->root], *xl = &net->layers[l->in0];
+    const int64_t K = l->c;
+    int64_t sd[4] = {p->batch, xl->c, xl->h, xl->w}, wd[4] = {l->c, xl->c, l->k, l->k};
+    int64_t dd[4] = {p->batch, l->c, l->h, l->w};
+    const int x = p->val_of[l->in0];
+    const dnnl_data_type_t sdt = q8_type(p, x), ddt = g->relu >= 0 ? dnnl_u8 : dnnl_s8;
+    float drange;
+    DLP_CHECK(q8_range(p, g->last, &drange));
+    const float dscale = q8_scale(drange, ddt);
+    const int sv = g->add >= 0 ? p->val_of[g->sum_in] : -1;
+    dnnl_data_type_t sumdt = ddt;
+    float sum_scale = 1.f;
+    if (sv >= 0) {
+        sumdt = q8_type(p, sv);
+        if (is_q8(cpu_md_dt(p->vals[sv].x->md))) {
+            sum_scale = p->vals[sv].scale;
+        } else {
+            float r;
+            DLP_CHECK(q8_range(p, g->sum_in, &r));
+            sum_scale = q8_scale(r, sumdt);
+        }
+    }
+    const_dnnl_memory_desc_t src, wei, bias, dst;
+    DLP_CHECK(cpu_md_any(p, &src, 4, sd, sdt));
+    DLP_CHECK(cpu_md_any(p, &wei, 4, wd, dnnl_s8));
+    DLP_CHECK(cpu_md_plain(p, &bias, 1, &K, dnnl_f32));
+    DLP_CHECK(cpu_md_any(p, &dst, 4, dd, ddt));
+    dnnl_dims_t st = {l->stride, l->stride}, dil = {0, 0}, pad = {l->pad, l->pad};
+    dnnl_primitive_attr_t attr;
+    DLP_CHECK(cpu_attr_new(&attr));
+    dlp_status s = q8_attr(attr, sv >= 0, sum_scale, sumdt, g->relu >= 0);
+    dnnl_primitive_desc_t pd = NULL;
+    if (!s) {
+        s = cpu_pd_check(dnnl_convolution_forward_primitive_desc_create(&pd, p->eng, dnnl_forward_inference,
+                                                                        dnnl_convolution_direct, src, wei,
+                                                                        g->bn >= 0 ? bias : NULL, dst, st, dil, pad,
+                                                                        pad, attr),
+                         l->name);
+        if (s) pd = NULL;
+    }
+    dnnl_primitive_attr_destroy(attr);
+    DLP_CHECK(s);
+    if (!p->conv_impl[0] && l->k == 3) snprintf(p->conv_impl, sizeof p->conv_impl, "%s", cpu_pd_impl(pd));
+    const_dnnl_memory_desc_t smd = cpu_pd_md(pd, dnnl_query_src_md, 0), dmd = cpu_pd_md(pd, dnnl_query_dst_md, 0);
+    int xin = -1, out = -1, sumv = -1;
+    dnnl_memory_t wm = NULL, bm = NULL, wsm = NULL, ssm = NULL, dsm = NULL;
+    float *fb = NULL, *ws = cpu_alloc(p, (size_t)K * sizeof(float));
+    s = ws ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    if (!s) s = value_as(p, x, smd, &xin);
+    if (!s && g->bn >= 0) {
+        fb = cpu_alloc(p, (size_t)K * sizeof(float));
+        if (!fb) s = DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+        if (!s) s = vec_mem(p, fb, K, &bm);
+        p->nfolded_bn++;
+    }
+    if (!s) s = cpu_wcopy_add_q8(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), g->bn, fb, ws, &wm);
+    if (!s) s = vec_mem(p, ws, K, &wsm);
+    if (!s) s = scale_mem(p, p->vals[xin].scale, &ssm);
+    if (!s) s = scale_mem(p, dscale, &dsm);
+    if (!s && sv >= 0) {
+        // the output starts as the shortcut (read as sumdt): its own buffer when this is its last use, else a copy
+        const_dnnl_memory_desc_t summd = dmd;
+        if (sumdt != ddt) s = md_retype(p, dmd, sumdt, &summd);
+        if (!s) s = value_as(p, sv, summd, &sumv);
+        if (!s && !((sumv != sv && p->vals[sumv].uses_left <= 1) || (can_overwrite(p, sv) && sv != xin))) {
+            int cv = -1;
+            s = new_out(p, summd, -1, &cv);
+            char w[64];
+            snprintf(w, sizeof w, "%s shortcut copy", l->name);
+            if (!s) s = cpu_step_reorder(p, &p->fwd, p->vals[sumv].x->mem, p->vals[sumv].x->md, p->vals[cv].x->mem,
+                                         summd, w);
+            if (!s) sumv = cv;  // released below with the converted copies
+        }
+        if (!s) {
+            cpu_tensor *t = p->vals[sumv].x;
+            if (sumdt != ddt) s = cpu_tensor_view(p, t, dmd, &t);
+            else cpu_tensor_retain(p, t);
+            if (!s) {
+                out = cpu_value_new(p, t, g->last);
+                if (out < 0) s = dlp_err_status();
+            }
+        }
+        p->nfused_sum++;
+    } else if (!s) {
+        s = new_out(p, dmd, g->last, &out);
+    }
+    if (!s) {
+        dnnl_exec_arg_t a[8] = {{DNNL_ARG_SRC, p->vals[xin].x->mem}, {DNNL_ARG_WEIGHTS, wm},
+                                {DNNL_ARG_DST, p->vals[out].x->mem},
+                                {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, ssm},
+                                {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, wsm},
+                                {DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, dsm}};
+        int na = 6;
+        if (bm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
+        char w[64];
+        snprintf(w, sizeof w, "%s conv int8%s%s%s", l->name, g->bn >= 0 ? "+bn" : "", g->add >= 0 ? "+add" : "",
+                 g->relu >= 0 ? "+relu" : "");
+        s = cpu_step_prim(p, &p->fwd, pd, na, a, w);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    DLP_CHECK(s);
+    p->vals[out].scale = dscale;
+    p->val_of[g->last] = out;
+    p->nq8_convs++;
+    if (xin != x) consumed(p, xin);
+    consumed(p, x);
+    if (sv >= 0) {
+        if (sumv != sv) consumed(p, sumv);
+        consumed(p, sv);
+    }
+    return DLP_OK;
+}
+
 static dlp_status group_conv(cpu_plan *p, const group *g) {
     const dlp_net *net = &p->net;
     const dlp_layer *l = &net->layers[g->root], *xl = &net->layers[l->in0];
@@ -155,7 +440,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     int xin = -1, out = -1, sumv = -1;
     dnnl_memory_t wm = NULL, bm = NULL;
     float *fb = NULL;
-    s = cpu_value_as(p, p->val_of[l->in0], smd, &p->fwd, 0, &xin);
+    s = value_as(p, p->val_of[l->in0], smd, &xin);
     if (!s && g->bn >= 0) {
         fb = cpu_alloc(p, (size_t)K * sizeof(float));
         if (!fb) s = DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
@@ -166,9 +451,9 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     if (!s && g->add >= 0) {
         // the output starts as the shortcut: its own buffer when this is its last use, else a copy
         int sv = p->val_of[g->sum_in];
-        s = cpu_value_as(p, sv, dmd, &p->fwd, 0, &sumv);
+        s = value_as(p, sv, dmd, &sumv);
         if (!s) {
-            if (sumv != sv || (can_overwrite(p, sv) && sv != xin)) {
+            if ((sumv != sv && p->vals[sumv].uses_left <= 1) || (can_overwrite(p, sv) && sv != xin)) {
                 s = alias_out(p, p->vals[sumv].x, g->last, &out);
             } else {
                 s = new_out(p, dmd, g->last, &out);
@@ -206,7 +491,8 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
 
 static dlp_status group_bn(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root];
-    const int x = p->val_of[l->in0];
+    int x;
+    DLP_CHECK(value_float(p, p->val_of[l->in0], &x));  // int8 plans: BN in fp32
     const_dnnl_memory_desc_t md = p->vals[x].x->md;
     unsigned flags = dnnl_use_scale | dnnl_use_shift | dnnl_use_global_stats | (g->relu >= 0 ? dnnl_fuse_norm_relu : 0);
     dnnl_primitive_desc_t pd;
@@ -233,17 +519,20 @@ static dlp_status group_bn(cpu_plan *p, const group *g) {
     dnnl_primitive_desc_destroy(pd);
     DLP_CHECK(s);
     p->val_of[g->last] = out;
+    if (x != p->val_of[l->in0]) consumed(p, p->val_of[l->in0]);
     consumed(p, x);
     return DLP_OK;
 }
 
 static dlp_status group_eltwise(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root];
-    const int x0 = p->val_of[l->in0];
+    const int x0src = p->val_of[l->in0];
+    int x0;
+    DLP_CHECK(value_float(p, x0src, &x0));  // int8 plans: in fp32
     const_dnnl_memory_desc_t md = p->vals[x0].x->md;
     const int add = l->kind == DLP_LAYER_ADD;
     int x1 = -1, x1src = add ? p->val_of[l->in1] : -1, out = -1;
-    if (add) DLP_CHECK(cpu_value_as(p, x1src, md, &p->fwd, 0, &x1));
+    if (add) DLP_CHECK(value_as(p, x1src, md, &x1));
     dnnl_primitive_desc_t pd = NULL;
     dlp_status s = DLP_OK;
     if (add) {
@@ -272,6 +561,7 @@ static dlp_status group_eltwise(cpu_plan *p, const group *g) {
     dnnl_primitive_desc_destroy(pd);
     DLP_CHECK(s);
     p->val_of[g->last] = out;
+    if (x0 != x0src) consumed(p, x0src);
     consumed(p, x0);
     if (add) {
         if (x1 != x1src) consumed(p, x1);
@@ -282,7 +572,9 @@ static dlp_status group_eltwise(cpu_plan *p, const group *g) {
 
 static dlp_status group_pool(cpu_plan *p, const group *g) {
     const dlp_layer *l = &p->net.layers[g->root], *xl = &p->net.layers[l->in0];
-    const int x = p->val_of[l->in0], max = l->kind == DLP_LAYER_MAXPOOL;
+    const int xsrc = p->val_of[l->in0], max = l->kind == DLP_LAYER_MAXPOOL;
+    int x = xsrc;
+    if (!max) DLP_CHECK(value_float(p, xsrc, &x));  // int8 plans: max pooling keeps u8/s8 (and the scale), average in fp32
     const_dnnl_memory_desc_t dst;
     int64_t dd[4] = {p->batch, l->c, l->h, l->w};
     DLP_CHECK(cpu_md_any(p, &dst, 4, dd, cpu_md_dt(p->vals[x].x->md)));
@@ -313,7 +605,9 @@ static dlp_status group_pool(cpu_plan *p, const group *g) {
     }
     dnnl_primitive_desc_destroy(pd);
     DLP_CHECK(s);
+    p->vals[out].scale = p->vals[x].scale;
     p->val_of[g->last] = out;
+    if (x != xsrc) consumed(p, xsrc);
     consumed(p, x);
     return DLP_OK;
 }
@@ -342,7 +636,7 @@ static dlp_status group_fc(cpu_plan *p, const group *g) {
     int xin = -1, out = -1;
     dnnl_memory_t wm = NULL, bm = NULL;
     const int x = p->val_of[l->in0];
-    dlp_status s = cpu_value_as(p, x, cpu_pd_md(pd, dnnl_query_src_md, 0), &p->fwd, 0, &xin);
+    dlp_status s = value_as(p, x, cpu_pd_md(pd, dnnl_query_src_md, 0), &xin);
     if (!s) s = cpu_wcopy_add(p, l->param0, cpu_pd_md(pd, dnnl_query_weights_md, 0), -1, NULL, 0, &wm);
     if (!s) s = vec_mem(p, p->params + p->net.params[l->param0 + 1].offset, K, &bm);
     if (!s) s = new_out(p, cpu_pd_md(pd, dnnl_query_dst_md, 0), g->last, &out);
@@ -359,6 +653,34 @@ static dlp_status group_fc(cpu_plan *p, const group *g) {
     if (xin != x) consumed(p, xin);
     consumed(p, x);
     return DLP_OK;
+}
+
+// Calibration: hands the output of layer s->n (tensor s->a, fp32) to the plan's observer after every forward. The
+// first p->n samples' elements when the layout keeps the batch outermost (oneDNN's activation layouts do), else all.
+static void observe_step(cpu_plan *p, const cpu_step *s) {
+    const cpu_tensor *t = s->a;
+    const int64_t total = (int64_t)(dnnl_memory_desc_get_size(t->md) / sizeof(float)), per = total / p->batch;
+    int nblks = -1;
+    const dnnl_dims_t *strides = NULL, *idxs = NULL;
+    dnnl_memory_desc_query(t->md, dnnl_query_strides, &strides);
+    dnnl_memory_desc_query(t->md, dnnl_query_inner_nblks_s32, &nblks);
+    if (nblks > 0) dnnl_memory_desc_query(t->md, dnnl_query_inner_idxs, &idxs);
+    int outer = strides && (*strides)[0] == per;
+    for (int i = 0; outer && idxs && i < nblks; i++)
+        if ((*idxs)[i] == 0) outer = 0;  // the batch blocked
+    p->cfg.observe(p->cfg.observe_ctx, (int)s->n, t->data, outer ? (int64_t)p->n * per : total);
+}
+
+static dlp_status add_observe(cpu_plan *p, int v, int layer) {
+    if (cpu_md_dt(p->vals[v].x->md) != dnnl_f32)
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: calibration observes fp32 plans only");
+    // the step runs right after the one that wrote the value: no later step has reused its buffer yet
+    cpu_step proto;
+    memset(&proto, 0, sizeof proto);
+    proto.a = p->vals[v].x;
+    proto.n = layer;
+    snprintf(proto.what, sizeof proto.what, "%s observe", p->net.layers[layer].name);
+    return cpu_step_fn_add(p, &p->fwd, observe_step, &proto);
 }
 
 dlp_status cpu_build_infer(cpu_plan *p) {
@@ -383,6 +705,10 @@ dlp_status cpu_build_infer(cpu_plan *p) {
         if (x->add >= 0) reads[x->sum_in]++;
     }
     p->vals[p->in_value].uses_left = reads ? reads[0] : 0;
+    int first_conv = -1;  // int8 plans: the first convolution stays fp32 unless cfg.int8_first_conv
+    for (int i = 1; i < L && first_conv < 0; i++)
+        if (net->layers[i].kind == DLP_LAYER_CONV) first_conv = i;
+    if (!s && p->cfg.observe) s = add_observe(p, p->in_value, 0);
     // groups run at their last layer: by then every input exists (inputs come from lower layers, and a group's
     // other members consume only its own chain)
     for (int i = 1; i < L && !s; i++) {
@@ -398,7 +724,9 @@ dlp_status cpu_build_infer(cpu_plan *p) {
         }
         if (s) break;
         switch (l->kind) {
-        case DLP_LAYER_CONV: s = group_conv(p, x); break;
+        case DLP_LAYER_CONV:
+            s = p->int8 && (x->root != first_conv || p->cfg.int8_first_conv) ? group_conv_q8(p, x) : group_conv(p, x);
+            break;
         case DLP_LAYER_BN: s = group_bn(p, x); break;
         case DLP_LAYER_ADD:
         case DLP_LAYER_RELU: s = group_eltwise(p, x); break;
@@ -412,8 +740,11 @@ dlp_status cpu_build_infer(cpu_plan *p) {
             break;
         }
         p->vals[p->val_of[x->last]].uses_left = reads[x->last];
+        if (p->cfg.observe && (s = add_observe(p, p->val_of[x->last], x->last))) break;
     }
     if (!s) p->out_value = p->val_of[L - 1];
+    // int8: the output the interface gives is fp32 (a u8/s8 last layer is dequantized, with its scale)
+    if (!s && is_q8(cpu_md_dt(p->vals[p->out_value].x->md))) s = value_float(p, p->out_value, &p->out_value);
     free(g);
     free(owner);
     free(reads);

@@ -205,6 +205,14 @@ int cpu_tensor_exclusive(const cpu_plan *p, const cpu_tensor *t) {
     return t->buf >= 0 && p->bufpool[t->buf].refs == 1 && !p->bufpool[t->buf].pinned;
 }
 
+dlp_status cpu_tensor_view(cpu_plan *p, cpu_tensor *t, const_dnnl_memory_desc_t md, cpu_tensor **out) {
+    if (t->buf < 0 || dnnl_memory_desc_get_size(md) > dnnl_memory_desc_get_size(t->md))
+        return DLP_ERR(DLP_ERR_INTERNAL, "cpu: a view of a tensor that is not a pooled one of that size");
+    DLP_CHECK(tensor_register(p, md, NULL, t->buf, out));
+    cpu_tensor_retain(p, t);
+    return DLP_OK;
+}
+
 void cpu_tensor_pin(cpu_plan *p, cpu_tensor *t) {
     if (t && t->buf >= 0) p->bufpool[t->buf].pinned = 1;
 }
@@ -550,6 +558,59 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, in
     return DLP_OK;
 }
 
+dlp_status cpu_wcopy_add_q8(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
+                            float *qscale, dnnl_memory_t *out) {
+    const dlp_param *prm = &p->net.params[param];
+    int64_t dims[DNNL_MAX_NDIMS];
+    const int nd = cpu_md_dims(md, dims);
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) numel *= dims[i];
+    if (numel != prm->numel || nd < 1)
+        return DLP_ERR(DLP_ERR_INTERNAL, "cpu: weight %s has %lld elements, the primitive wants %lld", prm->name,
+                       (long long)prm->numel, (long long)numel);
+    const_dnnl_memory_desc_t plain;
+    DLP_CHECK(cpu_md_plain(p, &plain, nd, dims, dnnl_s8));
+    if (grow((void **)&p->wcopies, &p->cap_wcopies, p->nwcopies, sizeof(cpu_wcopy)))
+        return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    cpu_wcopy *c = &p->wcopies[p->nwcopies];
+    memset(c, 0, sizeof *c);
+    c->param = param;
+    c->fold_bn = fold_bn;
+    c->fold_bias = fold_bias;
+    c->numel = numel;
+    c->qscale = qscale;
+    c->qk = dims[0];
+    c->q = cpu_alloc(p, (size_t)numel);
+    if (fold_bn >= 0) c->folded = cpu_alloc(p, (size_t)numel * sizeof(float));
+    const size_t bytes = dnnl_memory_desc_get_size(md);
+    void *d = cpu_alloc(p, bytes);
+    if (!c->q || (fold_bn >= 0 && !c->folded) || !d) return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    p->weight_bytes += (int64_t)bytes;
+    DLP_CHECK(cpu_mem_new(p, plain, c->q, &c->src));
+    DLP_CHECK(cpu_mem_new(p, md, d, &c->dst));
+    DLP_CHECK(cpu_reorder_new(p, plain, md, &c->reorder));
+    p->nwcopies++;
+    *out = c->dst;
+    return DLP_OK;
+}
+
+// Symmetric per-output-channel int8 of copy c's fp32 weights (folded or the master): q = round(w / s[k]) with
+// s[k] = max |w[k]| / 127 (1 for an all-zero channel), so q stays in [-127, 127].
+static void quantize(cpu_plan *p, cpu_wcopy *c) {
+    const float *w = c->fold_bn >= 0 ? c->folded : p->params + p->net.params[c->param].offset;
+    const int64_t K = c->qk, per = c->numel / K;
+    for (int64_t k = 0; k < K; k++) {
+        float m = 0.f;
+        for (int64_t j = 0; j < per; j++) m = fmaxf(m, fabsf(w[k * per + j]));
+        const float s = m > 0.f ? m / 127.f : 1.f;
+        c->qscale[k] = s;
+        for (int64_t j = 0; j < per; j++) {
+            float q = nearbyintf(w[k * per + j] / s);
+            c->q[k * per + j] = (int8_t)(q > 127.f ? 127.f : q < -127.f ? -127.f : q);
+        }
+    }
+}
+
 // Folds BN layer `bn` (running statistics) into the conv weights of copy c: w'[k] = w[k] s[k] with
 // s = gamma / sqrt(running_var + eps), bias b[k] = beta[k] - running_mean[k] s[k].
 static void fold(cpu_plan *p, cpu_wcopy *c) {
@@ -574,6 +635,7 @@ dlp_status cpu_wcopy_refresh(cpu_plan *p, int param, int which) {
         if (param >= 0 && c->param != param) continue;
         if ((which == CPU_WCOPY_LIVE && c->snapshot) || (which == CPU_WCOPY_SNAPSHOT && !c->snapshot)) continue;
         if (c->fold_bn >= 0) fold(p, c);
+        if (c->qscale) quantize(p, c);
         st = cpu_reorder_run(p, &c->reorder, c->src, c->dst, 0, p->net.params[c->param].name);
     }
     if (p->small_now != p->threads) omp_set_num_threads(p->threads);
