@@ -177,7 +177,7 @@ def cmd_prepare(a):
     core = ov.Core()
     caps = list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
     info["cpu"], info["cpu_capabilities"] = core.get_property("CPU", "FULL_DEVICE_NAME"), caps
-    tops = {"images": [os.path.relpath(f, a.eval) for f in eval_files]}
+    tops = {"images": [os.path.relpath(f, a.eval) for f in eval_files], "classes": int(m.fc.out_features)}
     for prec, path, hint in (("fp32", "ov-fp32.xml", "f32"), ("bf16", "ov-fp32.xml", "bf16"),
                              ("int8", "ov-int8.xml", "f32")):
         if prec == "bf16" and "BF16" not in caps:
@@ -371,13 +371,13 @@ def cmd_report(a):
     if "int8" in precs and "int8" not in dl_maps:
         print("  dlperf int8: not measured (see above)")
     # top-1 accuracy against the eval images' classes (the sorted class folders: dlperf's and fit-head's indices),
-    # where the model has that many classes
+    # where the model has as many classes as the dataset
     folders = sorted({os.path.dirname(k) for k in ov_t["images"]})
     truth = {k: folders.index(os.path.dirname(k)) for k in ov_t["images"]}
     acc = {}
-    for eng, maps in (("dlperf", dl_maps), ("openvino", ov_maps)):
-        for p, mp in maps.items():
-            if max(mp.values()) < len(folders):
+    if ov_t.get("classes") == len(folders):
+        for eng, maps in (("dlperf", dl_maps), ("openvino", ov_maps)):
+            for p, mp in maps.items():
                 acc[f"{eng}_{p}"] = agreement(mp, truth)
     if acc:
         print("top-1 accuracy against the eval images' classes: " + ", ".join(

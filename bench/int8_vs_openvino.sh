@@ -207,7 +207,10 @@ for p in $PRECS; do
   fi
   prec_opts "$p"
   echo "-- dlperf $p: top-1 of the eval images"
-  "$DLPERF" infer --top5 --device cpu --weights "$WEIGHTS" --images "$DATA/val" "${POPTS[@]}" --threads "$THREADS" \
+  # --data: the dataset int8 calibrates on (its train split is exactly NNCF's calibration images; dlperf_int8_opts
+  # must say so if the engine takes another split); --images: what is classified
+  "$DLPERF" infer --top5 --device cpu --weights "$WEIGHTS" --data "$SPEC" --images "$DATA/val" "${POPTS[@]}" \
+    --threads "$THREADS" \
     >"$TMP/dlperf-top1-$p.txt" 2>"$TMP/dlperf-top1-$p.err" || { cat "$TMP/dlperf-top1-$p.err" >&2; exit 1; }
 done
 
