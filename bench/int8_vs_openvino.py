@@ -425,9 +425,18 @@ def cmd_kernels(a):
         cap, prec, batch = m.group(1), m.group(2), int(m.group(3))
         with open(os.path.join(a.dir, name), errors="replace") as f:
             lines = f.read().splitlines()
-        isa = next((ln.split("isa:", 1)[1].strip() for ln in lines if ln.startswith("onednn_verbose,info,cpu,isa:")), "?")
-        ex = [ln.split(",") for ln in lines if ln.startswith("onednn_verbose,exec,cpu,")]
-        ips = [i for i, f in enumerate(ex) if f[3] == "inner_product"]
+        isa = next((ln.split("isa:", 1)[1].strip() for ln in lines
+                    if ln.startswith("onednn_verbose,") and ",info,cpu,isa:" in ln), "?")
+        # exec lines as [exec, cpu, primitive, implementation, prop kind, descriptors, ...]: oneDNN 3.2 writes
+        # onednn_verbose,exec,cpu,...; later versions onednn_verbose,v1,primitive,exec,cpu,...
+        ex = []
+        for ln in lines:
+            f = ln.split(",")
+            if f[0] == "onednn_verbose" and "exec" in f[1:4]:
+                f = f[f.index("exec", 1):]
+                if len(f) > 5 and f[1] == "cpu":
+                    ex.append(f)
+        ips = [i for i, f in enumerate(ex) if f[2] == "inner_product"]
         err = next((ln for ln in lines if ln.startswith("error:")), None)
         if len(ips) < 2:
             rows.append({"cap": cap, "precision": prec, "batch": batch, "isa": isa, "convs": {},
@@ -436,13 +445,13 @@ def cmd_kernels(a):
         last = ex[ips[-2] + 1:ips[-1] + 1]
         convs = {}
         for f in last:
-            if f[3] != "convolution":
+            if f[2] != "convolution":
                 continue
-            dts = re.findall(r"(src|wei|dst)_(\w+?):", f[6])
-            key = f"{f[4]} {f[5].replace('forward_', 'fwd_')} " + "/".join(t for _, t in dts)
+            dts = re.findall(r"(src|wei|dst)_(\w+?):", f[5])
+            key = f"{f[3]} {f[4].replace('forward_', 'fwd_')} " + "/".join(t for _, t in dts)
             convs[key] = convs.get(key, 0) + 1
         rows.append({"cap": cap, "precision": prec, "batch": batch, "isa": isa, "convs": convs,
-                     "inner_product": last[-1][4]})
+                     "inner_product": last[-1][3]})
     if not rows:
         raise SystemExit(f"no cap-*.log under {a.dir}")
     caps, precs = a.caps.split(), ["fp32", "bf16", "int8"]
