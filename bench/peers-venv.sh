@@ -1,7 +1,8 @@
 #!/bin/bash
 # Today's peers from PyPI in a Python virtual environment of their own (issue 14): PyTorch 2.x + torchvision,
-# OpenVINO and NVIDIA DALI (nvidia-dali-cuda130, run CPU-only with device_id=None). Idempotent: a venv that already
-# imports all of them is left as it is. Prints the venv's path on the last line of stdout (progress goes to stderr):
+# OpenVINO, NNCF (OpenVINO's post-training int8 quantization: bench/int8_vs_openvino.sh, issue 32) and NVIDIA DALI
+# (nvidia-dali-cuda130, run CPU-only with device_id=None). Idempotent: a venv that already imports all of them is left
+# as it is, and one that lacks only some gets only those. Prints the venv's path on the last line of stdout (progress goes to stderr):
 #
 #   PY=$(bench/peers-venv.sh | tail -1)/bin/python
 #   bench/train_vs_pytorch.sh --python "$PY"         (and infer_vs_openvino.sh, data_vs_dali.sh find it themselves)
@@ -25,19 +26,19 @@ while [ $# -gt 0 ]; do
     --venv) VENV=$2; shift ;;
     --python) BASEPY=$2; shift ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 PY=$VENV/bin/python
-CHECK='import torch, torchvision, openvino, nvidia.dali; torch.zeros(1).sum()'
+CHECK='import torch, torchvision, openvino, nncf, nvidia.dali; torch.zeros(1).sum()'
 say() { echo "peers-venv: $*" >&2; }
 
 versions() {
   "$PY" - <<'EOF'
 import importlib.metadata as md, platform
-names = ["torch", "torchvision", "openvino", "nvidia-dali-cuda130", "numpy", "pillow"]
+names = ["torch", "torchvision", "openvino", "nncf", "nvidia-dali-cuda130", "numpy", "pillow"]
 names += sorted(d.metadata["Name"] for d in md.distributions() if d.metadata["Name"].lower().startswith("nvidia-")
                 and d.metadata["Name"] != "nvidia-dali-cuda130")
 seen = set()
@@ -56,7 +57,7 @@ EOF
 }
 
 if [ "$FORCE" = 0 ] && [ -x "$PY" ] && "$PY" -c "$CHECK" 2>/dev/null; then
-  say "$VENV already has torch, torchvision, openvino and DALI"
+  say "$VENV already has torch, torchvision, openvino, nncf and DALI"
   [ -s "$VENV/peers-versions.txt" ] || versions >"$VENV/peers-versions.txt"
   cat "$VENV/peers-versions.txt" >&2
   echo "$VENV"
@@ -123,6 +124,8 @@ EOF
   fi
 fi
 "$PY" -c 'import openvino' 2>/dev/null || { say "installing openvino"; "${PIP[@]}" openvino >&2; }
+# nncf with the torch and openvino already here: pip keeps them when they meet its requirements
+"$PY" -c 'import nncf' 2>/dev/null || { say "installing nncf"; "${PIP[@]}" nncf >&2; }
 "$PY" -c 'import nvidia.dali' 2>/dev/null || { say "installing nvidia-dali-cuda130"; "${PIP[@]}" nvidia-dali-cuda130 >&2; }
 "$PY" -c "$CHECK" >&2
 versions >"$VENV/peers-versions.txt"

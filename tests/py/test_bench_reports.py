@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # tags: light
-"""The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh, bench/onednn_versions.sh and bench/torch_onednn_kinds.py on made-up figures, without running any
+"""The reports of bench/infer_vs_pytorch.sh, bench/data_vs_torchvision.sh, bench/onednn_versions.sh, bench/torch_onednn_kinds.py and bench/int8_vs_openvino.py on made-up figures, without running any
 benchmark and without the peers installed (no torch, OpenVINO or DALI needed): the ratios, the targets each peer is
 judged by (issue 7 against PyTorch 1.x, issue 14 against OpenVINO and DALI, none against PyTorch 2.x inference), and
 the report JSON's keys from before it had several peers. Pure standard library; well under a second.
@@ -170,6 +170,73 @@ with tempfile.TemporaryDirectory() as d:
               and abs(bww["gflop"] - 1.5 * 2 * 32 * 64 * 3136 * 64 * 9 * 1e-9) < 1e-9 and bww["calls"] == 2
               and abs(bww["ms"] - 12.0) < 1e-9 and ("reorder", "undef") in k and len(k) == 3,
               f"torch_onednn_kinds: calls, ms and GFLOP per kind, groups halve, graph lines skipped ({k})")
+
+
+def int8_vs_openvino_report():
+    """bench/int8_vs_openvino.py's report and kernel table (issue 32) on made-up files: the paired ratios, the int8
+    speed-ups, the top-1 agreements and accuracy, the targets, a missing dlperf int8 row, both verbose formats."""
+    script = os.path.join(ROOT, "bench/int8_vs_openvino.py")
+    with tempfile.TemporaryDirectory() as d:
+        imgs = [f"n0{c}/img{i}.JPEG" for c in (1, 2) for i in range(8)]
+        truth = [0] * 8 + [1] * 8
+        int8 = truth[:]
+        int8[3] = 1  # one flip against fp32
+        json.dump({"images": imgs, "classes": 2, "fp32": truth, "int8": int8}, open(os.path.join(d, "ov-top1.json"), "w"))
+        json.dump({"openvino": "2026.4", "nncf": "3.4.0", "quantize_s": 1.0, "nncf_settings": {
+            "api": "nncf.quantize", "subset_size": 16, "fake_quantize_nodes": 71}}, open(os.path.join(d, "ov-prepare.json"), "w"))
+        for prec, b1, tp in (("fp32", 40.0, 25.0), ("int8", 10.0, 100.0)):
+            json.dump({"batch1_latency_ms": {"p50": b1}, "batch_images_per_s": tp, "effective_precision": "f32",
+                       "conv_kernels": {"brgconv_avx512_I8 u8": 53}, "threads": 2, "version": "2026.4"},
+                      open(os.path.join(d, f"openvino-{prec}-1.json"), "w"))
+        for prec, top in (("fp32", truth), ("int8", int8[:2] + [1] + int8[3:])):  # dlperf int8: two flips
+            with open(os.path.join(d, f"dlperf-top1-{prec}.txt"), "w") as f:
+                f.writelines(f"/ds/val/{k}\n  1.     {c}   50.000%  x\n  2.     {1 - c}   40.000%  y\n" for k, c in zip(imgs, top))
+        dlperf_file(d, "fp32", 41.0, 24.0)
+        dlperf_file(d, "int8", 9.0, 110.0)
+        args = [sys.executable, script, "report", "--dir", d, "--eval", "/ds/val", "--precisions", "fp32 int8",
+                "--threads", "2"]
+        r = subprocess.run(args + ["--json", os.path.join(d, "r.json")], capture_output=True, text=True)
+        check(r.returncode == 0, f"int8_vs_openvino report: exit 0 ({r.stderr.strip()[-300:]})")
+        if r.returncode == 0:
+            j = json.load(open(os.path.join(d, "r.json")))
+            t, a = j["targets"], j["top1_agreement"]
+            check(abs(j["by_precision"]["int8"]["ratio"]["throughput"] - 1.1) < 1e-9
+                  and abs(j["by_precision"]["int8"]["ratio"]["b1_latency"] - 0.9) < 1e-9
+                  and t["vs_openvino_int8_throughput"]["met"] and t["vs_openvino_int8_b1_latency"]["met"]
+                  and abs(t["int8_over_own_fp32_throughput"]["ratio"] - 110 / 24) < 1e-9
+                  and abs(j["int8_speedup"]["openvino_int8_over_fp32"]["throughput"] - 4.0) < 1e-9,
+                  f"int8_vs_openvino: ratios, int8 speed-ups, targets (>= 1.1x, <= 0.9x, >= 1.6x) ({t})")
+            check(a["openvino_int8_vs_openvino_fp32"]["agree"] == 15 and a["dlperf_int8_vs_dlperf_fp32"]["agree"] == 14
+                  and a["dlperf_fp32_vs_openvino_fp32"]["agree"] == 16 and not t["int8_top1_agreement_with_fp32"]["met"]
+                  and j["top1_accuracy"]["dlperf_int8"]["agree"] == 14,
+                  f"int8_vs_openvino: top-1 agreements and accuracy, 87.5% < 98% not met ({a})")
+        os.remove(os.path.join(d, "dlperf-int8-1.json"))
+        os.remove(os.path.join(d, "dlperf-top1-int8.txt"))
+        r = subprocess.run(args + ["--missing", json.dumps({"int8": "no int8 in this build"})], capture_output=True,
+                           text=True)
+        check(r.returncode == 0 and "not measured (no int8 in this build)" in r.stdout and "not judged" in r.stdout,
+              f"int8_vs_openvino: without a dlperf int8 result the rest is reported ({r.stderr.strip()[-300:]})")
+        conv = "convolution,{impl},forward_inference,src_u8::blocked:acdb::f0 wei_s8::blocked:Acdb64a::f0 dst_u8::blocked:acdb::f0,,,mb1,1.0"
+        ip = "inner_product,brgemm:avx512_core,forward_inference,src_u8 wei_s8 dst_f32,,,mb1,0.1"
+        for name, pre in (("cap-avx512_core_vnni-int8-b1.log", "onednn_verbose,exec,cpu,"),
+                          ("cap-avx2-int8-b1.log", "onednn_verbose,v1,primitive,exec,cpu,")):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(pre.replace("exec,cpu,", "").replace("primitive,", "") + "info,cpu,isa:Intel AVX-512 with Intel DL Boost\n")
+                f.write(pre + conv.format(impl="brgconv:avx512_core_vnni") + "\n" + pre + ip + "\n")  # the warm-up
+                f.write("".join(pre + conv.format(impl=i) + "\n" for i in ("brgconv:avx512_core_vnni",) * 2 + ("jit:x",)))
+                f.write(pre + ip + "\n")
+        r = subprocess.run([sys.executable, script, "kernels", "--dir", d, "--caps", "avx512_core_vnni avx2", "--json",
+                            os.path.join(d, "k.json")], capture_output=True, text=True)
+        check(r.returncode == 0, f"int8_vs_openvino kernels: exit 0 ({r.stderr.strip()[-300:]})")
+        if r.returncode == 0:
+            rows = json.load(open(os.path.join(d, "k.json")))["rows"]
+            want = {"brgconv:avx512_core_vnni fwd_inference u8/s8/u8": 2, "jit:x fwd_inference u8/s8/u8": 1}
+            check([x["cap"] for x in rows] == ["avx512_core_vnni", "avx2"] and all(x["convs"] == want for x in rows)
+                  and rows[0]["isa"] == "Intel AVX-512 with Intel DL Boost",
+                  f"int8_vs_openvino kernels: the last call's convolutions, caps in order, both verbose formats ({rows})")
+
+
+int8_vs_openvino_report()
 
 print(f"{'all passed' if not fails else f'{fails} failed'}")
 sys.exit(1 if fails else 0)
