@@ -11,6 +11,8 @@ PYTHON ?= /usr/bin/python3
 OPT    ?= -O2
 ARCH   ?= -march=native
 SAN    ?=
+# Compile jobs of the README's two commands (make run, make test): one per CPU unless -j is given.
+JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 
 have_pc   = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1 || echo 0)
 have_file = $(shell test -e $(1) && echo 1 || echo 0)
@@ -216,12 +218,12 @@ setup-test:
 	@scripts/setup.sh test
 
 run: setup
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/dlperf run
 
 test: setup-test
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory asan-build
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) asan-build
 	tests/run.sh --build $(BUILD) --python $(PYTHON) --asan-build build-asan
 
 # Quick loop for developers: no setup, no sanitizer pass, no long tests.

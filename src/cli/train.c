@@ -214,6 +214,8 @@ int dlp_cli_train(int argc, char **argv) {
          "stop training after this long (from the first step; a final evaluation follows)", NULL, 0},
         {"stop-at-step", 0, DLP_OPT_I64, &c.stop_at_step, "0", "N",
          "stop after step N as if interrupted (the schedule still spans --steps/--epochs)", NULL, 0},
+        {"target-top1", 0, DLP_OPT_DOUBLE, &c.target_top1, "0", "PCT",
+         "stop at the first evaluation whose validation top-1 reaches PCT (MLPerf's quality target; 0: off)", NULL, 0},
         {"device", 0, DLP_OPT_STR, &device, def_device, "DEV", "cpu|ref|cuda|sim:<gpu>[,...]", NULL, 0},
         DLP_CLI_PRECISION_ROW(&prec, DLP_CLI_PRECISION_HELP),
         {"threads", 't', DLP_OPT_INT, &c.threads, "0", "N", "compute threads (0: the default rule, docs/training.md)", NULL, 0},

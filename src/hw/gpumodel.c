@@ -15,8 +15,15 @@
 static dlp_wlayer g_layers[DLP_WORK_MAX_LAYERS];
 static int g_nlayers;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static double g_pass_flops[2 * DLP_WORK_MAX_LAYERS], g_pass_elems[2 * DLP_WORK_MAX_LAYERS];  // [2 i + backward]
+static void layer_elems(const dlp_wlayer *l, double *fwd, double *bwd);
 static void init_layers(void) {
     if (dlp_work_layers("resnet50", 224, 224, 1000, g_layers, DLP_WORK_MAX_LAYERS, &g_nlayers) != DLP_OK) g_nlayers = 0;
+    for (int i = 0; i < g_nlayers; i++) {  // what pass_times derives from a layer, once (a fit asks ~10^4 times)
+        g_pass_flops[2 * i] = g_layers[i].flops;
+        g_pass_flops[2 * i + 1] = 2 * g_layers[i].flops;
+        layer_elems(&g_layers[i], &g_pass_elems[2 * i], &g_pass_elems[2 * i + 1]);
+    }
 }
 
 // Bytes moved per image in elements, forward and backward, for a layer's pass (the element size multiplies).
@@ -115,11 +122,14 @@ static dlp_status step_regs(const dlp_gpu_spec *g, dlp_prec prec, double ce, dou
     if (!(g->mem_bw_gb_s > 0)) return DLP_ERR(DLP_ERR_INVALID, "GPU %s has no memory bandwidth", g->id);
     double e = elem_bytes(prec);
     memset(r, 0, sizeof *r);
+    // pass_times' arithmetic on the per-pass figures init_layers derived
+    double peak = dlp_gpu_peak(g, prec) * 1e12, bw = g->mem_bw_gb_s * 1e9;
+    if (k > 0 && g->sms > 0 && g->boost_mhz > 0 && g->sms * g->boost_mhz * 1e6 * k < bw) bw = g->sms * g->boost_mhz * 1e6 * k;
     for (int i = 0; i < g_nlayers; i++) {
         const dlp_wlayer *l = &g_layers[i];
         for (int pass = 0; pass < 2; pass++) {
-            double tc, tm;
-            pass_times(l, pass, g, prec, k, &tc, &tm);
+            const double F = g_pass_flops[2 * i + pass], E = g_pass_elems[2 * i + pass];
+            double tc = F / peak, tm = e * E / bw;
             int mem = tm / me >= tc / ce;
             if (mem) r->xm += tm;
             else r->xc += tc;
@@ -134,10 +144,8 @@ static dlp_status step_regs(const dlp_gpu_spec *g, dlp_prec prec, double ce, dou
                 } else {
                     st->compute_bound_s += t;
                 }
-                double ef, eb;
-                layer_elems(l, &ef, &eb);
-                st->flops += pass ? 2 * l->flops : l->flops;
-                st->bytes += e * (pass ? eb : ef);
+                st->flops += F;
+                st->bytes += e * E;
             }
         }
         r->kernels += kernels_of(l);

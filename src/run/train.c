@@ -320,6 +320,9 @@ static dlp_status run_eval(dlp_trainer *t, int64_t epoch_done) {
     dlp_train_event ev = {.kind = DLP_TRAIN_EV_EVAL, .epoch = epoch_done >= 0 ? epoch_done : t->pos.epoch,
                           .loss = loss, .lr = t->last_lr, .top1 = top1, .top5 = top5, .val_images = n};
     if (fire(t, &ev)) snprintf(t->stopped_by, sizeof t->stopped_by, "callback");
+    // the quality target (every rank has the same totals here, so all stop at the same step)
+    if (t->c.target_top1 > 0 && top1 * 100 >= t->c.target_top1 && !t->stopped_by[0])
+        snprintf(t->stopped_by, sizeof t->stopped_by, "target-top1");
     t->eval_ns += dlp_now_ns() - t0;
     return DLP_OK;
 }
@@ -581,6 +584,8 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
         return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers and --prefetch must not be negative");
     if (!(c->time_limit_s >= 0) || !isfinite(c->time_limit_s))
         return DLP_ERR(DLP_ERR_INVALID, "--time-limit must be a finite number of seconds, not negative");
+    if (!(c->target_top1 >= 0 && c->target_top1 <= 100))
+        return DLP_ERR(DLP_ERR_INVALID, "--target-top1 %g is not a percentage in [0, 100]", c->target_top1);
     const dlp_lr_schedule *sc = &c->sched;
     if (!(sc->base_lr > 0) || !isfinite(sc->base_lr))
         return DLP_ERR(DLP_ERR_INVALID, "--lr %g must be positive", sc->base_lr);

@@ -100,6 +100,8 @@ typedef struct dlp_train_cfg {
                                 // and checkpoints included (the final evaluation follows)
     int64_t stop_at_step;       // > 0: stop once this many steps are done (as if interrupted: the schedule still
                                 // spans steps/epochs); a checkpoint is written there when checkpoint_dir is set
+    double target_top1;         // > 0: stop at the first evaluation whose validation top-1 (percent) reaches this —
+                                // MLPerf's quality target (75.9 for ResNet-50 on ImageNet); the time to it is reported
     // ---- compute ----
     const char *device;         // cpu|ref|cuda|sim:<gpu>[,...] (default: cpu if compiled in, else ref)
     dlp_dtype precision;        // F32 (default) or BF16
@@ -192,7 +194,7 @@ typedef struct dlp_train_result {
     double first_loss, last_loss;
     double best_top1, last_top1, last_top5;  // -1 when there was no validation
     int nevals;
-    char stopped_by[32];        // "steps", "epochs", "time-limit", "callback"
+    char stopped_by[32];        // "steps", "epochs", "time-limit", "target-top1", "callback"
     char last_checkpoint[1024];
     int threads, workers;       // as used
     int rank, world;            // this process's rank of `world` (1: one process); only rank 0 reports

@@ -102,6 +102,7 @@ static const dlp_field_def k_resolved_fields[] = {
     // length
     TR_I("batch", c.batch), TR_I("epochs", c.epochs), TR_I("steps", c.steps), TR_I("total_steps", total_steps),
     TR_I("steps_per_epoch", spe), TR_I("stop_at_step", c.stop_at_step), TR_N("time_limit_s", c.time_limit_s),
+    TR_N("target_top1", c.target_top1),
     // compute
     TR_CB("device", device_write), TR_CB("backend", backend_write), TR_CB("precision", precision_write),
     TR_I("threads", c.threads), TR_I("workers", c.workers), TR_I("prefetch", c.prefetch),

@@ -374,6 +374,11 @@ static void test_checkpoint_rules(void **state) {
     assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_INVALID);
     assert_non_null(strstr(dlp_err_msg(), "nothing left to train"));
     dlp_train_result_free(&r);
+    c.target_top1 = 150;  // a quality target is a percentage
+    assert_int_equal(dlp_train_run(&c, &r), DLP_ERR_INVALID);
+    assert_non_null(strstr(dlp_err_msg(), "--target-top1 150"));
+    dlp_train_result_free(&r);
+    c.target_top1 = 0;
     // A checkpoint whose position does not add up (step != epoch x steps per epoch + step in epoch: hand-edited or
     // foreign) is refused, not used to index the epochs.
     dlp_net net;
