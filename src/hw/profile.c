@@ -434,6 +434,8 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(canary_p90_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
     {HOST_F(canary_samples, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 1 << 20},
     {HOST_F(canary1_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
+    {HOST_F(cpu_share, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
+    {HOST_F(cpu_share1, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
     {HOST_F(steal_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE | DLP_FF_OMIT0), .lo = 0, .hi = 1},
     {0}};
 

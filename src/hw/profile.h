@@ -122,6 +122,9 @@ typedef struct dlp_host_profile {
     double canary_p90_gflops;
     int canary_samples;         // readings behind them
     double canary1_gflops;      // the same loop on one thread (median): the reference of one-thread rows
+    double cpu_share;           // probe: the median CPU share its rows' threads got (hw/cpushare; 0: not measured):
+                                // the reference the rows measured by their share are normalised to
+    double cpu_share1;          // the same over the one-thread rows
     double steal_fraction;      // share of the CPUs' time the hypervisor stole while probed (record only)
 } dlp_host_profile;
 
