@@ -123,6 +123,7 @@ cat "$T/val.out"
 has "$T/val.out" "MAPE"
 has "$T/val.out" "regime pred/obs"
 has "$T/val.out" "at the speed each run saw"
+grep -q "cpu_share" "$T/p.json" && has "$T/val.out" "at the CPU share each run's threads got"
 has "$T/val.err" "measured for >= 4 steps"
 "$PY" - "$T/v.json" <<'EOF' || fail "validate JSON"
 import json, math, sys
@@ -144,6 +145,14 @@ for r in rows:
                r["measured_img_per_s"]) < 1e-9, r
 assert abs(v["mape_at_speed"] - sum(r["ape_at_speed"] for r in rows) / 3) < 1e-9, v["mape_at_speed"]
 assert v["configurations_at_speed"] == 3 and v["speed_min"] <= v["speed_max"], v
+# and at the CPU share the run's threads got (their CPU time over that plus their run-queue wait), where the kernel
+# reports the wait (every Linux with /proc/self/schedstat) and the probe measured its rows' share
+if v["machine"]["host"].get("cpu_share"):
+    for r in rows:
+        assert 0 < r["cpu_share"] <= 1 and r["predicted_at_share_img_per_s"] > 0, r
+        assert abs(r["ape_at_share"] - abs(r["predicted_at_share_img_per_s"] - r["measured_img_per_s"]) /
+                   r["measured_img_per_s"]) < 1e-9, r
+    assert abs(v["mape_at_share"] - sum(r["ape_at_share"] for r in rows) / 3) < 1e-9, v["mape_at_share"]
 # The regimes the model predicts for these three: device, pipeline, storage. The pipeline-bound one loads 48 images
 # a step on one worker: at b16 on two workers the loader's predicted rate came within the loop's own time per step
 # on a busy CI machine (predicted device 11228 img/s, observed pipeline 14490), and the regime flipped.
