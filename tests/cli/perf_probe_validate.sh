@@ -107,6 +107,16 @@ EOF2
 has "$T/pred.out" "on this machine, between"
 has "$T/pred.out" "x the probed speed)"
 has "$T/pred.out" "at the run's speed"
+# and at a run's CPU share (dlperf train's run.cpu_share) against the probe's rows'
+if grep -q '"cpu_share"' "$T/p.json"; then
+  "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --batch 48 \
+    --workers 1 --data "$DATA" --cpu-share 0.5 --measured 500 >"$T/pred3.out" 2>&1 || { cat "$T/pred3.out"; fail "predict --cpu-share"; }
+  has "$T/pred3.out" "at a CPU share of 0.50"
+  has "$T/pred3.out" "at the run's share"
+  "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --cpu-share 2 \
+    >"$T/pred4.out" 2>&1 && fail "predict --cpu-share 2"
+  has "$T/pred4.out" "a share of the cores, 0..1"
+fi
 "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --speed fast \
   >"$T/pred2.out" 2>&1 && fail "predict --speed fast"
 has "$T/pred2.out" "predict --speed 'fast'"
@@ -134,15 +144,15 @@ assert len(rows) == 3 and all(r["ok"] for r in rows), rows
 for r in rows:
     assert r["predicted_img_per_s"] > 0 and r["measured_img_per_s"] > 0, r
     ape = abs(r["predicted_img_per_s"] - r["measured_img_per_s"]) / r["measured_img_per_s"]
-    assert abs(ape - r["ape"]) < 1e-9, r
+    assert abs(ape - r["ape"]) < 1e-8 * max(1, ape), r  # the JSON's 10 digits: an APE over 1 on a busy machine
     assert r["steps_measured"] >= 4 and r["warmup_steps"] >= 3, r
 mape = sum(r["ape"] for r in rows) / 3
-assert abs(mape - v["mape"]) < 1e-9
+assert abs(mape - v["mape"]) < 1e-8 * max(1, mape)
 # each run also against the prediction at the speed it saw (the profile states its speed)
 for r in rows:
     assert r["speed"] > 0 and r["predicted_at_speed_img_per_s"] > 0, r
     assert abs(r["ape_at_speed"] - abs(r["predicted_at_speed_img_per_s"] - r["measured_img_per_s"]) /
-               r["measured_img_per_s"]) < 1e-9, r
+               r["measured_img_per_s"]) < 1e-8 * max(1, r["ape_at_speed"]), r
 assert abs(v["mape_at_speed"] - sum(r["ape_at_speed"] for r in rows) / 3) < 1e-9, v["mape_at_speed"]
 assert v["configurations_at_speed"] == 3 and v["speed_min"] <= v["speed_max"], v
 # and at the CPU share the run's threads got (their CPU time over that plus their run-queue wait), where the kernel
@@ -151,7 +161,7 @@ if v["machine"]["host"].get("cpu_share"):
     for r in rows:
         assert 0 < r["cpu_share"] <= 1 and r["predicted_at_share_img_per_s"] > 0, r
         assert abs(r["ape_at_share"] - abs(r["predicted_at_share_img_per_s"] - r["measured_img_per_s"]) /
-                   r["measured_img_per_s"]) < 1e-9, r
+                   r["measured_img_per_s"]) < 1e-8 * max(1, r["ape_at_share"]), r
     assert abs(v["mape_at_share"] - sum(r["ape_at_share"] for r in rows) / 3) < 1e-9, v["mape_at_share"]
 # The regimes the model predicts for these three: device, pipeline, storage. The pipeline-bound one loads 48 images
 # a step on one worker: at b16 on two workers the loader's predicted rate came within the loop's own time per step
