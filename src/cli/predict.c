@@ -230,7 +230,9 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
 
 // A measured profile's speed (host.canary_*, a normalised probe): the prediction at another speed of the cores
 // (rel = that speed / the profile's reference), its CPU-side timings scaled (hw/profile dlp_profile_at_speed).
-static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
+// (share: rel is a run's CPU share, each row brought from its class's reference share: dlp_profile_at_share)
+static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel,
+                             int share) {
     dlp_profile *p2 = malloc(sizeof *p2);
     dlp_device_profile *d2 = malloc(sizeof *d2);
     dlp_prediction *o2 = malloc(sizeof *o2);
@@ -238,8 +240,14 @@ static double predict_at(const dlp_profile *p, const dlp_device_profile *d, cons
     if (p2 && d2 && o2) {
         *p2 = *p;
         *d2 = *d;
-        dlp_profile_at_speed(p2, rel);
-        dlp_device_at_speed(d2, rel);
+        if (share) {
+            dlp_profile_at_share(p2, rel);
+            const dlp_device_profile *pd = dlp_profile_find_device(p2, d2->name);
+            if (pd && d2->kind == DLP_DEVICE_CPU) *d2 = *pd;  // the profile's cpu device, at that share
+        } else {
+            dlp_profile_at_speed(p2, rel);
+            dlp_device_at_speed(d2, rel);
+        }
         if (dlp_predict(p2, d2, w, o2) == DLP_OK) r = o2->cluster_img_per_s;
         dlp_err_clear();
     }
@@ -247,6 +255,10 @@ static double predict_at(const dlp_profile *p, const dlp_device_profile *d, cons
     free(d2);
     free(o2);
     return r;
+}
+
+static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
+    return predict_at_how(p, d, w, rel, 0);
 }
 
 // --cpu-share: the prediction at the CPU share a run's threads got, against the probe's rows' median share (issue 35).
@@ -258,7 +270,7 @@ static dlp_status print_at_share(const opts_t *op, const dlp_profile *p, const d
         return DLP_ERR(DLP_ERR_INVALID, op->cpu_share > 1 ? "predict --cpu-share %g: a share of the cores, 0..1 (dlperf "
                        "train's run.cpu_share)" : "predict --cpu-share %g: the profile states no CPU share (probe it again "
                        "with this dlperf: host.cpu_share)", op->cpu_share);
-    const double at = predict_at(p, d, w, op->cpu_share / ref);
+    const double at = predict_at_how(p, d, w, op->cpu_share, 1);
     printf("at a CPU share of %.2f (the probe's rows got %.2f): %.1f img/s\n", op->cpu_share, ref, at);
     json_object_set_new(e, "at_cpu_share", json_pack("{s:f, s:f, s:f}", "cpu_share", op->cpu_share,
                                                      "reference_cpu_share", ref, "img_per_s", at));

@@ -604,3 +604,26 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
         p->host.canary1_gflops *= speed_rel;
     }
 }
+
+void dlp_profile_at_share(dlp_profile *p, double share) {
+    const double ref = p->host.cpu_share, ref1 = p->host.cpu_share1 > 0 ? p->host.cpu_share1 : p->host.cpu_share;
+    if (!(share > 0) || share > 1 || !(ref > 0)) return;
+    for (int d = 0; d < p->ndevices; d++) {
+        dlp_device_profile *dev = &p->devices[d];
+        if (dev->kind != DLP_DEVICE_CPU) continue;
+        for (int i = 0; i < dev->nrates; i++) {
+            dlp_rate *r = &dev->rates[i];
+            const double k = (r->threads == 1 ? ref1 : ref) / share;  // a time at the reference share takes k x
+            r->t0_s *= k;
+            r->per_image_s *= k;
+            r->update_s *= k;
+        }
+    }
+    dlp_pipeline_profile *pp = &p->pipeline;
+    for (int k = 0; k < pp->nscaling; k++)
+        if (pp->scaling[k].speed_rel > 0)  // measured by the probe (and normalised): a rate
+            pp->scaling[k].efficiency *= share / (pp->scaling[k].threads == 1 ? ref1 : ref);
+    p->host.loop_overhead_s *= ref / share;
+    p->host.cpu_share1 = ref1 * share / ref;
+    p->host.cpu_share = share;
+}

@@ -307,24 +307,15 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
     free(pr);
 }
 
-// The profile's reference share for this run: one loader thread feeding a device off the host's cores is a
-// one-thread row's kind of work; anything else the all-CPU rows'.
-static double share_ref(const dlp_profile *p, const dlp_validate_config *c) {
-    if (c->workers == 1 && dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU && p->host.cpu_share1 > 0)
-        return p->host.cpu_share1;
-    return p->host.cpu_share;
-}
-
 // The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
 static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share) {
-    const double ref = share_ref(vc->profile, c);
-    if (!(share > 0) || !(ref > 0)) return NAN;
+    if (!(share > 0) || !(vc->profile->host.cpu_share > 0)) return NAN;
     double out = NAN;
     dlp_profile *p = malloc(sizeof *p);
     dlp_prediction *pr = malloc(sizeof *pr);
     if (p && pr) {
         *p = *vc->profile;
-        dlp_profile_at_speed(p, share / ref);
+        dlp_profile_at_share(p, share);  // each row from its class's reference share
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;
         if (dlp_validate_predict(&v2, c, pr) == DLP_OK) out = pr->img_per_s;

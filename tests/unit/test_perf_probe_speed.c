@@ -256,6 +256,31 @@ static void test_at_speed(void **state) {
     free(p);
 }
 
+// At a run's CPU share each CPU-side rate comes from its own class's reference share: the one-thread rows (cpu
+// device, the loader's one-thread efficiency) from host.cpu_share1, the rest from host.cpu_share; GPUs stay.
+static void test_at_share(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p);
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.2;
+    p->host.cpu_share1 = 0.4;
+    dlp_device_profile *d = &p->devices[0];
+    d->nrates = 2;
+    d->rates[1] = d->rates[0];
+    d->rates[1].threads = 1;
+    dlp_profile_at_share(p, 0.4);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.2 / 0.4, 1e-12);  // two threads: twice the share, half the time
+    NEAR(d->rates[1].per_image_s, 0.05, 1e-12);              // one thread: at its reference already
+    NEAR(p->pipeline.scaling[0].efficiency, 1.0, 1e-12);      // one thread
+    NEAR(p->pipeline.scaling[1].efficiency, 0.9 * 2, 1e-12);  // a rate: x share / reference
+    NEAR(p->devices[1].rates[0].per_image_s, 0.004, 1e-12);   // a GPU is what it is
+    NEAR(p->host.loop_overhead_s, 0.5e-3, 1e-12);
+    NEAR(p->pipeline.decode_per_image_s, 1e-3, 1e-12);        // CPU time per image: the same at any share
+    dlp_profile_at_share(p, 1.5);                             // not a share: nothing changes
+    NEAR(d->rates[1].per_image_s, 0.05, 1e-12);
+    free(p);
+}
+
 static void test_merge(void **state) {
     (void)state;
     dlp_profile *ps = malloc(2 * sizeof *ps), *out = malloc(sizeof *out);
@@ -326,7 +351,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
-        cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter),
+        cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
