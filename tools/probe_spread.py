@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two or more profiles of one machine (dlperf probe --out ...), row by row: how far apart their compute and loader
-rows are as measured (raw) and after normalisation to the cores' speed each row was measured at (docs/model.md,
-"The probe on a noisy machine").
+rows are as measured (raw), after normalisation to the cores' speed each row was measured at (the canary), and
+after normalisation by the CPU share the row's own threads got (hw/cpushare: their CPU time over CPU time plus
+run-queue wait; docs/model.md, "The probe on a noisy machine").
 
   python3 tools/probe_spread.py A.json B.json [--limit 0.05]
 
@@ -11,8 +12,10 @@ compute step's wall time x the cores it kept busy): what time-sharing with other
 Compute rows: the throughput at the row's largest batch (the step measured there, forward + backward + update),
 normalised as img/s per GFLOP/s of the canary read around it. Loader rows: the loader's steady img/s at each thread
 count, per GFLOP/s of the canary read around it (one thread against the one-thread canary). A row is shown at the
-first profile's reference speed. Exit status 1 when a row's normalised spread is over --limit and no profile named
-it among the rows it could not stabilise.
+first profile's reference speed. "share": img/s over the row's CPU share (probes from before the share was measured
+show "-"), shown at the first profile's reference share. Exit status 1 when a row's spread under the profiles' own
+normalisation (the share where every profile measured it, else the canary) is over --limit and no profile named it
+among the rows it could not stabilise.
 """
 import json
 import sys
@@ -23,7 +26,9 @@ def rows_of(path):
     det = p.get("probe", {})
     norm = det.get("normalisation", {})
     ref = {"all": norm.get("reference_gflops") or p["host"].get("canary_gflops", 0),
-           "one": norm.get("reference_one_thread_gflops") or 0}
+           "one": norm.get("reference_one_thread_gflops") or 0,
+           "share_all": norm.get("reference_cpu_share") or 0,
+           "share_one": norm.get("reference_one_thread_cpu_share") or 0}
     out = {}
     for dev, rows in (det.get("devices") or {}).items():
         for r in rows:
@@ -34,11 +39,12 @@ def rows_of(path):
             rate = pt["batch"] / (pt["fwd_bwd_s"] + pt["update_s"])
             key = "compute %s %s %dpx %s %dt b%d" % (dev, r["model"], r["size"], r["precision"], r["threads"], pt["batch"])
             cpu = (pt["fwd_bwd_s"] + pt["update_s"]) * pt.get("cores_busy", 0) / pt["batch"]  # CPU s per image
-            out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu)
+            out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu,
+                        pt.get("cpu_share", 0))
     for s in (det.get("pipeline") or {}).get("loader_scaling") or []:
         key = "loader %d thread(s) 224px" % s["workers"]
         out[key] = (s["img_per_s"], s.get("speed_gflops", 0), "one" if s["workers"] == 1 else "all",
-                    s.get("cpu_ms_per_image", 0) * 1e-3)
+                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0))
     unstable = set(r["row"] for r in norm.get("rows", []) if not r.get("stable", True))
     return p, ref, out, unstable, norm
 
@@ -67,32 +73,42 @@ def main(argv):
                                             h.get("canary_samples", 0), h.get("canary1_gflops", 0),
                                             100 * h.get("steal_fraction", 0), norm.get("unstable", 0)))
     keys = [k for k in profs[0][2] if all(k in q[2] for q in profs[1:])]
-    print("%-44s %s  %8s  %s  %8s  %8s" % ("row", "  ".join("%9s" % ("raw %d" % (j + 1)) for j in range(len(profs))),
-                                            "raw spr", "  ".join("%9s" % ("norm %d" % (j + 1)) for j in range(len(profs))),
-                                            "norm spr", "cpu spr"))
-    worst_raw = worst_norm = worst_cpu = 0
+    n = len(profs)
+    print("%-44s %s  %8s  %s  %8s  %s  %9s  %8s" % (
+        "row", "  ".join("%9s" % ("raw %d" % (j + 1)) for j in range(n)), "raw spr",
+        "  ".join("%9s" % ("canary %d" % (j + 1)) for j in range(n)), "can. spr",
+        "  ".join("%9s" % ("share %d" % (j + 1)) for j in range(n)), "share spr", "cpu spr"))
+    worst = {"raw": 0, "canary": 0, "share": 0, "cpu": 0, "used": 0}
     bad = []
+
+    def spread(v):
+        return max(v) / min(v) - 1 if all(x == x and x > 0 for x in v) else float("nan")
+
     for k in keys:
         raws = [q[2][k][0] for q in profs]
         cls = profs[0][2][k][2]
         norms = [q[2][k][0] / q[2][k][1] * (ref0[cls] or 1) if q[2][k][1] > 0 else float("nan") for q in profs]
-        sr = max(raws) / min(raws) - 1
-        sn = max(norms) / min(norms) - 1
-        cpus = [q[2][k][3] for q in profs]
-        sc = max(cpus) / min(cpus) - 1 if min(cpus) > 0 else float("nan")
-        worst_raw, worst_norm = max(worst_raw, sr), max(worst_norm, sn)
-        worst_cpu = max(worst_cpu, sc) if sc == sc else worst_cpu
+        sref = ref0["share_" + cls] or 1
+        shares = [q[2][k][0] / q[2][k][4] * sref if q[2][k][4] > 0 else float("nan") for q in profs]
+        sr, sn, ss = spread(raws), spread(norms), spread(shares)
+        sc = spread([q[2][k][3] for q in profs])
+        used = ss if ss == ss else sn  # the profiles' own normalisation: the share where all measured it
+        for name, x in (("raw", sr), ("canary", sn), ("share", ss), ("cpu", sc), ("used", used)):
+            if x == x:
+                worst[name] = max(worst[name], x)
         named = any(any(k.split(" b")[0] in u for u in q[3]) or k in q[3] for q in profs)
-        flag = "" if sn <= limit else ("  (named unstable)" if named else "  OVER")
-        if sn > limit and not named:
+        flag = "" if used <= limit else ("  (named unstable)" if named else "  OVER")
+        if used > limit and not named:
             bad.append(k)
-        print("%-44s %s  %7.1f%%  %s  %7.1f%%  %7.1f%%%s" % (k, "  ".join("%9.2f" % x for x in raws), 100 * sr,
-                                                             "  ".join("%9.2f" % x for x in norms), 100 * sn, 100 * sc,
-                                                             flag))
-    print("largest spread: raw %.1f%%, normalised %.1f%%, CPU time per image %.1f%% over %d rows (normalised: img/s per "
-          "GFLOP/s of the speed measured around the row, shown at the first profile's reference speed; cpu: the process's "
-          "CPU seconds per image, which other processes' time-sharing does not move)" % (
-              100 * worst_raw, 100 * worst_norm, 100 * worst_cpu, len(keys)))
+        fmt = lambda v: "  ".join("%9s" % ("-" if x != x else "%.2f" % x) for x in v)
+        pct = lambda x: "%7.1f%%" % (100 * x) if x == x else "%8s" % "-"
+        print("%-44s %s  %s  %s  %s  %s  %9s  %s%s" % (k, fmt(raws), pct(sr), fmt(norms), pct(sn), fmt(shares), pct(ss),
+                                                  pct(sc), flag))
+    print("largest spread over %d rows: raw %.1f%%, by the canary %.1f%%, by the CPU share %.1f%%, CPU time per image "
+          "%.1f%% (canary: img/s per GFLOP/s of the speed measured around the row, at the first profile's reference "
+          "speed; share: img/s over the CPU share the row's threads got, at the first profile's reference share; cpu: the "
+          "process's CPU seconds per image)" % (len(keys), 100 * worst["raw"], 100 * worst["canary"], 100 * worst["share"],
+                                                100 * worst["cpu"]))
     return 1 if bad else 0
 
 

@@ -27,6 +27,7 @@ typedef struct {
     const char *net_bench;
     const char *speed;   // --speed: GFLOP/s of the cores during a run (hw/canary) or "now" (measured here)
     double measured;     // --measured: the run's img/s, compared with the prediction at both speeds
+    double cpu_share;    // --cpu-share: the CPU share a run's threads got (dlperf train's run.cpu_share; 0: none)
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -229,7 +230,9 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
 
 // A measured profile's speed (host.canary_*, a normalised probe): the prediction at another speed of the cores
 // (rel = that speed / the profile's reference), its CPU-side timings scaled (hw/profile dlp_profile_at_speed).
-static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
+// (share: rel is a run's CPU share, each row brought from its class's reference share: dlp_profile_at_share)
+static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel,
+                             int share) {
     dlp_profile *p2 = malloc(sizeof *p2);
     dlp_device_profile *d2 = malloc(sizeof *d2);
     dlp_prediction *o2 = malloc(sizeof *o2);
@@ -237,8 +240,14 @@ static double predict_at(const dlp_profile *p, const dlp_device_profile *d, cons
     if (p2 && d2 && o2) {
         *p2 = *p;
         *d2 = *d;
-        dlp_profile_at_speed(p2, rel);
-        dlp_device_at_speed(d2, rel);
+        if (share) {
+            dlp_profile_at_share(p2, rel);
+            const dlp_device_profile *pd = dlp_profile_find_device(p2, d2->name);
+            if (pd && d2->kind == DLP_DEVICE_CPU) *d2 = *pd;  // the profile's cpu device, at that share
+        } else {
+            dlp_profile_at_speed(p2, rel);
+            dlp_device_at_speed(d2, rel);
+        }
         if (dlp_predict(p2, d2, w, o2) == DLP_OK) r = o2->cluster_img_per_s;
         dlp_err_clear();
     }
@@ -246,6 +255,29 @@ static double predict_at(const dlp_profile *p, const dlp_device_profile *d, cons
     free(d2);
     free(o2);
     return r;
+}
+
+static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
+    return predict_at_how(p, d, w, rel, 0);
+}
+
+// --cpu-share: the prediction at the CPU share a run's threads got, against the probe's rows' median share (issue 35).
+static dlp_status print_at_share(const opts_t *op, const dlp_profile *p, const dlp_device_profile *d,
+                                 const dlp_workload *w, const dlp_prediction *o, json_t *e) {
+    if (!(op->cpu_share > 0)) return DLP_OK;
+    const double ref = p->host.cpu_share;
+    if (op->cpu_share > 1 || !(ref > 0))
+        return DLP_ERR(DLP_ERR_INVALID, op->cpu_share > 1 ? "predict --cpu-share %g: a share of the cores, 0..1 (dlperf "
+                       "train's run.cpu_share)" : "predict --cpu-share %g: the profile states no CPU share (probe it again "
+                       "with this dlperf: host.cpu_share)", op->cpu_share);
+    const double at = predict_at_how(p, d, w, op->cpu_share, 1);
+    printf("at a CPU share of %.2f (the probe's rows got %.2f): %.1f img/s\n", op->cpu_share, ref, at);
+    json_object_set_new(e, "at_cpu_share", json_pack("{s:f, s:f, s:f}", "cpu_share", op->cpu_share,
+                                                     "reference_cpu_share", ref, "img_per_s", at));
+    if (op->measured > 0)
+        printf("measured %.1f img/s: %+.1f%% against the prediction at the probed share, %+.1f%% at the run's share\n",
+               op->measured, 100 * (o->cluster_img_per_s / op->measured - 1), 100 * (at / op->measured - 1));
+    return DLP_OK;
 }
 
 // The band the machine's speed while probed puts around the prediction (p10..p90 of the probe's canary readings),
@@ -283,11 +315,11 @@ static dlp_status print_speed_band(const opts_t *op, const dlp_profile *p, const
         if (op->measured > 0)
             printf("measured %.1f img/s: %+.1f%% against the prediction at the probed speed, %+.1f%% at the run's "
                    "speed\n", op->measured, 100 * (o->cluster_img_per_s / op->measured - 1), 100 * (at / op->measured - 1));
-    } else if (op->measured > 0) {
+    } else if (op->measured > 0 && !(op->cpu_share > 0)) {
         printf("measured %.1f img/s: %+.1f%% against the prediction (give --speed to compare at the run's speed)\n",
                op->measured, 100 * (o->cluster_img_per_s / op->measured - 1));
     }
-    return DLP_OK;
+    return print_at_share(op, p, d, w, o, e);
 }
 
 int dlp_cli_predict(int argc, char **argv) {
@@ -329,6 +361,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"json", 0, DLP_OPT_STR, &op.json, NULL, "FILE", "write the result (schema dlperf.predict/1)", NULL, 0},
         {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores in GFLOP/s (the canary around a run: validate's speed x the profile's host.canary_gflops; now: measured here)", NULL, 0},
         {"measured", 0, DLP_OPT_DOUBLE, &op.measured, "0", NULL, "a run's img/s: its error against the prediction at the probed speed and at --speed", NULL, 0},
+        {"cpu-share", 0, DLP_OPT_DOUBLE, &op.cpu_share, "0", "S", "also predict at this CPU share of a run's threads (0..1: dlperf train's run.cpu_share, validate's share column) against the probe's (host.cpu_share)", NULL, 0},
         {0},
     };
     dlp_status st = dlp_cli_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"

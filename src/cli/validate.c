@@ -19,6 +19,14 @@ static void progress(void *ctx, const char *line) {
     fflush(stderr);
 }
 
+// The run's CPU share and the prediction at it (issue 35), after the "at speed" columns.
+static void validate_share_cols(const dlp_validate_row *r, char *at, size_t size) {
+    size_t l = strlen(at);
+    if (isfinite(r->ape_at_share))
+        snprintf(at + l, size - l, " %5.2f %9.1f %6.1f%%", r->cpu_share, r->predicted_at_share_img_per_s,
+                 100 * r->ape_at_share);
+}
+
 static void print_row(int i, const dlp_validate_row *r) {
     char reg[40];
     snprintf(reg, sizeof reg, "%s/%s", r->predicted_regime ? r->predicted_regime : "-",
@@ -30,10 +38,11 @@ static void print_row(int i, const dlp_validate_row *r) {
         char other[24] = "-";
         if (isfinite(r->other_load_cores))
             snprintf(other, sizeof other, r->runs > 1 ? "%.2f/%d" : "%.2f", r->other_load_cores, r->runs);
-        char speed[16] = "-", at[40] = "";
+        char speed[16] = "-", at[80] = "";
         if (isfinite(r->speed)) snprintf(speed, sizeof speed, "%.2f", r->speed);
         if (isfinite(r->ape_at_speed))
             snprintf(at, sizeof at, " %9.1f %6.1f%%", r->predicted_at_speed_img_per_s, 100 * r->ape_at_speed);
+        validate_share_cols(r, at, sizeof at);
         printf("%3d  %-52s %-18s %9.1f %9.1f %6.1f%% %6s %5s%s%s\n", i + 1, r->label, reg, r->predicted_img_per_s,
                r->measured_img_per_s, 100 * r->ape, other, speed, at,
                strcmp(r->predicted_regime, r->observed_regime) != 0 ? "  (regime differs)" : "");
@@ -80,10 +89,14 @@ static void print_summary(const dlp_validate_sweep *sw) {
                "GFLOP/s, steal %.1f%% of the CPUs' time): the model's error with the host's drift taken out\n",
                100 * sw->mape_at_speed, sw->nspeed, sw->speed_min, sw->speed_max, sw->prof->host.canary_gflops,
                isfinite(sw->steal_mean) ? 100 * sw->steal_mean : 0);
+    if (sw->nshare > 0)
+        printf("MAPE %.1f%% at the CPU share each run's threads got (%d configuration(s); share %.2f-%.2f against the "
+               "probe's %.2f)\n", 100 * sw->mape_at_share, sw->nshare, sw->share_min, sw->share_max,
+               sw->prof->host.cpu_share);
     if (sw->prof2)
         printf("the same runs from --also-profile (speed %.1f GFLOP/s as probed): MAPE %.1f%% at its probed speed, "
-               "%.1f%% at the speed each run saw\n", sw->prof2->host.canary_gflops, 100 * sw->mape2,
-               100 * sw->mape2_speed);
+               "%.1f%% at the speed each run saw, %.1f%% at the CPU share each run got\n", sw->prof2->host.canary_gflops,
+               100 * sw->mape2, 100 * sw->mape2_speed, 100 * sw->mape2_share);
     for (int i = 0; i < sw->nsc; i++)
         printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", sw->rows[sw->sc[i].ranks_row].label,
                sw->rows[sw->sc[i].single_row].label, sw->sc[i].predicted_ratio, sw->sc[i].measured_ratio,
@@ -91,7 +104,8 @@ static void print_summary(const dlp_validate_sweep *sw) {
     printf("(img/s: predicted from the profile alone, measured as the median of the steady windows; other: cores busy "
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs; "
            "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine; at speed: "
-           "the prediction at that speed and its error)\n");
+           "the prediction at that speed and its error; share: the CPU share the run's threads got (CPU time over CPU "
+           "time plus run-queue wait), then the prediction at that share and its error)\n");
     if (sw->busy)
         printf("warning: %d of %d configurations ran while other processes kept more than 0.2 cores busy: their errors "
                "measure the machine's load as much as the model (and so does the profile if it was probed so); run "
@@ -152,7 +166,9 @@ int dlp_cli_validate(int argc, char **argv) {
             "first epoch): about %.0f-%.0f minutes in all\n", n, sw.where, (long long)sw.ds->n, steps, seconds,
             max_seconds, n * (seconds + 4) / 60, n * (max_seconds + 8) / 60);
     printf("%3s  %-52s %-18s %9s %9s %7s %6s %5s%s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
-           "APE", "other", "speed", sw.vc.at_speed ? "  at speed    APE" : "");
+           "APE", "other", "speed",
+           sw.vc.at_speed ? (sw.prof->host.cpu_share > 0 ? "  at speed    APE share  at share    APE" : "  at speed    APE")
+                          : "");
     int64_t t0 = dlp_now_ns();
     for (int i = 0; i < n; i++) {
         fprintf(stderr, "validate: [%d/%d] %s\n", i + 1, n, sw.cfgs[i].name[0] ? sw.cfgs[i].name : sw.cfgs[i].device);

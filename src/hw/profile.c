@@ -434,6 +434,8 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(canary_p90_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
     {HOST_F(canary_samples, DLP_FT_INT, DLP_FF_OPT | DLP_FF_OMIT0), .min = 0, .max = 1 << 20},
     {HOST_F(canary1_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
+    {HOST_F(cpu_share, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
+    {HOST_F(cpu_share1, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
     {HOST_F(steal_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE | DLP_FF_OMIT0), .lo = 0, .hi = 1},
     {0}};
 
@@ -601,4 +603,27 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
         p->host.canary_gflops *= speed_rel;
         p->host.canary1_gflops *= speed_rel;
     }
+}
+
+void dlp_profile_at_share(dlp_profile *p, double share) {
+    const double ref = p->host.cpu_share, ref1 = p->host.cpu_share1 > 0 ? p->host.cpu_share1 : p->host.cpu_share;
+    if (!(share > 0) || share > 1 || !(ref > 0)) return;
+    for (int d = 0; d < p->ndevices; d++) {
+        dlp_device_profile *dev = &p->devices[d];
+        if (dev->kind != DLP_DEVICE_CPU) continue;
+        for (int i = 0; i < dev->nrates; i++) {
+            dlp_rate *r = &dev->rates[i];
+            const double k = (r->threads == 1 ? ref1 : ref) / share;  // a time at the reference share takes k x
+            r->t0_s *= k;
+            r->per_image_s *= k;
+            r->update_s *= k;
+        }
+    }
+    dlp_pipeline_profile *pp = &p->pipeline;
+    for (int k = 0; k < pp->nscaling; k++)
+        if (pp->scaling[k].speed_rel > 0)  // measured by the probe (and normalised): a rate
+            pp->scaling[k].efficiency *= share / (pp->scaling[k].threads == 1 ? ref1 : ref);
+    p->host.loop_overhead_s *= ref / share;
+    p->host.cpu_share1 = ref1 * share / ref;
+    p->host.cpu_share = share;
 }

@@ -122,6 +122,9 @@ typedef struct dlp_host_profile {
     double canary_p90_gflops;
     int canary_samples;         // readings behind them
     double canary1_gflops;      // the same loop on one thread (median): the reference of one-thread rows
+    double cpu_share;           // probe: the median CPU share its rows' threads got (hw/cpushare; 0: not measured):
+                                // the reference the rows measured by their share are normalised to
+    double cpu_share1;          // the same over the one-thread rows
     double steal_fraction;      // share of the CPUs' time the hypervisor stole while probed (record only)
 } dlp_host_profile;
 
@@ -235,6 +238,11 @@ const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const ch
 // cores running at `speed_rel` times its reference speed (host.canary_gflops): what the machine does at that speed.
 // GPU devices and storage are left as they are.
 void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
+// The profile as a run whose threads got `share` of the cores (hw/cpushare) sees it: each CPU-side rate the probe
+// normalised by its CPU share brought from its class's reference (host.cpu_share1 for one-thread rows — the cpu
+// device's one-thread rates, the loader's one-thread efficiency — host.cpu_share for the rest) to `share`; the loop's
+// overhead by share / host.cpu_share. Nothing when the profile states no share or share is not in (0, 1].
+void dlp_profile_at_share(dlp_profile *p, double share);
 // The same for one device (a cpu device's step times; a GPU is left as it is).
 void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
 

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "data/bench.h"
 #include "data/loader.h"
+#include "hw/cpushare.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
 
@@ -81,7 +82,8 @@ dlp_status dlp_probe_bg_stop(dlp_probe_bg *k) {
 }
 
 dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int cold, uint64_t seed, int repeat,
-                                 dlp_data_bench_run *out, double *other_cores, double *speed, double *spread) {
+                                 dlp_data_bench_run *out, double *other_cores, double *speed, double *spread,
+                                 double *share) {
     dlp_data_bench_cfg bc;
     memset(&bc, 0, sizeof bc);
     dlp_loader_cfg_defaults(&bc.loader, c->ds, DLP_XFORM_TRAIN);
@@ -96,7 +98,7 @@ dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int co
     // The canary before and after each try (one thread for one worker, else every CPU); measured again while the
     // cores' speed moved more than the band around it: the steadiest try is kept. Other processes' load alone is
     // no reason to measure again: the speed says what it cost, and the rate is normalised to it.
-    double best_spread = INFINITY, best_other = INFINITY, best_speed = 0;
+    double best_spread = INFINITY, best_other = INFINITY, best_speed = 0, best_share = 0;
     const int tries_max = c->cfg->quick ? 1 : DLP_PROBE_SPEED_TRIES;
     for (int t = 0; t < tries_max && best_spread > 2 * DLP_PROBE_SPEED_BAND; t++) {
         double r2[2];
@@ -104,7 +106,11 @@ dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int co
         dlp_load_meter lm;
         dlp_load_meter_start(&lm);
         dlp_data_bench_run r;
-        DLP_CHECK(dlp_data_bench(&bc, &r));
+        dlp_cpushare *meter = dlp_cpushare_start(0);  // the loader threads' share of the cores, over the whole try
+        dlp_cpushare_sample sh;
+        dlp_status st = dlp_data_bench(&bc, &r);
+        dlp_cpushare_stop(meter, &sh);
+        DLP_CHECK(st);
         double other = dlp_load_meter_cores(&lm);
         r2[1] = dlp_probe_speed(c, workers);
         const double sp = dlp_probe_speed_spread(r2, 2);
@@ -113,10 +119,12 @@ dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int co
             best_other = other;
             best_spread = sp;
             best_speed = dlp_probe_speed_mean(r2, 2);
+            best_share = sh.share;
         }
     }
     if (other_cores) *other_cores = best_other;
     if (speed) *speed = best_speed;
     if (spread) *spread = best_spread;
+    if (share) *share = best_share;
     return DLP_OK;
 }

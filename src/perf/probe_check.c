@@ -48,7 +48,7 @@ dlp_status dlp_probe_checks(dlp_probe_ctx *c) {
         for (int w = 1; w <= c->threads && st == DLP_OK; w++) {
             dlp_data_bench_run r;
             double x = 0, other = 0;  // other crops than the fits saw
-            st = dlp_probe_loader_rate(c, 224, w, cold, c->cfg->seed + 7, c->cfg->quick ? 1 : 2, &r, &other, NULL, NULL);
+            st = dlp_probe_loader_rate(c, 224, w, cold, c->cfg->seed + 7, c->cfg->quick ? 1 : 2, &r, &other, NULL, NULL, NULL);
             if (st == DLP_OK) st = predict_loader(c, stats, w, cold, &x);
             if (st) break;
             r.img_per_s = r.steady_img_per_s;  // the start of the pass left out, as the model predicts a steady rate

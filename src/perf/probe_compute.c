@@ -13,9 +13,11 @@
 #include "backend/backend.h"
 #include "core/stats.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "data/bench.h"
 #include "data/loader.h"
+#include "hw/cpushare.h"
 #include "hw/host.h"
 #include "hw/work.h"
 #include "nn/resnet.h"
@@ -157,6 +159,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
     const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
     double y[16], upd[8], busy[8], fwd[8], spd[9], best_spd[9], best_spread = INFINITY;
+    dlp_cpushare_sample sh[8], best_sh[8];  // the CPU share the row's threads got at each batch point
     step_meas ms[8];
     json_t *pts = NULL;
     // The canary before, between and after the batch points, on as many threads as the row computes on; the row again
@@ -173,7 +176,9 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         for (int i = 0; i < nb; i++) {
             probe_plan pp;
             DLP_CHECK(plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp));
+            dlp_cpushare *meter = dlp_cpushare_start(0);
             dlp_status st = measure_once(&pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &tm[i]);
+            dlp_cpushare_stop(meter, &sh[i]);
             plan_close(&pp);
             DLP_CHECK(st);
             spd[i + 1] = dlp_probe_speed(c, threads);
@@ -185,14 +190,29 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
             best_spread = sp;
             memcpy(ms, tm, sizeof(step_meas) * (size_t)nb);
             memcpy(best_spd, spd, sizeof(double) * (size_t)(nb + 1));
+            memcpy(best_sh, sh, sizeof(dlp_cpushare_sample) * (size_t)nb);
         }
     }
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
+    // The row's CPU share: its threads' CPU time over that plus their run-queue wait, over every point (0: unknown).
+    double sh_cpu = 0, sh_wait = 0, shares[8];
+    int nsh = 0;
+    for (int i = 0; i < nb; i++)
+        if (best_sh[i].share > 0) {
+            sh_cpu += best_sh[i].cpu_s;
+            sh_wait += best_sh[i].wait_s;
+            shares[nsh++] = best_sh[i].share;
+        }
+    const double row_share = nsh == nb && sh_cpu > 0 ? sh_cpu / (sh_cpu + sh_wait) : 0;
+    const double share_spread = row_share > 0 ? dlp_probe_speed_spread(shares, nsh) : INFINITY;
     pts = json_array();
     for (int i = 0; i < nb; i++) {
         const step_meas m = ms[i];
         // each point at the row's speed (it ran between two readings): the fit sees one machine
-        const double k = row_speed > 0 && best_spd[i] > 0 ? 0.5 * (best_spd[i] + best_spd[i + 1]) / row_speed : 1;
+        // (by its CPU share where the row's threads measured it, else by the canary around it)
+        const double k = row_share > 0 ? best_sh[i].share / row_share
+                         : row_speed > 0 && best_spd[i] > 0 ? 0.5 * (best_spd[i] + best_spd[i + 1]) / row_speed
+                                                            : 1;
         y[i] = m.fb_s * k;
         upd[i] = m.upd_s * k;
         busy[i] = m.cores_busy;
@@ -204,10 +224,15 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                                              m.cores_busy, "steps", m.steps, "other_cores",
                                              isfinite(m.other_cores) ? m.other_cores : -1, "speed_gflops",
                                              0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k));
+        json_t *pt = json_array_get(pts, json_array_size(pts) - 1);
+        json_object_set_new(pt, "cpu_share", json_real(best_sh[i].share));
+        json_object_set_new(pt, "threads_cpu_s", json_real(best_sh[i].cpu_s));
+        json_object_set_new(pt, "threads_wait_s", json_real(best_sh[i].wait_s));
+        json_object_set_new(pt, "wall_s", json_real(best_sh[i].wall_s));
         dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy, "
-                      "speed %.1f GFLOP/s", dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, batches[i],
-                      (m.fb_s + m.upd_s) * 1e3, batches[i] / (m.fb_s + m.upd_s), m.cores_busy,
-                      0.5 * (best_spd[i] + best_spd[i + 1]));
+                      "speed %.1f GFLOP/s, CPU share %.2f", dlp_backend_name(ops), model, size, dlp_dtype_name(dt),
+                      threads, batches[i], (m.fb_s + m.upd_s) * 1e3, batches[i] / (m.fb_s + m.upd_s), m.cores_busy,
+                      0.5 * (best_spd[i] + best_spd[i + 1]), best_sh[i].share);
     }
     (void)fwd;
     dlp_lsq_fit f;
@@ -230,11 +255,13 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
              "%.3f ms/img", dlp_backend_name(ops), model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
     // Rescaled to the reference speed at the end of the probe (probe_speed.c); the row keeps the speed it ran at.
     const char *pn = dlp_dtype_name(dt);
-    dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, threads, best_spread, tries, NULL, "compute %s %s %dpx %s %dt t0",
-                       dlp_backend_name(ops), model, size, pn, threads);
-    dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, threads, best_spread, tries, &row->speed_rel,
+    // stable: the points' CPU shares within the band where measured, else the canary's readings
+    const double spr = row_share > 0 ? share_spread : best_spread;
+    dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spr, tries, NULL,
+                       "compute %s %s %dpx %s %dt t0", dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spr, tries, &row->speed_rel,
                        "compute %s %s %dpx %s %dt per_image", dlp_backend_name(ops), model, size, pn, threads);
-    dlp_probe_norm_add(c, &row->update_s, 0, row_speed, threads, best_spread, tries, NULL,
+    dlp_probe_norm_add(c, &row->update_s, 0, row_speed, row_share, threads, spr, tries, NULL,
                        "compute %s %s %dpx %s %dt update", dlp_backend_name(ops), model, size, pn, threads);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
@@ -245,6 +272,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     json_object_set_new(o, "points", pts);
     json_object_set_new(o, "speed_readings_gflops", json_pack("[f,f,f]", best_spd[0], best_spd[1], nb > 1 ? best_spd[2] : 0));
     json_object_set_new(o, "speed_spread", json_real(best_spread));
+    json_object_set_new(o, "cpu_share", json_real(row_share));
+    json_object_set_new(o, "cpu_share_spread", dlp_json_real_or_null(share_spread));
     json_object_set_new(o, "tries", json_integer(tries));
     json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
     json_array_append_new(out_rows, o);
@@ -324,7 +353,7 @@ dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend) {
 
 static dlp_status loader_alone(dlp_probe_ctx *c, int size, int workers, double *img_per_s, double *speed) {
     dlp_data_bench_run r;
-    DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL, speed, NULL));
+    DLP_CHECK(dlp_probe_loader_rate(c, size, workers, 0, c->cfg->seed, c->cfg->quick ? 1 : 3, &r, NULL, speed, NULL, NULL));
     *img_per_s = r.steady_img_per_s;
     return DLP_OK;
 }

@@ -55,8 +55,12 @@ double dlp_probe_speed_mean(const double *r, int n);
 // to the reference speed of its class — a time by speed / reference, a rate by reference / speed — and listed under
 // the profile's "probe.normalisation"; speed_rel (may be NULL) gets speed / reference. spread: the readings' spread
 // around it; tries: measurements made.
-void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, int threads, double spread,
-                        int tries, double *speed_rel, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+// share: the CPU share the row's own threads got while it ran (hw/cpushare; 0: unknown). Where it is known the value
+// is normalised by it (to the probe's median share of the row's class) rather than by the canary: a time-shared
+// machine moves the share, which the row's threads measure over the whole row; both are recorded.
+void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, double share, int threads,
+                        double spread, int tries, double *speed_rel, const char *fmt, ...)
+    __attribute__((format(printf, 10, 11)));
 // The end of the probe: the reference speeds (medians), host.canary_* (the distribution), every value rescaled, the
 // rows that could not be stabilised said and noted. Returns the "normalisation" details object.
 json_t *dlp_probe_normalise(dlp_probe_ctx *c);
@@ -77,8 +81,10 @@ struct dlp_data_bench_run;
 // The canary is read before and after each try (one thread for one worker, else all CPUs): *speed (may be NULL)
 // gets the kept try's speed and *spread its readings' spread; a try is repeated while the speed moved (see
 // DLP_PROBE_SPEED_BAND) and the steadiest kept.
+// *share (may be NULL) gets the CPU share the kept try's threads got (hw/cpushare; 0: unknown).
 dlp_status dlp_probe_loader_rate(dlp_probe_ctx *c, int size, int workers, int cold, uint64_t seed, int repeat,
-                                 struct dlp_data_bench_run *out, double *other_cores, double *speed, double *spread);
+                                 struct dlp_data_bench_run *out, double *other_cores, double *speed, double *spread,
+                                 double *share);
 
 // Other processes keeping more than this many cores busy make a wall-clock measurement worth repeating.
 #define DLP_PROBE_DISTURBED_CORES 0.25

@@ -125,7 +125,7 @@ dlp_status dlp_probe_loop(dlp_probe_ctx *c) {
         double ovh = med - dev_s;
         c->p->host.loop_overhead_s = ovh > 0 ? ovh : 0;
         // at the reference speed at the end of the probe (a time: the loop's own work on the host's cores)
-        dlp_probe_norm_add(c, &c->p->host.loop_overhead_s, 0, dlp_probe_speed_mean(sp, 2), 0,
+        dlp_probe_norm_add(c, &c->p->host.loop_overhead_s, 0, dlp_probe_speed_mean(sp, 2), 0, 0,
                            dlp_probe_speed_spread(sp, 2), 1, NULL, "loop overhead");
         json_object_set_new(c->details, "loop", json_pack("{s:s, s:i, s:f, s:f, s:f, s:f}", "device", dev, "steps", m.n,
                                                           "median_step_s", med, "device_step_s", dev_s, "median_wait_s",

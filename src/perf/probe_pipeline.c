@@ -379,10 +379,11 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
     dlp_probe_say(c, "pipeline: loader scaling at 1..%d threads (224 px, %d images, median of %d)", wl[nw - 1], r->nf,
                   repeat_scaling);
     dlp_data_bench_run runs[DLP_DATA_BENCH_MAX_RUNS];
-    double others[DLP_DATA_BENCH_MAX_RUNS], speeds[DLP_DATA_BENCH_MAX_RUNS], spreads[DLP_DATA_BENCH_MAX_RUNS];
+    double others[DLP_DATA_BENCH_MAX_RUNS], speeds[DLP_DATA_BENCH_MAX_RUNS], spreads[DLP_DATA_BENCH_MAX_RUNS],
+        shares[DLP_DATA_BENCH_MAX_RUNS];
     for (int i = 0; i < nw; i++)
         DLP_CHECK(dlp_probe_loader_rate(c, 224, wl[i], 0, c->cfg->seed, repeat_scaling, &runs[i], &others[i],
-                                        &speeds[i], &spreads[i]));
+                                        &speeds[i], &spreads[i], &shares[i]));
     json_t *sa = json_array();
     json_object_set_new(r->det, "loader_scaling", sa);
     // Steady rates (the start of each pass left out): what a training run's loader keeps up once it runs.
@@ -400,15 +401,20 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
         json_object_set_new(o, "other_cores", json_real(isfinite(others[i]) ? others[i] : -1));
         json_object_set_new(o, "speed_gflops", json_real(speeds[i]));
         json_object_set_new(o, "speed_spread", json_real(isfinite(spreads[i]) ? spreads[i] : -1));
+        json_object_set_new(o, "cpu_share", json_real(shares[i]));
         json_array_append_new(sa, o);
     }
     // Every rate at one speed per class (one thread: its first run's; more: the first multi-thread run's), so the
     // efficiencies and the oversubscription compare one machine; the efficiencies are normalised to the reference
-    // speed at the end of the probe.
-    double sref[2] = {speeds[0], nw > 1 ? speeds[1] : speeds[0]};
+    // speed at the end of the probe. By the CPU share the loader's threads got where every run measured it (a
+    // time-shared machine), else by the canary around each run.
+    int by_share = 1;
+    for (int i = 0; i < nw; i++) by_share &= shares[i] > 0;
+    const double *basis = by_share ? shares : speeds;
+    double sref[2] = {basis[0], nw > 1 ? basis[1] : basis[0]};
     for (int i = 0; i < nw; i++) {
         const double sc = sref[wl[i] > 1];
-        if (sc > 0 && speeds[i] > 0) rates[i] *= sc / speeds[i];
+        if (sc > 0 && basis[i] > 0) rates[i] *= sc / basis[i];
     }
     // The model's CPU cost per image for these runs (224 px, the subset's files): efficiencies relative to it, so
     // that the model gives back the loader's measured rates.
@@ -419,7 +425,8 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
     for (int k = 0; k < pp->nscaling; k++)
         for (int i = 0; i < nw; i++)
             if (wl[i] == pp->scaling[k].threads) {
-                dlp_probe_norm_add(c, &pp->scaling[k].efficiency, 1, sref[wl[i] > 1], wl[i] == 1 ? 1 : 0,
+                dlp_probe_norm_add(c, &pp->scaling[k].efficiency, 1, by_share ? speeds[wl[i] > 1] : sref[wl[i] > 1],
+                                   by_share ? sref[wl[i] > 1] : 0, wl[i] == 1 ? 1 : 0,
                                    isfinite(spreads[i]) ? spreads[i] : 1, 1, &pp->scaling[k].speed_rel,
                                    "loader %d thread(s) 224px", wl[i]);
                 break;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/stats.h"
 #include "hw/canary.h"
 #include "perf/probe_impl.h"
@@ -21,6 +22,7 @@ typedef struct dlp_probe_norm {
     double raw;       // as measured
     int is_rate;      // a rate (rescaled by reference / speed) or a time (by speed / reference)
     double speed;     // GFLOP/s of the canary around it
+    double share;     // CPU share the row's threads got (hw/cpushare; 0: unknown)
     int one;          // measured on one thread (the one-thread reference) or on all CPUs
     double spread;    // the readings' (max - min) / median
     int tries;
@@ -58,8 +60,8 @@ double dlp_probe_speed_mean(const double *r, int n) {
     return s / (n - 1);
 }
 
-void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, int threads, double spread,
-                        int tries, double *speed_rel, const char *fmt, ...) {
+void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, double share, int threads,
+                        double spread, int tries, double *speed_rel, const char *fmt, ...) {
     if (!c->norms) c->norms = calloc(DLP_PROBE_MAX_NORMS, sizeof *c->norms);
     if (!c->norms || c->nnorms >= DLP_PROBE_MAX_NORMS || !(speed > 0)) return;  // left as measured
     dlp_probe_norm *n = &c->norms[c->nnorms++];
@@ -67,6 +69,7 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
     n->raw = *value;
     n->is_rate = is_rate;
     n->speed = speed;
+    n->share = share > 0 && share <= 1 ? share : 0;
     n->one = threads == 1;
     n->spread = spread;
     n->tries = tries;
@@ -87,19 +90,33 @@ static double quantile(const double *v, int n, double q) {
     return r;
 }
 
+// Median of the CPU shares of the rows of one class (one thread or all), each row counted once per value.
+static double share_ref(const dlp_probe_ctx *c, int one) {
+    double v[DLP_PROBE_MAX_NORMS];
+    int n = 0;
+    for (int i = 0; i < c->nnorms; i++)
+        if (c->norms[i].share > 0 && c->norms[i].one == one) v[n++] = c->norms[i].share;
+    return n ? dlp_stats_median_f64(v, (size_t)n) : 0;
+}
+
 json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     dlp_host_profile *h = &c->p->host;
     const double ref_all = dlp_stats_median_f64(c->canary_all, c->ncanary_all);
     const double ref_one = dlp_stats_median_f64(c->canary_one, c->ncanary_one);
+    const double sref_all = c->norms ? share_ref(c, 0) : 0, sref_one = c->norms ? share_ref(c, 1) : 0;
     h->canary_gflops = ref_all;
     h->canary_p10_gflops = quantile(c->canary_all, c->ncanary_all, 0.1);
     h->canary_p90_gflops = quantile(c->canary_all, c->ncanary_all, 0.9);
     h->canary_samples = c->ncanary_all;
     h->canary1_gflops = ref_one;
+    h->cpu_share = sref_all;
+    h->cpu_share1 = sref_one;
     json_t *o = json_object();
     json_object_set_new(o, "band", json_real(DLP_PROBE_SPEED_BAND));
     json_object_set_new(o, "reference_gflops", json_real(ref_all));
     json_object_set_new(o, "reference_one_thread_gflops", json_real(ref_one));
+    json_object_set_new(o, "reference_cpu_share", json_real(sref_all));
+    json_object_set_new(o, "reference_one_thread_cpu_share", json_real(sref_one));
     json_t *ra = json_array(), *r1 = json_array();
     for (int i = 0; i < c->ncanary_all; i++) json_array_append_new(ra, json_real(c->canary_all[i]));
     for (int i = 0; i < c->ncanary_one; i++) json_array_append_new(r1, json_real(c->canary_one[i]));
@@ -107,19 +124,33 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     json_object_set_new(o, "readings_one_thread_gflops", r1);
     json_t *rows = json_array();
     char unstable[2048] = "";
-    int nun = 0;
+    int nun = 0, nshare = 0;
     for (int i = 0; i < c->nnorms; i++) {
         dlp_probe_norm *n = &c->norms[i];
-        const double ref = n->one ? ref_one : ref_all;
-        if (!(ref > 0)) continue;
-        const double rel = n->speed / ref;
-        *n->value = n->is_rate ? n->raw / rel : n->raw * rel;
-        if (n->speed_rel) *n->speed_rel = rel;
+        const double ref = n->one ? ref_one : ref_all, sref = n->one ? sref_one : sref_all;
+        const double rel = ref > 0 ? n->speed / ref : 0;
+        const double srel = n->share > 0 && sref > 0 ? n->share / sref : 0;
+        if (!(rel > 0) && !(srel > 0)) continue;
+        // The CPU share where the row's threads measured it: it covers the whole row, and a time-shared machine moves
+        // it; the canary (0.12 s before and after) where they could not.
+        const double use = srel > 0 ? srel : rel;
+        const double by_canary = rel > 0 ? (n->is_rate ? n->raw / rel : n->raw * rel) : NAN;
+        const double by_share = srel > 0 ? (n->is_rate ? n->raw / srel : n->raw * srel) : NAN;
+        *n->value = n->is_rate ? n->raw / use : n->raw * use;
+        if (n->speed_rel) *n->speed_rel = use;
+        nshare += srel > 0;
+        // spread: of the shares of the row's parts where the caller measured them per part, else of the canary
         const int stable = n->spread <= 2 * DLP_PROBE_SPEED_BAND;
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "row", n->what,
-                                              "kind", n->is_rate ? "rate" : "time", "threads", n->one ? 1 : 0,
-                                              "raw", n->raw, "speed_gflops", n->speed, "speed_rel", rel, "normalised",
-                                              *n->value, "spread", n->spread, "tries", n->tries, "stable", stable));
+        json_t *row = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "row", n->what, "kind",
+                                n->is_rate ? "rate" : "time", "threads", n->one ? 1 : 0, "raw", n->raw, "speed_gflops",
+                                n->speed, "speed_rel", rel, "normalised", *n->value, "spread", n->spread, "tries",
+                                n->tries, "stable", stable);
+        json_object_set_new(row, "basis", json_string(srel > 0 ? "cpu_share" : "canary"));
+        json_object_set_new(row, "cpu_share", json_real(n->share));
+        json_object_set_new(row, "cpu_share_rel", json_real(srel));
+        json_object_set_new(row, "by_canary", dlp_json_real_or_null(by_canary));
+        json_object_set_new(row, "by_cpu_share", dlp_json_real_or_null(by_share));
+        json_array_append_new(rows, row);
         if (!stable) {
             nun++;
             size_t l = strlen(unstable);
@@ -129,11 +160,13 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     }
     json_object_set_new(o, "rows", rows);
     json_object_set_new(o, "unstable", json_integer(nun));
+    json_object_set_new(o, "by_cpu_share", json_integer(nshare));
     dlp_probe_say(c, "speed: %d readings on all CPUs, median %.1f GFLOP/s (p10 %.1f, p90 %.1f: spread %.0f%%), one "
-                  "thread %.1f; %d timed values normalised to the median, %d of them on a speed that moved more than "
-                  "%.0f%% around them", c->ncanary_all, ref_all, h->canary_p10_gflops, h->canary_p90_gflops,
-                  ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, c->nnorms,
-                  nun, 100 * DLP_PROBE_SPEED_BAND);
+                  "thread %.1f; CPU share of the rows' threads: median %.2f (one thread %.2f); %d timed values "
+                  "normalised (%d by their CPU share, the rest by the canary), %d of them on a speed that moved more "
+                  "than %.0f%% around them", c->ncanary_all, ref_all, h->canary_p10_gflops, h->canary_p90_gflops,
+                  ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, sref_all,
+                  sref_one, c->nnorms, nshare, nun, 100 * DLP_PROBE_SPEED_BAND);
     if (nun) {
         dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try): %s",
                       100 * DLP_PROBE_SPEED_BAND, unstable);
@@ -208,6 +241,20 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
     }
     free(all);
     free(one);
+    // Rows normalised by their CPU share (every probe measured it): brought to the probes' median share instead
+    double sa[DLP_PROBE_MAX_REPEAT], s1[DLP_PROBE_MAX_REPEAT];
+    int by_share = 1;
+    for (int i = 0; i < n; i++) {
+        sa[i] = ps[i].host.cpu_share;
+        s1[i] = ps[i].host.cpu_share1 > 0 ? ps[i].host.cpu_share1 : ps[i].host.cpu_share;
+        by_share &= sa[i] > 0;
+    }
+    const double S = by_share ? dlp_stats_median_f64(sa, (size_t)n) : 0;
+    const double S1 = by_share ? dlp_stats_median_f64(s1, (size_t)n) : 0;
+    h->cpu_share = S;
+    h->cpu_share1 = S1;
+    const double *rowref = by_share ? sa : ra, *rowref1 = by_share ? s1 : r1;
+    const double RR = by_share ? S : R, RR1 = by_share ? S1 : R1;
     double v[DLP_PROBE_MAX_REPEAT];
     int unmatched = 0;
     // the loop's overhead (a time on every CPU)
@@ -230,11 +277,11 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
             for (int j = 0; j < ps[i].pipeline.nscaling; j++)
                 if (ps[i].pipeline.scaling[j].threads == pp->scaling[s].threads) {
                     v[m] = ps[i].pipeline.scaling[j].efficiency;
-                    rr[m++] = pp->scaling[s].threads == 1 ? r1[i] : ra[i];
+                    rr[m++] = pp->scaling[s].threads == 1 ? rowref1[i] : rowref[i];
                     break;
                 }
         if (m < n) unmatched++;
-        double e = merged(v, rr, pp->scaling[s].threads == 1 ? R1 : R, 1, m);
+        double e = merged(v, rr, pp->scaling[s].threads == 1 ? RR1 : RR, 1, m);
         pp->scaling[s].efficiency = e > 1.5 ? 1.5 : e < 0.01 ? 0.01 : e;
         pp->scaling[s].speed_rel = 1;
     }
@@ -252,14 +299,14 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
                     if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
                         q->size == row->size && strcmp(q->model, row->model) == 0) {
                         t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
-                        rr[m++] = row->threads == 1 ? r1[i] : ra[i];
+                        rr[m++] = row->threads == 1 ? rowref1[i] : rowref[i];
                         break;
                     }
                 }
             }
             if (m < n) unmatched++;
             if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
-                const double Rr = row->threads == 1 ? R1 : R;
+                const double Rr = row->threads == 1 ? RR1 : RR;
                 row->t0_s = merged(t0, rr, Rr, 0, m);
                 row->per_image_s = merged(pi, rr, Rr, 0, m);
                 row->update_s = merged(up, rr, Rr, 0, m);

@@ -94,6 +94,13 @@ typedef struct dlp_validate_row {
     // dlp_profile_at_speed): the model's error with the host's drift taken out (NAN when the speed is unknown).
     double predicted_at_speed_img_per_s;
     double ape_at_speed;
+    // The CPU share the run's threads got while it was measured (hw/cpushare: CPU time over CPU time plus run-queue
+    // wait, the process's own oversubscription taken out; NAN: unknown), and the prediction at that share: the
+    // profile's CPU-side timings scaled by it over the share the probe's rows got (host.cpu_share, or cpu_share1 for
+    // one loader thread feeding a device off the host's cores). NAN when either is unknown.
+    double cpu_share;
+    double predicted_at_share_img_per_s;
+    double ape_at_share;
 } dlp_validate_row;
 
 // Scale-out against one process on the same cores: a row of R ranks x t threads paired with the row of one process
@@ -144,6 +151,9 @@ double dlp_validate_disturbance(const dlp_validate_cfg *vc, const dlp_validate_r
 // of the profile the row was run against). NAN when unknown.
 void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
                                 double ref1_gflops, double *pred, double *pred_speed);
+// The same run from another profile at the CPU share the run saw (NAN when the run's share or that profile's
+// reference share is unknown).
+double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row);
 // Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
 void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
 

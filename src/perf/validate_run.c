@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "backend/backend.h"
 #include "hw/canary.h"
+#include "hw/cpushare.h"
 #include "hw/host.h"
 #include "perf/probe_impl.h"
 #include "dist/launch.h"
@@ -42,6 +43,9 @@ typedef struct meas {
     int64_t t_meas0_ns, t_meas1_ns;
     double busy0_s, busy1_s;  // all CPUs' busy time at the start and the end of the measurement
     int64_t own0_ns, own1_ns; // this process's CPU time then
+    dlp_cpushare *meter;      // the run's threads' CPU share over the measurement (started with it)
+    dlp_cpushare_sample share;
+    int64_t share_read_ns;
     int n, cap;
     double *step_s, *wait_s;  // measured steps
     int warmup_steps;
@@ -60,6 +64,8 @@ static int on_event(void *ctx, const dlp_train_event *ev) {
             m->t_meas0_ns = now;
             m->busy0_s = dlp_host_cpus_busy_s();
             m->own0_ns = dlp_cpu_ns();
+            m->meter = dlp_cpushare_start(0);
+            m->share_read_ns = now;
         }
         return m->cold && last_of_epoch;  // cold reads end with the first epoch
     }
@@ -74,10 +80,14 @@ static int on_event(void *ctx, const dlp_train_event *ev) {
     m->t_meas1_ns = now;
     m->busy1_s = dlp_host_cpus_busy_s();
     m->own1_ns = dlp_cpu_ns();
-    if (m->cold && last_of_epoch) return 1;
-    if (m->n >= m->cap) return 1;
-    if (t >= m->vc->max_seconds) return 1;
-    return m->n >= m->vc->min_steps && t >= m->vc->min_seconds;
+    const int done = (m->cold && last_of_epoch) || m->n >= m->cap || t >= m->vc->max_seconds ||
+                     (m->n >= m->vc->min_steps && t >= m->vc->min_seconds);
+    // the share up to this step (read at most every 50 ms, and at the last step: a read scans the threads)
+    if (m->meter && (done || now - m->share_read_ns >= 50000000)) {
+        dlp_cpushare_read(m->meter, &m->share);
+        m->share_read_ns = now;
+    }
+    return done;
 }
 
 // Median window rate over the measured steps: k windows of consecutive steps.
@@ -186,7 +196,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     memset(row, 0, sizeof *row);
     row->cfg = *c;
     dlp_validate_config_label(c, row->label, sizeof row->label);
-    row->predicted_img_per_s = row->measured_img_per_s = row->ape = NAN;
+    row->predicted_img_per_s = row->measured_img_per_s = row->ape = row->cpu_share = NAN;
     dlp_prediction *pr = malloc(sizeof *pr);
     dlp_status st = pr ? dlp_validate_predict(vc, c, pr) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     if (st) {
@@ -246,6 +256,8 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     int64_t t0 = dlp_now_ns();
     st = dlp_train_run(&tc, &r);
     row->run_s = dlp_ns_to_s(dlp_now_ns() - t0);
+    dlp_cpushare_stop(m.meter, NULL);
+    row->cpu_share = m.share.share > 0 ? m.share.share : NAN;
     row->warmup_steps = m.warmup_steps;
     if (st) {
         snprintf(row->error, sizeof row->error, "run: %s", dlp_err_msg());
@@ -295,6 +307,29 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
     free(pr);
 }
 
+// The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
+static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share) {
+    if (!(share > 0) || !(vc->profile->host.cpu_share > 0)) return NAN;
+    double out = NAN;
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_prediction *pr = malloc(sizeof *pr);
+    if (p && pr) {
+        *p = *vc->profile;
+        dlp_profile_at_share(p, share);  // each row from its class's reference share
+        dlp_validate_cfg v2 = *vc;
+        v2.profile = p;
+        if (dlp_validate_predict(&v2, c, pr) == DLP_OK) out = pr->img_per_s;
+        dlp_err_clear();
+    }
+    free(p);
+    free(pr);
+    return out;
+}
+
+double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share) : NAN;
+}
+
 void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
                                 double ref1_gflops, double *pred, double *pred_speed) {
     *pred = *pred_speed = NAN;
@@ -340,6 +375,11 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     const int has_ticks = dlp_host_cpu_ticks(&t0);
     run_once(vc, c, row);
     row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
+    row->predicted_at_share_img_per_s = row->ape_at_share = NAN;
+    if (row->ok) {
+        row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share);
+        row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, row->measured_img_per_s);
+    }
     if (o0 > 0) {
         const double o1 = dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1);
         if (o1 > 0) row->speed_one = 0.5 * (o0 + o1) / vc->profile->host.canary1_gflops;

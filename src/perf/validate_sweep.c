@@ -99,9 +99,11 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
         sw->prof2 = malloc(sizeof *sw->prof2);
         sw->pred2 = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2);
         sw->pred2_speed = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_speed);
-        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+        sw->pred2_share = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_share);
+        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed || !sw->pred2_share)
+            return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
         DLP_CHECK(dlp_profile_read(req->also_profile_path, sw->prof2));
-        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = NAN;
+        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = sw->pred2_share[i] = NAN;
     }
 
     dlp_validate_cfg *vc = &sw->vc;
@@ -138,6 +140,7 @@ void dlp_validate_sweep_run(dlp_validate_sweep *sw, int i) {
         v2.canary_base_gflops = sw->prof2->host.canary_gflops;
         dlp_validate_predict_other(&v2, &sw->rows[i], sw->prof->host.canary_gflops, sw->prof->host.canary1_gflops,
                                    &sw->pred2[i], &sw->pred2_speed[i]);
+        sw->pred2_share[i] = dlp_validate_predict_other_share(&v2, &sw->rows[i]);
     }
 }
 
@@ -172,6 +175,17 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
         if (r->ok && isfinite(r->speed)) spd[nspd++] = r->speed;
     }
     sw->mape_at_speed = ape_probed && sw->nspeed ? dlp_validate_mape(ape_probed, sw->nspeed) : NAN;
+    // at the CPU share each run's threads got
+    sw->nshare = 0;
+    sw->share_min = sw->share_max = NAN;
+    for (int i = 0; ape_probed && i < n; i++) {
+        const dlp_validate_row *r = &sw->rows[i];
+        if (!r->ok || !isfinite(r->ape_at_share)) continue;
+        ape_probed[sw->nshare++] = r->ape_at_share;
+        if (!(r->cpu_share >= sw->share_min)) sw->share_min = r->cpu_share;
+        if (!(r->cpu_share <= sw->share_max)) sw->share_max = r->cpu_share;
+    }
+    sw->mape_at_share = ape_probed && sw->nshare ? dlp_validate_mape(ape_probed, sw->nshare) : NAN;
     sw->steal_mean = nsteal ? steal / nsteal : NAN;
     sw->speed_min = sw->speed_max = NAN;
     for (int i = 0; i < nspd; i++) {
@@ -180,8 +194,8 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
     }
     free(ape_probed);
     if (sw->prof2) {
-        double a[DLP_VALIDATE_MAX_CONFIGS], b[DLP_VALIDATE_MAX_CONFIGS];
-        sw->n2 = sw->n2_speed = 0;
+        double a[DLP_VALIDATE_MAX_CONFIGS], b[DLP_VALIDATE_MAX_CONFIGS], c[DLP_VALIDATE_MAX_CONFIGS];
+        sw->n2 = sw->n2_speed = sw->n2_share = 0;
         for (int i = 0; i < n; i++) {
             const dlp_validate_row *r = &sw->rows[i];
             if (!r->ok) continue;
@@ -189,7 +203,10 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
             const double y = dlp_validate_ape(sw->pred2_speed[i], r->measured_img_per_s);
             if (isfinite(x)) a[sw->n2++] = x;
             if (isfinite(y)) b[sw->n2_speed++] = y;
+            const double z = dlp_validate_ape(sw->pred2_share[i], r->measured_img_per_s);
+            if (isfinite(z)) c[sw->n2_share++] = z;
         }
+        sw->mape2_share = sw->n2_share ? dlp_validate_mape(c, sw->n2_share) : NAN;
         sw->mape2 = sw->n2 ? dlp_validate_mape(a, sw->n2) : NAN;
         sw->mape2_speed = sw->n2_speed ? dlp_validate_mape(b, sw->n2_speed) : NAN;
     }
@@ -208,6 +225,10 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     json_object_set_new(res, "configurations_as_probed", json_integer(sw->nprobed));
     json_object_set_new(res, "mape_at_speed", dlp_json_real_or_null(sw->mape_at_speed));
     json_object_set_new(res, "configurations_at_speed", json_integer(sw->nspeed));
+    json_object_set_new(res, "mape_at_share", dlp_json_real_or_null(sw->mape_at_share));
+    json_object_set_new(res, "configurations_at_share", json_integer(sw->nshare));
+    json_object_set_new(res, "cpu_share_min", dlp_json_real_or_null(sw->share_min));
+    json_object_set_new(res, "cpu_share_max", dlp_json_real_or_null(sw->share_max));
     json_object_set_new(res, "steal_mean", dlp_json_real_or_null(sw->steal_mean));
     json_object_set_new(res, "speed_min", dlp_json_real_or_null(sw->speed_min));
     json_object_set_new(res, "speed_max", dlp_json_real_or_null(sw->speed_max));
@@ -215,12 +236,15 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     if (sw->prof2) {
         json_t *o = json_object(), *pa = json_array();
         for (int i = 0; i < sw->n; i++)
-            json_array_append_new(pa, json_pack("{s:o, s:o}", "predicted_img_per_s", dlp_json_real_or_null(sw->pred2[i]),
-                                                "predicted_at_speed_img_per_s", dlp_json_real_or_null(sw->pred2_speed[i])));
+            json_array_append_new(pa, json_pack("{s:o, s:o, s:o}", "predicted_img_per_s",
+                                                dlp_json_real_or_null(sw->pred2[i]), "predicted_at_speed_img_per_s",
+                                                dlp_json_real_or_null(sw->pred2_speed[i]), "predicted_at_share_img_per_s",
+                                                dlp_json_real_or_null(sw->pred2_share[i])));
         json_object_set_new(o, "machine", dlp_profile_to_json(sw->prof2));
         json_object_set_new(o, "rows", pa);
         json_object_set_new(o, "mape", dlp_json_real_or_null(sw->mape2));
         json_object_set_new(o, "mape_at_speed", dlp_json_real_or_null(sw->mape2_speed));
+        json_object_set_new(o, "mape_at_share", dlp_json_real_or_null(sw->mape2_share));
         json_object_set_new(res, "also_profile", o);
     }
     json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
@@ -243,6 +267,7 @@ void dlp_validate_sweep_free(dlp_validate_sweep *sw) {
     free(sw->prof2);
     free(sw->pred2);
     free(sw->pred2_speed);
+    free(sw->pred2_share);
     free(sw->stats);
     memset(sw, 0, sizeof *sw);
 }

@@ -40,6 +40,9 @@ typedef struct dlp_validate_sweep {
     double mape, mape_probed, seconds;
     double mape_at_speed;      // each run against the prediction at the speed it saw (NAN: no speed known)
     int nspeed;                // runs behind it
+    double mape_at_share;      // each run against the prediction at the CPU share it saw (NAN: none known)
+    int nshare;                // runs behind it
+    double share_min, share_max;  // the runs' CPU shares
     double steal_mean;         // the runs' mean steal fraction (NAN: unknown)
     double speed_min, speed_max;  // the runs' speeds over the profile's reference
     dlp_validate_scaling sc[DLP_VALIDATE_MAX_CONFIGS];
@@ -47,9 +50,9 @@ typedef struct dlp_validate_sweep {
     // --also-profile: the same runs predicted from a second profile (at its probed speed and at each run's speed,
     // the run's canary reading brought to that profile's reference); NULL prof2: none
     dlp_profile *prof2;
-    double *pred2, *pred2_speed;  // per row (NAN: failed or unknown)
-    double mape2, mape2_speed;
-    int n2, n2_speed;
+    double *pred2, *pred2_speed, *pred2_share;  // per row (NAN: failed or unknown)
+    double mape2, mape2_speed, mape2_share;
+    int n2, n2_speed, n2_share;
 } dlp_validate_sweep;
 
 // Loads the configurations, the catalog, the dataset and its statistics and the machine, and resolves the balanced

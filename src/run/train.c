@@ -894,6 +894,7 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     t->ck_lock_fd = -1;
     t->c = *cfg;
     t->t_run0 = dlp_now_ns();
+    t->share_meter = dlp_cpushare_start(100);  // the run's CPU time and share, in its result (issue 35)
     dlp_status st = setup(t);
     t->t_setup_end = dlp_now_ns();
     if (st == DLP_OK) st = train_loop(t);
@@ -930,6 +931,8 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     // The result is built even after a failure (what was measured until then), with the error recorded.
     char err[1024] = "";
     if (st) snprintf(err, sizeof err, "%s", dlp_err_msg());
+    dlp_cpushare_stop(t->share_meter, &t->share);
+    t->share_meter = NULL;
     dlp_train_finish_result(t, r);
     if (st && r->json) json_object_set_new(r->json, "error", json_string(err));
     teardown(t);

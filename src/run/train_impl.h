@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "data/loader.h"
 #include "dist/comm.h"
+#include "hw/cpushare.h"
 #include "monitor/monitor.h"
 #include "nn/checkpoint.h"
 #include "nn/schedule.h"
@@ -61,6 +62,8 @@ typedef struct dlp_trainer {
     dlp_train_pos resume_pos;
     // accounting
     int64_t t_run0, t_loop0, t_setup_end;
+    struct dlp_cpushare *share_meter;         // the run's threads' CPU share, start to end (hw/cpushare)
+    dlp_cpushare_sample share;                // its reading at the end
     int64_t ph_ns[DLP_TRAIN_PH_COUNT];
     int64_t steady_ph_ns[DLP_TRAIN_PH_COUNT];
     int64_t steps_run, images, steady_steps, steady_images;

@@ -358,6 +358,11 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(run, "train_s", json_real(r->train_s));
     json_object_set_new(run, "eval_s", json_real(r->eval_s));
     json_object_set_new(run, "checkpoint_s", json_real(r->checkpoint_s));
+    // The process's CPU time over the run, and the share of the cores its threads got while they wanted them (their
+    // CPU time over that plus their run-queue wait; 0: unknown): on a shared machine, what predict --cpu-share takes.
+    json_object_set_new(run, "cpu_s", json_real(t->share.proc_cpu_s));
+    json_object_set_new(run, "cpu_wait_s", json_real(t->share.wait_s));
+    json_object_set_new(run, "cpu_share", json_real(t->share.share));
     json_object_set_new(o, "run", run);
 
     json_object_set_new(o, "phases", phases_json(t->ph_ns, t->steps_run));

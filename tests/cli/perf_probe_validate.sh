@@ -63,9 +63,14 @@ assert abs(nm["reference_gflops"] - h["canary_gflops"]) <= 1e-9 * h["canary_gflo
 assert nm["rows"] and all(x["speed_gflops"] > 0 and x["tries"] >= 1 for x in nm["rows"]), nm["rows"]
 row = [x for x in nm["rows"] if x["row"] == "compute ref resnet-mini 32px fp32 2t per_image" or
        (x["row"].startswith("compute ref resnet-mini 32px fp32") and x["row"].endswith("per_image"))][0]
-assert abs(row["normalised"] - row["raw"] * row["speed_rel"]) <= 1e-9 * row["raw"], row  # a time: raw x speed / ref
+# a time: raw x speed / ref, by the CPU share the row's threads got where they measured it, else by the canary;
+# the other figure is kept beside it
+rel = row["cpu_share_rel"] if row["basis"] == "cpu_share" else row["speed_rel"]
+assert abs(row["normalised"] - row["raw"] * rel) <= 1e-9 * row["raw"], row
+assert abs(row["by_canary"] - row["raw"] * row["speed_rel"]) <= 1e-9 * row["raw"], row
+assert row["basis"] == "canary" or 0 < row["cpu_share"] <= 1 and 0 < h["cpu_share"] <= 1, (row, h)
 assert abs(r["per_image_s"] - row["normalised"]) <= 1e-9 * r["per_image_s"], (r, row)
-assert abs(r["speed_rel"] - row["speed_rel"]) <= 1e-9, (r, row)
+assert abs(r["speed_rel"] - rel) <= 1e-9, (r, row)
 sc = pl["scaling"][0]
 assert sc["speed_rel"] > 0, sc
 print("ok profile:", {k: pl[k] for k in ("decode_per_image_s", "decode_per_pixel_s", "augment_per_out_pixel_s")},
@@ -102,6 +107,16 @@ EOF2
 has "$T/pred.out" "on this machine, between"
 has "$T/pred.out" "x the probed speed)"
 has "$T/pred.out" "at the run's speed"
+# and at a run's CPU share (dlperf train's run.cpu_share) against the probe's rows'
+if grep -q '"cpu_share"' "$T/p.json"; then
+  "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --batch 48 \
+    --workers 1 --data "$DATA" --cpu-share 0.5 --measured 500 >"$T/pred3.out" 2>&1 || { cat "$T/pred3.out"; fail "predict --cpu-share"; }
+  has "$T/pred3.out" "at a CPU share of 0.50"
+  has "$T/pred3.out" "at the run's share"
+  "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --cpu-share 2 \
+    >"$T/pred4.out" 2>&1 && fail "predict --cpu-share 2"
+  has "$T/pred4.out" "a share of the cores, 0..1"
+fi
 "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --speed fast \
   >"$T/pred2.out" 2>&1 && fail "predict --speed fast"
 has "$T/pred2.out" "predict --speed 'fast'"
@@ -118,6 +133,7 @@ cat "$T/val.out"
 has "$T/val.out" "MAPE"
 has "$T/val.out" "regime pred/obs"
 has "$T/val.out" "at the speed each run saw"
+grep -q "cpu_share" "$T/p.json" && has "$T/val.out" "at the CPU share each run's threads got"
 has "$T/val.err" "measured for >= 4 steps"
 "$PY" - "$T/v.json" <<'EOF' || fail "validate JSON"
 import json, math, sys
@@ -128,17 +144,25 @@ assert len(rows) == 3 and all(r["ok"] for r in rows), rows
 for r in rows:
     assert r["predicted_img_per_s"] > 0 and r["measured_img_per_s"] > 0, r
     ape = abs(r["predicted_img_per_s"] - r["measured_img_per_s"]) / r["measured_img_per_s"]
-    assert abs(ape - r["ape"]) < 1e-9, r
+    assert abs(ape - r["ape"]) < 1e-8 * max(1, ape), r  # the JSON's 10 digits: an APE over 1 on a busy machine
     assert r["steps_measured"] >= 4 and r["warmup_steps"] >= 3, r
 mape = sum(r["ape"] for r in rows) / 3
-assert abs(mape - v["mape"]) < 1e-9
+assert abs(mape - v["mape"]) < 1e-8 * max(1, mape)
 # each run also against the prediction at the speed it saw (the profile states its speed)
 for r in rows:
     assert r["speed"] > 0 and r["predicted_at_speed_img_per_s"] > 0, r
     assert abs(r["ape_at_speed"] - abs(r["predicted_at_speed_img_per_s"] - r["measured_img_per_s"]) /
-               r["measured_img_per_s"]) < 1e-9, r
+               r["measured_img_per_s"]) < 1e-8 * max(1, r["ape_at_speed"]), r
 assert abs(v["mape_at_speed"] - sum(r["ape_at_speed"] for r in rows) / 3) < 1e-9, v["mape_at_speed"]
 assert v["configurations_at_speed"] == 3 and v["speed_min"] <= v["speed_max"], v
+# and at the CPU share the run's threads got (their CPU time over that plus their run-queue wait), where the kernel
+# reports the wait (every Linux with /proc/self/schedstat) and the probe measured its rows' share
+if v["machine"]["host"].get("cpu_share"):
+    for r in rows:
+        assert 0 < r["cpu_share"] <= 1 and r["predicted_at_share_img_per_s"] > 0, r
+        assert abs(r["ape_at_share"] - abs(r["predicted_at_share_img_per_s"] - r["measured_img_per_s"]) /
+                   r["measured_img_per_s"]) < 1e-8 * max(1, r["ape_at_share"]), r
+    assert abs(v["mape_at_share"] - sum(r["ape_at_share"] for r in rows) / 3) < 1e-9, v["mape_at_share"]
 # The regimes the model predicts for these three: device, pipeline, storage. The pipeline-bound one loads 48 images
 # a step on one worker: at b16 on two workers the loader's predicted rate came within the loop's own time per step
 # on a busy CI machine (predicted device 11228 img/s, observed pipeline 14490), and the regime flipped.

@@ -4,7 +4,8 @@
 // profile's canary distribution; a profile at another speed scales the CPU-side timings and leaves GPUs alone;
 // probe --repeat's merge brings each probe's values to the pooled speed before the median; the new profile fields
 // round-trip and older profiles without them still read.
-// Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c.
+// Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU.
+// Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c, src/hw/cpushare.c.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,11 +13,15 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hw/canary.h"
+#include "hw/cpushare.h"
 #include "hw/profile.h"
 #include "perf/probe.h"
 #include "perf/probe_impl.h"
@@ -71,9 +76,9 @@ static void test_normalise(void **state) {
     for (int i = 0; i < 5; i++) c->canary_all[c->ncanary_all++] = ra[i];
     c->canary_one[c->ncanary_one++] = 50;
     double t = 2.0, rate = 300, t1 = 1.0, rel = 0, rel1 = 0;
-    dlp_probe_norm_add(c, &t, 0, 80, 2, 0.02, 1, &rel, "slow row");        // a time at 0.8 x: 1.6 at the reference
-    dlp_probe_norm_add(c, &rate, 1, 120, 2, 0.30, 3, NULL, "moving row");  // a rate at 1.2 x: 250 at the reference
-    dlp_probe_norm_add(c, &t1, 0, 55, 1, 0.0, 1, &rel1, "one thread");    // against the one-thread median, 50
+    dlp_probe_norm_add(c, &t, 0, 80, 0, 2, 0.02, 1, &rel, "slow row");        // a time at 0.8 x: 1.6 at the reference
+    dlp_probe_norm_add(c, &rate, 1, 120, 0, 2, 0.30, 3, NULL, "moving row");  // a rate at 1.2 x: 250 at the reference
+    dlp_probe_norm_add(c, &t1, 0, 55, 0, 1, 0.0, 1, &rel1, "one thread");    // against the one-thread median, 50
     json_t *o = dlp_probe_normalise(c);
     NEAR(t, 1.6, 1e-12);
     NEAR(rel, 0.8, 1e-12);
@@ -96,6 +101,102 @@ static void test_normalise(void **state) {
     free(c);
     free(p);
     free(log);
+}
+
+// Rows whose threads measured their CPU share are normalised by it (to the median share of their class), not by the
+// canary; both normalisations are recorded; a row without a share falls back to the canary.
+static void test_normalise_by_share(void **state) {
+    (void)state;
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_profile_init(p);
+    dlp_probe_ctx *c = calloc(1, sizeof *c);
+    c->cfg = &cfg;
+    c->p = p;
+    const double ra[] = {90, 100, 110};
+    for (int i = 0; i < 3; i++) c->canary_all[c->ncanary_all++] = ra[i];
+    c->canary_one[c->ncanary_one++] = 50;
+    // all-CPU rows at shares 0.4, 0.8, 0.6 (median 0.6); one-thread rows at 0.9 and 0.7 (median 0.8)
+    double t = 3.0, rate = 100, t2 = 1.0, r1 = 40, r1b = 70, t3 = 5.0, rel = 0;
+    dlp_probe_norm_add(c, &t, 0, 120, 0.4, 2, 0.01, 1, &rel, "a");  // a time at share 0.4: 2.0 at 0.6
+    dlp_probe_norm_add(c, &rate, 1, 80, 0.8, 2, 0.01, 1, NULL, "b");  // a rate at 0.8: 75 at 0.6
+    dlp_probe_norm_add(c, &t2, 0, 100, 0.6, 2, 0.01, 1, NULL, "c");
+    dlp_probe_norm_add(c, &r1, 1, 50, 0.9, 1, 0.01, 1, NULL, "d");    // 40 x 0.8 / 0.9
+    dlp_probe_norm_add(c, &r1b, 1, 50, 0.7, 1, 0.01, 1, NULL, "e");   // 70 x 0.8 / 0.7
+    dlp_probe_norm_add(c, &t3, 0, 110, 0, 2, 0.01, 1, NULL, "f");     // no share: by the canary, 5 x 110 / 100
+    json_t *o = dlp_probe_normalise(c);
+    NEAR(p->host.cpu_share, 0.6, 1e-12);
+    NEAR(p->host.cpu_share1, 0.8, 1e-12);
+    NEAR(t, 2.0, 1e-12);
+    NEAR(rel, 0.4 / 0.6, 1e-12);
+    NEAR(rate, 75, 1e-12);
+    NEAR(t2, 1.0, 1e-12);
+    NEAR(r1, 40 * 0.8 / 0.9, 1e-12);
+    NEAR(r1b, 80, 1e-12);
+    NEAR(t3, 5.5, 1e-12);
+    json_t *row0 = json_array_get(json_object_get(o, "rows"), 0);
+    assert_string_equal(json_string_value(json_object_get(row0, "basis")), "cpu_share");
+    NEAR(json_real_value(json_object_get(row0, "by_canary")), 3.0 * 1.2, 1e-12);  // the canary's figure kept beside
+    NEAR(json_real_value(json_object_get(row0, "by_cpu_share")), 2.0, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "rows"), 5), "basis")),
+                        "canary");
+    assert_int_equal(json_integer_value(json_object_get(o, "by_cpu_share")), 5);
+    json_decref(o);
+    free(c);
+    free(p);
+}
+
+typedef struct spin_arg {
+    int cpu;
+    double seconds;
+} spin_arg;
+
+static void *spin(void *p) {
+    const spin_arg *a = p;
+    if (a->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(a->cpu, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return (void *)1;
+    }
+    struct timespec t;  // spins until it has had `seconds` of CPU (however busy the machine)
+    volatile double x = 1;
+    do {
+        for (int i = 0; i < 100000; i++) x = x * 0.999999 + 1e-7;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((double)t.tv_sec + t.tv_nsec * 1e-9 < a->seconds);
+    return NULL;
+}
+
+// The meter on real threads: two threads pinned to one CPU each wait for the other about half of the time (a share
+// near 0.5, or less where other processes use that CPU too); threads that end before the meter stops are counted.
+static void test_cpushare_meter(void **state) {
+    (void)state;
+    if (!dlp_cpushare_available()) skip();
+    dlp_cpushare *m = dlp_cpushare_start(5);
+    assert_non_null(m);
+    pthread_t th[2];
+    spin_arg a = {.cpu = sched_getcpu(), .seconds = 0.12};
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, spin, &a), 0);
+    void *rv[2];
+    for (int i = 0; i < 2; i++) pthread_join(th[i], &rv[i]);
+    dlp_cpushare_sample s;
+    dlp_cpushare_stop(m, &s);
+    if (rv[0] || rv[1]) skip();  // pinning refused here
+    printf("meter: wall %.3f s, threads' CPU %.3f s, waiting %.3f s, process CPU %.3f s, share %.2f (raw %.2f, %.2f "
+           "runnable on %d cores)\n", s.wall_s, s.cpu_s, s.wait_s, s.proc_cpu_s, s.share, s.raw_share, s.runnable, s.cores);
+    assert_true(s.wall_s >= 0.2);
+    assert_true(s.cpu_s > 0.22 && s.cpu_s <= s.wall_s + 0.05);  // the two threads' time on one CPU, gone before the stop
+    assert_true(s.proc_cpu_s >= s.cpu_s * 0.8);                        // the exact process clock agrees
+    assert_true(s.raw_share > 0.05 && s.raw_share < 0.7);  // they shared one CPU
+    assert_true(s.runnable > 1.2);                           // two threads wanted it
+    // the meter does not know they were pinned: on several cores their waiting for each other counts as others'
+    if (s.cores >= 2) NEAR(s.share, s.raw_share, 1e-12);
+    else NEAR(s.share, fmin(1, s.raw_share * s.runnable), 1e-9);
+    assert_true(s.wait_s > 0.1);
+    dlp_cpushare_stop(NULL, &s);  // no meter: zeros
+    assert_true(s.share == 0 && s.cpu_s == 0);
 }
 
 // A profile with a cpu device and a GPU, the speed fields set.
@@ -152,6 +253,31 @@ static void test_at_speed(void **state) {
     NEAR(p->pipeline.scaling[1].efficiency, 0.9, 1e-12);  // efficiencies are shares: unchanged
     dlp_profile_at_speed(p, 0);                            // no speed: nothing changes
     NEAR(p->pipeline.decode_per_image_s, 2e-3, 1e-12);
+    free(p);
+}
+
+// At a run's CPU share each CPU-side rate comes from its own class's reference share: the one-thread rows (cpu
+// device, the loader's one-thread efficiency) from host.cpu_share1, the rest from host.cpu_share; GPUs stay.
+static void test_at_share(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p);
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.2;
+    p->host.cpu_share1 = 0.4;
+    dlp_device_profile *d = &p->devices[0];
+    d->nrates = 2;
+    d->rates[1] = d->rates[0];
+    d->rates[1].threads = 1;
+    dlp_profile_at_share(p, 0.4);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.2 / 0.4, 1e-12);  // two threads: twice the share, half the time
+    NEAR(d->rates[1].per_image_s, 0.05, 1e-12);              // one thread: at its reference already
+    NEAR(p->pipeline.scaling[0].efficiency, 1.0, 1e-12);      // one thread
+    NEAR(p->pipeline.scaling[1].efficiency, 0.9 * 2, 1e-12);  // a rate: x share / reference
+    NEAR(p->devices[1].rates[0].per_image_s, 0.004, 1e-12);   // a GPU is what it is
+    NEAR(p->host.loop_overhead_s, 0.5e-3, 1e-12);
+    NEAR(p->pipeline.decode_per_image_s, 1e-3, 1e-12);        // CPU time per image: the same at any share
+    dlp_profile_at_share(p, 1.5);                             // not a share: nothing changes
+    NEAR(d->rates[1].per_image_s, 0.05, 1e-12);
     free(p);
 }
 
@@ -225,6 +351,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
+        cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,11 @@ static void test_bookkeeping_and_schema(void **state) {
     assert_int_equal(ev.evals, 2);
     assert_int_equal(ev.starts, 1);  // before the first step, once
     assert_int_equal(r.nevals, 2);
+    // The run's CPU time and the share of the cores its threads got (issue 35; 0 where the kernel has no schedstat).
+    json_t *run = json_object_get(r.json, "run");
+    assert_true(json_real_value(json_object_get(run, "cpu_s")) > 0);
+    const double share = json_real_value(json_object_get(run, "cpu_share"));
+    assert_true(share >= 0 && share <= 1);
     // The phases add up to the loop's time, and to the per-step figures the events carried.
     double sum = 0;
     for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) sum += r.phase_ms[p];
