@@ -272,32 +272,24 @@ int dlp_cli_train(int argc, char **argv) {
         {"dist", 0, DLP_OPT_STR, &c.dist, "auto", "KIND", "communicator: auto (mpi when started by mpirun/srun, else local), local, mpi; each rank trains on its shard", NULL, 0},
         {0},
     };
-    int rest;
-    dlp_status st = dlp_opts_parse(
+    dlp_status st = dlp_cli_parse(
         opts,
         "usage: dlperf train [--data DIR|synthetic] [--model resnet50] [--batch 32] [--epochs N | --steps N]\n"
         "                    [--device cpu|ref|cuda|sim:<gpu>] [--precision auto|fp32|bf16|fp16] [--threads N] [--workers N]\n"
         "                    [--lr X --warmup E --schedule cosine] [--checkpoint DIR] [--resume DIR] [--json FILE]\n"
         "Trains a ResNet through the real input pipeline: step lines on stderr, a summary on stdout, the result as\n"
         "JSON (dlperf.train/1). docs/training.md describes the loop, the timing and the result.",
-        argc, argv, &rest);
+        argc, argv);
     if (st) {
         free(orig);
         return dlp_cli_fail(st);
-    }
-    if (rest < argc) {
-        free(orig);
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s'", argv[rest]));
     }
     maybe_reexec(argc, orig, device);
     free(orig);
     c.device = device;
     c.data = data;
     c.val_data = val_data;
-    c.precision = dlp_cli_precision(prec, device);
-    if (c.precision == DLP_DTYPE_I8)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--precision int8 is for inference (dlperf infer, serve, loadgen "
-                                    "--sut local): train in fp32 or bf16, then quantize the weights at inference"));
+    c.precision = dlp_cli_precision(prec, device);  // int8: refused by dlp_train_run (inference only)
     c.eval = !no_eval;
     c.monitor = !no_monitor;
     c.sched.scale_by_batch = !no_lr_scale;

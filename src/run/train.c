@@ -597,6 +597,9 @@ static dlp_status check_cfg(const dlp_train_cfg *c) {
     if (!(c->crop_scale_lo > 0 && c->crop_scale_lo <= c->crop_scale_hi && c->crop_scale_hi <= 1))
         return DLP_ERR(DLP_ERR_INVALID, "--crop-scale %g-%g must satisfy 0 < lo <= hi <= 1", c->crop_scale_lo,
                        c->crop_scale_hi);
+    if (c->precision == DLP_DTYPE_I8)
+        return DLP_ERR(DLP_ERR_INVALID, "--precision int8 is for inference (dlperf infer, serve, loadgen --sut local): "
+                       "train in fp32 or bf16, then quantize the weights at inference");
     if (c->precision != DLP_DTYPE_F32 && c->precision != DLP_DTYPE_BF16 && c->precision != DLP_DTYPE_F16)
         return DLP_ERR(DLP_ERR_INVALID, "--precision must be fp32, bf16 or fp16");
     if (c->eval_every < 0 || c->checkpoint_every < 0 || c->log_every < 0 || c->keep_checkpoints < 0)
