@@ -58,6 +58,17 @@ static void plan_groups(const dlp_net *net, group *g, int *owner) {
     }
 }
 
+// A conv group's forward step: its arguments (a[na], room for one more) and the bias if any; the step named after
+// the layer and what the group fused ("layer1.0.conv2 conv int8+bn+add+relu").
+static dlp_status conv_group_step(cpu_plan *p, const group *g, const dlp_layer *l, const char *kind,
+                                  dnnl_primitive_desc_t pd, dnnl_exec_arg_t *a, int na, dnnl_memory_t bm) {
+    if (bm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
+    char w[64];
+    snprintf(w, sizeof w, "%s conv%s%s%s%s", l->name, kind, g->bn >= 0 ? "+bn" : "", g->add >= 0 ? "+add" : "",
+             g->relu >= 0 ? "+relu" : "");
+    return cpu_step_prim(p, &p->fwd, pd, na, a, w);
+}
+
 static void consumed(cpu_plan *p, int v) {
     cpu_value *x = &p->vals[v];
     if (--x->uses_left <= 0 && v != p->out_value && v != p->in_value) cpu_tensor_release(p, x->x);
@@ -94,12 +105,14 @@ static dlp_status vec_mem(cpu_plan *p, float *data, int64_t c, dnnl_memory_t *ou
     return cpu_mem_new(p, md, data, out);
 }
 
-static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, int relu) {
+// The fused residual sum (its scale and stored type: int8 sums read the shortcut's integers; fp32/bf16 1, undef)
+// and ReLU as post-ops.
+static dlp_status post_ops(dnnl_primitive_attr_t attr, int sum, float sum_scale, dnnl_data_type_t sum_dt, int relu) {
     if (!sum && !relu) return DLP_OK;
     dnnl_post_ops_t po;
     if (dnnl_post_ops_create(&po) != dnnl_success) return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
     dlp_status st = DLP_OK;
-    if (sum && dnnl_post_ops_append_sum(po, 1.f, 0, dnnl_data_type_undef) != dnnl_success)
+    if (sum && dnnl_post_ops_append_sum(po, sum_scale, 0, sum_dt) != dnnl_success)
         st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: sum post-op");
     if (!st && relu && dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success)
         st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: relu post-op");
@@ -259,20 +272,9 @@ static dlp_status q8_attr(dnnl_primitive_attr_t attr, int sum, float sum_scale, 
         dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, 1) != dnnl_success ||
         dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0) != dnnl_success)
         return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: convolution scales");
-    if (!sum && !relu) return DLP_OK;
-    dnnl_post_ops_t po;
-    if (dnnl_post_ops_create(&po) != dnnl_success) return DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
-    dlp_status st = DLP_OK;
     // oneDNN 3.x: dst = round(post_ops(src_scale * wei_scale * (src * wei) + bias) / dst_scale), the sum reading
     // the stored integers: its scale is the shortcut's
-    if (sum && dnnl_post_ops_append_sum(po, sum_scale, 0, sum_dt) != dnnl_success)
-        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: sum post-op");
-    if (!st && relu && dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.f, 0.f) != dnnl_success)
-        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: relu post-op");
-    if (!st && dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
-        st = DLP_ERR(DLP_ERR_INTERNAL, "oneDNN: post-ops");
-    dnnl_post_ops_destroy(po);
-    return st;
+    return post_ops(attr, sum, sum_scale, sum_dt, relu);
 }
 
 // An int8 convolution group: s8 weights (BN folded, then quantized per output channel), u8/s8 input, bias in
@@ -372,12 +374,7 @@ static dlp_status group_conv_q8(cpu_plan *p, const group *g) {
                                 {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, ssm},
                                 {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, wsm},
                                 {DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, dsm}};
-        int na = 6;
-        if (bm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
-        char w[64];
-        snprintf(w, sizeof w, "%s conv int8%s%s%s", l->name, g->bn >= 0 ? "+bn" : "", g->add >= 0 ? "+add" : "",
-                 g->relu >= 0 ? "+relu" : "");
-        s = cpu_step_prim(p, &p->fwd, pd, na, a, w);
+        s = conv_group_step(p, g, l, " int8", pd, a, 6, bm);
     }
     dnnl_primitive_desc_destroy(pd);
     DLP_CHECK(s);
@@ -417,7 +414,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     p->infer_conv_training_prop = !inference_prop;
     dnnl_primitive_attr_t attr;
     DLP_CHECK(cpu_attr_new(&attr));
-    dlp_status s = post_ops(attr, g->add >= 0, g->relu >= 0);
+    dlp_status s = post_ops(attr, g->add >= 0, 1.f, dnnl_data_type_undef, g->relu >= 0);
     dnnl_primitive_desc_t pd = NULL;
     dnnl_alg_kind_t algs[2];
     const int nalg = cpu_conv_algs(p, l, CPU_CONV_FWD, algs);
@@ -470,12 +467,7 @@ static dlp_status group_conv(cpu_plan *p, const group *g) {
     if (!s) {
         dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, p->vals[xin].x->mem}, {DNNL_ARG_WEIGHTS, wm},
                                 {DNNL_ARG_DST, p->vals[out].x->mem}};
-        int na = 3;
-        if (bm) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
-        char w[64];
-        snprintf(w, sizeof w, "%s conv%s%s%s", l->name, g->bn >= 0 ? "+bn" : "", g->add >= 0 ? "+add" : "",
-                 g->relu >= 0 ? "+relu" : "");
-        s = cpu_step_prim(p, &p->fwd, pd, na, a, w);
+        s = conv_group_step(p, g, l, "", pd, a, 3, bm);
     }
     dnnl_primitive_desc_destroy(pd);
     DLP_CHECK(s);
@@ -538,7 +530,7 @@ static dlp_status group_eltwise(cpu_plan *p, const group *g) {
     if (add) {
         dnnl_primitive_attr_t attr;
         DLP_CHECK(cpu_attr_new(&attr));
-        s = post_ops(attr, 0, g->relu >= 0);
+        s = post_ops(attr, 0, 1.f, dnnl_data_type_undef, g->relu >= 0);
         if (!s) s = cpu_pd_check(dnnl_binary_primitive_desc_create(&pd, p->eng, dnnl_binary_add, md, md, md, attr), "add");
         dnnl_primitive_attr_destroy(attr);
     } else {

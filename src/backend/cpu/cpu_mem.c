@@ -503,6 +503,20 @@ dlp_status cpu_scratch_finish(cpu_plan *p) {
 
 // ---- weight copies ----
 
+// A new weight copy record at the end of p->wcopies (counted by the caller once it is complete).
+static dlp_status wcopy_new(cpu_plan *p, int param, int fold_bn, float *fold_bias, int64_t numel, cpu_wcopy **out) {
+    if (grow((void **)&p->wcopies, &p->cap_wcopies, p->nwcopies, sizeof(cpu_wcopy)))
+        return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    cpu_wcopy *c = &p->wcopies[p->nwcopies];
+    memset(c, 0, sizeof *c);
+    c->param = param;
+    c->fold_bn = fold_bn;
+    c->fold_bias = fold_bias;
+    c->numel = numel;
+    *out = c;
+    return DLP_OK;
+}
+
 dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, int fold_bn, float *fold_bias,
                          int snapshot, dnnl_memory_t *out) {
     const dlp_param *prm = &p->net.params[param];
@@ -527,15 +541,9 @@ dlp_status cpu_wcopy_add(cpu_plan *p, int param, const_dnnl_memory_desc_t md, in
             return DLP_OK;
         }
     }
-    if (grow((void **)&p->wcopies, &p->cap_wcopies, p->nwcopies, sizeof(cpu_wcopy)))
-        return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
-    cpu_wcopy *c = &p->wcopies[p->nwcopies];
-    memset(c, 0, sizeof *c);
-    c->param = param;
-    c->fold_bn = fold_bn;
-    c->fold_bias = fold_bias;
+    cpu_wcopy *c;
+    DLP_CHECK(wcopy_new(p, param, fold_bn, fold_bias, numel, &c));
     c->snapshot = snapshot;
-    c->numel = numel;
     const float *src = master;
     if (fold_bn >= 0) {
         c->folded = cpu_alloc(p, (size_t)numel * sizeof(float));
@@ -570,14 +578,8 @@ dlp_status cpu_wcopy_add_q8(cpu_plan *p, int param, const_dnnl_memory_desc_t md,
                        (long long)prm->numel, (long long)numel);
     const_dnnl_memory_desc_t plain;
     DLP_CHECK(cpu_md_plain(p, &plain, nd, dims, dnnl_s8));
-    if (grow((void **)&p->wcopies, &p->cap_wcopies, p->nwcopies, sizeof(cpu_wcopy)))
-        return DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
-    cpu_wcopy *c = &p->wcopies[p->nwcopies];
-    memset(c, 0, sizeof *c);
-    c->param = param;
-    c->fold_bn = fold_bn;
-    c->fold_bias = fold_bias;
-    c->numel = numel;
+    cpu_wcopy *c;
+    DLP_CHECK(wcopy_new(p, param, fold_bn, fold_bias, numel, &c));
     c->qscale = qscale;
     c->qk = dims[0];
     c->q = cpu_alloc(p, (size_t)numel);
