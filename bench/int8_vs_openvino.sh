@@ -5,7 +5,7 @@
 # (issue 32). Or, with --kernels, the oneDNN convolution kernels dlperf's inference runs under each ISA cap.
 #
 #   bench/int8_vs_openvino.sh [--threads N] [--model resnet50] [--weights W.safetensors] [--seed 1] [--random-head]
-#                             [--calib-images 64] [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
+#                             [--calib-images 64] [--int8-first-conv] [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
 #                             [--iters 4] [--min-duration 3] [--warmup 2] [--repeat 3] [--json FILE]
 #                             [--python PATH] [--keep DIR] [--quick]
 #   bench/int8_vs_openvino.sh --kernels [--caps "avx512_core_amx ... avx2"] [--precisions ...] [--batches "1 32"]
@@ -26,8 +26,7 @@
 # IR; each compiled per batch size (static shapes), INFERENCE_NUM_THREADS=N, LATENCY hint, 1 stream, precision hint
 # f32 (fp32 and int8: what NNCF left unquantized runs fp32) or bf16; synchronous infer() calls.
 # dlperf: `dlperf infer --device cpu --from tensor --weights W --batch 1,32 --threads N --precision P`; int8 through
-# dlperf_int8_opts below (the int8 engine is built on its own branch; a build without it is told apart and its rows
-# are left out, the others still run). Top-1: dlperf infer --top5 on the eval images per precision.
+# dlperf_int8_opts below (a build without int8 is told apart and its rows are left out, the others still run). Top-1: dlperf infer --top5 on the eval images per precision.
 # Timing: warm-up calls, then at least --iters calls AND --min-duration seconds per batch size (dlperf infer's rule,
 # same values on both sides); --repeat rounds, in each the two engines back to back per precision, the order
 # alternating from round to round; per side the median of the rounds, and per pair the median of the rounds'
@@ -48,6 +47,7 @@ MODEL=resnet50
 WEIGHTS=""
 SEED=1
 CALIB=64
+FIRST_CONV=()  # --int8-first-conv: dlperf quantizes the first convolution too, as NNCF does (default: it stays fp32)
 EVAL=128
 PRECS=""
 BATCH=32
@@ -70,6 +70,7 @@ while [ $# -gt 0 ]; do
     --weights) WEIGHTS=$2; shift ;;
     --seed) SEED=$2; shift ;;
     --calib-images) CALIB=$2; shift ;;
+    --int8-first-conv) FIRST_CONV=(--int8-first-conv) ;;
     --eval-images) EVAL=$2; shift ;;
     --precisions) PRECS=$2; shift ;;
     --batch) BATCH=$2; shift ;;
@@ -127,14 +128,14 @@ DATA=$("$DLPERF" data gen --classes 8 --per-class $((CALIB / 8)) --val-per-class
 [ -d "$DATA/val" ] && [ -d "$DATA/train" ] || { echo "could not generate the synthetic dataset ($DATA)" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------------------------------
-# The one place the dlperf int8 command line is built (issue 32: infer's `--precision int8`, with the
-# calibration options the int8 engine's --help names once merged). It sets INT8_OPTS, the options that replace
+# The one place the dlperf int8 command line is built (issue 32: infer's `--precision int8` and its calibration
+# options, `--int8-first-conv` when given). It sets INT8_OPTS, the options that replace
 # `--precision P` in every dlperf run of this script: int8, calibrated on CALIB images of the --data dataset
 # (its train split holds exactly those images: the set OpenVINO's NNCF calibrates on). Returns 1, with the reason in
 # INT8_MISSING, when this build's infer does not know int8 or one of these options.
 INT8=int8
 dlperf_int8_opts() {
-  INT8_OPTS=(--precision "$INT8" --calib-images "$CALIB")
+  INT8_OPTS=(--precision "$INT8" --calib-images "$CALIB" "${FIRST_CONV[@]}")
   local help o
   help=$("$DLPERF" infer --help 2>&1)
   if ! grep -E -- '--precision' <<<"$help" | grep -q -w int8; then
@@ -245,7 +246,7 @@ for r in $(seq 1 "$REPEAT"); do
     done
   done
 done
-CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
+CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB${FIRST_CONV[*]:+ ${FIRST_CONV[*]}} --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
 /usr/bin/python3 "$ROOT/bench/int8_vs_openvino.py" report --dir "$TMP" --eval "$DATA/val" --precisions "$PRECS" \
   --repeat "$REPEAT" --batch "$BATCH" --threads "$THREADS" --amx "$HAS_AMX" --missing "$MISSING" \
   --weights-note "$NOTE" --command "$CMD" ${JSON:+--json "$JSON"}
