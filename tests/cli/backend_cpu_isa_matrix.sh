@@ -3,17 +3,20 @@
 # (tests/py/isa_matrix.py has the configurations and why): for each configuration `dlperf infer` in fp32 and bf16 on
 # ResNet-50 (64 px, where a 2.x inference plan has Winograd convolutions) prints the ISA oneDNN ran on and the
 # kernels it chose, and the results' JSON must name the same ISA. Once per ISA, on its forward_inference row, the
-# backend op harness and the whole-step checks against ref (tests/unit/test_backend_ops), `dlperf serve` (one POSTed
+# backend op harness and the whole-step checks against ref (tests/unit/test_backend_ops), the int8 ops against ref
+# (tests/unit/test_nn_quant: oneDNN's int8 kernels are brgconv with VNNI, jit_int8 without), `dlperf serve` (one POSTed
 # JPEG) and `dlperf loadgen --sut local`: that row's harness runs both kinds of forward convolution of that ISA (the
 # training steps' forward_training ones and the inference plan's forward_inference ones), so the ISA's other row
-# would only repeat it; the unit pass runs the harness on the machine's own default. A cap above the machine's best ISA is skipped with a line that says so. The torchvision
-# tests (tests/py/test_torch_parity.py, test_infer_torchvision.py) run their cpu checks over the same matrix.
+# would only repeat it; the unit pass runs the harness on the machine's own default. A cap above the machine's best
+# ISA is skipped with a line that says so. The torchvision tests (tests/py/test_torch_parity.py,
+# test_infer_torchvision.py) run their cpu checks over the same matrix.
 # timeout: 1500
 set -u
 D=${DLPERF:-build/dlperf}
 PY=${PYTHON:-/usr/bin/python3}
 ROOT=${DLPERF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 OPS=$(dirname "$D")/tests/test_backend_ops
+QUANT=$(dirname "$D")/tests/test_nn_quant  # the int8 ops against ref (oneDNN's int8 kernels differ by ISA too)
 T=$(mktemp -d "${DLPERF_TEST_TMP:-/tmp}/isa.XXXXXX")
 SERVE_PID=""
 trap '[ -n "$SERVE_PID" ] && kill -KILL $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
@@ -50,6 +53,14 @@ while IFS=$'\t' read -r label isa envs; do
     grep -E "FAIL|ERROR" "$T/ops-$label.log" | head -10 | sed 's/^/     /'
   fi
   [ $FULL = 0 ] || grep -q "kernels \[resnet steps\] oneDNN ISA $isa " "$T/ops-$label.log" || bad "$label: the plans did not run on $isa"
+  if [ $FULL = 1 ] && [ -x "$QUANT" ]; then
+    if "${ENVS[@]}" "$QUANT" >"$T/quant-$label.log" 2>&1; then
+      echo "  int8 ops and a resnet-mini vs ref: $(grep -o '\[  PASSED  \] [0-9]* test' "$T/quant-$label.log" | grep -o '[0-9]*') tests passed"
+    else
+      bad "$label: test_nn_quant (log: $T/quant-$label.log)"
+      grep -E "FAIL|ERROR" "$T/quant-$label.log" | head -10 | sed 's/^/     /'
+    fi
+  fi
   [ $FULL = 0 ] || grep "kernels \[resnet steps\]   convolution\|Winograd primitives" "$T/ops-$label.log" | sed 's/^ *kernels \[resnet steps\] */  kernel (whole steps): /; s/^ *Winograd/  Winograd/'
   for prec in fp32 bf16; do
     # bf16 where oneDNN has it on this ISA (none on AVX2)
