@@ -4,7 +4,8 @@
 # GPU lease (issue 27: bench/gpu.sh's `probe --json` and `data gen --images-per-class` did). Also checks the
 # parse-only mode itself (every command and sub-command parses through it and runs nothing) and that the extractor
 # (tests/cli/lib/doc_commands.py) finds bad lines in every form the files use, at the right line.
-# tags: asan
+# Not in the sanitizer pass: it checks the documents, not memory (20 s there; the option parser runs under ASan in
+# test_core_opts, the fuzz corpora's replay and every other script).
 # timeout: 180
 set -u
 D=${DLPERF:?}

@@ -58,7 +58,9 @@
 #define TOL_BF16_OP (4 * U_BF16)
 #define BF16_NET_FACTOR 3.0
 
-static int g_sanitizer;  // DLPERF_SANITIZER=1: smaller whole-network cases
+static int g_sanitizer;   // DLPERF_SANITIZER=1: smaller whole-network cases
+static int g_small_nets;  // the sanitizer pass, or DLPERF_TEST_SMALL_NETS=1 (the ISA matrix's lower ISAs): only the
+                          // resnet-mini whole-network cases (ResNet-18/50's run on the machine's best ISA)
 
 // ---- helpers ----
 
@@ -780,8 +782,9 @@ static void test_resnet_steps(void **state) {
         if (is_ref(o) || !computes(o)) continue;
         for (size_t i = 0; i < sizeof k_nets / sizeof k_nets[0]; i++) {
             const net_case *c = &k_nets[i];
-            if (g_sanitizer && !c->sanitizer_ok) {
-                printf("  %s: %s skipped under the sanitizers (time)\n", dlp_backend_name(o), c->model);
+            if (g_small_nets && !c->sanitizer_ok) {
+                printf("  %s: %s skipped (%s: time)\n", dlp_backend_name(o), c->model,
+                       g_sanitizer ? "under the sanitizers" : "DLPERF_TEST_SMALL_NETS");
                 continue;
             }
             fails += net_case_run(ref, o, c, DLP_DTYPE_F32, 7 + i);
@@ -1061,6 +1064,8 @@ static void test_sgd_and_buckets(void **state) {
 int main(void) {
     const char *san = getenv("DLPERF_SANITIZER");
     g_sanitizer = san && san[0] == '1';
+    const char *small = getenv("DLPERF_TEST_SMALL_NETS");
+    g_small_nets = g_sanitizer || (small && small[0] == '1');
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_contract),
