@@ -92,31 +92,6 @@ static void round_bf16(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = dlp_bf16_to_f32(dlp_f32_to_bf16(x[i]));
 }
 
-// Test parameters: conv/fc weights N(0, 1/fan_in) (outputs stay O(1)), fc bias N(0, 0.1), BN gamma in
-// [0.5, 1.5], beta N(0, 0.2); running mean N(0, 0.2), running var in [0.5, 1.5].
-static void init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs) {
-    dlp_rng r;
-    for (int i = 0; i < net->nparams; i++) {
-        const dlp_param *p = &net->params[i];
-        const dlp_layer *l = &net->layers[p->layer];
-        dlp_rng_init(&r, seed, 100 + (uint64_t)i);
-        const int is_w = p == &net->params[l->param0];
-        for (int64_t j = 0; j < p->numel; j++) {
-            float v;
-            if (l->kind == DLP_LAYER_BN) v = is_w ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
-            else if (is_w) v = (float)(dlp_rng_normal(&r) / sqrt((double)p->numel / (double)p->shape[0]));
-            else v = (float)(0.1 * dlp_rng_normal(&r));
-            params[p->offset + j] = v;
-        }
-    }
-    for (int i = 0; i < net->nbufs; i++) {
-        const dlp_param *p = &net->bufs[i];
-        dlp_rng_init(&r, seed, 1000 + (uint64_t)i);
-        const int var = strstr(p->name, "running_var") != NULL;
-        for (int64_t j = 0; j < p->numel; j++)
-            bufs[p->offset + j] = var ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
-    }
-}
 
 // conv and fc weights (what a bf16 plan computes with) rounded to bf16, for ref.
 static void round_weights(const dlp_net *net, float *params) {
@@ -496,7 +471,7 @@ static int op_case_run(const dlp_backend *ref, const dlp_backend *o, const op_ca
     build_op(c, &net);
     const int out = dlp_net_output(&net);
     float *params = malloc((size_t)net.param_count * sizeof(float) + 4), *bufs = malloc((size_t)net.buf_count * sizeof(float) + 4);
-    init_params(&net, seed, params, bufs);
+    dlp_test_init_params(&net, seed, params, bufs);
     if (prec == DLP_DTYPE_BF16) exact_helpers(&net, params);
     const int64_t nin = (int64_t)c->n * c->c * c->h * c->w, nout = (int64_t)c->n * dlp_net_layer_numel(&net, out);
     float *x = randn(nin, seed, 1, 1.0), *dy = randn(nout, seed, 2, 1.0);
@@ -690,7 +665,7 @@ static int net_case_run(const dlp_backend *ref, const dlp_backend *o, const net_
     assert_int_equal(dlp_model_build(c->model, c->classes, c->size, &net), DLP_OK);
     float *params = malloc((size_t)net.param_count * sizeof(float)), *bufs = malloc((size_t)net.buf_count * sizeof(float));
     // torchvision's initialization; running statistics away from (0, 1) so the inference plan folds something
-    init_params(&net, seed, params, bufs);
+    dlp_test_init_params(&net, seed, params, bufs);
     dlp_resnet_init_params(&net, seed, 0, params, NULL);
     if (c->last_bn_gamma > 0)
         for (int i = 0; i < net.nparams; i++)
@@ -894,7 +869,7 @@ static void test_partial_batch(void **state) {
         dlp_net net;
         assert_int_equal(dlp_model_build("resnet-mini-bottleneck", 7, 40, &net), DLP_OK);
         float *w = malloc((size_t)net.param_count * 4), *bufs = malloc((size_t)net.buf_count * 4);
-        init_params(&net, 9, w, bufs);
+        dlp_test_init_params(&net, 9, w, bufs);
         float *x = randn(5 * 3 * 40 * 40, 9, 1, 1.0), ya[5 * 7], yb[3 * 7];
         for (int prec = 0; prec < 2; prec++)
             for (int train = 0; train < 2; train++) {
@@ -972,7 +947,7 @@ static void test_sgd_and_buckets(void **state) {
             const int64_t P = net.param_count;
             float *w = malloc((size_t)P * 4), *bufs = malloc((size_t)net.buf_count * 4), *v = randn(P, 5, 7, 0.01);
             float *g = malloc((size_t)P * 4), *w2 = malloc((size_t)P * 4), *v2 = malloc((size_t)P * 4);
-            init_params(&net, 5, w, bufs);
+            dlp_test_init_params(&net, 5, w, bufs);
             float *x = randn(4 * 3 * 32 * 32, 5, 1, 1.0);
             int32_t labels[4] = {1, 7, 3, 3};
             bucket_rec rec = {.ops = o, .snap = calloc((size_t)P, 4), .tmp = calloc((size_t)P, 4)};

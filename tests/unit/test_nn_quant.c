@@ -50,29 +50,6 @@ static const dlp_backend *backend(const char *name) {
     return b;
 }
 
-static void init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs) {
-    dlp_rng r;
-    for (int i = 0; i < net->nparams; i++) {
-        const dlp_param *p = &net->params[i];
-        const dlp_layer *l = &net->layers[p->layer];
-        dlp_rng_init(&r, seed, 100 + (uint64_t)i);
-        const int is_w = p == &net->params[l->param0];
-        for (int64_t j = 0; j < p->numel; j++) {
-            float v;
-            if (l->kind == DLP_LAYER_BN) v = is_w ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
-            else if (is_w) v = (float)(dlp_rng_normal(&r) / sqrt((double)p->numel / (double)p->shape[0]));
-            else v = (float)(0.1 * dlp_rng_normal(&r));
-            params[p->offset + j] = v;
-        }
-    }
-    for (int i = 0; i < net->nbufs; i++) {
-        const dlp_param *p = &net->bufs[i];
-        dlp_rng_init(&r, seed, 1000 + (uint64_t)i);
-        const int var = strstr(p->name, "running_var") != NULL;
-        for (int64_t j = 0; j < p->numel; j++)
-            bufs[p->offset + j] = var ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
-    }
-}
 
 static float *randn(int64_t n, uint64_t seed) {
     float *x = malloc((size_t)n * sizeof(float));
@@ -207,7 +184,7 @@ static void test_ops_vs_ref(void **state) {
         dlp_net net;
         build(c, &net);
         float *params = calloc((size_t)net.param_count, sizeof(float)), *bufs = calloc((size_t)net.buf_count + 1, sizeof(float));
-        init_params(&net, 11 + ci, params, bufs);
+        dlp_test_init_params(&net, 11 + ci, params, bufs);
         const int n = 4;
         float *x = randn(n * dlp_net_layer_numel(&net, 0), 5 + ci);
         const int64_t nout = n * dlp_net_layer_numel(&net, net.nlayers - 1);
@@ -258,7 +235,7 @@ static void test_resnet_mini(void **state) {
     dlp_net net;
     assert_int_equal(dlp_model_build("resnet-mini", 10, 32, &net), DLP_OK);
     float *params = calloc((size_t)net.param_count, sizeof(float)), *bufs = calloc((size_t)net.buf_count, sizeof(float));
-    init_params(&net, 3, params, bufs);
+    dlp_test_init_params(&net, 3, params, bufs);
     const int n = 16;
     float *x = randn(n * dlp_net_layer_numel(&net, 0), 9);
     float *want, *got;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/tensor.h"
 
 void dlp_test_tmpdir(char *buf, size_t len) {
@@ -67,4 +68,28 @@ dlp_status dlp_test_set_input(dlp_plan *p, const dlp_net *net, const float *x, i
     dlp_status st = dlp_plan_set_input(p, buf, n);
     free(buf);
     return st;
+}
+
+void dlp_test_init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs) {
+    dlp_rng r;
+    for (int i = 0; i < net->nparams; i++) {
+        const dlp_param *p = &net->params[i];
+        const dlp_layer *l = &net->layers[p->layer];
+        dlp_rng_init(&r, seed, 100 + (uint64_t)i);
+        const int is_w = p == &net->params[l->param0];
+        for (int64_t j = 0; j < p->numel; j++) {
+            float v;
+            if (l->kind == DLP_LAYER_BN) v = is_w ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
+            else if (is_w) v = (float)(dlp_rng_normal(&r) / sqrt((double)p->numel / (double)p->shape[0]));
+            else v = (float)(0.1 * dlp_rng_normal(&r));
+            params[p->offset + j] = v;
+        }
+    }
+    for (int i = 0; i < net->nbufs; i++) {
+        const dlp_param *p = &net->bufs[i];
+        dlp_rng_init(&r, seed, 1000 + (uint64_t)i);
+        const int var = strstr(p->name, "running_var") != NULL;
+        for (int64_t j = 0; j < p->numel; j++)
+            bufs[p->offset + j] = var ? (float)dlp_rng_range(&r, 0.5, 1.5) : (float)(0.2 * dlp_rng_normal(&r));
+    }
 }

@@ -15,4 +15,8 @@ double dlp_test_max_rel_err(const float *a, const float *b, size_t n, float floo
 // DLP_ERR_UNSUPPORTED for an input type other than fp32, bf16 and fp16.
 dlp_status dlp_test_set_input(dlp_plan *p, const dlp_net *net, const float *x, int n);
 
+// Seeded test parameters: conv/fc weights N(0, 1/fan_in) (outputs stay O(1)), fc bias N(0, 0.1), BN gamma in
+// [0.5, 1.5], beta N(0, 0.2); running mean N(0, 0.2), running var in [0.5, 1.5].
+void dlp_test_init_params(const dlp_net *net, uint64_t seed, float *params, float *bufs);
+
 #endif
