@@ -4,10 +4,11 @@
 #                [--jobs N]
 # A script exits 0 (pass), 77 (skip: it prints why) or anything else (fail). Header lines in a script:
 #   "# tags: slow"   skipped by --quick;  "# tags: asan"  also run in the sanitizer pass;  "# timeout: 900"
-#   "# tags: light"  uses little CPU and asserts no speed or latency: may run beside another light script
-#                    (--jobs, default 2; every other script runs alone)
+#   "# tags: light"  uses little CPU (it waits on timers, sockets, links) and asserts no speed: runs beside another
+#                    light script (--jobs, default 2; the light ones run first; every other script runs alone)
 # The unit binaries run --jobs at a time (they assert no speed either; most run on one thread).
-# Results print in the scripts' order whatever ran beside what; a light script's time is marked "[beside]".
+# Results print in the order run (light scripts first, then the rest in name order) whatever ran beside what; a
+# light script's time is marked "[beside]".
 # Every test's wall-clock and CPU time (user + system, its child processes included), each phase's time, the
 # total and the ten slowest tests are printed; the closing line is
 # "N passed, N failed, N skipped"; the exit status is non-zero if anything failed.
@@ -151,12 +152,18 @@ run_pass() {  # build-dir sanitizer(0/1)
   wait; flush
   rm -rf "$RES"
   ps=$(elapsed "$p0"); PHASES="$PHASES$(printf '  %-28s %7.1f s' "unit binaries$TAG" "$ps")"$'\n'
-  # End-to-end scripts: a light one may start while another light one runs; any other waits until it runs alone.
+  # End-to-end scripts: the light ones first, $JOBS at a time (most of them wait on timers, sockets or a namespace's
+  # link, not on the CPU); then every other one alone. Results print in that order.
   p0=$(date +%s.%N)
   RES=$(mktemp -d "${TMPDIR:-/tmp}/dlperf-test-res.XXXXXX")
   N=0; NEXT=0; REPORT=report_script
-  for t in tests/cli/*.sh tests/py/test_*.py; do
-    [ -f "$t" ] || continue
+  local all=() lights=() heavies=() t
+  for t in tests/cli/*.sh tests/py/test_*.py; do [ -f "$t" ] && all+=("$t"); done
+  for t in "${all[@]}"; do
+    if [ "$JOBS" -gt 1 ] && [[ " $(sed -n 's/^# tags: *//p' "$t" | head -1) " == *" light "* ]]; then lights+=("$t")
+    else heavies+=("$t"); fi
+  done
+  for t in "${lights[@]}" "${heavies[@]}"; do
     local name log tags to light
     name=$(basename "$t"); log="$logdir/$name.log"
     tags=$(sed -n 's/^# tags: *//p' "$t" | head -1)

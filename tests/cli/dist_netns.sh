@@ -17,6 +17,7 @@
 # The link watch is shorter than the deadline: mpirun, once aborting, waits for every daemon, so a host off the
 # network must be given up by the agent (as ssh -o ServerAliveInterval does on a real cluster) first.
 # Skipped (exit 77) where namespaces cannot be made (not root, no veth/bridge/tbf) or the build has no MPI.
+# tags: light
 # timeout: 150
 set -u
 D=${DLPERF:?}

@@ -2,7 +2,7 @@
 # `dlperf loadgen` end to end over HTTP on 127.0.0.1: Server, SingleStream, Offline, the Server search, an
 # INVALID run (exit 3), option errors; against the service run with the test-double engine (the helper mode of
 # build/tests/test_serve_server_mhd), whose own counts must match what the loadgen saw. Bounded: ~30 s.
-# tags: asan
+# tags: asan light
 # timeout: 180
 set -u
 BIN=$(dirname "$DLPERF")

@@ -2,6 +2,7 @@
 # `dlperf loadgen --concurrency-range` / `--request-rate-range` against a real `dlperf serve` (resnet-mini 32 px on
 # the ref engine): perf_analyzer's CSV columns, one row per level sorted by throughput, the server's queue and
 # inference times taken from its answers, stable windows, and the server's own count of answers. Bounded: ~20 s.
+# tags: light
 # timeout: 120
 set -u
 D="$DLPERF"

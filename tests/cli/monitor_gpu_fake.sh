@@ -2,7 +2,7 @@
 # The GPU source through a stand-in NVML library (tests/fixtures/monitor/fake_nvml.c, built here): dlopen of a
 # given library, every query, "not supported" asked once then left out, power from the energy counter, energy
 # totals, and the GPU metrics in /metrics accepted by promtool. Also the NVML-absent path through the CLI.
-# tags: asan
+# tags: asan light
 # timeout: 120
 set -u
 D=${DLPERF:?} PY=${PYTHON:-/usr/bin/python3} ROOT=${DLPERF_ROOT:-.} T=${DLPERF_TEST_TMP:-/tmp}/mongpu.$$

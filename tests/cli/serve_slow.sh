@@ -5,6 +5,7 @@
 # oldest header-phase connection), and no slow-header connection may live much past --header-timeout (2 s here).
 # Then requests answered after the client half-closes (shutdown(SHUT_WR)): GET, chunked POST of a JPEG, chunked
 # POST of a non-JPEG (400). Then --max-conns-per-ip: the 4th connection from one address is refused.
+# tags: light
 # timeout: 90
 set -u
 T="$DLPERF_TEST_TMP/serve_slow.$$"
