@@ -39,13 +39,6 @@ static void on_stage(void *ctx, dlp_eval_stage_id id, const char *title, int ran
         printf("%d GPUs: one training process per GPU (mpirun -np %d, gradients over NCCL)\n", ranks, ranks);
 }
 
-// Why a stage has no figures, for the summary.
-static const char *no_figures(const dlp_eval_stage *s) {
-    if (s->rc < 0) return "not run (the run was stopped)";
-    if (s->rc == 0) return "not measured (the stage's result could not be read)";
-    return "not measured (the stage failed: see above)";
-}
-
 static void fmt_dur(char *buf, size_t len, double s) {
     if (!isfinite(s) || s < 0) snprintf(buf, len, "-");
     else if (s < 90) snprintf(buf, len, "%.0f s", s);
@@ -103,7 +96,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         printf("data preparation  %s img/s with %d loader thread%s (%s img/s with one) at %d px\n", b1,
                s->prep_workers, s->prep_workers == 1 ? "" : "s", b2, o->size);
     } else {
-        printf("data preparation  %s\n", no_figures(&ev->stage[DLP_EVAL_DATA]));
+        printf("data preparation  %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_DATA]));
     }
     if (s->have_train) {
         double frac = s->train_fraction_of_peak;
@@ -115,7 +108,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         if (isfinite(frac)) printf(", %.0f%% of the measured peak\n", 100 * frac);
         if (s->train_stall_text) printf("                  %s\n", s->train_stall_text);
     } else {
-        printf("training          %s\n", no_figures(&ev->stage[DLP_EVAL_TRAIN]));
+        printf("training          %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_TRAIN]));
     }
     if (s->bottleneck) printf("bottleneck        %s\n", s->bottleneck_text);
     if (s->have_infer) {
@@ -123,7 +116,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         printf("inference         %s img/s offline at batch %d%s; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
                s->infer_batch, c->infer_int8 ? " (int8)" : "", s->latency_batch, s->latency_p50_ms, s->latency_p99_ms);
     } else {
-        printf("inference         %s\n", no_figures(&ev->stage[DLP_EVAL_INFER]));
+        printf("inference         %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_INFER]));
     }
     if (s->have_train || s->have_infer) {
         printf("hardware (monitored every 500 ms; time series in %s/*-monitor.csv):\n", c->out);

@@ -476,8 +476,7 @@ static void hw_of(const json_t *result, dlp_eval_hw *hw) {
     if (hw->ngpu) hw->gpu_util_pct = gpu / hw->ngpu;
 }
 
-// Why a stage gave no figures.
-static const char *no_result(const dlp_eval_stage *st) {
+const char *dlp_eval_stage_why(const dlp_eval_stage *st) {
     if (st->rc < 0) return "not run (the run was stopped)";
     if (st->rc == 0) return "not measured (the stage's result could not be read)";
     return "not measured (the stage failed: see above)";
@@ -599,7 +598,7 @@ static void online_figures(const dlp_eval_cfg *c, const dlp_eval *ev, dlp_eval_s
         o->img_per_s = pt ? jnum(pt, "images_per_s") : NAN;
         o->batch = pt ? jint(pt, "batch", 0) : 0;
         o->have = isfinite(o->img_per_s) && o->img_per_s > 0;
-        if (!o->have) o->why = no_result(st);
+        if (!o->have) o->why = dlp_eval_stage_why(st);
     }
     for (int k = 0; k < s->n_online; k++)
         s->online[k].usd_per_million_images = usd_per_million(c->usd_per_hour, s->online[k].img_per_s);

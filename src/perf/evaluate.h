@@ -4,7 +4,7 @@
 // them. It lives in perf/ rather than run/ because it prices through perf/cost (run/ comes before perf/).
 // Defines: dlp_eval_cfg, dlp_eval_stage, dlp_eval, dlp_eval_progress_fn, dlp_eval_run_stages, dlp_eval_hw,
 //          dlp_eval_system, dlp_eval_summary, dlp_eval_summarize, dlp_eval_summary_free, dlp_eval_summary_json,
-//          dlp_eval_catch_signals, dlp_eval_release_signals, dlp_eval_stop_signal, dlp_eval_free.
+//          dlp_eval_stage_why, dlp_eval_online, dlp_eval_catch_signals, dlp_eval_release_signals, dlp_eval_stop_signal, dlp_eval_free.
 #ifndef DLP_PERF_EVALUATE_H
 #define DLP_PERF_EVALUATE_H
 #include <jansson.h>
@@ -66,6 +66,8 @@ int dlp_eval_stop_signal(void);
 // rc and the run goes on with the next. Returns an error only when it cannot allocate.
 dlp_status dlp_eval_run_stages(const dlp_eval_cfg *cfg, dlp_eval *ev, dlp_eval_progress_fn progress, void *ctx);
 void dlp_eval_free(dlp_eval *ev);
+// Why a stage has no figures: not run (the run was stopped), its result unreadable, or it failed.
+const char *dlp_eval_stage_why(const dlp_eval_stage *s);
 
 // The hardware monitor's summary of a stage (its result's monitor.total).
 typedef struct dlp_eval_hw {
