@@ -22,7 +22,7 @@
 #include "report/report.h"
 
 typedef struct run_opts {
-    const char *data, *device, *model, *infer_batches, *compare, *out, *json;
+    const char *data, *device, *model, *infer_batches, *compare, *out, *json, *online;
     int precision, size, batch, threads, workers, quick, bench_images;
     double train_seconds, infer_seconds, usd_per_hour;
 } run_opts;
@@ -37,13 +37,6 @@ static void on_stage(void *ctx, dlp_eval_stage_id id, const char *title, int ran
     banner(title);
     if (id == DLP_EVAL_TRAIN && ranks > 1)
         printf("%d GPUs: one training process per GPU (mpirun -np %d, gradients over NCCL)\n", ranks, ranks);
-}
-
-// Why a stage has no figures, for the summary.
-static const char *no_figures(const dlp_eval_stage *s) {
-    if (s->rc < 0) return "not run (the run was stopped)";
-    if (s->rc == 0) return "not measured (the stage's result could not be read)";
-    return "not measured (the stage failed: see above)";
 }
 
 static void fmt_dur(char *buf, size_t len, double s) {
@@ -73,6 +66,27 @@ static void print_hw(const char *label, const dlp_eval_hw *h) {
            h->cpu_util_pct, h->process_cores, h->peak_rss_bytes / (1 << 20), h->disk_read_bytes_per_s / 1e6, pw, gp);
 }
 
+// The online phase per precision: throughput and what a million images cost in each (measured here).
+static void print_online(const dlp_eval_summary *s) {
+    if (s->n_online < 2) return;  // only the served precision: the inference and cost lines said it
+    printf("online phase by precision (measured here by dlperf infer; each other precision at the served "
+           "throughput batch):\n  %-14s %10s %9s %14s\n", "precision", "img/s", "x served", "$/1M images");
+    for (int k = 0; k < s->n_online; k++) {
+        const dlp_eval_online *e = &s->online[k];
+        char name[32], b1[32], x[32] = "-", c[32] = "-";
+        snprintf(name, sizeof name, "%s%s", dlp_dtype_name(e->precision), e->served ? " (served)" : "");
+        if (!e->have) {
+            printf("  %-14s %s\n", name, e->why ? e->why : "not measured");
+            continue;
+        }
+        fmt_rate(b1, sizeof b1, e->img_per_s);
+        if (s->online[0].have) snprintf(x, sizeof x, "%.2f", e->img_per_s / s->online[0].img_per_s);
+        if (isfinite(e->usd_per_million_images)) snprintf(c, sizeof c, "%.2f", e->usd_per_million_images);
+        printf("  %-14s %10s %9s %14s  batch %d\n", name, b1, x, c, e->batch);
+    }
+    if (!isfinite(s->usd_per_hour)) printf("  ($/1M images: give --usd-per-hour)\n");
+}
+
 // The measured figures: data preparation, training, the verdict, inference, the hardware and the cost.
 static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_eval *ev, const dlp_eval_summary *s) {
     char b1[32], b2[32];
@@ -82,7 +96,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         printf("data preparation  %s img/s with %d loader thread%s (%s img/s with one) at %d px\n", b1,
                s->prep_workers, s->prep_workers == 1 ? "" : "s", b2, o->size);
     } else {
-        printf("data preparation  %s\n", no_figures(&ev->stage[DLP_EVAL_DATA]));
+        printf("data preparation  %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_DATA]));
     }
     if (s->have_train) {
         double frac = s->train_fraction_of_peak;
@@ -94,7 +108,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         if (isfinite(frac)) printf(", %.0f%% of the measured peak\n", 100 * frac);
         if (s->train_stall_text) printf("                  %s\n", s->train_stall_text);
     } else {
-        printf("training          %s\n", no_figures(&ev->stage[DLP_EVAL_TRAIN]));
+        printf("training          %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_TRAIN]));
     }
     if (s->bottleneck) printf("bottleneck        %s\n", s->bottleneck_text);
     if (s->have_infer) {
@@ -102,7 +116,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
         printf("inference         %s img/s offline at batch %d%s; batch %d latency p50 %.1f ms, p99 %.1f ms\n", b1,
                s->infer_batch, c->infer_int8 ? " (int8)" : "", s->latency_batch, s->latency_p50_ms, s->latency_p99_ms);
     } else {
-        printf("inference         %s\n", no_figures(&ev->stage[DLP_EVAL_INFER]));
+        printf("inference         %s\n", dlp_eval_stage_why(&ev->stage[DLP_EVAL_INFER]));
     }
     if (s->have_train || s->have_infer) {
         printf("hardware (monitored every 500 ms; time series in %s/*-monitor.csv):\n", c->out);
@@ -117,6 +131,7 @@ static void print_measured(const run_opts *o, const dlp_eval_cfg *c, const dlp_e
     } else {
         printf("cost              give --usd-per-hour (rent, or amortization + power) to price this machine's images\n");
     }
+    print_online(s);
 }
 
 // The catalog's systems beside this machine.
@@ -180,6 +195,47 @@ static void run_dir(const run_opts *o, char *out, size_t len) {
     snprintf(out, len, "dlperf-run-%s", ts);
 }
 
+// --online-precisions into c->online_precisions: the list given (the served precision left out), or auto's: fp32,
+// bf16 where the CPU runs it and int8 on the cpu device (oneDNN's int8 convolutions); none for other devices.
+static dlp_status online_precisions(const run_opts *o, const dlp_host_info *h, const dlp_backend *dev_b,
+                                    dlp_eval_cfg *c) {
+    const dlp_dtype served = c->infer_int8 ? DLP_DTYPE_I8 : c->precision;
+    dlp_dtype want[8];
+    int n = 0;
+    c->n_online = 0;
+    if (strcmp(o->online, "none") == 0) return DLP_OK;
+    if (strcmp(o->online, "auto") == 0) {
+        const int cpu = dev_b && strcmp(dlp_backend_name(dev_b), "cpu") == 0;
+        if (!cpu) return DLP_OK;
+        want[n++] = DLP_DTYPE_F32;
+        if (dlp_backend_get_caps(dev_b)->host_bf16 && (h->avx512_bf16 || h->amx_bf16)) want[n++] = DLP_DTYPE_BF16;
+        want[n++] = DLP_DTYPE_I8;
+    } else {
+        const char *p = o->online;
+        while (*p && n < 8) {
+            char name[16];
+            const size_t len = strcspn(p, ",");
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+            int v;
+            if (len >= sizeof name || dlp_opt_choice_parse(dlp_precision_choices, "--online-precisions", name, &v) ||
+                v == DLP_PRECISION_AUTO) {
+                dlp_err_clear();
+                return DLP_ERR(DLP_ERR_INVALID, "--online-precisions: auto, none, or a list of fp32|bf16|fp16|int8 "
+                               "like bf16,int8 (got '%s')", o->online);
+            }
+            want[n++] = (dlp_dtype)v;
+            p += len + (p[len] == ',');
+        }
+        if (n == 0) return DLP_ERR(DLP_ERR_INVALID, "--online-precisions: an empty list (none: no other precision)");
+    }
+    for (int i = 0; i < n; i++) {
+        int dup = want[i] == served;
+        for (int k = 0; k < c->n_online; k++) dup |= c->online_precisions[k] == want[i];
+        if (!dup && c->n_online < DLP_EVAL_MAX_ONLINE) c->online_precisions[c->n_online++] = want[i];
+    }
+    return DLP_OK;
+}
+
 int dlp_cli_run(int argc, char **argv) {
     run_opts o;
     dlp_opt opts[] = {
@@ -197,6 +253,7 @@ int dlp_cli_run(int argc, char **argv) {
         {"infer-seconds", 0, DLP_OPT_DOUBLE, &o.infer_seconds, "5", "S", "timed seconds per inference batch size", NULL, 0},
         {"bench-images", 0, DLP_OPT_INT, &o.bench_images, "512", "N", "images per data-preparation measurement", NULL, 0},
         {"compare", 0, DLP_OPT_STR, &o.compare, "dgx-a100,dgx-station,desktop-4090", "ID,..", "catalog systems predicted for the same workload (none: skip)", NULL, 0},
+        {"online-precisions", 0, DLP_OPT_STR, &o.online, "auto", "LIST", "the online phase's throughput and cost per million images also in these precisions, at the served throughput batch (auto: fp32, bf16 where the CPU has it and int8 on the cpu device; none)", NULL, 0},
         {"usd-per-hour", 0, DLP_OPT_DOUBLE, &o.usd_per_hour, "0", "X", "what an hour of this machine costs (rent, or amortization + power): prices its images", NULL, 0},
         {"quick", 0, DLP_OPT_FLAG, &o.quick, NULL, NULL, "a short run for a first look and tests: resnet18 at 112 px, batch 16, 15 s of training, 1 s per inference batch", NULL, 0},
         {"out", 'o', DLP_OPT_STR, &o.out, NULL, "DIR", "run directory for every stage's result and time series (new; default dlperf-run-<UTC time>)", NULL, 0},
@@ -252,6 +309,8 @@ int dlp_cli_run(int argc, char **argv) {
         c.precision = c.is_gpu || (dev_b && dlp_backend_get_caps(dev_b)->host_bf16 && (h.avx512_bf16 || h.amx_bf16))
                           ? DLP_DTYPE_BF16
                           : DLP_DTYPE_F32;
+
+    if ((st = online_precisions(&o, &h, dev_b, &c))) return dlp_cli_fail(st);
 
     char out[4096];
     run_dir(&o, out, sizeof out);

@@ -290,20 +290,60 @@ static void train_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
     run_stage_monitored(c, s, a);
 }
 
-// 3. the online phase: inference throughput and latency
-static void infer_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
-    stage_start(c, s, a);
+// `dlperf infer` in `precision` over `batches` ("1,32"), up to batch `maxb`.
+static void infer_args(const dlp_eval_cfg *c, argbuf *a, dlp_dtype precision, const char *batches, int maxb) {
     arg(a, "infer");
-    model_opts(a, c, c->infer_int8 ? DLP_DTYPE_I8 : c->precision);
-    if (c->infer_int8) opt(a, "--calib-images", "%d", 64);
-    opt(a, "--batch", "%s", c->infer_batch_list);
-    int maxb = 1;
-    for (int i = 0; i < c->n_infer_batches; i++)
-        if (c->infer_batches[i] > maxb) maxb = c->infer_batches[i];
+    model_opts(a, c, precision);
+    if (precision == DLP_DTYPE_I8) opt(a, "--calib-images", "%d", 64);
+    opt(a, "--batch", "%s", batches);
     opt(a, "--samples", "%d", maxb > 64 ? maxb : 64);
     opt(a, "--min-duration", "%g", c->infer_seconds);
     opt(a, "--iters", "3");
+}
+
+static dlp_dtype served_precision(const dlp_eval_cfg *c) { return c->infer_int8 ? DLP_DTYPE_I8 : c->precision; }
+
+// 3. the online phase: inference throughput and latency
+static void infer_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a) {
+    stage_start(c, s, a);
+    int maxb = 1;
+    for (int i = 0; i < c->n_infer_batches; i++)
+        if (c->infer_batches[i] > maxb) maxb = c->infer_batches[i];
+    infer_args(c, a, served_precision(c), c->infer_batch_list, maxb);
     run_stage_monitored(c, s, a);
+}
+
+static const json_t *infer_best(const json_t *inf);
+static int jint(const json_t *o, const char *path, int def);
+
+// The batch the online phase's throughput was best at (the largest asked when the infer stage gave none).
+static int throughput_batch(const dlp_eval_cfg *c, const dlp_eval *ev) {
+    const json_t *best = infer_best(ev->stage[DLP_EVAL_INFER].result);
+    int b = best ? jint(best, "batch", 0) : 0;
+    for (int i = 0; b < 1 && i < c->n_infer_batches; i++)
+        if (c->infer_batches[i] > b) b = c->infer_batches[i];
+    return b > 0 ? b : 1;
+}
+
+// 3b. the online phase's throughput in another precision, at the served phase's throughput batch: its cost
+static void online_stage(const dlp_eval_cfg *c, dlp_eval_stage *s, argbuf *a, dlp_dtype precision, int batch) {
+    stage_start(c, s, a);
+    char b[16];
+    snprintf(b, sizeof b, "%d", batch);
+    infer_args(c, a, precision, b, batch);
+    opt(a, "--monitor-interval", "0");
+    opt(a, "--json", "%s", s->json_path);
+    run_stage(s, a);
+}
+
+static const char *online_name(dlp_dtype t) {
+    switch (t) {
+    case DLP_DTYPE_F32: return "infer-fp32";
+    case DLP_DTYPE_BF16: return "infer-bf16";
+    case DLP_DTYPE_F16: return "infer-fp16";
+    case DLP_DTYPE_I8: return "infer-int8";
+    default: return "infer-other";
+    }
 }
 
 // 4. the catalog's systems for the same workload
@@ -330,6 +370,10 @@ dlp_status dlp_eval_run_stages(const dlp_eval_cfg *c, dlp_eval *ev, dlp_eval_pro
         ev->stage[i].name = names[i];
         ev->stage[i].rc = -1;
     }
+    for (int k = 0; k < DLP_EVAL_MAX_ONLINE; k++) {
+        ev->online[k].name = k < c->n_online ? online_name(c->online_precisions[k]) : NULL;
+        ev->online[k].rc = -1;
+    }
     argbuf *a = calloc(1, sizeof *a);
     if (!a) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     for (int i = 0; i < DLP_EVAL_NSTAGES; i++) {
@@ -342,6 +386,15 @@ dlp_status dlp_eval_run_stages(const dlp_eval_cfg *c, dlp_eval *ev, dlp_eval_pro
         else if (i == DLP_EVAL_TRAIN) train_stage(c, s, a);
         else if (i == DLP_EVAL_INFER) infer_stage(c, s, a);
         else predict_stage(c, s, a);
+        if (i != DLP_EVAL_INFER) continue;
+        const int b = throughput_batch(c, ev);
+        for (int k = 0; k < c->n_online && k < DLP_EVAL_MAX_ONLINE && !g_stop; k++) {
+            char title[160];
+            snprintf(title, sizeof title, "the online phase in %s: throughput at batch %d, for its cost per image",
+                     dlp_dtype_name(c->online_precisions[k]), b);
+            if (progress) progress(ctx, DLP_EVAL_INFER, title, 0);
+            online_stage(c, &ev->online[k], a, c->online_precisions[k], b);
+        }
     }
     free(a);
     return DLP_OK;
@@ -352,13 +405,18 @@ void dlp_eval_free(dlp_eval *ev) {
         json_decref(ev->stage[i].result);
         ev->stage[i].result = NULL;
     }
+    for (int k = 0; k < DLP_EVAL_MAX_ONLINE; k++) {
+        json_decref(ev->online[k].result);
+        ev->online[k].result = NULL;
+    }
 }
 
 json_t *dlp_eval_stages_json(const dlp_eval *ev, int *failed) {
     json_t *jst = json_object();
     *failed = 0;
-    for (int i = 0; i < DLP_EVAL_NSTAGES; i++) {
-        const dlp_eval_stage *s = &ev->stage[i];
+    for (int i = 0; i < DLP_EVAL_NSTAGES + DLP_EVAL_MAX_ONLINE; i++) {
+        const dlp_eval_stage *s = i < DLP_EVAL_NSTAGES ? &ev->stage[i] : &ev->online[i - DLP_EVAL_NSTAGES];
+        if (i >= DLP_EVAL_NSTAGES && !s->name) continue;  // the online phase in other precisions: those asked
         json_t *e = json_object();
         json_object_set_new(e, "exit_status", json_integer(s->rc));
         json_object_set_new(e, "ran", json_boolean(s->rc >= 0));
@@ -416,6 +474,12 @@ static void hw_of(const json_t *result, dlp_eval_hw *hw) {
         if (strncmp(k, "gpu.", 4) == 0 && n > 9 && strcmp(k + n - 9, ".util_pct") == 0) gpu += mean, hw->ngpu++;
     }
     if (hw->ngpu) hw->gpu_util_pct = gpu / hw->ngpu;
+}
+
+const char *dlp_eval_stage_why(const dlp_eval_stage *st) {
+    if (st->rc < 0) return "not run (the run was stopped)";
+    if (st->rc == 0) return "not measured (the stage's result could not be read)";
+    return "not measured (the stage failed: see above)";
 }
 
 // $ per million images at a machine's hourly price (perf/cost); NAN when either is unknown.
@@ -513,6 +577,33 @@ static void infer_figures(const dlp_eval_cfg *c, const json_t *inf, dlp_eval_sum
     }
 }
 
+// The online phase per precision: the served one (the infer stage's best batch) first, then each other precision
+// measured at that batch; each priced at the machine's hourly price (usd_per_million, as the other figures).
+static void online_figures(const dlp_eval_cfg *c, const dlp_eval *ev, dlp_eval_summary *s) {
+    s->n_online = 0;
+    if (ev->stage[DLP_EVAL_INFER].rc < 0) return;  // the run stopped before the online phase
+    if (!s->have_infer && c->n_online == 0) return;
+    dlp_eval_online *o = &s->online[s->n_online++];
+    o->precision = served_precision(c);
+    o->served = 1;
+    o->img_per_s = s->have_infer ? s->infer_img_per_s : NAN;
+    o->batch = s->have_infer ? s->infer_batch : 0;
+    o->have = isfinite(o->img_per_s) && o->img_per_s > 0;
+    if (!o->have) o->why = "not measured (the infer stage gave no throughput)";
+    for (int k = 0; k < c->n_online && k < DLP_EVAL_MAX_ONLINE; k++) {
+        const dlp_eval_stage *st = &ev->online[k];
+        const json_t *pt = st->result ? infer_best(st->result) : NULL;
+        o = &s->online[s->n_online++];
+        o->precision = c->online_precisions[k];
+        o->img_per_s = pt ? jnum(pt, "images_per_s") : NAN;
+        o->batch = pt ? jint(pt, "batch", 0) : 0;
+        o->have = isfinite(o->img_per_s) && o->img_per_s > 0;
+        if (!o->have) o->why = dlp_eval_stage_why(st);
+    }
+    for (int k = 0; k < s->n_online; k++)
+        s->online[k].usd_per_million_images = usd_per_million(c->usd_per_hour, s->online[k].img_per_s);
+}
+
 static dlp_status compare_figures(const json_t *pred, dlp_eval_summary *s) {
     const json_t *preds = json_object_get(pred, "predictions"), *p;
     size_t i, n = json_is_array(preds) ? json_array_size(preds) : 0;
@@ -545,6 +636,7 @@ dlp_status dlp_eval_summarize(const dlp_eval_cfg *c, const dlp_eval *ev, dlp_eva
     s->usd_per_hour = c->usd_per_hour > 0 ? c->usd_per_hour : NAN;
     s->usd_per_million_train_images = usd_per_million(c->usd_per_hour, s->train_img_per_s);
     s->usd_per_million_inferences = usd_per_million(c->usd_per_hour, s->infer_img_per_s);
+    online_figures(c, ev, s);
     return pred ? compare_figures(pred, s) : DLP_OK;
 }
 
@@ -589,6 +681,31 @@ static const dlp_field_def k_summary_infer_fields[] = {
 static const dlp_field_def k_summary_cost_fields[] = {
     SUM_N(usd_per_hour), SUM_N(usd_per_million_train_images), SUM_N(usd_per_million_inferences), {0}};
 
+// {"source", "usd_per_hour", "precisions": [{precision, served, batch, img_per_s, x_served, usd_per_million_images,
+// not_measured}]}
+static json_t *online_json(const dlp_eval_summary *s) {
+    const double served = s->online[0].img_per_s;
+    json_t *arr = json_array();
+    for (int k = 0; k < s->n_online; k++) {
+        const dlp_eval_online *o = &s->online[k];
+        json_t *e = json_object();
+        json_object_set_new(e, "precision", json_string(dlp_dtype_name(o->precision)));
+        json_object_set_new(e, "served", json_boolean(o->served));
+        json_object_set_new(e, "batch", o->have ? json_integer(o->batch) : json_null());
+        json_object_set_new(e, "img_per_s", o->have ? dlp_json_real_or_null(o->img_per_s) : json_null());
+        json_object_set_new(e, "x_served", o->have && served > 0 ? dlp_json_real_or_null(o->img_per_s / served) : json_null());
+        json_object_set_new(e, "usd_per_million_images", dlp_json_real_or_null(o->usd_per_million_images));
+        if (!o->have) json_object_set_new(e, "not_measured", json_string(o->why ? o->why : "not measured"));
+        json_array_append_new(arr, e);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "source", json_string("measured: dlperf infer on this machine, the served precision over "
+                                                 "its batch sizes (best), each other one at that batch"));
+    json_object_set_new(o, "usd_per_hour", dlp_json_real_or_null(s->usd_per_hour));
+    json_object_set_new(o, "precisions", arr);
+    return o;
+}
+
 json_t *dlp_eval_summary_json(const dlp_eval_summary *s) {
     json_t *sum = json_object();
     if (s->have_prep) dlp_fields_write(sum, k_summary_prep_fields, s);
@@ -602,6 +719,7 @@ json_t *dlp_eval_summary_json(const dlp_eval_summary *s) {
         json_object_set_new(sum, "hardware", hw);
     }
     if (isfinite(s->usd_per_hour)) dlp_fields_write(sum, k_summary_cost_fields, s);
+    if (s->n_online) json_object_set_new(sum, "online_cost", online_json(s));
     if (s->have_compare) {
         json_t *cmp = json_array();
         for (int i = 0; i < s->n_compare; i++) {

@@ -4,7 +4,7 @@
 // them. It lives in perf/ rather than run/ because it prices through perf/cost (run/ comes before perf/).
 // Defines: dlp_eval_cfg, dlp_eval_stage, dlp_eval, dlp_eval_progress_fn, dlp_eval_run_stages, dlp_eval_hw,
 //          dlp_eval_system, dlp_eval_summary, dlp_eval_summarize, dlp_eval_summary_free, dlp_eval_summary_json,
-//          dlp_eval_catch_signals, dlp_eval_release_signals, dlp_eval_stop_signal, dlp_eval_free.
+//          dlp_eval_stage_why, dlp_eval_online, dlp_eval_catch_signals, dlp_eval_release_signals, dlp_eval_stop_signal, dlp_eval_free.
 #ifndef DLP_PERF_EVALUATE_H
 #define DLP_PERF_EVALUATE_H
 #include <jansson.h>
@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 
 #define DLP_EVAL_MAX_BATCHES 16
+#define DLP_EVAL_MAX_ONLINE 4  // precisions the online phase's cost is measured in beside the served one
 
 typedef struct dlp_eval_cfg {
     const char *data, *device, *model, *compare;  // compare: catalog system ids ("none": no predict stage)
@@ -27,6 +28,10 @@ typedef struct dlp_eval_cfg {
     const char *infer_batch_list;                              // "1,32": as given to the infer stage
     int infer_batches[DLP_EVAL_MAX_BATCHES], n_infer_batches;  // the list parsed; the first is the latency point
     double train_seconds, infer_seconds, usd_per_hour;         // usd_per_hour 0: not priced
+    // The online phase's cost per precision: these precisions' throughput is also measured (dlperf infer at the
+    // served phase's throughput batch, infer_seconds), beside the precision served (never listed here).
+    dlp_dtype online_precisions[DLP_EVAL_MAX_ONLINE];
+    int n_online;
 } dlp_eval_cfg;
 
 typedef enum { DLP_EVAL_DATA = 0, DLP_EVAL_TRAIN, DLP_EVAL_INFER, DLP_EVAL_PREDICT, DLP_EVAL_NSTAGES } dlp_eval_stage_id;
@@ -42,6 +47,7 @@ typedef struct dlp_eval_stage {
 
 typedef struct dlp_eval {
     dlp_eval_stage stage[DLP_EVAL_NSTAGES];
+    dlp_eval_stage online[DLP_EVAL_MAX_ONLINE];  // cfg's online_precisions' throughput ("infer-int8", ...)
 } dlp_eval;
 
 // Called before a stage starts (the stage's title, and for training the processes it runs as).
@@ -60,6 +66,8 @@ int dlp_eval_stop_signal(void);
 // rc and the run goes on with the next. Returns an error only when it cannot allocate.
 dlp_status dlp_eval_run_stages(const dlp_eval_cfg *cfg, dlp_eval *ev, dlp_eval_progress_fn progress, void *ctx);
 void dlp_eval_free(dlp_eval *ev);
+// Why a stage has no figures: not run (the run was stopped), its result unreadable, or it failed.
+const char *dlp_eval_stage_why(const dlp_eval_stage *s);
 
 // The hardware monitor's summary of a stage (its result's monitor.total).
 typedef struct dlp_eval_hw {
@@ -75,6 +83,16 @@ typedef struct dlp_eval_system {
     const char *id, *bottleneck;  // point into the predict stage's result (NULL: absent)
     double img_per_s, epoch_s, usd_per_million_images;
 } dlp_eval_system;
+
+// The online phase in one precision: its throughput and what a million images cost in it.
+typedef struct dlp_eval_online {
+    dlp_dtype precision;
+    int served;                    // 1: the precision the online phase served in (the infer stage's best batch)
+    int have;                      // 0: not measured (why says so)
+    int batch;
+    double img_per_s, usd_per_million_images;  // NAN when unknown / not priced
+    const char *why;               // not measured: why
+} dlp_eval_online;
 
 typedef struct dlp_eval_summary {
     int have_prep;
@@ -92,6 +110,8 @@ typedef struct dlp_eval_summary {
     int infer_batch, latency_batch;
     dlp_eval_hw hw_train, hw_infer;
     double usd_per_hour, usd_per_million_train_images, usd_per_million_inferences;  // NAN when unknown
+    int n_online;                                  // the served precision first, then cfg's online_precisions
+    dlp_eval_online online[DLP_EVAL_MAX_ONLINE + 1];
     int have_compare, n_compare;
     dlp_eval_system *compare;
 } dlp_eval_summary;

@@ -187,6 +187,7 @@ dlp_status dlp_probe_run(const dlp_probe_cfg *cfg, dlp_profile *out, json_t **de
 #endif
         }
     }
+    if ((parts & DLP_PROBE_PART_COMPUTE) && want_backend(cfg, "cpu")) DLP_CHECK_GOTO(st, dlp_probe_infer_rows(&c), fail);
     if ((parts & DLP_PROBE_PART_CONTENTION) && dlp_profile_find_device(out, "cpu"))
         DLP_CHECK_GOTO(st, dlp_probe_contention(&c), fail);
     if (parts & DLP_PROBE_PART_LOOP) DLP_CHECK_GOTO(st, dlp_probe_loop(&c), fail);

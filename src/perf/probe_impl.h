@@ -3,7 +3,7 @@
 // part's entry point (one file per part: probe_mem.c, probe_storage.c, probe_pipeline.c, probe_compute.c,
 // probe_loop.c, probe_cuda.c, probe_interconnect.c), and the machine's speed around each timed row (probe_speed.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
-//          dlp_probe_compute, dlp_probe_contention, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
+//          dlp_probe_compute, dlp_probe_contention, dlp_probe_infer_rows, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
 //          dlp_probe_fit_json, dlp_probe_speed (spread, mean), dlp_probe_norm_add, dlp_probe_normalise,
 //          DLP_PROBE_SPEED_BAND, DLP_PROBE_SPEED_TRIES, DLP_PROBE_CANARY_S.
 #ifndef DLP_PERF_PROBE_IMPL_H
@@ -100,6 +100,8 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c);
 // One backend ("ref", "cpu", "cuda"): a device entry with rates per (precision, threads, model, size).
 dlp_status dlp_probe_compute(dlp_probe_ctx *c, const char *backend);
 dlp_status dlp_probe_contention(dlp_probe_ctx *c);
+// The cpu device's inference rows, fp32, bf16 (where the CPU has it) and int8 (probe_infer.c; after the compute part).
+dlp_status dlp_probe_infer_rows(dlp_probe_ctx *c);
 dlp_status dlp_probe_loop(dlp_probe_ctx *c);
 // The allreduce bus bandwidth inside the node (mpirun -np R dlperf dist bench); unknown without mpirun.
 dlp_status dlp_probe_interconnect(dlp_probe_ctx *c);

@@ -484,6 +484,42 @@
       type: 'scatter', xType: 'linear', x: 'percentile of calls, %', y: 'latency per call, ms', points: true, datasets: dsets
     }, null);
   }
+  // the online phase per precision (dlperf run --online-precisions): throughput and $ per million images, per run
+  var withOc = runs.map(function (r, i) { return i; }).filter(function (i) { return (get(runs[i].run, 'summary.online_cost.precisions') || []).length; });
+  if (!withOc.length) {
+    figure(son, 'Cost per million images by precision', null, null, 'not measured (the run director' + (multi ? 'ies have' : 'y has') +
+      ' no summary.online_cost: dlperf run measures it with --online-precisions)');
+  } else {
+    var PO = ['fp32', 'bf16', 'fp16', 'int8'], pl = PO.filter(function (p) {
+      return withOc.some(function (i) { return get(runs[i].run, 'summary.online_cost.precisions').some(function (e) { return e.precision === p; }); });
+    });
+    var ocAt = function (i, p) {
+      var a = get(runs[i].run, 'summary.online_cost.precisions');
+      for (var k = 0; k < a.length; k++) if (a[k].precision === p) return k;
+      return -1;
+    };
+    var priced = withOc.some(function (i) { return isNum(get(runs[i].run, 'summary.online_cost.usd_per_hour')); });
+    var key = priced ? 'usd_per_million_images' : 'img_per_s';
+    var orows = [];
+    withOc.forEach(function (i) {
+      pl.forEach(function (p) {
+        var k = ocAt(i, p);
+        if (k < 0) return;
+        var e = get(runs[i].run, 'summary.online_cost.precisions')[k], q = 'summary.online_cost.precisions.' + k + '.';
+        orows.push([multi ? runName(i) : null, p + (e.served ? ' (served)' : ''), e.not_measured || 'measured',
+          cell(i, 'run', q + 'batch'), cell(i, 'run', q + 'img_per_s'), cell(i, 'run', q + 'x_served'),
+          cell(i, 'run', q + 'usd_per_million_images')].filter(function (c) { return c !== null; }));
+      });
+    });
+    var ho = ['precision', 'figure', 'batch', 'img/s', 'x served', '$ / 1M images'];
+    if (multi) ho.unshift('run');
+    figure(son, priced ? 'Cost per million images by precision (the online phase)' : 'Online throughput by precision (no price: give dlperf run --usd-per-hour)', {
+      type: 'bar', labels: pl, x: 'precision', y: priced ? '$ per million images' : 'images per second',
+      datasets: withOc.map(function (i) {
+        return ds(runName(i), pl.map(function (p) { var k = ocAt(i, p); return k < 0 ? null : get(runs[i].run, 'summary.online_cost.precisions.' + k + '.' + key); }), i);
+      })
+    }, table(ho, orows));
+  }
   var withLg = runs.map(function (r, i) { return i; }).filter(function (i) { return runs[i].loadgen; });
   if (!withLg.length) figure(son, 'LoadGen scenarios', null, null, 'no LoadGen result in the run director' + (multi ? 'ies' : 'y') +
     ' (dlperf run does not run LoadGen; `dlperf loadgen --json RUN_DIR/loadgen.json` adds one)');

@@ -121,6 +121,49 @@ has "$T/bf.txt" "no train rate at bf16"
 if "$D" predict --profile "$F" --device sim:h100,warp=2 >"$T/opt.txt" 2>&1; then fail "bad sim option accepted"; fi
 has "$T/opt.txt" "unknown option 'warp'"
 
+# 6b. int8 inference on the cpu device (issue 32): a profile without int8 rows (older ones) still loads, and predict
+#     says it has none; a quick probe of the cpu device's inference rows (fp32, bf16 where the CPU has it, int8) and
+#     predict --mode infer --precision int8 computes from the probed int8 row (its step is the row's line; the row's
+#     times doubled double it). The probe's part is left out of the sanitizer pass (it times oneDNN plans).
+if "$D" predict --profile "$F" --device cpu --mode infer --precision int8 >"$T/i8old.txt" 2>&1; then fail "int8 from a profile without an int8 row"; fi
+has "$T/i8old.txt" "has no infer rate at int8"
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+  echo "skip (sanitizer pass): the probe's int8 inference rows"
+elif ! "$D" infer --help | grep -q -- "--calib-images"; then
+  echo "skip: no int8 in this build: the probe's int8 inference rows"
+else
+  "$D" probe --quick --device cpu --models resnet-mini --sizes 32 --skip memory,storage,pipeline,contention,loop,interconnect \
+    --out "$T/p8.json" >"$T/p8.out" 2>&1 || { tail -20 "$T/p8.out"; fail "probe of the cpu device's inference rows"; }
+  has "$T/p8.out" "inference: cpu resnet-mini 32px int8"
+  I8=(predict --device cpu --mode infer --precision int8 --model resnet18 --size 32)
+  "$D" "${I8[@]}" --profile "$T/p8.json" --json "$T/p8-pred.json" >"$T/p8-pred.txt" 2>&1 || { cat "$T/p8-pred.txt"; fail "predict int8"; }
+  has "$T/p8-pred.txt" "inference plan, resnet-mini 32px int8"
+  "$PYTHON" - "$T/p8.json" "$T/p8-pred.json" "$T/p8x2.json" <<'PY' || fail "the int8 prediction and the probed row"
+import json, sys
+p = json.load(open(sys.argv[1]))
+cpu = [d for d in p["devices"] if d["name"] == "cpu"][0]
+inf = {r["precision"]: r for r in cpu["rates"] if r["task"] == "infer"}
+assert "int8" in inf and "fp32" in inf, sorted(inf)
+row = inf["int8"]
+assert row["per_image_s"] > 0 and row["t0_s"] >= 0 and "synthetic images" in row["basis"], row
+pr = json.load(open(sys.argv[2]))["predictions"][0]["prediction"]
+st = pr["device_step"]
+assert pr["precision"] == "int8" and st["basis"] == row["basis"], (pr["precision"], st["basis"])
+want = row["t0_s"] + pr["batch_per_device"] * row["per_image_s"] * pr["work_ratio"]
+assert abs(st["fwd_s"] - want) <= 1e-9 * want, (st["fwd_s"], want)
+row["t0_s"] *= 2; row["per_image_s"] *= 2   # the prediction follows the row, not a constant
+json.dump(p, open(sys.argv[3], "w"))
+print("ok: int8 row %.4f s/img (ref. work), predicted step %.2f ms = its line" % (row["per_image_s"] / 2, st["fwd_s"] * 1e3))
+PY
+  "$D" "${I8[@]}" --profile "$T/p8x2.json" --json "$T/p8x2-pred.json" >/dev/null 2>&1 || fail "predict int8 on the edited row"
+  "$PYTHON" - "$T/p8-pred.json" "$T/p8x2-pred.json" <<'PY' || fail "the int8 prediction does not follow its row"
+import json, sys
+a, b = (json.load(open(f))["predictions"][0]["prediction"]["device_step"]["fwd_s"] for f in sys.argv[1:3])
+assert abs(b / a - 2) < 1e-9, (a, b)
+PY
+  echo "ok: predict --precision int8 from the probed int8 row"
+fi
+
 # 7. The catalog listing, with sources.
 "$D" catalog gpus >"$T/gpus.txt" || fail "catalog gpus"
 has "$T/gpus.txt" "h200-sxm"

@@ -76,13 +76,21 @@ if mode != "gaps":
     want += ["summary.infer_img_per_s", "summary.latency_p50_ms", "summary.latency_p99_ms"]
 for w in want:
     assert (0, "run", w) in keys, "run.json's %s is not in a table" % w
+if mode in ("full", "nochart"):  # the online phase per precision (dlperf run --online-precisions): int8 beside the rest
+    oc = run["summary"]["online_cost"]["precisions"]
+    assert [e["precision"] for e in oc if e["served"]] == [run["infer_precision"]], oc
+    assert [e["precision"] for e in oc] == [run["infer_precision"], "int8"], oc  # --online-precisions int8
+    for k, e in enumerate(oc):
+        for f in ("img_per_s", "usd_per_million_images"):
+            assert (0, "run", "summary.online_cost.precisions.%d.%s" % (k, f)) in keys, "online_cost %s %s not in a table" % (e["precision"], f)
+    assert "Cost per million images by precision (the online phase)" in text
 if mode == "full":
     for sec in ("The machine", "The input pipeline", "Training", "The hardware over time", "The online phase",
                 "beside the catalog", "Verdict", "CPU busy by mode", "Phase breakdown", "GFLOP/s achieved",
                 "Training throughput and data-wait share", "Latency percentiles", "Time to train"):
         assert sec in text, "no section or chart '%s'" % sec
 if mode == "gaps":
-    for g in ("no monitor series", "the stage failed (exit status 1)", "the stage was not run", "not measured", "Predicted vs measured on this machine: these runs hold no prediction"):
+    for g in ("Cost per million images by precision: not measured", "no monitor series", "the stage failed (exit status 1)", "the stage was not run", "not measured", "Predicted vs measured on this machine: these runs hold no prediction"):
         assert g in text, "the gap '%s' is not stated" % g
     assert "Inference throughput over batch size" not in text, "a chart for the failed stage"
 if mode == "multi":
@@ -99,7 +107,7 @@ PY
 
 $D data gen --out "$T/syn" --classes 4 --per-class 8 --val-per-class 4 --size 40-90 --seed 2 >/dev/null 2>&1 || fail "data gen"
 $D run --data "$T/syn" --model resnet18 --size 32 --batch 4 --threads 1 --workers 1 --train-seconds 1 \
-  --infer-seconds 0.1 --infer-batch 1,4 --bench-images 16 --compare desktop-4090,dgx-a100 --usd-per-hour 1.5 \
+  --infer-seconds 0.1 --infer-batch 1,4 --bench-images 16 --compare desktop-4090,dgx-a100 --usd-per-hour 1.5 --online-precisions int8 \
   --out "$T/r1" >"$T/run.out" 2>"$T/run.err" || { tail -20 "$T/run.err"; fail "dlperf run"; }
 [ -s "$T/r1/report.html" ] || fail "dlperf run wrote no report.html"
 grep -q "^report: $T/r1/report.html" "$T/run.out" || fail "dlperf run does not say where the report is"
@@ -129,7 +137,7 @@ r = json.load(open(sys.argv[1]))
 r["stages"]["infer"]["exit_status"] = 1
 r["stages"]["infer"].pop("result", None)
 r["stages"]["predict"] = {"exit_status": -1, "ran": False, "seconds": None}
-for k in ("infer_img_per_s", "latency_p50_ms", "latency_p99_ms", "usd_per_million_inferences", "compare"):
+for k in ("infer_img_per_s", "latency_p50_ms", "latency_p99_ms", "usd_per_million_inferences", "compare", "online_cost"):
     r["summary"].pop(k, None)
 json.dump(r, open(sys.argv[1], "w"))
 PY

@@ -23,7 +23,8 @@ for f in run.json data.json train.json infer.json predict.json train-monitor.csv
   [ -s "$T/r1/$f" ] || fail "the run directory lacks $f"
 done
 for w in "== data preparation" "== training" "== inference" "== summary" "data preparation " "bottleneck " \
-         "per million training images" "this machine" "hardware (monitored" "desktop-4090" "dgx-a100"; do
+         "per million training images" "this machine" "hardware (monitored" "desktop-4090" "dgx-a100" \
+         "online phase by precision" "== the online phase in int8"; do
   grep -qF -- "$w" "$T/out" || fail "no '$w' in the output"
 done
 "$PY" - "$T/r1/run.json" <<'PY' || fail "run.json"
@@ -45,6 +46,20 @@ assert 0 < hw["cpu_util_pct"] <= 100 and hw["peak_rss_bytes"] > 1e6 and hw["proc
 assert "inference" in s["hardware"]
 assert [c["system"] for c in s["compare"]] == ["desktop-4090", "dgx-a100"], s["compare"]
 assert all(c["img_per_s"] > s["train_img_per_s"] for c in s["compare"])
+# the online phase per precision (--online-precisions auto on the cpu device): the served one, fp32 and int8 beside
+# it, each measured by its own infer stage at the served throughput batch and priced like the rest
+oc = r["summary"]["online_cost"]
+ps = {e["precision"]: e for e in oc["precisions"]}
+assert oc["usd_per_hour"] == 1.5 and oc["precisions"][0]["served"] and oc["precisions"][0]["precision"] == r["infer_precision"], oc
+assert "int8" in ps and "fp32" in ps, oc
+for p, e in ps.items():
+    assert e["img_per_s"] > 0 and e["batch"] == s["infer_batch"], e
+    assert abs(e["usd_per_million_images"] - 1.5 / (e["img_per_s"] * 3600) * 1e6) < 1e-6 * e["usd_per_million_images"], e
+    if not e["served"]:
+        st = r["stages"]["infer-" + p]
+        assert st["exit_status"] == 0, st
+        res = json.load(open(st["result"]))
+        assert res["config"]["precision"] == p and [x["images_per_s"] for x in res["results"]] == [e["img_per_s"]], (p, res["results"])
 t = json.load(open(r["stages"]["train"]["result"]))
 assert t["schema"] == "dlperf.train/1" and t["model"]["arch"] == "resnet18"
 PY
@@ -55,11 +70,12 @@ out=$($D run "${A[@]}" --out "$T/r1" 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -qF "$T/r1 already exists" || fail "an existing --out was not refused: $out"
 # bad options
 out=$($D run --precision int4 2>&1); [ $? -eq 2 ] && echo "$out" | grep -qF "int4" || fail "bad --precision: $out"
+out=$($D run --online-precisions bf16,int4 2>&1); [ $? -eq 2 ] && echo "$out" | grep -qF -- "--online-precisions" || fail "bad --online-precisions: $out"
 out=$($D run --infer-batch x 2>&1); [ $? -eq 2 ] && echo "$out" | grep -qF -- "--infer-batch" || fail "bad --infer-batch: $out"
 echo "ok: refusals"
 
 # a failing stage (an unknown catalog system): recorded, the others ran, exit 1
-$D run "${A[@]}" --compare no-such-system --out "$T/r2" >"$T/out2" 2>"$T/err2"; rc=$?
+$D run "${A[@]}" --compare no-such-system --online-precisions none --out "$T/r2" >"$T/out2" 2>"$T/err2"; rc=$?
 [ $rc -eq 1 ] || fail "a failed stage should give exit 1 (got $rc)"
 grep -qF "predict stage ended with exit status" "$T/err2" || fail "no message about the failed stage"
 "$PY" - "$T/r2/run.json" <<'PY' || fail "run.json of a partial run"

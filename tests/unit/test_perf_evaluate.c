@@ -102,10 +102,56 @@ static void test_infer_and_compare(void **state) {
     dlp_eval_free(&ev);
 }
 
+// The online phase per precision (dlperf run --online-precisions): the served precision's best batch first, each
+// other one measured at that batch, each priced through perf/cost; a stage that failed is said, not priced.
+static void test_online_cost(void **state) {
+    (void)state;
+    dlp_eval_cfg cfg = {.precision = DLP_DTYPE_BF16, .infer_batches = {1, 32}, .n_infer_batches = 2, .usd_per_hour = 1.8,
+                        .online_precisions = {DLP_DTYPE_F32, DLP_DTYPE_I8, DLP_DTYPE_F16}, .n_online = 3};
+    dlp_eval ev;
+    memset(&ev, 0, sizeof ev);
+    ev.stage[DLP_EVAL_INFER].result = json_pack("{s:[{s:i, s:f}, {s:i, s:f}]}", "results", "batch", 1, "images_per_s",
+                                                40.0, "batch", 32, "images_per_s", 100.0);
+    ev.online[0].result = json_pack("{s:[{s:i, s:f}]}", "results", "batch", 32, "images_per_s", 50.0);
+    ev.online[1].result = json_pack("{s:[{s:i, s:f}]}", "results", "batch", 32, "images_per_s", 200.0);
+    ev.online[2].rc = 1;  // failed: no result
+    dlp_eval_summary s;
+    assert_int_equal(dlp_eval_summarize(&cfg, &ev, &s), DLP_OK);
+    assert_int_equal(s.n_online, 4);
+    static const struct { dlp_dtype p; int have; double img_per_s, usd; } want[] = {
+        {DLP_DTYPE_BF16, 1, 100, 5.0}, {DLP_DTYPE_F32, 1, 50, 10.0}, {DLP_DTYPE_I8, 1, 200, 2.5}, {DLP_DTYPE_F16, 0, NAN, NAN}};
+    for (int k = 0; k < 4; k++) {  // $1.80/h at 100 img/s: $5 per million
+        assert_int_equal(s.online[k].precision, want[k].p);
+        assert_int_equal(s.online[k].served, k == 0);
+        assert_int_equal(s.online[k].have, want[k].have);
+        if (want[k].have) {
+            assert_int_equal(s.online[k].batch, 32);
+            assert_double_equal(s.online[k].img_per_s, want[k].img_per_s, 0);
+            assert_double_equal(s.online[k].usd_per_million_images, want[k].usd, 1e-12);
+        } else {
+            assert_true(isnan(s.online[k].usd_per_million_images));
+            assert_string_equal(s.online[k].why, "not measured (the stage failed: see above)");
+        }
+    }
+    json_t *j = dlp_eval_summary_json(&s);
+    const json_t *arr = json_object_get(json_object_get(j, "online_cost"), "precisions");
+    assert_int_equal(json_array_size(arr), 4);
+    const json_t *i8 = json_array_get(arr, 2);
+    assert_string_equal(json_string_value(json_object_get(i8, "precision")), "int8");
+    assert_double_equal(json_real_value(json_object_get(i8, "x_served")), 2.0, 1e-12);
+    assert_double_equal(json_real_value(json_object_get(i8, "usd_per_million_images")), 2.5, 1e-12);
+    assert_true(json_is_null(json_object_get(json_array_get(arr, 3), "img_per_s")));
+    assert_non_null(json_object_get(json_array_get(arr, 3), "not_measured"));
+    json_decref(j);
+    dlp_eval_summary_free(&s);
+    dlp_eval_free(&ev);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict),
         cmocka_unit_test(test_infer_and_compare),
+        cmocka_unit_test(test_online_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
