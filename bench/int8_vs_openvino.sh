@@ -5,7 +5,7 @@
 # (issue 32). Or, with --kernels, the oneDNN convolution kernels dlperf's inference runs under each ISA cap.
 #
 #   bench/int8_vs_openvino.sh [--threads N] [--model resnet50] [--weights W.safetensors] [--seed 1] [--random-head]
-#                             [--calib-images 64] [--int8-first-conv] [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
+#                             [--calib-images 64] [--int8-first-conv] [--streams 1] [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
 #                             [--iters 4] [--min-duration 3] [--warmup 2] [--repeat 3] [--json FILE]
 #                             [--python PATH] [--keep DIR] [--quick]
 #   bench/int8_vs_openvino.sh --kernels [--caps "avx512_core_amx ... avx2"] [--precisions ...] [--batches "1 32"]
@@ -36,6 +36,8 @@
 # --kernels: per cap (ONEDNN_MAX_CPU_ISA) x precision x batch, one `dlperf infer` with ONEDNN_VERBOSE=1 (one warm-up
 # and one timed call); the table names the convolution implementations of the last call (a cap above what the CPU
 # has runs as the CPU's best; a precision the cap lacks is emulated or refused, as the log says).
+# --streams N: dlperf's timed runs split each batch over N plans of threads/N threads (dlperf infer --streams; batch 1
+# runs one plan on all threads); OpenVINO stays at its LATENCY hint, 1 stream, as above.
 # --keep DIR: the raw files (logs, IRs, each run's JSON) are kept in DIR (new) instead of a removed temporary one.
 # --quick: 16 calibration and 32 eval images, one round, shorter timing; --kernels --quick: batch 1, three caps.
 set -eu
@@ -47,6 +49,7 @@ MODEL=resnet50
 WEIGHTS=""
 SEED=1
 CALIB=64
+STREAMS=1  # --streams: dlperf infer --streams in the timed runs
 FIRST_CONV=()  # --int8-first-conv: dlperf quantizes the first convolution too, as NNCF does (default: it stays fp32)
 EVAL=128
 PRECS=""
@@ -71,6 +74,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift ;;
     --calib-images) CALIB=$2; shift ;;
     --int8-first-conv) FIRST_CONV=(--int8-first-conv) ;;
+    --streams) STREAMS=$2; shift ;;
     --eval-images) EVAL=$2; shift ;;
     --precisions) PRECS=$2; shift ;;
     --batch) BATCH=$2; shift ;;
@@ -86,7 +90,7 @@ while [ $# -gt 0 ]; do
     --caps) CAPS=$2; shift ;;
     --batches) BATCHES=$2; shift ;;
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -226,7 +230,7 @@ ov_run() {  # precision round
 dl_run() {  # precision round
   prec_opts "$1"
   "$DLPERF" infer --device cpu --weights "$WEIGHTS" --from tensor --data "$SPEC" --samples "$BATCH" \
-    --batch "1,$BATCH" "${POPTS[@]}" --threads "$THREADS" --warmup "$WARMUP" --iters "$ITERS" \
+    --batch "1,$BATCH" "${POPTS[@]}" --threads "$THREADS" --streams "$STREAMS" --warmup "$WARMUP" --iters "$ITERS" \
     --min-duration "$MINDUR" --monitor-interval 0 --json "$TMP/dlperf-$1-$2.json" 2>"$TMP/dlperf-$1.err" \
     | grep -E '^ +[0-9]+ ' | sed 's/^/   /'
   [ -s "$TMP/dlperf-$1-$2.json" ] || { cat "$TMP/dlperf-$1.err" >&2; exit 1; }
@@ -246,7 +250,7 @@ for r in $(seq 1 "$REPEAT"); do
     done
   done
 done
-CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB${FIRST_CONV[*]:+ ${FIRST_CONV[*]}} --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
+CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB${FIRST_CONV[*]:+ ${FIRST_CONV[*]}} --streams $STREAMS --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
 /usr/bin/python3 "$ROOT/bench/int8_vs_openvino.py" report --dir "$TMP" --eval "$DATA/val" --precisions "$PRECS" \
   --repeat "$REPEAT" --batch "$BATCH" --threads "$THREADS" --amx "$HAS_AMX" --missing "$MISSING" \
   --weights-note "$NOTE" --command "$CMD" ${JSON:+--json "$JSON"}

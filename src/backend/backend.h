@@ -45,6 +45,9 @@ typedef struct dlp_plan_cfg {
     // int8_first_conv: 1 quantizes the first convolution too (0: it stays fp32).
     const float *act_range, *act_min;
     int int8_first_conv;
+    // Inference streams (cpu): > 1 splits each batch over that many independent plans of threads/streams threads
+    // each, run side by side (no barrier between the halves of a batch); 0 or 1: one plan on all threads.
+    int streams;
     // Calibration (cpu inference plans, fp32): after every forward, called with the output of each layer an int8
     // plan would store (x: fp32 in the backend's layout, count: the elements of the call's n samples).
     void (*observe)(void *ctx, int layer, const float *x, int64_t count);

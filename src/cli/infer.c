@@ -28,7 +28,7 @@ typedef struct infer_opts {
     int64_t seed, iters, max_iters;
     double min_duration;
     const char *calib;
-    int calib_images, calib_method, int8_first_conv, accuracy, accuracy_images;
+    int calib_images, calib_method, int8_first_conv, accuracy, accuracy_images, streams;
     double calib_percentile;
     const char *device;
 } infer_opts;
@@ -211,6 +211,9 @@ int dlp_cli_infer(int argc, char **argv) {
         DLP_CLI_PRECISION_ROW(&o.precision, DLP_CLI_PRECISION_HELP),
         {"device", 0, DLP_OPT_STR, &o.device, "cpu", "DEV", "backend: cpu | ref | cuda | sim:<gpu>", NULL, 0},
         {"threads", 't', DLP_OPT_INT, &o.threads, "0", "N", "compute threads (0: all allowed CPUs)", NULL, 0},
+        {"streams", 0, DLP_OPT_INT, &o.streams, "1", "N", "--device cpu: split each batch over N plans of "
+         "threads/N threads each, run side by side (throughput; no barrier between them; a batch below N uses fewer)",
+         NULL, 0},
         {"workers", 'w', DLP_OPT_INT, &o.workers, "0", "N", "--from jpeg: loader threads decoding ahead (0: decode "
          "inline, on the calling thread, before each call)", NULL, 0},
         {"from", 0, DLP_OPT_CHOICE, &o.from, "tensor", NULL, "inputs: tensor (preprocessed once into memory, inference "
@@ -269,6 +272,13 @@ int dlp_cli_infer(int argc, char **argv) {
     if (o.threads < 0 || o.workers < 0 || o.warmup < 0 || o.iters < 0 || o.max_iters < 0 || o.min_duration < 0)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--threads, --workers, --warmup, --iters, --max-iters and "
                                     "--min-duration must be >= 0"));
+    const int threads_avail = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();
+    if (o.streams < 1 || o.streams > threads_avail)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--streams %d: give 1..%d (each stream needs a compute thread of "
+                                    "--threads %d)", o.streams, threads_avail, threads_avail));
+    if (o.streams > 1 && strcmp(o.device, "cpu") != 0)
+        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--streams %d: only the cpu device runs streams (got --device %s)",
+                                    o.streams, o.device));
     if (o.mon_interval != 0 && o.mon_interval < 10)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", o.mon_interval));
     if (dlp_opt_given(opts, "iters") && !dlp_opt_given(opts, "min-duration")) o.min_duration = 0;
@@ -287,7 +297,8 @@ int dlp_cli_infer(int argc, char **argv) {
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
     const dlp_dtype prec = dlp_cli_precision(o.precision, o.device);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = prec,
-                                      .threads = o.threads, .int8_first_conv = o.int8_first_conv};
+                                      .threads = o.threads, .int8_first_conv = o.int8_first_conv,
+                                      .streams = o.streams};
     if (o.accuracy && (o.top5 || o.images)) {
         dlp_infer_model_free(&m);
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--accuracy reads --data's val split (labels): not with --top5 or "
@@ -321,6 +332,7 @@ int dlp_cli_infer(int argc, char **argv) {
     json_object_set_new(cfg, "device", json_string(o.device));
     json_object_set_new(cfg, "precision", json_string(dlp_dtype_name(prec)));
     json_object_set_new(cfg, "threads", json_integer(threads_used));
+    json_object_set_new(cfg, "streams", json_integer(o.streams));
     json_object_set_new(cfg, "from", json_string(o.from == DLP_INFER_FROM_JPEG ? "jpeg" : "tensor"));
     json_object_set_new(cfg, "decode", json_string(o.from == DLP_INFER_FROM_TENSOR ? "once, before timing"
                                                    : o.workers ? "loader threads" : "inline"));

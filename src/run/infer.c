@@ -171,6 +171,7 @@ dlp_status dlp_infer_engine_create(const dlp_infer_model *m, const dlp_infer_eng
     pc.train = 0;
     pc.precision = cfg->precision;
     pc.threads = cfg->threads;
+    pc.streams = cfg->streams;
     pc.arg = arg;
     if (cfg->precision == DLP_DTYPE_I8) {
         if (m->quant.nlayers != m->net.nlayers)

@@ -70,6 +70,33 @@ assert a["images"] == 12 and 0 <= a["top1_agreement_with_fp32"] <= 1 and 0 <= a[
 print(f"ok: --accuracy: {a['images']} images, agreement {a['top1_agreement_with_fp32']:.2f}")
 PYEOF
 
+# --streams 2 (two plans of one thread each, the batch split between them): the same answers as one plan (the
+# classes in order; the percentages may differ in the last digit where a batch's fp32 stem blocks differently)
+for s in 1 2; do
+  $D infer --model resnet-mini --size 32 --device cpu --threads 2 --streams $s --weights "$T/w.safetensors" \
+    --data "$T/syn" --precision int8 --calib-images 8 --top5 --images "$T/syn/val" >"$T/st$s.out" 2>"$T/st$s.err" \
+    || { cat "$T/st$s.err"; fail "infer --top5 --streams $s"; }
+  awk '{print $1, $2}' "$T/st$s.out" >"$T/st$s.cls"
+done
+[ "$(grep -c '^ *1\. ' "$T/st2.out")" = 12 ] || fail "--streams 2 --top5: not 12 images: $(cat "$T/st2.out")"
+cmp -s "$T/st1.cls" "$T/st2.cls" || fail "--streams 2 answers differ: $(diff "$T/st1.cls" "$T/st2.cls" | head -5)"
+$D infer --model resnet-mini --size 32 --device cpu --threads 2 --streams 2 --weights "$T/w.safetensors" \
+  --data "$T/syn" --precision int8 --calib-images 8 --batch 5,1 --iters 2 --warmup 1 --samples 5 \
+  --monitor-interval 0 --json "$T/st.json" >"$T/st.out" 2>"$T/st.err" || { cat "$T/st.err"; fail "infer --streams 2"; }
+$PY - "$T/st.json" <<'PYEOF' || fail "--streams JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["config"]["streams"] == 2, r["config"]
+b = r["plan"]["backend_plan"]
+assert b["streams"] == 2 and b["stream_batches"] == [3, 2] and b["stream_threads"] == [1, 1] and b["batch"] == 5, b
+assert sorted(p["batch"] for p in r["results"]) == [1, 5] and all(p["images_per_s"] > 0 for p in r["results"])
+print("ok: --streams 2: batch 5 as", b["stream_batches"], "on", b["stream_threads"], "threads; answers as one plan's")
+PYEOF
+expect_fail "--streams 3: give 1..2" $D infer --model resnet-mini --size 32 --device cpu --threads 2 --streams 3 \
+  --iters 1 --samples 2 --batch 2
+expect_fail "only the cpu device runs streams" $D infer --model resnet-mini --size 32 --device ref --threads 2 \
+  --streams 2 --iters 1 --samples 2 --batch 2
+
 # errors, each naming the thing at fault
 printf 'not a calibration' >"$T/junk.safetensors"
 expect_fail "$T/junk.safetensors" $D infer "${M[@]}" --weights "$T/w.safetensors" --data "$T/syn" --precision int8 \

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <jansson.h>
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,9 @@ static dlp_status plan_new(const dlp_net *net, const dlp_plan_cfg *cfg, int forc
     return DLP_OK;
 }
 
+static dlp_status streams_create(const dlp_net *net, const dlp_plan_cfg *cfg, int threads, dlp_plan **out);
+static dlp_status streams_info(const cpu_plan *p, json_t *obj);
+
 static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     if (cfg->batch <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: batch must be positive (got %d)", cfg->batch);
@@ -312,6 +316,17 @@ static dlp_status cpu_plan_create(const dlp_net *net, const dlp_plan_cfg *cfg, d
     if (cfg->observe && (cfg->train || cfg->precision != DLP_DTYPE_F32))
         return DLP_ERR(DLP_ERR_INVALID, "cpu: calibration observes fp32 inference plans only");
     DLP_CHECK(check_net(net, cfg));
+    if (cfg->streams < 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: %d streams (give 1 or more)", cfg->streams);
+    if (cfg->streams > 1) {
+        if (cfg->train || cfg->observe)
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: streams are for inference plans (not training or calibration)");
+        const int threads = cfg->threads > 0 ? cfg->threads : dlp_host_cpus_allowed();
+        if (cfg->streams > threads)
+            return DLP_ERR(DLP_ERR_INVALID, "cpu: %d streams need at least as many threads (the plan has %d)",
+                           cfg->streams, threads);
+        // a batch smaller than the streams runs on that many (batch 1: one plan on all the threads)
+        if (cfg->batch > 1) return streams_create(net, cfg, threads, out);
+    }
     cpu_plan *p;
     DLP_CHECK(plan_new(net, cfg, -2, &p));
     if (tune_wanted(p)) {
@@ -429,6 +444,8 @@ static void cpu_plan_free(dlp_plan *base) {
     cpu_plan *p = (cpu_plan *)base;
     if (!p) return;
     if (p->profile) profile_log(p);
+    for (int i = 0; i < p->nsub; i++) cpu_plan_free(&p->sub[i]->base);
+    free(p->sub);
     cpu_plan_destroy(p);
 }
 
@@ -452,6 +469,7 @@ static dlp_status do_set_params(dlp_plan *base, const float *params, const float
 
 static dlp_status cpu_get_params(dlp_plan *base, float *params, float *bufs) {
     cpu_plan *p = (cpu_plan *)base;
+    if (p->nsub) p = p->sub[0];  // streams: every plan has the same weights
     if (params) memcpy(params, p->params, (size_t)p->net.param_count * sizeof(float));
     if (bufs) memcpy(bufs, p->bufs, (size_t)p->net.buf_count * sizeof(float));
     return DLP_OK;
@@ -480,7 +498,7 @@ static dlp_status cpu_get_momentum(dlp_plan *base, float *v) {
 
 static float *cpu_grad_buffer(dlp_plan *base) { return ((cpu_plan *)base)->grads; }
 
-static dlp_status cpu_set_input(dlp_plan *base, const void *batch, int n) {
+static dlp_status do_set_input(dlp_plan *base, const void *batch, int n) {
     cpu_plan *p = (cpu_plan *)base;
     if (n <= 0 || n > p->batch)
         return DLP_ERR(DLP_ERR_INVALID, "cpu: set_input with %d samples (the plan's batch is %d)", n, p->batch);
@@ -512,6 +530,7 @@ static dlp_status do_forward(dlp_plan *base, dlp_pass pass) {
 
 static dlp_status output_ready(cpu_plan *p) {
     if (p->fwd_pass < 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: the output is asked for before forward");
+    if (p->nsub) return DLP_OK;  // streams: gathered by streams_forward
     if (!p->out_ready) DLP_CHECK(cpu_reorder_run(p, &p->out_reorder, p->out_reorder_src, p->out_reorder_dst, 1, "the output"));
     p->out_ready = 1;
     return DLP_OK;
@@ -584,6 +603,7 @@ static dlp_status do_update(dlp_plan *base, const dlp_sgd *hp) {
 
 static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     const cpu_plan *p = (const cpu_plan *)base;
+    if (p->nsub) return streams_info(p, obj);
     const dnnl_version_t *v = dnnl_version();
     char ver[32];
     snprintf(ver, sizeof ver, "%d.%d.%d", v->major, v->minor, v->patch);
@@ -633,10 +653,161 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     return DLP_OK;
 }
 
+static dlp_status cpu_set_params(dlp_plan *base, const float *params, const float *bufs);
+
+// ---- streams ---------------------------------------------------------------------------------------------------
+// Inference with cfg.streams = S > 1 (OpenVINO's throughput streams): the batch is split over S plans of its own,
+// each built for threads/S threads (oneDNN sizes its kernels' work split by the thread count it sees at creation),
+// and a forward pass runs them side by side — plan 0 on the calling thread, the others on threads started for the
+// call — then gathers their outputs. With one thread per stream no primitive opens an OpenMP team: no fork-join
+// barrier between the primitives of a pass and no load imbalance inside them (a 7x7 layer4 convolution split over
+// two cores), at the price of S copies of the weights. Samples are spread evenly (n/S each, the first n%S one more).
+static dlp_status streams_create(const dlp_net *net, const dlp_plan_cfg *cfg, int threads, dlp_plan **out) {
+    *out = NULL;
+    const int s = cfg->streams < cfg->batch ? cfg->streams : cfg->batch;
+    cpu_plan *p = calloc(1, sizeof *p);
+    DLP_TRY_ALLOC(p);
+    p->base.ops = &dlp_backend_cpu;
+    p->cfg = *cfg;
+    p->batch = cfg->batch;
+    p->threads = threads;
+    p->prec = cfg->precision;
+    p->int8 = cfg->precision == DLP_DTYPE_I8;
+    p->fwd_pass = -1;
+    p->sub = calloc((size_t)s, sizeof *p->sub);
+    dlp_status st = p->sub ? DLP_OK : DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    for (int i = 0; i < s && !st; i++) {
+        dlp_plan_cfg c = *cfg;
+        c.batch = cfg->batch / s + (i < cfg->batch % s);
+        c.threads = threads / s + (i < threads % s);
+        c.streams = 1;
+        st = plan_new(net, &c, -2, &p->sub[i]);
+        if (!st) p->nsub = i + 1;
+        else dlp_err_context("cpu: stream %d of %d (batch %d, %d threads)", i + 1, s, c.batch, c.threads);
+    }
+    omp_set_num_threads(threads);  // plan_build set the calling thread's count to a stream's
+    if (!st) {
+        p->in_elems = p->sub[0]->in_elems;
+        p->out_elems = p->sub[0]->out_elems;
+        p->out_plain = cpu_alloc(p, (size_t)((int64_t)p->batch * p->out_elems) * sizeof(float));
+        if (!p->out_plain) st = DLP_ERR(DLP_ERR_NOMEM, "cpu: out of memory");
+    }
+    if (st) {
+        cpu_plan_free(&p->base);
+        return st;
+    }
+    *out = &p->base;
+    return DLP_OK;
+}
+
+// the samples of stream i when a call has n
+static int stream_n(const cpu_plan *p, int i, int n) { return n / p->nsub + (i < n % p->nsub); }
+
+static dlp_status streams_set_params(dlp_plan *base, const float *params, const float *bufs) {
+    cpu_plan *p = (cpu_plan *)base;
+    for (int i = 0; i < p->nsub; i++) DLP_CHECK(cpu_set_params(&p->sub[i]->base, params, bufs));
+    omp_set_num_threads(p->threads);
+    return DLP_OK;
+}
+
+static dlp_status streams_set_input(dlp_plan *base, const void *batch, int n) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (n <= 0 || n > p->batch)
+        return DLP_ERR(DLP_ERR_INVALID, "cpu: set_input with %d samples (the plan's batch is %d)", n, p->batch);
+    const float *x = batch;
+    for (int i = 0, off = 0; i < p->nsub; i++) {
+        cpu_plan *q = p->sub[i];
+        const int k = stream_n(p, i, n);
+        if (k > 0) DLP_CHECK(do_set_input(&q->base, x + (int64_t)off * p->in_elems, k));
+        else q->n = 0;  // idle this call
+        off += k;
+    }
+    p->n = n;
+    p->fwd_pass = -1;
+    p->out_ready = 0;
+    return DLP_OK;
+}
+
+typedef struct stream_job {
+    cpu_plan *p;
+    dlp_pass pass;
+    dlp_status st;
+    char err[512];
+} stream_job;
+
+static void *stream_run(void *arg) {
+    stream_job *j = arg;
+    cpu_fpmode fm = enter(j->p);
+    j->st = do_forward(&j->p->base, j->pass);
+    if (!j->st) j->st = output_ready(j->p);
+    leave(j->p, fm);
+    if (j->st) snprintf(j->err, sizeof j->err, "%s", dlp_err_msg());
+    return NULL;
+}
+
+static dlp_status streams_forward(dlp_plan *base, dlp_pass pass) {
+    cpu_plan *p = (cpu_plan *)base;
+    if (p->n <= 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: forward before set_input");
+    if (pass == DLP_PASS_TRAIN) return need_train(p, "a training forward pass");
+    p->fwd_pass = -1;
+    stream_job jobs[p->nsub];
+    pthread_t tid[p->nsub];
+    int started[p->nsub];
+    for (int i = 0; i < p->nsub; i++) {
+        jobs[i] = (stream_job){.p = p->sub[i], .pass = pass};
+        started[i] = 0;
+    }
+    // streams 1.. on threads of their own; stream 0 (or, if a thread cannot start, its stream) here
+    for (int i = 1; i < p->nsub; i++)
+        if (p->sub[i]->n > 0) started[i] = pthread_create(&tid[i], NULL, stream_run, &jobs[i]) == 0;
+    for (int i = 0; i < p->nsub; i++)
+        if (p->sub[i]->n > 0 && !started[i] && i != 0) stream_run(&jobs[i]);
+    stream_run(&jobs[0]);
+    for (int i = 1; i < p->nsub; i++)
+        if (started[i]) pthread_join(tid[i], NULL);
+    omp_set_num_threads(p->threads);
+    for (int i = 0; i < p->nsub; i++)
+        if (jobs[i].st) return DLP_ERR(jobs[i].st, "cpu: stream %d of %d: %s", i + 1, p->nsub, jobs[i].err);
+    for (int i = 0, off = 0; i < p->nsub; i++) {
+        const int k = p->sub[i]->n;
+        memcpy(p->out_plain + (int64_t)off * p->out_elems, p->sub[i]->out_plain,
+               (size_t)((int64_t)k * p->out_elems) * sizeof(float));
+        off += k;
+    }
+    p->fwd_pass = (int)pass;
+    p->out_ready = 1;
+    return DLP_OK;
+}
+
+static dlp_status streams_info(const cpu_plan *p, json_t *obj) {
+    DLP_CHECK(cpu_plan_info(&p->sub[0]->base, obj));
+    json_object_set_new(obj, "threads", json_integer(p->threads));
+    json_object_set_new(obj, "batch", json_integer(p->batch));
+    json_object_set_new(obj, "streams", json_integer(p->nsub));
+    json_t *b = json_array(), *t = json_array();
+    for (int i = 0; i < p->nsub; i++) {
+        json_array_append_new(b, json_integer(p->sub[i]->batch));
+        json_array_append_new(t, json_integer(p->sub[i]->threads));
+    }
+    json_object_set_new(obj, "stream_batches", b);
+    json_object_set_new(obj, "stream_threads", t);
+    return DLP_OK;
+}
+
+// Streams: the entries that only make sense per plan (the output is gathered at forward; no training).
+static dlp_status streams_get_output(dlp_plan *base, float *out) { return do_get_output(base, out); }
+static dlp_status streams_loss(dlp_plan *base, const int32_t *labels, float smoothing, dlp_loss_out *out) {
+    return do_loss(base, labels, smoothing, out);
+}
+static dlp_status streams_backward(dlp_plan *base, const float *dy) { return do_backward(base, dy); }
+static dlp_status streams_get_input_grad(dlp_plan *base, float *dx) { return do_get_input_grad(base, dx); }
+static dlp_status streams_update(dlp_plan *base, const dlp_sgd *hp) { return do_update(base, hp); }
+
 // The entry points: each runs its do_ function inside enter()/leave().
 #define CPU_ENTRY(name, params, args)                \
     static dlp_status cpu_##name params {           \
         cpu_plan *cp_ = (cpu_plan *)base;             \
+        if (cp_->nsub) return streams_##name args;    \
         cpu_fpmode fm_ = enter(cp_);                  \
         dlp_status st_ = do_##name args;              \
         leave(cp_, fm_);                              \
@@ -650,6 +821,11 @@ CPU_ENTRY(loss, (dlp_plan * base, const int32_t *labels, float smoothing, dlp_lo
 CPU_ENTRY(backward, (dlp_plan * base, const float *dy), (base, dy))
 CPU_ENTRY(get_input_grad, (dlp_plan * base, float *dx), (base, dx))
 CPU_ENTRY(update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
+
+static dlp_status cpu_set_input(dlp_plan *base, const void *batch, int n) {
+    cpu_plan *p = (cpu_plan *)base;
+    return p->nsub ? streams_set_input(base, batch, n) : do_set_input(base, batch, n);
+}
 
 const dlp_backend_ops dlp_backend_cpu = {
     .name = "cpu",

@@ -202,6 +202,10 @@ struct cpu_plan {
     int64_t act_bytes, pool_bytes, weight_bytes;
     int64_t alloc_bytes, mem_limit_bytes;  // all plan allocations; refuse beyond the limit (0: none)
     int mem_limit_hit;
+    // Streams (inference, cfg.streams > 1; cpu.c): the batch split over nsub plans of their own, each on
+    // threads/streams threads, run side by side; this plan only dispatches to them and gathers their outputs.
+    struct cpu_plan **sub;
+    int nsub;
 };
 
 // ---- errors ----
