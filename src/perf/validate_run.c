@@ -323,12 +323,13 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
 
 // The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
 static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share) {
-    if (!(share > 0) || !(vc->profile->host.cpu_share > 0)) return NAN;
+    if (!(share > 0) || !(vc->profile->host.cpu_share > 0 || vc->profile->host.cpu_share1 > 0)) return NAN;
     double out = NAN;
     dlp_profile *p = malloc(sizeof *p);
     dlp_prediction *pr = malloc(sizeof *pr);
     if (p && pr) {
         *p = *vc->profile;
+        if (!(p->host.cpu_share > 0)) p->host.cpu_share = p->host.cpu_share1;  // probed at one thread only
         dlp_profile_at_share(p, share);  // each row from its class's reference share
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;

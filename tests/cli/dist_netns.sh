@@ -92,6 +92,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))["rows"][0]
 assert r["ok"] and "2nodes" in r["config"], r
 assert 0 < r["predicted_img_per_s"] < 1e4 and 0 < r["measured_img_per_s"] and r["ape"] < 0.5, r
+assert 0 < r["cpu_share"] <= 1, r  # the smallest of the ranks' (train's dist.per_rank[].cpu_share)
 print("validate, 2 hosts: %s: predicted %.1f img/s, measured %.1f, error %.1f%%" % (r["config"], r["predicted_img_per_s"],
       r["measured_img_per_s"], 100 * r["ape"]))
 PY
