@@ -241,6 +241,7 @@ static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, 
         *p2 = *p;
         *d2 = *d;
         if (share) {
+            if (!(p2->host.cpu_share > 0)) p2->host.cpu_share = p2->host.cpu_share1;  // probed at one thread only
             dlp_profile_at_share(p2, rel);
             const dlp_device_profile *pd = dlp_profile_find_device(p2, d2->name);
             if (pd && d2->kind == DLP_DEVICE_CPU) *d2 = *pd;  // the profile's cpu device, at that share
@@ -265,7 +266,7 @@ static double predict_at(const dlp_profile *p, const dlp_device_profile *d, cons
 static dlp_status print_at_share(const opts_t *op, const dlp_profile *p, const dlp_device_profile *d,
                                  const dlp_workload *w, const dlp_prediction *o, json_t *e) {
     if (!(op->cpu_share > 0)) return DLP_OK;
-    const double ref = p->host.cpu_share;
+    const double ref = p->host.cpu_share > 0 ? p->host.cpu_share : p->host.cpu_share1;  // one-thread rows alone
     if (op->cpu_share > 1 || !(ref > 0))
         return DLP_ERR(DLP_ERR_INVALID, op->cpu_share > 1 ? "predict --cpu-share %g: a share of the cores, 0..1 (dlperf "
                        "train's run.cpu_share)" : "predict --cpu-share %g: the profile states no CPU share (probe it again "

@@ -44,6 +44,7 @@ void dlp_validate_config_label(const dlp_validate_config *c, char *buf, size_t l
     short_model(c->model, m, sizeof m);
     if (c->threads > 0) snprintf(thr, sizeof thr, " t%d", c->threads);
     if (c->ranks > 1) snprintf(thr + strlen(thr), sizeof thr - strlen(thr), " x%d", c->ranks);
+    if (c->nodes > 1) snprintf(thr + strlen(thr), sizeof thr - strlen(thr), " %dnodes", c->nodes);
     if (c->read_limit_bytes_per_s > 0) snprintf(rl, sizeof rl, " lim%s", size_str(c->read_limit_bytes_per_s, lim, sizeof lim));
     if (c->images > 0) snprintf(im, sizeof im, " n%lld", (long long)c->images);
     if (c->balance > 0) snprintf(im + strlen(im), sizeof im - strlen(im), " knee%.2fx", c->balance);
@@ -64,7 +65,8 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
         snprintf(w, sizeof w, "%s: [%zu]", where, i);
         if (!json_is_object(o)) return DLP_ERR(DLP_ERR_FORMAT, "%s: is not an object", w);
         static const char *const k_keys[] = {"name", "device", "model", "size", "batch", "workers", "threads",
-                                             "ranks", "precision", "storage", "read_limit", "images", "balance", NULL};
+                                             "ranks", "precision", "storage", "read_limit", "images", "balance",
+                                             "nodes", "hostfile", "launcher", NULL};  // the last 3: validate_sweep
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)o, key, v) {
@@ -72,7 +74,7 @@ dlp_status dlp_validate_configs_from_json(const json_t *a, const char *where, dl
             for (int k = 0; k_keys[k]; k++) known |= strcmp(key, k_keys[k]) == 0;
             if (!known)
                 return DLP_ERR(DLP_ERR_FORMAT, "%s: unknown field '%s' (name, device, model, size, batch, workers, "
-                               "threads, ranks, precision, storage, read_limit, images, balance)", w, key);
+                               "threads, ranks, precision, storage, read_limit, images, balance, nodes, hostfile, launcher)", w, key);
         }
         dlp_validate_config *c = &out[*n];
         dlp_validate_config_default(c);
@@ -290,6 +292,7 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
     w.prec = c->prec;
     w.batch = c->batch;
     w.devices = c->ranks > 1 ? c->ranks : 1;  // data-parallel ranks: devices on this node
+    w.nodes = c->nodes > 1 ? c->nodes : 1;    // across hosts: the profile's link (probe --hostfile)
     w.workers = c->workers;
     w.threads = c->threads;
     dlp_img_transform_init(&w.tf, 1, c->size);
@@ -301,7 +304,9 @@ dlp_status dlp_validate_predict(const dlp_validate_cfg *vc, const dlp_validate_c
     if (c->images > 0 && c->images < w.stats.images) w.stats.images = c->images;
     w.epochs = 1;
     w.seed = vc->seed + 1;
-    return dlp_predict(vc->profile, &dev, &w, out);
+    DLP_CHECK(dlp_predict(vc->profile, &dev, &w, out));
+    if (w.nodes > 1) out->img_per_s = out->cluster_img_per_s;  // the job's rate, as measured (rank 0's x ranks)
+    return DLP_OK;
 }
 
 
@@ -372,6 +377,7 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(cf, "workers", json_integer(c->workers));
     json_object_set_new(cf, "threads", json_integer(c->threads));
     json_object_set_new(cf, "ranks", json_integer(c->ranks > 1 ? c->ranks : 1));
+    if (c->nodes > 1) json_object_set_new(cf, "nodes", json_integer(c->nodes));
     json_object_set_new(cf, "precision", json_string(dlp_prec_name(c->prec)));
     json_object_set_new(cf, "storage", json_string(c->cold ? "cold" : "warm"));
     json_object_set_new(cf, "read_limit", json_integer(c->read_limit_bytes_per_s));

@@ -28,7 +28,10 @@ typedef struct dlp_validate_config {
     int batch;
     int workers;              // loader threads
     int threads;              // compute threads (cpu/ref device; 0: all); per rank
-    int ranks;                // data-parallel processes (mpirun -np ranks dlperf train; 1: in this process)
+    int ranks;                // data-parallel processes (mpirun -np ranks dlperf train; 1: in this process); per node
+    int nodes;                // > 1: ranks x nodes processes across the hostfile's hosts (0, 1: this machine)
+    char hostfile[256];       // nodes > 1: the MPI hostfile (validate_sweep: nodes_from_json)
+    char launcher[256];       // nodes > 1: the mpirun to start them with ("": mpirun; e.g. tests/netns-hosts.sh's)
     dlp_prec prec;            // fp32 or bf16
     int cold;                 // drop the dataset from the page cache first (the run stays in its first epoch)
     int64_t read_limit_bytes_per_s;  // 0: none

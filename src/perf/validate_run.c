@@ -129,18 +129,31 @@ static double json_num(const json_t *o, const char *a, const char *b, const char
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+// The smallest CPU share of the ranks (dist.per_rank[].cpu_share; the slowest sets the lock-step pace), NAN: none.
+static double ranks_min_share(const json_t *r) {
+    const json_t *per = json_object_get(json_object_get(r, "dist"), "per_rank");
+    double s = NAN;
+    for (size_t i = 0; i < json_array_size(per); i++) {
+        const double v = json_number_value(json_object_get(json_array_get(per, i), "cpu_share"));
+        if (v > 0 && !(v >= s)) s = v;
+    }
+    return s;
+}
+
 // A configuration of several data-parallel ranks: `mpirun -np R dlperf train` on the same dataset, measured from
 // its result — the steady images/s of rank 0's loop times the ranks (every rank steps in lock-step through the
 // allreduce), its data-wait share and its loader's read share.
 static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
     char mpirun[4400], dir[] = "/tmp/dlperf-validate.XXXXXX", out[4200], log[4200], cmd[12288], rl[96] = "";
-    if (dlp_mpirun_prefix(mpirun, sizeof mpirun, c->ranks, vc->self_exe,
-                          (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600))) {
+    const int to = (int)(vc->max_seconds > 0 ? 3 * vc->max_seconds + 120 : 600), nodes = c->nodes > 1 ? c->nodes : 1;
+    if (nodes > 1 ? dlp_mpirun_hosts_prefix(mpirun, sizeof mpirun, c->launcher, c->hostfile, nodes, c->ranks,
+                                            vc->self_exe, to)  // across hosts (issue 30)
+                  : dlp_mpirun_prefix(mpirun, sizeof mpirun, c->ranks, vc->self_exe, to)) {
         snprintf(row->error, sizeof row->error, "run: cannot find this program's path for mpirun");
         return;
     }
-    if (!dlp_mpirun_available()) {
-        snprintf(row->error, sizeof row->error, "run: %d ranks need mpirun (Open MPI), which is not here", c->ranks);
+    if (!c->launcher[0] && !dlp_mpirun_available()) {
+        snprintf(row->error, sizeof row->error, "run: %d ranks need mpirun (Open MPI), which is not here", c->ranks * nodes);
         return;
     }
     if (!mkdtemp(dir)) {
@@ -167,10 +180,10 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     json_t *r = rc == 0 ? json_load_file(out, 0, &je) : NULL;
     const double steady = json_num(r, "throughput", "steady_img_per_s", NULL);
     const int world = (int)json_num(r, "dist", "ranks", NULL);
-    if (!r || !(steady > 0) || world != c->ranks) {
+    if (!r || !(steady > 0) || world != c->ranks * nodes) {
         char tail[200];
         dlp_file_last_line(log, tail, sizeof tail);
-        snprintf(row->error, sizeof row->error, "run: mpirun -np %d dlperf train %s (exit status %d)%s%s", c->ranks,
+        snprintf(row->error, sizeof row->error, "run: mpirun -np %d dlperf train %s (exit status %d)%s%s", c->ranks * nodes,
                  r ? "gave no steady throughput" : "failed", rc, tail[0] ? ": " : "", tail);
     } else {
         row->measured_img_per_s = steady * world;
@@ -183,6 +196,7 @@ static void run_ranks(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
         row->read_share = rd + de + au > 0 ? rd / (rd + de + au) : 0;
         row->observed_regime = dlp_validate_observed_regime(row->observed_stall, row->read_share);
         row->other_load_cores = 0;
+        row->cpu_share = ranks_min_share(r);
         row->ape = dlp_validate_ape(row->predicted_img_per_s, row->measured_img_per_s);
         row->ok = 1;
     }
@@ -212,7 +226,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     free(pr);
 
     if (!c->cold) warm_dataset(vc->ds);
-    if (c->ranks > 1) {
+    if (c->ranks > 1 || c->nodes > 1) {
         run_ranks(vc, c, row);
         return;
     }
@@ -309,12 +323,13 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
 
 // The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
 static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share) {
-    if (!(share > 0) || !(vc->profile->host.cpu_share > 0)) return NAN;
+    if (!(share > 0) || !(vc->profile->host.cpu_share > 0 || vc->profile->host.cpu_share1 > 0)) return NAN;
     double out = NAN;
     dlp_profile *p = malloc(sizeof *p);
     dlp_prediction *pr = malloc(sizeof *pr);
     if (p && pr) {
         *p = *vc->profile;
+        if (!(p->host.cpu_share > 0)) p->host.cpu_share = p->host.cpu_share1;  // probed at one thread only
         dlp_profile_at_share(p, share);  // each row from its class's reference share
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/fields.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "data/source.h"
@@ -26,6 +27,41 @@ static void say(const dlp_validate_sweep_req *req, const char *fmt, ...) {
     req->progress(req->ctx, line);
 }
 
+// The multi-node fields of the configurations file (issue 30): "nodes" (1..64; > 1: ranks per node x nodes
+// processes), "hostfile" (the MPI hostfile, naming at least that many hosts; needed then) and "launcher" (the
+// mpirun command, "" or absent: mpirun; e.g. tests/netns-hosts.sh's $DLPN_MPIRUN for emulated hosts).
+static dlp_status nodes_from_json(const json_t *a, const char *where, dlp_validate_config *cfgs, int n) {
+    for (int i = 0; i < n && i < (int)json_array_size(a); i++) {
+        const json_t *o = json_array_get(a, i);
+        dlp_validate_config *c = &cfgs[i];
+        char w[320];
+        snprintf(w, sizeof w, "%s: [%d]", where, i);
+        int64_t v = 1;
+        if (json_object_get(o, "nodes")) DLP_CHECK(dlp_field_int(o, "nodes", 1, 64, &v, w));
+        c->nodes = (int)v;
+        DLP_CHECK(dlp_field_opt_str(o, "hostfile", c->hostfile, sizeof c->hostfile, w));
+        DLP_CHECK(dlp_field_opt_str(o, "launcher", c->launcher, sizeof c->launcher, w));
+        if (c->nodes < 2) {
+            if (c->hostfile[0] || c->launcher[0])
+                return DLP_ERR(DLP_ERR_FORMAT, "%s: 'hostfile' and 'launcher' go with \"nodes\" of 2 or more", w);
+            continue;
+        }
+        if (!c->hostfile[0]) return DLP_ERR(DLP_ERR_FORMAT, "%s: \"nodes\": %d needs a 'hostfile'", w, c->nodes);
+        if (strchr(c->hostfile, '\'') || strchr(c->launcher, '\''))
+            return DLP_ERR(DLP_ERR_FORMAT, "%s: 'hostfile' and 'launcher' may not contain a quote (')", w);
+        FILE *f = fopen(c->hostfile, "r");
+        if (!f) return DLP_ERR(DLP_ERR_IO, "%s: hostfile %s: cannot read it", w, c->hostfile);
+        char line[512];
+        int hosts = 0;
+        while (fgets(line, sizeof line, f)) hosts += line[strspn(line, " \t")] != '#' && line[strspn(line, " \t\r\n")];
+        fclose(f);
+        if (hosts < c->nodes)
+            return DLP_ERR(DLP_ERR_FORMAT, "%s: \"nodes\": %d but hostfile %s names %d host%s", w, c->nodes, c->hostfile,
+                           hosts, hosts == 1 ? "" : "s");
+    }
+    return DLP_OK;
+}
+
 // The configurations: from the file, or the built-in sweep on what this build has (a configuration on a backend
 // not built here is left out, said).
 static dlp_status load_configs(const dlp_validate_sweep_req *req, dlp_validate_sweep *sw) {
@@ -34,6 +70,7 @@ static dlp_status load_configs(const dlp_validate_sweep_req *req, dlp_validate_s
         json_t *a;
         DLP_CHECK(dlp_json_load(req->configs_path, &a));
         dlp_status st = dlp_validate_configs_from_json(a, req->configs_path, cfgs, DLP_VALIDATE_MAX_CONFIGS, &sw->n);
+        if (st == DLP_OK) st = nodes_from_json(a, req->configs_path, cfgs, sw->n);
         json_decref(a);
         return st;
     }

@@ -566,6 +566,9 @@ static dlp_status gather_ranks(dlp_trainer *t) {
         if (p != DLP_TRAIN_PH_ALLREDUCE) mine[DLP_TRAIN_RANK_COMPUTE_MS] += dlp_ns_to_ms(t->ph_ns[p]);
     mine[DLP_TRAIN_RANK_ALLREDUCE_MS] = dlp_ns_to_ms(t->ph_ns[DLP_TRAIN_PH_ALLREDUCE]);
     for (int p = 0; p < DLP_TRAIN_PH_COUNT; p++) mine[DLP_TRAIN_RANK_LOOP_MS] += dlp_ns_to_ms(t->ph_ns[p]);
+    dlp_cpushare_sample sh = {0};  // this rank's CPU share so far: ranks on shared cores differ (issue 30)
+    dlp_cpushare_read(t->share_meter, &sh);
+    mine[DLP_TRAIN_RANK_CPU_SHARE] = sh.share;
     if (t->rank == 0) {
         t->rank_figs = calloc((size_t)t->world * DLP_TRAIN_RANK_FIGS, sizeof *t->rank_figs);
         DLP_TRY_ALLOC(t->rank_figs);

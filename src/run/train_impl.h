@@ -19,7 +19,7 @@
 
 // Figures each rank of a data-parallel run sends rank 0 at the end (train.c gather_ranks), in this order.
 enum { DLP_TRAIN_RANK_STEPS, DLP_TRAIN_RANK_IMAGES, DLP_TRAIN_RANK_DATA_WAIT_MS, DLP_TRAIN_RANK_COMPUTE_MS,
-       DLP_TRAIN_RANK_ALLREDUCE_MS, DLP_TRAIN_RANK_LOOP_MS, DLP_TRAIN_RANK_FIGS };
+       DLP_TRAIN_RANK_ALLREDUCE_MS, DLP_TRAIN_RANK_LOOP_MS, DLP_TRAIN_RANK_CPU_SHARE, DLP_TRAIN_RANK_FIGS };
 
 // Per-epoch accounting (one entry per epoch of the run, allocated before the loop).
 typedef struct dlp_train_epoch_stats {

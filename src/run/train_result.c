@@ -183,6 +183,7 @@ static json_t *dist_json(const dlp_trainer *t) {
         json_object_set_new(e, "compute_ms_per_step", json_real(safe_div(f[DLP_TRAIN_RANK_COMPUTE_MS], steps)));
         json_object_set_new(e, "allreduce_ms_per_step", json_real(safe_div(f[DLP_TRAIN_RANK_ALLREDUCE_MS], steps)));
         json_object_set_new(e, "img_per_s", json_real(safe_div(f[DLP_TRAIN_RANK_IMAGES], f[DLP_TRAIN_RANK_LOOP_MS] * 1e-3)));
+        json_object_set_new(e, "cpu_share", json_real(f[DLP_TRAIN_RANK_CPU_SHARE]));  // 0: unknown
         json_array_append_new(per, e);
     }
     json_object_set_new(d, "per_rank", per);

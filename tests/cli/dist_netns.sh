@@ -4,6 +4,8 @@
 #  0. two hosts (one rank each) give the loss curve of two ranks on one host (shared memory): every step's loss
 #     and learning rate equal to the 6 digits logged;
 #  - `dlperf probe --hostfile` records the link between two hosts (bus bandwidth within the 1 Gbit/s, latency);
+#  - `dlperf validate` runs a configuration of 2 hosts ("nodes": 2, the hostfile, the launcher) and prints its
+#    prediction error; 3 nodes on a 2-host hostfile is refused with a message naming it;
 #  1. host 2's link taken down mid-run (`ip link set veth0 down` in its namespace): the job ends within a bound
 #     (the agent's link watch, DLPN_ALIVE_S = 3 s, + mpirun's teardown: asserted < 20 s), exit non-zero, with a
 #     message naming host dlpn-h2 and rank 2; the last checkpoint is intact and the same command resumes on the two
@@ -77,6 +79,27 @@ assert 0 < ic["nic_bytes_per_s"] < 0.125e9 * 1.05, ic  # at most the 1 Gbit/s li
 assert 0 < ic["nic_latency_s"] < 0.1, ic
 print("probe --hostfile: 2 hosts, %.3f GB/s, %.0f us per ring step" % (ic["nic_bytes_per_s"] / 1e9, ic["nic_latency_s"] * 1e6))
 PY
+
+# ---- validate: a 2-host row, run through the same launcher and predicted with --nodes 2 (the profile's link) ----
+# a device of a fixed 100 ms step (sim, t0_ms) and resnet-mini's small gradients: a device-bound row of ~3 s
+cat >"$T/vc.json" <<J
+[{"device": "sim:custom,img_per_s=1000000,t0_ms=100", "model": "resnet-mini", "size": 32, "batch": 4, "workers": 1,
+  "nodes": 2, "hostfile": "$T/hosts2", "launcher": "$DLPN_MPIRUN"}]
+J
+"$D" validate --profile "$T/net.json" --data "$T/ds" --configs "$T/vc.json" --steps 3 --seconds 0.5 --max-seconds 3 \
+  --retries 0 --json "$T/v.json" >"$T/v.out" 2>&1 || { cat "$T/v.out"; fail "validate: a 2-host row"; }
+python3 - "$T/v.json" <<'PY' || { cat "$T/v.out"; fail "validate: the 2-host row"; }
+import json, sys
+r = json.load(open(sys.argv[1]))["rows"][0]
+assert r["ok"] and "2nodes" in r["config"], r
+assert 0 < r["predicted_img_per_s"] < 1e4 and 0 < r["measured_img_per_s"] and r["ape"] < 0.5, r
+assert 0 < r["cpu_share"] <= 1, r  # the smallest of the ranks' (train's dist.per_rank[].cpu_share)
+print("validate, 2 hosts: %s: predicted %.1f img/s, measured %.1f, error %.1f%%" % (r["config"], r["predicted_img_per_s"],
+      r["measured_img_per_s"], 100 * r["ape"]))
+PY
+sed 's/"nodes": 2/"nodes": 3/' "$T/vc.json" >"$T/vc3.json"
+"$D" validate --profile "$T/net.json" --data "$T/ds" --configs "$T/vc3.json" >"$T/v3.out" 2>&1 && fail "validate: 3 nodes on a 2-host hostfile ran"
+grep -q 'names 2 hosts' "$T/v3.out" || { cat "$T/v3.out"; fail "validate: no message naming the hostfile's 2 hosts"; }
 
 # ---- 1. a host's link goes down mid-run ----
 $DLPN_MPIRUN -np 3 --hostfile "$DLPN_HOSTFILE" "${X[@]}" "$D" train "${C[@]}" --checkpoint "$T/ck" >"$T/a.out" 2>"$T/a.err" &
