@@ -370,13 +370,15 @@ static dlp_status pipe_loader_one_thread(pipe_run *r) {
 // all the time: the data bench has no device to wait for), its rate is normalised by its own CPU seconds per image:
 // at the share S its threads would get, min(workers, cores) x S / (CPU s per image) — what time-sharing with other
 // processes does not move (the pass's rate over its share also carries how many of its threads were ready, which
-// a loaded machine moves). Otherwise by the share. rep_spread: the passes' normalised values' (max - min) / median.
+// a loaded machine moves). Otherwise by the share. rep_spread: the passes' normalised values' spread about their
+// median (dlp_probe_repeat_spread: the middle three of five).
 typedef struct loader_row {
     dlp_data_bench_run run;  // the median pass (by normalised value)
     double rate_per_share;   // normalised: img/s at share 1 (multiply by a share)
     double share;            // median of the passes' CPU shares
     double speed, speed_spread, other_cores, rep_spread, cpu_per_image, busy;
     int passes, by_cpu;
+    double pass_value[16], pass_share[16], pass_cpi[16], pass_rate[16];  // each pass: normalised, share, CPU s/img, img/s
 } loader_row;
 
 static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, int T, loader_row *lr) {
@@ -429,7 +431,13 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
     lr->speed = dlp_probe_speed_mean(spd, passes + 1);
     lr->speed_spread = dlp_probe_speed_spread(spd, passes + 1);
     lr->other_cores = dlp_stats_median_f64(other, (size_t)passes);
-    lr->rep_spread = passes > 1 ? dlp_probe_speed_spread(v, passes) : 0;
+    lr->rep_spread = passes > 1 ? dlp_probe_repeat_spread(v, passes) : 0;
+    for (int p = 0; p < passes; p++) {
+        lr->pass_value[p] = v[p];
+        lr->pass_share[p] = sh[p];
+        lr->pass_cpi[p] = runs[p].images > 0 ? runs[p].cpu_seconds / (double)runs[p].images : 0;
+        lr->pass_rate[p] = runs[p].steady_img_per_s;
+    }
     lr->cpu_per_image = runs[mi].images > 0 ? runs[mi].cpu_seconds / (double)runs[mi].images : 0;
     return DLP_OK;
 }
@@ -484,6 +492,12 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
         json_object_set_new(o, "basis", json_string(lrs[i].by_cpu ? "cpu_per_image" : "cpu_share"));
         json_object_set_new(o, "img_per_s_at_share1", json_real(lrs[i].rate_per_share));
         json_object_set_new(o, "repeat_spread", json_real(lrs[i].rep_spread));
+        json_t *pa = json_array();
+        for (int p = 0; p < lrs[i].passes; p++)
+            json_array_append_new(pa, json_pack("{s:f, s:f, s:f, s:f}", "img_per_s", lrs[i].pass_rate[p], "cpu_share",
+                                                lrs[i].pass_share[p], "cpu_ms_per_image", 1e3 * lrs[i].pass_cpi[p],
+                                                "img_per_s_at_share1", lrs[i].pass_value[p]));
+        json_object_set_new(o, "pass", pa);
         json_array_append_new(sa, o);
     }
     // Every rate at one speed per class (one thread: its first run's; more: the first multi-thread run's), so the

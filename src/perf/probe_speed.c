@@ -83,6 +83,16 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
     va_end(ap);
 }
 
+double dlp_probe_repeat_spread(const double *v, int n) {
+    if (n < 2) return 0;
+    if (n < 5) return dlp_probe_speed_spread(v, n);
+    double s[64];
+    if (n > 64) n = 64;
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    dlp_stats_sort_f64(s, (size_t)n);
+    return dlp_probe_speed_spread(s + 1, n - 2);  // the lowest and the highest left out
+}
+
 void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps) {
     if (!c->norms || c->nnorms < 1 || reps < 2) return;
     c->norms[c->nnorms - 1].rep_spread = isfinite(spread) ? spread : INFINITY;
