@@ -101,7 +101,7 @@ def main(argv):
         for name, x in (("raw", sr), ("canary", sn), ("share", ss), ("cpu", sc), ("used", used)):
             if x == x:
                 worst[name] = max(worst[name], x)
-        named = any(any(k.split(" b")[0] in u for u in q[3]) or k in q[3] for q in profs)
+        named = any(any(u.startswith(k.rsplit(" b", 1)[0] + " ") for u in q[3]) or k in q[3] for q in profs)
         flag = "" if used <= limit else ("  (named unstable)" if named else "  OVER")
         if used > limit and not named:
             bad.append(k)
