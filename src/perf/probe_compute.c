@@ -238,6 +238,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                                              0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k));
         json_t *pt = json_array_get(pts, json_array_size(pts) - 1);
         json_object_set_new(pt, "cpu_share", json_real(best_sh[i].share));
+        json_object_set_new(pt, "slowest_thread_share", json_real(best_sh[i].slowest_share));
         json_object_set_new(pt, "threads_cpu_s", json_real(best_sh[i].cpu_s));
         json_object_set_new(pt, "threads_wait_s", json_real(best_sh[i].wait_s));
         json_object_set_new(pt, "wall_s", json_real(best_sh[i].wall_s));
