@@ -6,7 +6,7 @@ run-queue wait; docs/model.md, "The probe on a noisy machine").
 
   python3 tools/probe_spread.py A.json B.json [--limit 0.05]
 
-The last column compares the process's own CPU seconds per image in the same rows (the loader's CPU per image, a
+"cpu spr" compares the process's own CPU seconds per image in the same rows (the loader's CPU per image, a
 compute step's wall time x the cores it kept busy): what time-sharing with other processes does not move.
 
 Compute rows: the throughput at the row's largest batch (the step measured there, forward + backward + update),
@@ -14,8 +14,9 @@ normalised as img/s per GFLOP/s of the canary read around it. Loader rows: the l
 count, per GFLOP/s of the canary read around it (one thread against the one-thread canary). A row is shown at the
 first profile's reference speed. "share": img/s over the row's CPU share (probes from before the share was measured
 show "-"), shown at the first profile's reference share. Exit status 1 when a row's spread under the profiles' own
-normalisation (the share where every profile measured it, else the canary) is over --limit and no profile named it
-among the rows it could not stabilise.
+normalisation ("probe spr": a loader row by its CPU seconds per image where the probe normalised it so, else the share
+where every profile measured it, else the canary) is over --limit and no profile named it among the rows it could not
+stabilise.
 """
 import json
 import sys
@@ -40,11 +41,11 @@ def rows_of(path):
             key = "compute %s %s %dpx %s %dt b%d" % (dev, r["model"], r["size"], r["precision"], r["threads"], pt["batch"])
             cpu = (pt["fwd_bwd_s"] + pt["update_s"]) * pt.get("cores_busy", 0) / pt["batch"]  # CPU s per image
             out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu,
-                        pt.get("cpu_share", 0))
+                        pt.get("cpu_share", 0), 0)
     for s in (det.get("pipeline") or {}).get("loader_scaling") or []:
         key = "loader %d thread(s) 224px" % s["workers"]
         out[key] = (s["img_per_s"], s.get("speed_gflops", 0), "one" if s["workers"] == 1 else "all",
-                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0))
+                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0), s.get("img_per_s_at_share1", 0))
     unstable = set(r["row"] for r in norm.get("rows", []) if not r.get("stable", True))
     return p, ref, out, unstable, norm
 
@@ -74,11 +75,12 @@ def main(argv):
                                             100 * h.get("steal_fraction", 0), norm.get("unstable", 0)))
     keys = [k for k in profs[0][2] if all(k in q[2] for q in profs[1:])]
     n = len(profs)
-    print("%-44s %s  %8s  %s  %8s  %s  %9s  %8s" % (
+    print("%-44s %s  %8s  %s  %8s  %s  %9s  %8s  %9s" % (
         "row", "  ".join("%9s" % ("raw %d" % (j + 1)) for j in range(n)), "raw spr",
         "  ".join("%9s" % ("canary %d" % (j + 1)) for j in range(n)), "can. spr",
-        "  ".join("%9s" % ("share %d" % (j + 1)) for j in range(n)), "share spr", "cpu spr"))
+        "  ".join("%9s" % ("share %d" % (j + 1)) for j in range(n)), "share spr", "cpu spr", "probe spr"))
     worst = {"raw": 0, "canary": 0, "share": 0, "cpu": 0, "used": 0}
+    worst_named = 0
     bad = []
 
     def spread(v):
@@ -92,23 +94,32 @@ def main(argv):
         shares = [q[2][k][0] / q[2][k][4] * sref if q[2][k][4] > 0 else float("nan") for q in profs]
         sr, sn, ss = spread(raws), spread(norms), spread(shares)
         sc = spread([q[2][k][3] for q in profs])
-        used = ss if ss == ss else sn  # the profiles' own normalisation: the share where all measured it
+        # the profiles' own normalisation: a loader row by its CPU seconds per image where the probe did so
+        # (img/s at share 1, "img_per_s_at_share1"), else the share where all measured it, else the canary
+        su = spread([q[2][k][5] for q in profs])
+        used = su if su == su else ss if ss == ss else sn
         for name, x in (("raw", sr), ("canary", sn), ("share", ss), ("cpu", sc), ("used", used)):
             if x == x:
                 worst[name] = max(worst[name], x)
-        named = any(any(k.split(" b")[0] in u for u in q[3]) or k in q[3] for q in profs)
+        named = any(any(u.startswith(k.rsplit(" b", 1)[0] + " ") for u in q[3]) or k in q[3] for q in profs)
         flag = "" if used <= limit else ("  (named unstable)" if named else "  OVER")
         if used > limit and not named:
             bad.append(k)
+        if not named and used == used:
+            worst_named = max(worst_named, used)
         fmt = lambda v: "  ".join("%9s" % ("-" if x != x else "%.2f" % x) for x in v)
         pct = lambda x: "%7.1f%%" % (100 * x) if x == x else "%8s" % "-"
-        print("%-44s %s  %s  %s  %s  %s  %9s  %s%s" % (k, fmt(raws), pct(sr), fmt(norms), pct(sn), fmt(shares), pct(ss),
-                                                  pct(sc), flag))
+        print("%-44s %s  %s  %s  %s  %s  %9s  %s  %9s%s" % (k, fmt(raws), pct(sr), fmt(norms), pct(sn), fmt(shares),
+                                                       pct(ss), pct(sc), pct(used), flag))
     print("largest spread over %d rows: raw %.1f%%, by the canary %.1f%%, by the CPU share %.1f%%, CPU time per image "
           "%.1f%% (canary: img/s per GFLOP/s of the speed measured around the row, at the first profile's reference "
           "speed; share: img/s over the CPU share the row's threads got, at the first profile's reference share; cpu: the "
           "process's CPU seconds per image)" % (len(keys), 100 * worst["raw"], 100 * worst["canary"], 100 * worst["share"],
                                                 100 * worst["cpu"]))
+    print("by the profiles' own normalisation (probe spr: a loader row by its CPU seconds per image, a compute row by "
+          "its CPU share): largest %.1f%%; largest of the rows no profile named unstable %.1f%%; %s" % (
+              100 * worst["used"], 100 * worst_named,
+              "every row within %.0f%% or named" % (100 * limit) if not bad else "OVER and not named: " + ", ".join(bad)))
     return 1 if bad else 0
 
 

@@ -105,7 +105,8 @@ static void print_summary(const dlp_validate_sweep *sw) {
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs; "
            "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine; at speed: "
            "the prediction at that speed and its error; share: the CPU share the run's threads got (CPU time over CPU "
-           "time plus run-queue wait), then the prediction at that share and its error)\n");
+           "time plus run-queue wait), then the prediction at that share and its error against the rate over every "
+           "measured step, the interval the share covers)\n");
     if (sw->busy)
         printf("warning: %d of %d configurations ran while other processes kept more than 0.2 cores busy: their errors "
                "measure the machine's load as much as the model (and so does the profile if it was probed so); run "

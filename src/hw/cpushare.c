@@ -18,6 +18,7 @@
 typedef struct task_seen {
     long tid;
     uint64_t cpu_ns, wait_ns;  // as last read
+    uint64_t acc_cpu_ns, acc_wait_ns;  // its growth within the interval
     int alive;                 // seen in the latest sample
 } task_seen;
 
@@ -74,7 +75,7 @@ static void sample(dlp_cpushare *m, int count) {
         for (int i = 0; i < m->n; i++)
             if (m->t[i].tid == tid) s = &m->t[i];
         if (!s) {
-            if (m->n >= MAX_TASKS) {  // drop the entries of threads gone
+            if (m->n >= MAX_TASKS) {  // drop the entries of threads gone (their part of the slowest share with them)
                 int k = 0;
                 for (int i = 0; i < m->n; i++)
                     if (m->t[i].alive) m->t[k++] = m->t[i];
@@ -84,12 +85,17 @@ static void sample(dlp_cpushare *m, int count) {
             s = &m->t[m->n++];
             s->tid = tid;
             s->cpu_ns = s->wait_ns = 0;  // new since the start: all of its time is in the interval
+            s->acc_cpu_ns = s->acc_wait_ns = 0;
         }
         if (count) {
             // a reused tid reads less than the thread before it: a new thread, counted from zero
             const int fresh = cpu < s->cpu_ns || wait < s->wait_ns;
-            m->cpu_ns += fresh ? cpu : cpu - s->cpu_ns;
-            m->wait_ns += fresh ? wait : wait - s->wait_ns;
+            const uint64_t dc = fresh ? cpu : cpu - s->cpu_ns, dw = fresh ? wait : wait - s->wait_ns;
+            m->cpu_ns += dc;
+            m->wait_ns += dw;
+            if (fresh) s->acc_cpu_ns = s->acc_wait_ns = 0;  // another thread under the same tid
+            s->acc_cpu_ns += dc;
+            s->acc_wait_ns += dw;
         }
         s->cpu_ns = cpu;
         s->wait_ns = wait;
@@ -148,6 +154,16 @@ static void fill(dlp_cpushare *m, dlp_cpushare_sample *out) {
     const double alone = out->runnable > m->cores ? m->cores / out->runnable : 1;
     out->share = out->raw_share > 0 ? out->raw_share / alone : 0;
     if (out->share > 1) out->share = 1;
+    // the slowest thread among those that wanted a core at least a quarter of the interval
+    out->slowest_share = 0;
+    const double want_min = 0.25 * out->wall_s * 1e9;
+    for (int i = 0; i < m->n; i++) {
+        const task_seen *t = &m->t[i];
+        const double want = (double)(t->acc_cpu_ns + t->acc_wait_ns);
+        if (want <= 0 || want < want_min) continue;
+        const double sh = (double)t->acc_cpu_ns / want;
+        if (out->slowest_share == 0 || sh < out->slowest_share) out->slowest_share = sh;
+    }
 }
 
 void dlp_cpushare_read(dlp_cpushare *m, dlp_cpushare_sample *out) {

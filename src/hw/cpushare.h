@@ -22,6 +22,9 @@ typedef struct dlp_cpushare_sample {
     int cores;         // CPUs the process may run on
     double share;      // raw_share over what the process would get alone: more runnable threads than cores wait
                        // for each other (min(1, cores / runnable)), which is not the machine's other work. 0: unknown
+    double slowest_share;  // the lowest share of one thread (its CPU over CPU plus wait) among the threads that wanted
+                           // a core at least a quarter of the interval: what a fork-join step waits for (issue 35:
+                           // the cpu backend's two-thread steps went at it, not at the mean share). 0: none such
 } dlp_cpushare_sample;
 
 typedef struct dlp_cpushare dlp_cpushare;

@@ -160,6 +160,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
     double y[16], upd[8], busy[8], fwd[8], spd[9], best_spd[9], best_spread = INFINITY;
     dlp_cpushare_sample sh[8], best_sh[8];  // the CPU share the row's threads got at each batch point
+    step_meas rep_tm = {0}, best_rep = {0};   // the largest batch measured again (not with --quick)
+    dlp_cpushare_sample rep_sh = {0}, best_rep_sh = {0};
     step_meas ms[8];
     json_t *pts = NULL;
     // The canary before, between and after the batch points, on as many threads as the row computes on; the row again
@@ -176,9 +178,17 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         for (int i = 0; i < nb; i++) {
             probe_plan pp;
             DLP_CHECK(plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp));
+            // The largest batch (not with --quick) in two halves, each under its own meter: the first is the point,
+            // the second its repeat — the row's stability check (their values normalised by their shares must agree).
+            const int halves = i == nb - 1 && !quick;
             dlp_cpushare *meter = dlp_cpushare_start(0);
-            dlp_status st = measure_once(&pp, 1, quick ? 2 : 3, quick ? 1.0 : 2.0, &tm[i]);
+            dlp_status st = measure_once(&pp, 1, halves ? 2 : quick ? 2 : 3, halves ? 1.0 : quick ? 1.0 : 2.0, &tm[i]);
             dlp_cpushare_stop(meter, &sh[i]);
+            if (st == DLP_OK && halves) {
+                meter = dlp_cpushare_start(0);
+                st = measure_once(&pp, 0, 2, 1.0, &rep_tm);
+                dlp_cpushare_stop(meter, &rep_sh);
+            }
             plan_close(&pp);
             DLP_CHECK(st);
             spd[i + 1] = dlp_probe_speed(c, threads);
@@ -191,6 +201,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
             memcpy(ms, tm, sizeof(step_meas) * (size_t)nb);
             memcpy(best_spd, spd, sizeof(double) * (size_t)(nb + 1));
             memcpy(best_sh, sh, sizeof(dlp_cpushare_sample) * (size_t)nb);
+            best_rep = rep_tm;
+            best_rep_sh = rep_sh;
         }
     }
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
@@ -226,6 +238,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                                              0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k));
         json_t *pt = json_array_get(pts, json_array_size(pts) - 1);
         json_object_set_new(pt, "cpu_share", json_real(best_sh[i].share));
+        json_object_set_new(pt, "slowest_thread_share", json_real(best_sh[i].slowest_share));
         json_object_set_new(pt, "threads_cpu_s", json_real(best_sh[i].cpu_s));
         json_object_set_new(pt, "threads_wait_s", json_real(best_sh[i].wait_s));
         json_object_set_new(pt, "wall_s", json_real(best_sh[i].wall_s));
@@ -257,12 +270,24 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const char *pn = dlp_dtype_name(dt);
     // stable: the points' CPU shares within the band where measured, else the canary's readings
     const double spr = row_share > 0 ? share_spread : best_spread;
+    double rep_spread = NAN;
+    const step_meas *ml = &ms[nb - 1];
+    if (best_rep.steps > 0 && ml->fb_s > 0 && best_rep.fb_s > 0) {
+        const int by_sh = best_sh[nb - 1].share > 0 && best_rep_sh.share > 0;
+        const double v[2] = {(by_sh ? best_sh[nb - 1].share : 1) * (ml->fb_s + ml->upd_s),
+                             (by_sh ? best_rep_sh.share : 1) * (best_rep.fb_s + best_rep.upd_s)};
+        rep_spread = dlp_probe_speed_spread(v, 2);
+    }
+    const int reps = isfinite(rep_spread) ? 2 : 0;
     dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spr, tries, NULL,
                        "compute %s %s %dpx %s %dt t0", dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_repeats(c, rep_spread, reps);
     dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spr, tries, &row->speed_rel,
                        "compute %s %s %dpx %s %dt per_image", dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_repeats(c, rep_spread, reps);
     dlp_probe_norm_add(c, &row->update_s, 0, row_speed, row_share, threads, spr, tries, NULL,
                        "compute %s %s %dpx %s %dt update", dlp_backend_name(ops), model, size, pn, threads);
+    dlp_probe_norm_repeats(c, rep_spread, reps);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -275,6 +300,11 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     json_object_set_new(o, "cpu_share", json_real(row_share));
     json_object_set_new(o, "cpu_share_spread", dlp_json_real_or_null(share_spread));
     json_object_set_new(o, "tries", json_integer(tries));
+    json_object_set_new(o, "repeat_spread", dlp_json_real_or_null(rep_spread));
+    if (best_rep.steps > 0)
+        json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
+                                                   best_rep.fb_s, "update_s", best_rep.upd_s, "cores_busy",
+                                                   best_rep.cores_busy, "cpu_share", best_rep_sh.share));
     json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
     json_array_append_new(out_rows, o);
     return DLP_OK;

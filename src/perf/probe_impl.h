@@ -61,6 +61,18 @@ double dlp_probe_speed_mean(const double *r, int n);
 void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double speed, double share, int threads,
                         double spread, int tries, double *speed_rel, const char *fmt, ...)
     __attribute__((format(printf, 10, 11)));
+// The row just added (dlp_probe_norm_add) was measured `reps` times: its repeats' normalised values spread by `spread`
+// ((max - min) / median). Such a row is stable only when they agree within DLP_PROBE_SPEED_BAND (it is named
+// otherwise). value may be NULL in dlp_probe_norm_add for a row only checked (not a profile value).
+void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps);
+// The spread of a row's repeated values (normalised) about the value kept, their median: (max - min) / median of all
+// of them for up to four; from five on, the lowest and the highest left out (one pass whose start a neighbour
+// preempted does not move the median, and does not make the row unstable).
+double dlp_probe_repeat_spread(const double *v, int n);
+// The stability rule: a row measured more than once (reps >= 2) is stable when its repeats agree within the band after
+// normalisation (what the profile keeps; the canary's moves are what the normalisation is for); a row measured once
+// when the readings around it (its parts' CPU shares, else the canary) lie within 2 x the band.
+int dlp_probe_row_stable(double readings_spread, double rep_spread, int reps);
 // The end of the probe: the reference speeds (medians), host.canary_* (the distribution), every value rescaled, the
 // rows that could not be stabilised said and noted. Returns the "normalisation" details object.
 json_t *dlp_probe_normalise(dlp_probe_ctx *c);

@@ -26,6 +26,8 @@ typedef struct dlp_probe_norm {
     int one;          // measured on one thread (the one-thread reference) or on all CPUs
     double spread;    // the readings' (max - min) / median
     int tries;
+    double rep_spread; // the row's repeated measurements after normalisation: (max - min) / median
+    int reps;          // how many (0: the row was measured once; its readings' spread alone decides)
     double *speed_rel;
     char what[96];
 } dlp_probe_norm;
@@ -65,8 +67,9 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
     if (!c->norms) c->norms = calloc(DLP_PROBE_MAX_NORMS, sizeof *c->norms);
     if (!c->norms || c->nnorms >= DLP_PROBE_MAX_NORMS || !(speed > 0)) return;  // left as measured
     dlp_probe_norm *n = &c->norms[c->nnorms++];
+    memset(n, 0, sizeof *n);
     n->value = value;
-    n->raw = *value;
+    n->raw = value ? *value : 1;
     n->is_rate = is_rate;
     n->speed = speed;
     n->share = share > 0 && share <= 1 ? share : 0;
@@ -78,6 +81,27 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
     va_start(ap, fmt);
     vsnprintf(n->what, sizeof n->what, fmt, ap);
     va_end(ap);
+}
+
+double dlp_probe_repeat_spread(const double *v, int n) {
+    if (n < 2) return 0;
+    if (n < 5) return dlp_probe_speed_spread(v, n);
+    double s[64];
+    if (n > 64) n = 64;
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    dlp_stats_sort_f64(s, (size_t)n);
+    return dlp_probe_speed_spread(s + 1, n - 2);  // the lowest and the highest left out
+}
+
+void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps) {
+    if (!c->norms || c->nnorms < 1 || reps < 2) return;
+    c->norms[c->nnorms - 1].rep_spread = isfinite(spread) ? spread : INFINITY;
+    c->norms[c->nnorms - 1].reps = reps;
+}
+
+int dlp_probe_row_stable(double readings_spread, double rep_spread, int reps) {
+    if (reps >= 2) return rep_spread <= DLP_PROBE_SPEED_BAND;  // the direct test: its normalised repeats agree
+    return readings_spread <= 2 * DLP_PROBE_SPEED_BAND;
 }
 
 static double quantile(const double *v, int n, double q) {
@@ -136,15 +160,21 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         const double use = srel > 0 ? srel : rel;
         const double by_canary = rel > 0 ? (n->is_rate ? n->raw / rel : n->raw * rel) : NAN;
         const double by_share = srel > 0 ? (n->is_rate ? n->raw / srel : n->raw * srel) : NAN;
-        *n->value = n->is_rate ? n->raw / use : n->raw * use;
+        const double normed = n->is_rate ? n->raw / use : n->raw * use;
+        if (n->value) *n->value = normed;
         if (n->speed_rel) *n->speed_rel = use;
         nshare += srel > 0;
-        // spread: of the shares of the row's parts where the caller measured them per part, else of the canary
-        const int stable = n->spread <= 2 * DLP_PROBE_SPEED_BAND;
+        // spread: of the shares of the row's parts where the caller measured them per part, else of the canary; and
+        // where the row was measured more than once, its repeats after normalisation must agree within the band
+        const int stable = dlp_probe_row_stable(n->spread, n->rep_spread, n->reps);
         json_t *row = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "row", n->what, "kind",
                                 n->is_rate ? "rate" : "time", "threads", n->one ? 1 : 0, "raw", n->raw, "speed_gflops",
-                                n->speed, "speed_rel", rel, "normalised", *n->value, "spread", n->spread, "tries",
+                                n->speed, "speed_rel", rel, "normalised", normed, "spread", n->spread, "tries",
                                 n->tries, "stable", stable);
+        if (n->reps >= 2) {
+            json_object_set_new(row, "repeats", json_integer(n->reps));
+            json_object_set_new(row, "repeat_spread", dlp_json_real_or_null(n->rep_spread));
+        }
         json_object_set_new(row, "basis", json_string(srel > 0 ? "cpu_share" : "canary"));
         json_object_set_new(row, "cpu_share", json_real(n->share));
         json_object_set_new(row, "cpu_share_rel", json_real(srel));
@@ -168,7 +198,8 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
                   ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, sref_all,
                   sref_one, c->nnorms, nshare, nun, 100 * DLP_PROBE_SPEED_BAND);
     if (nun) {
-        dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try): %s",
+        dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try, or "
+                      "its repeats disagreed by more than %.0f%% after normalisation): %s", 100 * DLP_PROBE_SPEED_BAND,
                       100 * DLP_PROBE_SPEED_BAND, unstable);
         size_t nn = strlen(c->p->notes);
         snprintf(c->p->notes + nn, sizeof c->p->notes - nn, "%snot stabilised (speed moved): %.200s%s",

@@ -239,6 +239,11 @@ const char *dlp_validate_observed_regime(double data_wait_frac, double read_shar
     return read_share_of_worker_time >= 0.25 ? "storage" : "pipeline";
 }
 
+double dlp_validate_measured_at_share(const dlp_validate_row *r) {
+    return isfinite(r->measured_mean_img_per_s) && r->measured_mean_img_per_s > 0 ? r->measured_mean_img_per_s
+                                                                                 : r->measured_img_per_s;
+}
+
 double dlp_validate_ape(double predicted, double measured) {
     if (!(measured > 0) || !isfinite(predicted)) return NAN;
     return fabs(predicted - measured) / measured;

@@ -5,7 +5,7 @@
 // observed, predicted and measured images/s and the absolute percentage error; the sweep's MAPE sums it up.
 // Defines: dlp_validate_config, dlp_validate_config_default, dlp_validate_config_label, dlp_validate_configs_from_json,
 //          dlp_validate_builtin, dlp_validate_row, dlp_validate_cfg, dlp_validate_cfg_init, dlp_validate_run_config,
-//          dlp_validate_predict, dlp_validate_ape, dlp_validate_mape, dlp_validate_regime_of_stage,
+//          dlp_validate_predict, dlp_validate_ape, dlp_validate_measured_at_share, dlp_validate_mape, dlp_validate_regime_of_stage,
 //          dlp_validate_observed_regime, dlp_validate_row_to_json, dlp_validate_scaling (pairs, JSON).
 #ifndef DLP_PERF_VALIDATE_H
 #define DLP_PERF_VALIDATE_H
@@ -105,6 +105,10 @@ typedef struct dlp_validate_row {
     double predicted_at_share_img_per_s;
     double ape_at_share;
 } dlp_validate_row;
+// The rate a prediction at the run's CPU share is compared with: over the interval the share was measured on (every
+// measured step: images over their time), not the median window — a short run's windows can lie 100% apart
+// (issue 35: a bf16 cpu run's two windows) while its share is the mean over all of them.
+double dlp_validate_measured_at_share(const dlp_validate_row *r);
 
 // Scale-out against one process on the same cores: a row of R ranks x t threads paired with the row of one process
 // x R*t threads of an otherwise equal configuration; their throughput ratio predicted and measured.

@@ -393,7 +393,7 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     row->predicted_at_share_img_per_s = row->ape_at_share = NAN;
     if (row->ok) {
         row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share);
-        row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, row->measured_img_per_s);
+        row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, dlp_validate_measured_at_share(row));
     }
     if (o0 > 0) {
         const double o1 = dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1);

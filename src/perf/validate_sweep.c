@@ -240,7 +240,7 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
             const double y = dlp_validate_ape(sw->pred2_speed[i], r->measured_img_per_s);
             if (isfinite(x)) a[sw->n2++] = x;
             if (isfinite(y)) b[sw->n2_speed++] = y;
-            const double z = dlp_validate_ape(sw->pred2_share[i], r->measured_img_per_s);
+            const double z = dlp_validate_ape(sw->pred2_share[i], dlp_validate_measured_at_share(r));
             if (isfinite(z)) c[sw->n2_share++] = z;
         }
         sw->mape2_share = sw->n2_share ? dlp_validate_mape(c, sw->n2_share) : NAN;

@@ -147,6 +147,51 @@ static void test_normalise_by_share(void **state) {
     free(p);
 }
 
+// A row measured more than once is judged by its repeats after normalisation, not by the canary around it: stable when
+// they agree within the band (five or more: the middle three), named otherwise; a check-only row (no profile value)
+// is listed and named alike.
+static void test_repeats_decide(void **state) {
+    (void)state;
+    const double five[5] = {100, 60, 101, 102, 140};  // one slow and one fast pass: the middle three 100..102
+    NEAR(dlp_probe_repeat_spread(five, 5), 0.02 / 1.01, 1e-12);
+    const double two[2] = {100, 110};
+    NEAR(dlp_probe_repeat_spread(two, 2), 0.10 / 1.05, 1e-12);
+    assert_true(dlp_probe_repeat_spread(two, 1) == 0);
+    assert_true(dlp_probe_row_stable(0.9, 0.04, 5));   // the canary moved 90%, the repeats agree: stable
+    assert_false(dlp_probe_row_stable(0.0, 0.06, 2));  // the canary still, the repeats 6% apart: named
+    assert_false(dlp_probe_row_stable(0.0, NAN, 2));
+    assert_true(dlp_probe_row_stable(0.09, 0, 0));     // measured once: its readings within 2 x the band
+    assert_false(dlp_probe_row_stable(0.11, 0, 0));
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_profile_init(p);
+    dlp_probe_ctx *c = calloc(1, sizeof *c);
+    c->cfg = &cfg;
+    c->p = p;
+    c->canary_all[c->ncanary_all++] = 100;
+    double a = 10, b = 20;
+    dlp_probe_norm_add(c, &a, 1, 100, 0.5, 2, 0.8, 1, NULL, "steady repeats");
+    dlp_probe_norm_repeats(c, 0.03, 5);
+    dlp_probe_norm_add(c, &b, 1, 100, 0.5, 2, 0.0, 1, NULL, "scattered repeats");
+    dlp_probe_norm_repeats(c, 0.12, 5);
+    dlp_probe_norm_add(c, NULL, 1, 100, 0, 3, 0.0, 1, NULL, "check only");
+    dlp_probe_norm_repeats(c, 0.20, 5);
+    json_t *o = dlp_probe_normalise(c);
+    assert_int_equal(json_integer_value(json_object_get(o, "unstable")), 2);
+    assert_null(strstr(p->notes, "steady repeats"));
+    assert_non_null(strstr(p->notes, "scattered repeats"));
+    assert_non_null(strstr(p->notes, "check only"));
+    json_t *r0 = json_array_get(json_object_get(o, "rows"), 0);
+    assert_int_equal(json_integer_value(json_object_get(r0, "repeats")), 5);
+    NEAR(json_real_value(json_object_get(r0, "repeat_spread")), 0.03, 1e-12);
+    assert_int_equal(json_array_size(json_object_get(o, "rows")), 3);
+    NEAR(a, 10, 1e-12);  // at the class's median share (0.5): as measured
+    json_decref(o);
+    free(c);
+    free(p);
+}
+
 typedef struct spin_arg {
     int cpu;
     double seconds;
@@ -184,8 +229,9 @@ static void test_cpushare_meter(void **state) {
     dlp_cpushare_sample s;
     dlp_cpushare_stop(m, &s);
     if (rv[0] || rv[1]) skip();  // pinning refused here
-    printf("meter: wall %.3f s, threads' CPU %.3f s, waiting %.3f s, process CPU %.3f s, share %.2f (raw %.2f, %.2f "
-           "runnable on %d cores)\n", s.wall_s, s.cpu_s, s.wait_s, s.proc_cpu_s, s.share, s.raw_share, s.runnable, s.cores);
+    printf("meter: wall %.3f s, threads' CPU %.3f s, waiting %.3f s, process CPU %.3f s, share %.2f (slowest %.2f, raw %.2f, %.2f "
+           "runnable on %d cores)\n", s.wall_s, s.cpu_s, s.wait_s, s.proc_cpu_s, s.share, s.slowest_share, s.raw_share,
+           s.runnable, s.cores);
     assert_true(s.wall_s >= 0.2);
     assert_true(s.cpu_s > 0.22 && s.cpu_s <= s.wall_s + 0.05);  // the two threads' time on one CPU, gone before the stop
     assert_true(s.proc_cpu_s >= s.cpu_s * 0.8);                        // the exact process clock agrees
@@ -195,6 +241,9 @@ static void test_cpushare_meter(void **state) {
     if (s.cores >= 2) NEAR(s.share, s.raw_share, 1e-12);
     else NEAR(s.share, fmin(1, s.raw_share * s.runnable), 1e-9);
     assert_true(s.wait_s > 0.1);
+    // the slowest of the two (each wanted the CPU most of the interval): about their mean share, no faster (the
+    // mean also counts the main thread's few waits for them, so a little below the slowest is possible)
+    assert_true(s.slowest_share > 0.02 && s.slowest_share <= s.raw_share + 0.05);
     dlp_cpushare_stop(NULL, &s);  // no meter: zeros
     assert_true(s.share == 0 && s.cpu_s == 0);
 }
@@ -352,6 +401,7 @@ int main(void) {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
         cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
+        cmocka_unit_test(test_repeats_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,14 @@ static void test_ape_mape(void **state) {
     NEAR(dlp_validate_mape(a, 4), 0.02, 1e-12);       // the failed row is left out, not counted as 0
     const double none[] = {NAN, NAN};
     assert_true(isnan(dlp_validate_mape(none, 2)));
+    // at the run's CPU share: the rate over every measured step (what the share covers), not the median window
+    dlp_validate_row r;
+    memset(&r, 0, sizeof r);
+    r.measured_img_per_s = 12.4;  // two windows 100% apart: their median
+    r.measured_mean_img_per_s = 9.1;
+    NEAR(dlp_validate_measured_at_share(&r), 9.1, 1e-12);
+    r.measured_mean_img_per_s = NAN;  // not known (a multi-rank run's result): the median window
+    NEAR(dlp_validate_measured_at_share(&r), 12.4, 1e-12);
 }
 
 static void test_regimes(void **state) {
