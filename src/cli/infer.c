@@ -192,6 +192,40 @@ static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_
     return dlp_infer_sweep(mp, ec0, &c, result);
 }
 
+// The options' values checked (and --iters alone meaning no minimum duration); the batch sizes parsed into batches.
+static dlp_status check_opts(infer_opts *o, const dlp_opt *opts, int *batches, int *nb) {
+    dlp_status st;
+    if (o->json && (st = dlp_check_new_output(o->json, "--json"))) return st;
+    if (o->mon_csv && (st = dlp_check_new_output(o->mon_csv, "--monitor-csv"))) return st;
+    *nb = dlp_parse_int_list(o->batches, batches, MAX_BATCHES);
+    if (*nb < 1) return DLP_ERR(DLP_ERR_INVALID, "--batch %s: give sizes like 1,8,32 (at most %d)", o->batches,
+                                 MAX_BATCHES);
+    for (int i = 0; i < *nb; i++)
+        if (batches[i] < 1 || batches[i] > 65536)
+            return DLP_ERR(DLP_ERR_INVALID, "--batch %d is not in 1..65536", batches[i]);
+    if (o->size < 32 || o->size > 4096) return DLP_ERR(DLP_ERR_INVALID, "--size %d is not in 32..4096", o->size);
+    if (o->samples < 1) return DLP_ERR(DLP_ERR_INVALID, "--samples must be >= 1");
+    if (o->threads < 0 || o->workers < 0 || o->warmup < 0 || o->iters < 0 || o->max_iters < 0 || o->min_duration < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers, --warmup, --iters, --max-iters and "
+                       "--min-duration must be >= 0");
+    const int threads_avail = o->threads > 0 ? o->threads : dlp_host_cpus_allowed();
+    if (o->streams < 1 || o->streams > threads_avail)
+        return DLP_ERR(DLP_ERR_INVALID, "--streams %d: give 1..%d (each stream needs a compute thread of "
+                       "--threads %d)", o->streams, threads_avail, threads_avail);
+    if (o->streams > 1 && strcmp(o->device, "cpu") != 0)
+        return DLP_ERR(DLP_ERR_INVALID, "--streams %d: only the cpu device runs streams (got --device %s)",
+                       o->streams, o->device);
+    if (o->mon_interval != 0 && o->mon_interval < 10)
+        return DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", o->mon_interval);
+    if (dlp_opt_given(opts, "iters") && !dlp_opt_given(opts, "min-duration")) o->min_duration = 0;
+    if (o->iters < 1 && o->min_duration <= 0)
+        return DLP_ERR(DLP_ERR_INVALID, "give --iters >= 1 or a --min-duration > 0");
+    if (o->from == DLP_INFER_FROM_JPEG && o->workers > 0 && o->images)
+        return DLP_ERR(DLP_ERR_INVALID, "--workers decodes on the loader's threads, which read a dataset: "
+                       "use --data, or --workers 0 (inline) with --images");
+    return DLP_OK;
+}
+
 int dlp_cli_infer(int argc, char **argv) {
     infer_opts o;
     memset(&o, 0, sizeof o);
@@ -258,35 +292,8 @@ int dlp_cli_infer(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     if (rest < argc && !o.top5)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (image arguments go with --top5)", argv[rest]));
-    if (o.json && (st = dlp_check_new_output(o.json, "--json"))) return dlp_cli_fail(st);
-    if (o.mon_csv && (st = dlp_check_new_output(o.mon_csv, "--monitor-csv"))) return dlp_cli_fail(st);
-    int batches[MAX_BATCHES];
-    int nb = dlp_parse_int_list(o.batches, batches, MAX_BATCHES);
-    if (nb < 1) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch %s: give sizes like 1,8,32 (at most %d)", o.batches,
-                                            MAX_BATCHES));
-    for (int i = 0; i < nb; i++)
-        if (batches[i] < 1 || batches[i] > 65536)
-            return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--batch %d is not in 1..65536", batches[i]));
-    if (o.size < 32 || o.size > 4096) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--size %d is not in 32..4096", o.size));
-    if (o.samples < 1) return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--samples must be >= 1"));
-    if (o.threads < 0 || o.workers < 0 || o.warmup < 0 || o.iters < 0 || o.max_iters < 0 || o.min_duration < 0)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--threads, --workers, --warmup, --iters, --max-iters and "
-                                    "--min-duration must be >= 0"));
-    const int threads_avail = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();
-    if (o.streams < 1 || o.streams > threads_avail)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--streams %d: give 1..%d (each stream needs a compute thread of "
-                                    "--threads %d)", o.streams, threads_avail, threads_avail));
-    if (o.streams > 1 && strcmp(o.device, "cpu") != 0)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--streams %d: only the cpu device runs streams (got --device %s)",
-                                    o.streams, o.device));
-    if (o.mon_interval != 0 && o.mon_interval < 10)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", o.mon_interval));
-    if (dlp_opt_given(opts, "iters") && !dlp_opt_given(opts, "min-duration")) o.min_duration = 0;
-    if (o.iters < 1 && o.min_duration <= 0)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "give --iters >= 1 or a --min-duration > 0"));
-    if (o.from == DLP_INFER_FROM_JPEG && o.workers > 0 && o.images)
-        return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "--workers decodes on the loader's threads, which read a dataset: "
-                                    "use --data, or --workers 0 (inline) with --images"));
+    int batches[MAX_BATCHES], nb = 0;
+    if ((st = check_opts(&o, opts, batches, &nb))) return dlp_cli_fail(st);
 
     dlp_infer_model m;
     dlp_infer_model_cfg mc = {.model = o.model, .num_classes = o.classes, .size = o.size, .weights = o.weights,
