@@ -5,7 +5,8 @@
 # (issue 32). Or, with --kernels, the oneDNN convolution kernels dlperf's inference runs under each ISA cap.
 #
 #   bench/int8_vs_openvino.sh [--threads N] [--model resnet50] [--weights W.safetensors] [--seed 1] [--random-head]
-#                             [--calib-images 64] [--int8-first-conv] [--streams 1] [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
+#                             [--calib-images 64] [--int8-first-conv] [--streams 1] [--ov-streams 1]
+#                             [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
 #                             [--iters 4] [--min-duration 3] [--warmup 2] [--repeat 3] [--json FILE]
 #                             [--python PATH] [--keep DIR] [--quick]
 #   bench/int8_vs_openvino.sh --kernels [--caps "avx512_core_amx ... avx2"] [--precisions ...] [--batches "1 32"]
@@ -37,7 +38,9 @@
 # and one timed call); the table names the convolution implementations of the last call (a cap above what the CPU
 # has runs as the CPU's best; a precision the cap lacks is emulated or refused, as the log says).
 # --streams N: dlperf's timed runs split each batch over N plans of threads/N threads (dlperf infer --streams; batch 1
-# runs one plan on all threads); OpenVINO stays at its LATENCY hint, 1 stream, as above.
+# runs one plan on all threads); OpenVINO stays at its LATENCY hint, 1 stream, as above, unless --ov-streams M: its
+# batch then runs as M requests of batch/M images on M streams (THROUGHPUT hint, threads/M threads each, started
+# together; OpenVINO's own throughput mode), batch 1 still at the LATENCY hint.
 # --keep DIR: the raw files (logs, IRs, each run's JSON) are kept in DIR (new) instead of a removed temporary one.
 # --quick: 16 calibration and 32 eval images, one round, shorter timing; --kernels --quick: batch 1, three caps.
 set -eu
@@ -50,6 +53,7 @@ WEIGHTS=""
 SEED=1
 CALIB=64
 STREAMS=1  # --streams: dlperf infer --streams in the timed runs
+OV_STREAMS=1  # --ov-streams: OpenVINO's batch over that many streams (THROUGHPUT hint)
 FIRST_CONV=()  # --int8-first-conv: dlperf quantizes the first convolution too, as NNCF does (default: it stays fp32)
 EVAL=128
 PRECS=""
@@ -75,6 +79,7 @@ while [ $# -gt 0 ]; do
     --calib-images) CALIB=$2; shift ;;
     --int8-first-conv) FIRST_CONV=(--int8-first-conv) ;;
     --streams) STREAMS=$2; shift ;;
+    --ov-streams) OV_STREAMS=$2; shift ;;
     --eval-images) EVAL=$2; shift ;;
     --precisions) PRECS=$2; shift ;;
     --batch) BATCH=$2; shift ;;
@@ -224,8 +229,8 @@ ov_run() {  # precision round
   [ "$1" != int8 ] || ir=ov-int8.xml
   [ "$1" != bf16 ] || hint=bf16
   "$PY" "$ROOT/bench/int8_vs_openvino.py" openvino --ir "$TMP/$ir" --hint "$hint" --images "$DATA/val" \
-    --threads "$THREADS" --batch "$BATCH" --warmup "$WARMUP" --iters "$ITERS" --min-duration "$MINDUR" \
-    --out "$TMP/openvino-$1-$2.json"
+    --threads "$THREADS" --batch "$BATCH" --streams "$OV_STREAMS" --warmup "$WARMUP" --iters "$ITERS" \
+    --min-duration "$MINDUR" --out "$TMP/openvino-$1-$2.json"
 }
 dl_run() {  # precision round
   prec_opts "$1"
@@ -250,7 +255,7 @@ for r in $(seq 1 "$REPEAT"); do
     done
   done
 done
-CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB${FIRST_CONV[*]:+ ${FIRST_CONV[*]}} --streams $STREAMS --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
+CMD="bench/int8_vs_openvino.sh --threads $THREADS --calib-images $CALIB${FIRST_CONV[*]:+ ${FIRST_CONV[*]}} --streams $STREAMS --ov-streams $OV_STREAMS --eval-images $EVAL --precisions \"$PRECS\" --batch $BATCH --iters $ITERS --min-duration $MINDUR --warmup $WARMUP --repeat $REPEAT"
 /usr/bin/python3 "$ROOT/bench/int8_vs_openvino.py" report --dir "$TMP" --eval "$DATA/val" --precisions "$PRECS" \
   --repeat "$REPEAT" --batch "$BATCH" --threads "$THREADS" --amx "$HAS_AMX" --missing "$MISSING" \
   --weights-note "$NOTE" --command "$CMD" ${JSON:+--json "$JSON"}

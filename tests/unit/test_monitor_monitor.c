@@ -80,6 +80,9 @@ static void test_one_busy_core(void **state) {
     double share = r.cpu_s / r.wall_s;
     double lo = fmin(100, 100.0 / online * share + fmin(bg0, bg1)),
            hi = fmin(100, 100.0 / online * share + fmax(bg0, bg1) + steal);
+    // A background that was busy before or after may be anything during the phase (another test binary runs beside
+    // this one; seen: 32-38% before and after, ~4% during): then only the spinning thread's own part is a floor.
+    if (fmax(bg0, bg1) > 10) lo = fmin(lo, 100.0 / online * share), hi = 100;
     const double tol = 12;
     print_message("one core busy for %.2f s (the thread got %.0f%% of a core) on %.0f CPUs: %.1f%% total CPU in that "
                   "phase; expected %.1f..%.1f +- %.0f (100/%.0f = %.1f%% plus %.1f%% / %.1f%% background before / "
