@@ -619,7 +619,9 @@ void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
         if (dev->kind != DLP_DEVICE_CPU) continue;
         for (int i = 0; i < dev->nrates; i++) {
             dlp_rate *r = &dev->rates[i];
-            const double k = r->threads == 1 ? ref1 / share : ks;  // a time at the reference share takes k x
+            // a time at the reference share takes k x; the probe's training rows on two threads or more were
+            // normalised by their slowest thread (its inference rows by the mean share, like the rest)
+            const double k = r->threads == 1 ? ref1 / share : r->task == DLP_TASK_TRAIN ? ks : ref / share;
             r->t0_s *= k;
             r->per_image_s *= k;
             r->update_s *= k;

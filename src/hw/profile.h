@@ -247,7 +247,7 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
 // device's one-thread rates, the loader's one-thread efficiency — host.cpu_share for the rest) to `share`; the loop's
 // overhead by share / host.cpu_share. Nothing when the profile states no share or share is not in (0, 1].
 void dlp_profile_at_share(dlp_profile *p, double share);
-// The same, with the multi-thread cpu compute rows brought from host.cpu_share_slowest to `slowest`, the share of the
+// The same, with the multi-thread cpu training rows brought from host.cpu_share_slowest to `slowest`, the share of the
 // run's slowest compute thread (a fork-join step's pace). slowest <= 0 (unknown) or a profile without
 // cpu_share_slowest: those rows by the mean share as dlp_profile_at_share does (the profile's slowest reference moved
 // with the mean: slowest = share x cpu_share_slowest / cpu_share).

@@ -385,6 +385,12 @@ static void test_at_share(void **state) {
     NEAR(p->pipeline.scaling[1].efficiency, 0.9 * 0.75 / 0.5, 1e-12);  // the loader: by the mean share
     NEAR(p->host.cpu_share_slowest, 0.9, 1e-12);
     NEAR(p->host.cpu_share, 0.75, 1e-12);
+    small_profile(p, 100, 0.05, 1.0);  // an inference row (normalised by the mean share in the probe): by the mean
+    p->host.cpu_share = 0.5;
+    p->host.cpu_share_slowest = 0.3;
+    d->rates[0].task = DLP_TASK_INFER;
+    dlp_profile_at_shares(p, 0.75, 0.9);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.5 / 0.75, 1e-12);
     // the run's slowest share unknown: moved with the mean share (0.3 x 0.75 / 0.5)
     small_profile(p, 100, 0.05, 1.0);
     p->host.cpu_share = 0.5;
