@@ -109,6 +109,7 @@ typedef struct dlp_validate_row {
     // profile's host.cpu_share_slowest to it. The prediction with every row by the mean share alone (the model before)
     // is kept beside it for comparison.
     double cpu_share_slowest;
+    double cpu_runnable;  // the run's threads that wanted a core, on average (hw/cpushare runnable; NAN: unknown)
     double predicted_at_mean_share_img_per_s;
     double ape_at_mean_share;
 } dlp_validate_row;

@@ -211,7 +211,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     row->cfg = *c;
     dlp_validate_config_label(c, row->label, sizeof row->label);
     row->predicted_img_per_s = row->measured_img_per_s = row->ape = row->cpu_share = NAN;
-    row->cpu_share_slowest = row->predicted_at_mean_share_img_per_s = row->ape_at_mean_share = NAN;
+    row->cpu_share_slowest = row->predicted_at_mean_share_img_per_s = row->ape_at_mean_share = row->cpu_runnable = NAN;
     dlp_prediction *pr = malloc(sizeof *pr);
     dlp_status st = pr ? dlp_validate_predict(vc, c, pr) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     if (st) {
@@ -274,6 +274,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     dlp_cpushare_stop(m.meter, NULL);
     row->cpu_share = m.share.share > 0 ? m.share.share : NAN;
     row->cpu_share_slowest = m.share.slowest_share > 0 ? m.share.slowest_share : NAN;
+    row->cpu_runnable = m.share.runnable > 0 ? m.share.runnable : NAN;
     row->warmup_steps = m.warmup_steps;
     if (st) {
         snprintf(row->error, sizeof row->error, "run: %s", dlp_err_msg());
