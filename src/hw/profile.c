@@ -613,7 +613,9 @@ void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
     if (!(share > 0) || share > 1 || !(ref > 0)) return;
     const double refs = p->host.cpu_share_slowest;
     // the multi-thread compute rows' pace: the slowest thread's share against its reference, where both are known
-    const double ks = refs > 0 ? (slowest > 0 && slowest <= 1 ? refs / slowest : ref / share) : ref / share;
+    // (the run's slowest unknown: its mean share — a fork-join step's threads, left to the scheduler, mostly get alike
+    // shares; a profile without the slowest reference: those rows by the mean share from host.cpu_share)
+    const double ks = refs > 0 ? refs / (slowest > 0 && slowest <= 1 ? slowest : share) : ref / share;
     for (int d = 0; d < p->ndevices; d++) {
         dlp_device_profile *dev = &p->devices[d];
         if (dev->kind != DLP_DEVICE_CPU) continue;

@@ -248,9 +248,8 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
 // overhead by share / host.cpu_share. Nothing when the profile states no share or share is not in (0, 1].
 void dlp_profile_at_share(dlp_profile *p, double share);
 // The same, with the multi-thread cpu training rows brought from host.cpu_share_slowest to `slowest`, the share of the
-// run's slowest compute thread (a fork-join step's pace). slowest <= 0 (unknown) or a profile without
-// cpu_share_slowest: those rows by the mean share as dlp_profile_at_share does (the profile's slowest reference moved
-// with the mean: slowest = share x cpu_share_slowest / cpu_share).
+// run's slowest compute thread (a fork-join step's pace). slowest <= 0 (unknown): the run's mean share taken for it;
+// a profile without cpu_share_slowest: those rows by the mean share from host.cpu_share, as before.
 void dlp_profile_at_shares(dlp_profile *p, double share, double slowest);
 // The same for one device (a cpu device's step times; a GPU is left as it is).
 void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);

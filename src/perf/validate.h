@@ -106,8 +106,8 @@ typedef struct dlp_validate_row {
     double ape_at_share;
     // The share of the run's slowest thread that wanted a core (hw/cpushare slowest_share; NAN: unknown): a
     // multi-thread cpu compute step goes at it (fork-join), so the prediction at share brings those rows from the
-    // profile's host.cpu_share_slowest to it. The prediction with every row by the mean share alone (the model before)
-    // is kept beside it for comparison.
+    // profile's host.cpu_share_slowest to it. The prediction with those rows at the run's mean share instead is kept
+    // beside it for comparison (which of the two a run's pace follows).
     double cpu_share_slowest;
     double cpu_runnable;  // the run's threads that wanted a core, on average (hw/cpushare runnable; NAN: unknown)
     double predicted_at_mean_share_img_per_s;

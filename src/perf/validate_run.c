@@ -350,7 +350,7 @@ double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_v
 }
 
 double dlp_validate_predict_other_mean_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
-    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, 0) : NAN;
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share) : NAN;
 }
 
 void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
@@ -404,7 +404,7 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
         row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share_slowest);
         row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, dlp_validate_measured_at_share(row));
         // the model before: every multi-thread row by the process's mean share (for comparison)
-        row->predicted_at_mean_share_img_per_s = predict_at_share(vc, c, row->cpu_share, 0);
+        row->predicted_at_mean_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share);
         row->ape_at_mean_share =
             dlp_validate_ape(row->predicted_at_mean_share_img_per_s, dlp_validate_measured_at_share(row));
     }

@@ -391,13 +391,18 @@ static void test_at_share(void **state) {
     d->rates[0].task = DLP_TASK_INFER;
     dlp_profile_at_shares(p, 0.75, 0.9);
     NEAR(d->rates[0].per_image_s, 0.05 * 0.5 / 0.75, 1e-12);
-    // the run's slowest share unknown: moved with the mean share (0.3 x 0.75 / 0.5)
+    // the run's slowest share unknown: its mean share taken for it
     small_profile(p, 100, 0.05, 1.0);
     p->host.cpu_share = 0.5;
     p->host.cpu_share_slowest = 0.3;
     dlp_profile_at_shares(p, 0.75, 0);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.3 / 0.75, 1e-12);
+    NEAR(p->host.cpu_share_slowest, 0.75, 1e-12);
+    // a profile without the slowest reference (older probes): by the mean share
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.5;
+    dlp_profile_at_shares(p, 0.75, 0.9);
     NEAR(d->rates[0].per_image_s, 0.05 * 0.5 / 0.75, 1e-12);
-    NEAR(p->host.cpu_share_slowest, 0.3 * 0.75 / 0.5, 1e-12);
     free(p);
 }
 
