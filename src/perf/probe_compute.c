@@ -334,7 +334,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     json_object_set_new(o, "tries", json_integer(tries));
     json_object_set_new(o, "repeat_spread", dlp_json_real_or_null(rep_spread));
     if (best_rep.steps > 0)
-        json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
+        json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
                                                    best_rep.fb_s, "update_s", best_rep.upd_s, "cores_busy",
                                                    best_rep.cores_busy, "cpu_share", best_rep_sh.share,
                                                    "slowest_thread_share", best_rep_sh.slowest_share));
