@@ -4,7 +4,8 @@
 // profile's canary distribution; a profile at another speed scales the CPU-side timings and leaves GPUs alone;
 // probe --repeat's merge brings each probe's values to the pooled speed before the median; the new profile fields
 // round-trip and older profiles without them still read.
-// Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU.
+// Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU;
+// multi-thread compute rows by their slowest thread's share (their own reference class), and a profile at a run's shares.
 // Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c, src/hw/cpushare.c.
 #include <setjmp.h>
 #include <stdarg.h>
