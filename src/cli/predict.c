@@ -28,6 +28,7 @@ typedef struct {
     const char *speed;   // --speed: GFLOP/s of the cores during a run (hw/canary) or "now" (measured here)
     double measured;     // --measured: the run's img/s, compared with the prediction at both speeds
     double cpu_share;    // --cpu-share: the CPU share a run's threads got (dlperf train's run.cpu_share; 0: none)
+    double cpu_share_slowest;  // --cpu-share-slowest: its slowest thread's (run.cpu_share_slowest; 0: by cpu_share)
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -231,8 +232,9 @@ static void print_compare_footer(json_t *preds, const dlp_cost_params *cp) {
 // A measured profile's speed (host.canary_*, a normalised probe): the prediction at another speed of the cores
 // (rel = that speed / the profile's reference), its CPU-side timings scaled (hw/profile dlp_profile_at_speed).
 // (share: rel is a run's CPU share, each row brought from its class's reference share: dlp_profile_at_share)
+// (slowest: the run's slowest thread's share for the multi-thread cpu compute rows; 0: by the share)
 static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel,
-                             int share) {
+                             int share, double slowest) {
     dlp_profile *p2 = malloc(sizeof *p2);
     dlp_device_profile *d2 = malloc(sizeof *d2);
     dlp_prediction *o2 = malloc(sizeof *o2);
@@ -242,7 +244,7 @@ static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, 
         *d2 = *d;
         if (share) {
             if (!(p2->host.cpu_share > 0)) p2->host.cpu_share = p2->host.cpu_share1;  // probed at one thread only
-            dlp_profile_at_share(p2, rel);
+            dlp_profile_at_shares(p2, rel, slowest);
             const dlp_device_profile *pd = dlp_profile_find_device(p2, d2->name);
             if (pd && d2->kind == DLP_DEVICE_CPU) *d2 = *pd;  // the profile's cpu device, at that share
         } else {
@@ -259,7 +261,7 @@ static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, 
 }
 
 static double predict_at(const dlp_profile *p, const dlp_device_profile *d, const dlp_workload *w, double rel) {
-    return predict_at_how(p, d, w, rel, 0);
+    return predict_at_how(p, d, w, rel, 0, 0);
 }
 
 // --cpu-share: the prediction at the CPU share a run's threads got, against the probe's rows' median share (issue 35).
@@ -271,10 +273,19 @@ static dlp_status print_at_share(const opts_t *op, const dlp_profile *p, const d
         return DLP_ERR(DLP_ERR_INVALID, op->cpu_share > 1 ? "predict --cpu-share %g: a share of the cores, 0..1 (dlperf "
                        "train's run.cpu_share)" : "predict --cpu-share %g: the profile states no CPU share (probe it again "
                        "with this dlperf: host.cpu_share)", op->cpu_share);
-    const double at = predict_at_how(p, d, w, op->cpu_share, 1);
-    printf("at a CPU share of %.2f (the probe's rows got %.2f): %.1f img/s\n", op->cpu_share, ref, at);
-    json_object_set_new(e, "at_cpu_share", json_pack("{s:f, s:f, s:f}", "cpu_share", op->cpu_share,
-                                                     "reference_cpu_share", ref, "img_per_s", at));
+    if (op->cpu_share_slowest > 1 || op->cpu_share_slowest < 0)
+        return DLP_ERR(DLP_ERR_INVALID, "predict --cpu-share-slowest %g: a share of a core, 0..1 (dlperf train's "
+                       "run.cpu_share_slowest)", op->cpu_share_slowest);
+    const double at = predict_at_how(p, d, w, op->cpu_share, 1, op->cpu_share_slowest);
+    if (op->cpu_share_slowest > 0 && p->host.cpu_share_slowest > 0)
+        printf("at a CPU share of %.2f, the slowest thread's %.2f (the probe's rows got %.2f, their slowest %.2f): %.1f "
+               "img/s\n", op->cpu_share, op->cpu_share_slowest, ref, p->host.cpu_share_slowest, at);
+    else
+        printf("at a CPU share of %.2f (the probe's rows got %.2f): %.1f img/s\n", op->cpu_share, ref, at);
+    json_object_set_new(e, "at_cpu_share", json_pack("{s:f, s:f, s:f, s:f, s:f}", "cpu_share", op->cpu_share,
+                                                     "reference_cpu_share", ref, "cpu_share_slowest",
+                                                     op->cpu_share_slowest, "reference_cpu_share_slowest",
+                                                     p->host.cpu_share_slowest, "img_per_s", at));
     if (op->measured > 0)
         printf("measured %.1f img/s: %+.1f%% against the prediction at the probed share, %+.1f%% at the run's share\n",
                op->measured, 100 * (o->cluster_img_per_s / op->measured - 1), 100 * (at / op->measured - 1));
@@ -363,6 +374,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores in GFLOP/s (the canary around a run: validate's speed x the profile's host.canary_gflops; now: measured here)", NULL, 0},
         {"measured", 0, DLP_OPT_DOUBLE, &op.measured, "0", NULL, "a run's img/s: its error against the prediction at the probed speed and at --speed", NULL, 0},
         {"cpu-share", 0, DLP_OPT_DOUBLE, &op.cpu_share, "0", "S", "also predict at this CPU share of a run's threads (0..1: dlperf train's run.cpu_share, validate's share column) against the probe's (host.cpu_share)", NULL, 0},
+        {"cpu-share-slowest", 0, DLP_OPT_DOUBLE, &op.cpu_share_slowest, "0", "S", "with --cpu-share: the share of the run's slowest busy thread (dlperf train's run.cpu_share_slowest): a multi-thread cpu compute step goes at it, against the probe's host.cpu_share_slowest", NULL, 0},
         {0},
     };
     dlp_status st = dlp_cli_parse(table, "usage: dlperf predict (--system ID[,ID...] | --profile FILE) [options]\n\n"

@@ -22,9 +22,12 @@ static void progress(void *ctx, const char *line) {
 // The run's CPU share and the prediction at it (issue 35), after the "at speed" columns.
 static void validate_share_cols(const dlp_validate_row *r, char *at, size_t size) {
     size_t l = strlen(at);
-    if (isfinite(r->ape_at_share))
-        snprintf(at + l, size - l, " %5.2f %9.1f %6.1f%%", r->cpu_share, r->predicted_at_share_img_per_s,
+    if (isfinite(r->ape_at_share)) {
+        char slow[16] = "    -";  // no thread wanted a core a quarter of the run (an emulated device's loader)
+        if (isfinite(r->cpu_share_slowest)) snprintf(slow, sizeof slow, "%5.2f", r->cpu_share_slowest);
+        snprintf(at + l, size - l, " %5.2f %s %9.1f %6.1f%%", r->cpu_share, slow, r->predicted_at_share_img_per_s,
                  100 * r->ape_at_share);
+    }
 }
 
 static void print_row(int i, const dlp_validate_row *r) {
@@ -91,12 +94,14 @@ static void print_summary(const dlp_validate_sweep *sw) {
                isfinite(sw->steal_mean) ? 100 * sw->steal_mean : 0);
     if (sw->nshare > 0)
         printf("MAPE %.1f%% at the CPU share each run's threads got (%d configuration(s); share %.2f-%.2f against the "
-               "probe's %.2f)\n", 100 * sw->mape_at_share, sw->nshare, sw->share_min, sw->share_max,
-               sw->prof->host.cpu_share);
+               "probe's %.2f; multi-thread cpu compute at its slowest thread's share against the probe's %.2f; %.1f%% "
+               "with those by the mean share)\n", 100 * sw->mape_at_share, sw->nshare, sw->share_min, sw->share_max,
+               sw->prof->host.cpu_share, sw->prof->host.cpu_share_slowest, 100 * sw->mape_at_mean_share);
     if (sw->prof2)
         printf("the same runs from --also-profile (speed %.1f GFLOP/s as probed): MAPE %.1f%% at its probed speed, "
-               "%.1f%% at the speed each run saw, %.1f%% at the CPU share each run got\n", sw->prof2->host.canary_gflops,
-               100 * sw->mape2, 100 * sw->mape2_speed, 100 * sw->mape2_share);
+               "%.1f%% at the speed each run saw, %.1f%% at the CPU share each run got (%.1f%% by the mean share "
+               "alone)\n", sw->prof2->host.canary_gflops, 100 * sw->mape2, 100 * sw->mape2_speed, 100 * sw->mape2_share,
+               100 * sw->mape2_mean_share);
     for (int i = 0; i < sw->nsc; i++)
         printf("scaling  %s vs %s: predicted %.2fx, measured %.2fx (APE %.1f%%)\n", sw->rows[sw->sc[i].ranks_row].label,
                sw->rows[sw->sc[i].single_row].label, sw->sc[i].predicted_ratio, sw->sc[i].measured_ratio,
@@ -105,8 +110,8 @@ static void print_summary(const dlp_validate_sweep *sw) {
            "with other processes while measured, which a quiet machine has at ~0, /N: the least disturbed of N runs; "
            "speed: the cores' speed around the run over their speed while probed, 1.00: the same machine; at speed: "
            "the prediction at that speed and its error; share: the CPU share the run's threads got (CPU time over CPU "
-           "time plus run-queue wait), then the prediction at that share and its error against the rate over every "
-           "measured step, the interval the share covers)\n");
+           "time plus run-queue wait) and its slowest thread's (a multi-thread cpu step goes at it), then the prediction "
+           "at them and its error against the rate over every measured step, the interval the share covers)\n");
     if (sw->busy)
         printf("warning: %d of %d configurations ran while other processes kept more than 0.2 cores busy: their errors "
                "measure the machine's load as much as the model (and so does the profile if it was probed so); run "
@@ -149,6 +154,15 @@ int dlp_cli_validate(int argc, char **argv) {
     if (published) return dlp_cli_fail(dlp_validate_published_run(catalog_dir, json_path));
     if (save_profile && (st = dlp_check_new_output(save_profile, "--save-profile"))) return dlp_cli_fail(st);
 
+    // The runs' sim:<gpu> devices load the catalog themselves (backend/sim, from DLPERF_CATALOG or beside the
+    // executable): --catalog reaches them through the environment, as an absolute path (issue 35: a sweep run outside
+    // the repository found none).
+    if (catalog_dir) {
+        char *abs = realpath(catalog_dir, NULL);
+        if (!abs) return dlp_cli_fail(DLP_ERR(DLP_ERR_NOTFOUND, "--catalog %s: no such directory", catalog_dir));
+        setenv("DLPERF_CATALOG", abs, 1);
+        free(abs);
+    }
     dlp_validate_sweep_req req = {
         .configs_path = configs_path, .quick = quick, .data = data, .catalog_dir = catalog_dir,
         .profile_path = profile_path, .save_profile = save_profile, .also_profile_path = also_profile, .steps = steps, .retries = retries,
@@ -168,7 +182,7 @@ int dlp_cli_validate(int argc, char **argv) {
             max_seconds, n * (seconds + 4) / 60, n * (max_seconds + 8) / 60);
     printf("%3s  %-52s %-18s %9s %9s %7s %6s %5s%s\n", "#", "configuration", "regime pred/obs", "predicted", "measured",
            "APE", "other", "speed",
-           sw.vc.at_speed ? (sw.prof->host.cpu_share > 0 ? "  at speed    APE share  at share    APE" : "  at speed    APE")
+           sw.vc.at_speed ? (sw.prof->host.cpu_share > 0 ? "  at speed    APE share  slow  at share    APE" : "  at speed    APE")
                           : "");
     int64_t t0 = dlp_now_ns();
     for (int i = 0; i < n; i++) {

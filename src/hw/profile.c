@@ -436,6 +436,7 @@ static const dlp_field_def k_host_fields[] = {
     {HOST_F(canary1_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},
     {HOST_F(cpu_share, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
     {HOST_F(cpu_share1, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
+    {HOST_F(cpu_share_slowest, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1},
     {HOST_F(steal_fraction, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_RANGE | DLP_FF_OMIT0), .lo = 0, .hi = 1},
     {0}};
 
@@ -605,15 +606,24 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
     }
 }
 
-void dlp_profile_at_share(dlp_profile *p, double share) {
+void dlp_profile_at_share(dlp_profile *p, double share) { dlp_profile_at_shares(p, share, 0); }
+
+void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
     const double ref = p->host.cpu_share, ref1 = p->host.cpu_share1 > 0 ? p->host.cpu_share1 : p->host.cpu_share;
     if (!(share > 0) || share > 1 || !(ref > 0)) return;
+    const double refs = p->host.cpu_share_slowest;
+    // the multi-thread compute rows' pace: the slowest thread's share against its reference, where both are known
+    // (the run's slowest unknown: its mean share — a fork-join step's threads, left to the scheduler, mostly get alike
+    // shares; a profile without the slowest reference: those rows by the mean share from host.cpu_share)
+    const double ks = refs > 0 ? refs / (slowest > 0 && slowest <= 1 ? slowest : share) : ref / share;
     for (int d = 0; d < p->ndevices; d++) {
         dlp_device_profile *dev = &p->devices[d];
         if (dev->kind != DLP_DEVICE_CPU) continue;
         for (int i = 0; i < dev->nrates; i++) {
             dlp_rate *r = &dev->rates[i];
-            const double k = (r->threads == 1 ? ref1 : ref) / share;  // a time at the reference share takes k x
+            // a time at the reference share takes k x; the probe's training rows on two threads or more were
+            // normalised by their slowest thread (its inference rows by the mean share, like the rest)
+            const double k = r->threads == 1 ? ref1 / share : r->task == DLP_TASK_TRAIN ? ks : ref / share;
             r->t0_s *= k;
             r->per_image_s *= k;
             r->update_s *= k;
@@ -625,5 +635,6 @@ void dlp_profile_at_share(dlp_profile *p, double share) {
             pp->scaling[k].efficiency *= share / (pp->scaling[k].threads == 1 ? ref1 : ref);
     p->host.loop_overhead_s *= ref / share;
     p->host.cpu_share1 = ref1 * share / ref;
+    if (refs > 0) p->host.cpu_share_slowest = refs / ks;
     p->host.cpu_share = share;
 }

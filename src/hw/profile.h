@@ -125,6 +125,10 @@ typedef struct dlp_host_profile {
     double cpu_share;           // probe: the median CPU share its rows' threads got (hw/cpushare; 0: not measured):
                                 // the reference the rows measured by their share are normalised to
     double cpu_share1;          // the same over the one-thread rows
+    double cpu_share_slowest;   // the median over the multi-thread compute rows of their slowest thread's share
+                                // (hw/cpushare): the reference those rows are normalised to — a fork-join step goes
+                                // at its slowest thread, not at the process's mean share (0: not measured; older
+                                // profiles: those rows by cpu_share)
     double steal_fraction;      // share of the CPUs' time the hypervisor stole while probed (record only)
 } dlp_host_profile;
 
@@ -243,6 +247,10 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel);
 // device's one-thread rates, the loader's one-thread efficiency — host.cpu_share for the rest) to `share`; the loop's
 // overhead by share / host.cpu_share. Nothing when the profile states no share or share is not in (0, 1].
 void dlp_profile_at_share(dlp_profile *p, double share);
+// The same, with the multi-thread cpu training rows brought from host.cpu_share_slowest to `slowest`, the share of the
+// run's slowest compute thread (a fork-join step's pace). slowest <= 0 (unknown): the run's mean share taken for it;
+// a profile without cpu_share_slowest: those rows by the mean share from host.cpu_share, as before.
+void dlp_profile_at_shares(dlp_profile *p, double share, double slowest);
 // The same for one device (a cpu device's step times; a GPU is left as it is).
 void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
 

@@ -150,6 +150,28 @@ static int split_list(const char *s, char items[][32], int max) {
 
 static const char *const k_line_names[] = {"t0_s", "s_per_image"};
 
+double dlp_probe_slowest_row_share(const dlp_cpushare_sample *pts, int n, double *shares) {
+    double w = 0, ws = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(pts[i].slowest_share > 0) || !(pts[i].wall_s > 0)) return 0;
+        w += pts[i].wall_s;
+        ws += pts[i].wall_s * pts[i].slowest_share;
+        if (shares) shares[i] = pts[i].slowest_share;
+    }
+    return w > 0 ? ws / w : 0;
+}
+
+// The row's share by its slowest thread (into *row_share and the points' shares), 1; 0 (nothing changed) when a point
+// lacks it.
+static int slowest_row_share(const dlp_cpushare_sample *pts, int n, double *row_share, double *shares) {
+    double tmp[8];
+    const double s = dlp_probe_slowest_row_share(pts, n, tmp);
+    if (!(s > 0)) return 0;
+    *row_share = s;
+    memcpy(shares, tmp, sizeof(double) * (size_t)n);
+    return 1;
+}
+
 // Rows for one (model, size, precision, threads): the line over batches, appended to dev.
 static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
                           int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
@@ -215,14 +237,19 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
             sh_wait += best_sh[i].wait_s;
             shares[nsh++] = best_sh[i].share;
         }
-    const double row_share = nsh == nb && sh_cpu > 0 ? sh_cpu / (sh_cpu + sh_wait) : 0;
+    double row_share = nsh == nb && sh_cpu > 0 ? sh_cpu / (sh_cpu + sh_wait) : 0;
+    // On two threads or more a step is fork-join (oneDNN's OpenMP regions): it goes at its slowest thread's share, not
+    // at the mean (issue 35), so those rows are normalised by it — each point by its own, the row by their
+    // time-weighted mean; where a point lacks it (no schedstat), by the mean share as before.
+    const int by_slowest = threads > 1 && row_share > 0 && slowest_row_share(best_sh, nb, &row_share, shares);
     const double share_spread = row_share > 0 ? dlp_probe_speed_spread(shares, nsh) : INFINITY;
     pts = json_array();
     for (int i = 0; i < nb; i++) {
         const step_meas m = ms[i];
         // each point at the row's speed (it ran between two readings): the fit sees one machine
         // (by its CPU share where the row's threads measured it, else by the canary around it)
-        const double k = row_share > 0 ? best_sh[i].share / row_share
+        const double pt_share = by_slowest ? best_sh[i].slowest_share : best_sh[i].share;
+        const double k = row_share > 0 ? pt_share / row_share
                          : row_speed > 0 && best_spd[i] > 0 ? 0.5 * (best_spd[i] + best_spd[i + 1]) / row_speed
                                                             : 1;
         y[i] = m.fb_s * k;
@@ -273,21 +300,25 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     double rep_spread = NAN;
     const step_meas *ml = &ms[nb - 1];
     if (best_rep.steps > 0 && ml->fb_s > 0 && best_rep.fb_s > 0) {
-        const int by_sh = best_sh[nb - 1].share > 0 && best_rep_sh.share > 0;
-        const double v[2] = {(by_sh ? best_sh[nb - 1].share : 1) * (ml->fb_s + ml->upd_s),
-                             (by_sh ? best_rep_sh.share : 1) * (best_rep.fb_s + best_rep.upd_s)};
+        const double s0 = by_slowest ? best_sh[nb - 1].slowest_share : best_sh[nb - 1].share;
+        const double s1 = by_slowest ? best_rep_sh.slowest_share : best_rep_sh.share;
+        const int by_sh = s0 > 0 && s1 > 0;
+        const double v[2] = {(by_sh ? s0 : 1) * (ml->fb_s + ml->upd_s), (by_sh ? s1 : 1) * (best_rep.fb_s + best_rep.upd_s)};
         rep_spread = dlp_probe_speed_spread(v, 2);
     }
     const int reps = isfinite(rep_spread) ? 2 : 0;
     dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spr, tries, NULL,
                        "compute %s %s %dpx %s %dt t0", dlp_backend_name(ops), model, size, pn, threads);
     dlp_probe_norm_repeats(c, rep_spread, reps);
+    if (by_slowest) dlp_probe_norm_slowest(c);
     dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spr, tries, &row->speed_rel,
                        "compute %s %s %dpx %s %dt per_image", dlp_backend_name(ops), model, size, pn, threads);
     dlp_probe_norm_repeats(c, rep_spread, reps);
+    if (by_slowest) dlp_probe_norm_slowest(c);
     dlp_probe_norm_add(c, &row->update_s, 0, row_speed, row_share, threads, spr, tries, NULL,
                        "compute %s %s %dpx %s %dt update", dlp_backend_name(ops), model, size, pn, threads);
     dlp_probe_norm_repeats(c, rep_spread, reps);
+    if (by_slowest) dlp_probe_norm_slowest(c);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -299,12 +330,14 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     json_object_set_new(o, "speed_spread", json_real(best_spread));
     json_object_set_new(o, "cpu_share", json_real(row_share));
     json_object_set_new(o, "cpu_share_spread", dlp_json_real_or_null(share_spread));
+    json_object_set_new(o, "share_basis", json_string(by_slowest ? "slowest_thread_share" : "cpu_share"));
     json_object_set_new(o, "tries", json_integer(tries));
     json_object_set_new(o, "repeat_spread", dlp_json_real_or_null(rep_spread));
     if (best_rep.steps > 0)
-        json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
+        json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
                                                    best_rep.fb_s, "update_s", best_rep.upd_s, "cores_busy",
-                                                   best_rep.cores_busy, "cpu_share", best_rep_sh.share));
+                                                   best_rep.cores_busy, "cpu_share", best_rep_sh.share,
+                                                   "slowest_thread_share", best_rep_sh.slowest_share));
     json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
     json_array_append_new(out_rows, o);
     return DLP_OK;

@@ -65,6 +65,14 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
 // ((max - min) / median). Such a row is stable only when they agree within DLP_PROBE_SPEED_BAND (it is named
 // otherwise). value may be NULL in dlp_probe_norm_add for a row only checked (not a profile value).
 void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps);
+// The row just added is a multi-thread fork-join computation (the cpu device's compute rows on two threads or more)
+// whose `share` is its slowest thread's share (hw/cpushare's slowest_share): normalised to the median of such rows
+// (host.cpu_share_slowest), not to the mean share of the other rows. Issue 35: a step goes at its slowest thread.
+void dlp_probe_norm_slowest(dlp_probe_ctx *c);
+// A multi-thread compute row's share by its slowest thread: the points' slowest_share weighted by their wall time
+// (shares[i] each point's, when not NULL); 0 when a point lacks it (no schedstat, or no thread wanted a core).
+struct dlp_cpushare_sample;
+double dlp_probe_slowest_row_share(const struct dlp_cpushare_sample *pts, int n, double *shares);
 // The spread of a row's repeated values (normalised) about the value kept, their median: (max - min) / median of all
 // of them for up to four; from five on, the lowest and the highest left out (one pass whose start a neighbour
 // preempted does not move the median, and does not make the row unstable).

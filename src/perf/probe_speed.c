@@ -24,6 +24,7 @@ typedef struct dlp_probe_norm {
     double speed;     // GFLOP/s of the canary around it
     double share;     // CPU share the row's threads got (hw/cpushare; 0: unknown)
     int one;          // measured on one thread (the one-thread reference) or on all CPUs
+    int slow;         // share is the slowest compute thread's (a multi-thread fork-join row): its own reference
     double spread;    // the readings' (max - min) / median
     int tries;
     double rep_spread; // the row's repeated measurements after normalisation: (max - min) / median
@@ -99,6 +100,11 @@ void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps) {
     c->norms[c->nnorms - 1].reps = reps;
 }
 
+void dlp_probe_norm_slowest(dlp_probe_ctx *c) {
+    if (!c->norms || c->nnorms < 1 || !(c->norms[c->nnorms - 1].share > 0)) return;
+    c->norms[c->nnorms - 1].slow = 1;
+}
+
 int dlp_probe_row_stable(double readings_spread, double rep_spread, int reps) {
     if (reps >= 2) return rep_spread <= DLP_PROBE_SPEED_BAND;  // the direct test: its normalised repeats agree
     return readings_spread <= 2 * DLP_PROBE_SPEED_BAND;
@@ -114,12 +120,14 @@ static double quantile(const double *v, int n, double q) {
     return r;
 }
 
-// Median of the CPU shares of the rows of one class (one thread or all), each row counted once per value.
-static double share_ref(const dlp_probe_ctx *c, int one) {
+// Median of the CPU shares of the rows of one class (one thread, all, or the slowest thread of multi-thread compute
+// rows: slow), each row counted once per value.
+static double share_ref(const dlp_probe_ctx *c, int one, int slow) {
     double v[DLP_PROBE_MAX_NORMS];
     int n = 0;
     for (int i = 0; i < c->nnorms; i++)
-        if (c->norms[i].share > 0 && c->norms[i].one == one) v[n++] = c->norms[i].share;
+        if (c->norms[i].share > 0 && c->norms[i].slow == slow && (slow || c->norms[i].one == one))
+            v[n++] = c->norms[i].share;
     return n ? dlp_stats_median_f64(v, (size_t)n) : 0;
 }
 
@@ -127,7 +135,8 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     dlp_host_profile *h = &c->p->host;
     const double ref_all = dlp_stats_median_f64(c->canary_all, c->ncanary_all);
     const double ref_one = dlp_stats_median_f64(c->canary_one, c->ncanary_one);
-    const double sref_all = c->norms ? share_ref(c, 0) : 0, sref_one = c->norms ? share_ref(c, 1) : 0;
+    const double sref_all = c->norms ? share_ref(c, 0, 0) : 0, sref_one = c->norms ? share_ref(c, 1, 0) : 0;
+    const double sref_slow = c->norms ? share_ref(c, 0, 1) : 0;
     h->canary_gflops = ref_all;
     h->canary_p10_gflops = quantile(c->canary_all, c->ncanary_all, 0.1);
     h->canary_p90_gflops = quantile(c->canary_all, c->ncanary_all, 0.9);
@@ -135,12 +144,14 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     h->canary1_gflops = ref_one;
     h->cpu_share = sref_all;
     h->cpu_share1 = sref_one;
+    h->cpu_share_slowest = sref_slow;
     json_t *o = json_object();
     json_object_set_new(o, "band", json_real(DLP_PROBE_SPEED_BAND));
     json_object_set_new(o, "reference_gflops", json_real(ref_all));
     json_object_set_new(o, "reference_one_thread_gflops", json_real(ref_one));
     json_object_set_new(o, "reference_cpu_share", json_real(sref_all));
     json_object_set_new(o, "reference_one_thread_cpu_share", json_real(sref_one));
+    json_object_set_new(o, "reference_slowest_thread_share", json_real(sref_slow));
     json_t *ra = json_array(), *r1 = json_array();
     for (int i = 0; i < c->ncanary_all; i++) json_array_append_new(ra, json_real(c->canary_all[i]));
     for (int i = 0; i < c->ncanary_one; i++) json_array_append_new(r1, json_real(c->canary_one[i]));
@@ -151,7 +162,7 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     int nun = 0, nshare = 0;
     for (int i = 0; i < c->nnorms; i++) {
         dlp_probe_norm *n = &c->norms[i];
-        const double ref = n->one ? ref_one : ref_all, sref = n->one ? sref_one : sref_all;
+        const double ref = n->one ? ref_one : ref_all, sref = n->slow ? sref_slow : n->one ? sref_one : sref_all;
         const double rel = ref > 0 ? n->speed / ref : 0;
         const double srel = n->share > 0 && sref > 0 ? n->share / sref : 0;
         if (!(rel > 0) && !(srel > 0)) continue;
@@ -175,7 +186,7 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
             json_object_set_new(row, "repeats", json_integer(n->reps));
             json_object_set_new(row, "repeat_spread", dlp_json_real_or_null(n->rep_spread));
         }
-        json_object_set_new(row, "basis", json_string(srel > 0 ? "cpu_share" : "canary"));
+        json_object_set_new(row, "basis", json_string(srel > 0 ? (n->slow ? "slowest_thread_share" : "cpu_share") : "canary"));
         json_object_set_new(row, "cpu_share", json_real(n->share));
         json_object_set_new(row, "cpu_share_rel", json_real(srel));
         json_object_set_new(row, "by_canary", dlp_json_real_or_null(by_canary));
@@ -192,11 +203,12 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     json_object_set_new(o, "unstable", json_integer(nun));
     json_object_set_new(o, "by_cpu_share", json_integer(nshare));
     dlp_probe_say(c, "speed: %d readings on all CPUs, median %.1f GFLOP/s (p10 %.1f, p90 %.1f: spread %.0f%%), one "
-                  "thread %.1f; CPU share of the rows' threads: median %.2f (one thread %.2f); %d timed values "
+                  "thread %.1f; CPU share of the rows' threads: median %.2f (one thread %.2f, the multi-thread compute "
+                  "rows' slowest thread %.2f); %d timed values "
                   "normalised (%d by their CPU share, the rest by the canary), %d of them on a speed that moved more "
                   "than %.0f%% around them", c->ncanary_all, ref_all, h->canary_p10_gflops, h->canary_p90_gflops,
                   ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, sref_all,
-                  sref_one, c->nnorms, nshare, nun, 100 * DLP_PROBE_SPEED_BAND);
+                  sref_one, sref_slow, c->nnorms, nshare, nun, 100 * DLP_PROBE_SPEED_BAND);
     if (nun) {
         dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try, or "
                       "its repeats disagreed by more than %.0f%% after normalisation): %s", 100 * DLP_PROBE_SPEED_BAND,
@@ -284,6 +296,12 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
     const double S1 = by_share ? dlp_stats_median_f64(s1, (size_t)n) : 0;
     h->cpu_share = S;
     h->cpu_share1 = S1;
+    // the multi-thread compute rows by their slowest thread's share, where every probe measured it
+    double ss[DLP_PROBE_MAX_REPEAT];
+    int by_slow = by_share;
+    for (int i = 0; i < n; i++) by_slow &= (ss[i] = ps[i].host.cpu_share_slowest) > 0;
+    const double SS = by_slow ? dlp_stats_median_f64(ss, (size_t)n) : 0;
+    h->cpu_share_slowest = SS;
     const double *rowref = by_share ? sa : ra, *rowref1 = by_share ? s1 : r1;
     const double RR = by_share ? S : R, RR1 = by_share ? S1 : R1;
     double v[DLP_PROBE_MAX_REPEAT];
@@ -330,14 +348,14 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
                     if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
                         q->size == row->size && strcmp(q->model, row->model) == 0) {
                         t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
-                        rr[m++] = row->threads == 1 ? rowref1[i] : rowref[i];
+                        rr[m++] = row->threads == 1 ? rowref1[i] : by_slow ? ss[i] : rowref[i];
                         break;
                     }
                 }
             }
             if (m < n) unmatched++;
             if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
-                const double Rr = row->threads == 1 ? RR1 : RR;
+                const double Rr = row->threads == 1 ? RR1 : by_slow ? SS : RR;
                 row->t0_s = merged(t0, rr, Rr, 0, m);
                 row->per_image_s = merged(pi, rr, Rr, 0, m);
                 row->update_s = merged(up, rr, Rr, 0, m);

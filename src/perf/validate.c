@@ -417,6 +417,11 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "cpu_share", dlp_json_real_or_null(r->cpu_share));
     json_object_set_new(o, "predicted_at_share_img_per_s", dlp_json_real_or_null(r->predicted_at_share_img_per_s));
     json_object_set_new(o, "ape_at_share", dlp_json_real_or_null(r->ape_at_share));
+    json_object_set_new(o, "cpu_share_slowest", dlp_json_real_or_null(r->cpu_share_slowest));
+    json_object_set_new(o, "cpu_runnable", dlp_json_real_or_null(r->cpu_runnable));
+    json_object_set_new(o, "predicted_at_mean_share_img_per_s",
+                        dlp_json_real_or_null(r->predicted_at_mean_share_img_per_s));
+    json_object_set_new(o, "ape_at_mean_share", dlp_json_real_or_null(r->ape_at_mean_share));
     json_object_set_new(o, "ape", dlp_json_real_or_null(r->ape));
     return o;
 }

@@ -104,6 +104,14 @@ typedef struct dlp_validate_row {
     double cpu_share;
     double predicted_at_share_img_per_s;
     double ape_at_share;
+    // The share of the run's slowest thread that wanted a core (hw/cpushare slowest_share; NAN: unknown): a
+    // multi-thread cpu compute step goes at it (fork-join), so the prediction at share brings those rows from the
+    // profile's host.cpu_share_slowest to it. The prediction with those rows at the run's mean share instead is kept
+    // beside it for comparison (which of the two a run's pace follows).
+    double cpu_share_slowest;
+    double cpu_runnable;  // the run's threads that wanted a core, on average (hw/cpushare runnable; NAN: unknown)
+    double predicted_at_mean_share_img_per_s;
+    double ape_at_mean_share;
 } dlp_validate_row;
 // The rate a prediction at the run's CPU share is compared with: over the interval the share was measured on (every
 // measured step: images over their time), not the median window — a short run's windows can lie 100% apart
@@ -161,6 +169,8 @@ void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_
 // The same run from another profile at the CPU share the run saw (NAN when the run's share or that profile's
 // reference share is unknown).
 double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row);
+// The same with every multi-thread row by the run's mean share (the model before the slowest thread's share).
+double dlp_validate_predict_other_mean_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row);
 // Predicts, runs and measures one configuration into *row (row->ok = 0 and row->error on failure: the sweep goes on).
 void dlp_validate_run_config(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row);
 

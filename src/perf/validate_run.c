@@ -211,6 +211,7 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     row->cfg = *c;
     dlp_validate_config_label(c, row->label, sizeof row->label);
     row->predicted_img_per_s = row->measured_img_per_s = row->ape = row->cpu_share = NAN;
+    row->cpu_share_slowest = row->predicted_at_mean_share_img_per_s = row->ape_at_mean_share = row->cpu_runnable = NAN;
     dlp_prediction *pr = malloc(sizeof *pr);
     dlp_status st = pr ? dlp_validate_predict(vc, c, pr) : DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     if (st) {
@@ -272,6 +273,8 @@ static void run_once(const dlp_validate_cfg *vc, const dlp_validate_config *c, d
     row->run_s = dlp_ns_to_s(dlp_now_ns() - t0);
     dlp_cpushare_stop(m.meter, NULL);
     row->cpu_share = m.share.share > 0 ? m.share.share : NAN;
+    row->cpu_share_slowest = m.share.slowest_share > 0 ? m.share.slowest_share : NAN;
+    row->cpu_runnable = m.share.runnable > 0 ? m.share.runnable : NAN;
     row->warmup_steps = m.warmup_steps;
     if (st) {
         snprintf(row->error, sizeof row->error, "run: %s", dlp_err_msg());
@@ -322,7 +325,8 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
 }
 
 // The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
-static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share) {
+// slowest: the share of the run's slowest thread, for the multi-thread cpu compute rows (<= 0 or NAN: by share).
+static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share, double slowest) {
     if (!(share > 0) || !(vc->profile->host.cpu_share > 0 || vc->profile->host.cpu_share1 > 0)) return NAN;
     double out = NAN;
     dlp_profile *p = malloc(sizeof *p);
@@ -330,7 +334,7 @@ static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_co
     if (p && pr) {
         *p = *vc->profile;
         if (!(p->host.cpu_share > 0)) p->host.cpu_share = p->host.cpu_share1;  // probed at one thread only
-        dlp_profile_at_share(p, share);  // each row from its class's reference share
+        dlp_profile_at_shares(p, share, isfinite(slowest) ? slowest : 0);  // each row from its class's reference
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;
         if (dlp_validate_predict(&v2, c, pr) == DLP_OK) out = pr->img_per_s;
@@ -342,7 +346,11 @@ static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_co
 }
 
 double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
-    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share) : NAN;
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share_slowest) : NAN;
+}
+
+double dlp_validate_predict_other_mean_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share) : NAN;
 }
 
 void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
@@ -391,9 +399,14 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     run_once(vc, c, row);
     row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
     row->predicted_at_share_img_per_s = row->ape_at_share = NAN;
+    row->predicted_at_mean_share_img_per_s = row->ape_at_mean_share = NAN;
     if (row->ok) {
-        row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share);
+        row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share_slowest);
         row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, dlp_validate_measured_at_share(row));
+        // the model before: every multi-thread row by the process's mean share (for comparison)
+        row->predicted_at_mean_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share);
+        row->ape_at_mean_share =
+            dlp_validate_ape(row->predicted_at_mean_share_img_per_s, dlp_validate_measured_at_share(row));
     }
     if (o0 > 0) {
         const double o1 = dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1);

@@ -137,10 +137,11 @@ dlp_status dlp_validate_sweep_open(const dlp_validate_sweep_req *req, dlp_valida
         sw->pred2 = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2);
         sw->pred2_speed = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_speed);
         sw->pred2_share = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_share);
-        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed || !sw->pred2_share)
+        sw->pred2_mean_share = calloc(DLP_VALIDATE_MAX_CONFIGS, sizeof *sw->pred2_mean_share);
+        if (!sw->prof2 || !sw->pred2 || !sw->pred2_speed || !sw->pred2_share || !sw->pred2_mean_share)
             return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
         DLP_CHECK(dlp_profile_read(req->also_profile_path, sw->prof2));
-        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = sw->pred2_share[i] = NAN;
+        for (int i = 0; i < DLP_VALIDATE_MAX_CONFIGS; i++) sw->pred2[i] = sw->pred2_speed[i] = sw->pred2_share[i] = sw->pred2_mean_share[i] = NAN;
     }
 
     dlp_validate_cfg *vc = &sw->vc;
@@ -178,6 +179,7 @@ void dlp_validate_sweep_run(dlp_validate_sweep *sw, int i) {
         dlp_validate_predict_other(&v2, &sw->rows[i], sw->prof->host.canary_gflops, sw->prof->host.canary1_gflops,
                                    &sw->pred2[i], &sw->pred2_speed[i]);
         sw->pred2_share[i] = dlp_validate_predict_other_share(&v2, &sw->rows[i]);
+        sw->pred2_mean_share[i] = dlp_validate_predict_other_mean_share(&v2, &sw->rows[i]);
     }
 }
 
@@ -223,6 +225,10 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
         if (!(r->cpu_share <= sw->share_max)) sw->share_max = r->cpu_share;
     }
     sw->mape_at_share = ape_probed && sw->nshare ? dlp_validate_mape(ape_probed, sw->nshare) : NAN;
+    int nmean = 0;
+    for (int i = 0; ape_probed && i < n; i++)
+        if (sw->rows[i].ok && isfinite(sw->rows[i].ape_at_mean_share)) ape_probed[nmean++] = sw->rows[i].ape_at_mean_share;
+    sw->mape_at_mean_share = ape_probed && nmean ? dlp_validate_mape(ape_probed, nmean) : NAN;
     sw->steal_mean = nsteal ? steal / nsteal : NAN;
     sw->speed_min = sw->speed_max = NAN;
     for (int i = 0; i < nspd; i++) {
@@ -232,6 +238,8 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
     free(ape_probed);
     if (sw->prof2) {
         double a[DLP_VALIDATE_MAX_CONFIGS], b[DLP_VALIDATE_MAX_CONFIGS], c[DLP_VALIDATE_MAX_CONFIGS];
+        double d[DLP_VALIDATE_MAX_CONFIGS];
+        int nd = 0;
         sw->n2 = sw->n2_speed = sw->n2_share = 0;
         for (int i = 0; i < n; i++) {
             const dlp_validate_row *r = &sw->rows[i];
@@ -242,8 +250,11 @@ void dlp_validate_sweep_summarize(dlp_validate_sweep *sw, double seconds) {
             if (isfinite(y)) b[sw->n2_speed++] = y;
             const double z = dlp_validate_ape(sw->pred2_share[i], dlp_validate_measured_at_share(r));
             if (isfinite(z)) c[sw->n2_share++] = z;
+            const double zm = dlp_validate_ape(sw->pred2_mean_share[i], dlp_validate_measured_at_share(r));
+            if (isfinite(zm)) d[nd++] = zm;
         }
         sw->mape2_share = sw->n2_share ? dlp_validate_mape(c, sw->n2_share) : NAN;
+        sw->mape2_mean_share = nd ? dlp_validate_mape(d, nd) : NAN;
         sw->mape2 = sw->n2 ? dlp_validate_mape(a, sw->n2) : NAN;
         sw->mape2_speed = sw->n2_speed ? dlp_validate_mape(b, sw->n2_speed) : NAN;
     }
@@ -263,6 +274,7 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     json_object_set_new(res, "mape_at_speed", dlp_json_real_or_null(sw->mape_at_speed));
     json_object_set_new(res, "configurations_at_speed", json_integer(sw->nspeed));
     json_object_set_new(res, "mape_at_share", dlp_json_real_or_null(sw->mape_at_share));
+    json_object_set_new(res, "mape_at_mean_share", dlp_json_real_or_null(sw->mape_at_mean_share));
     json_object_set_new(res, "configurations_at_share", json_integer(sw->nshare));
     json_object_set_new(res, "cpu_share_min", dlp_json_real_or_null(sw->share_min));
     json_object_set_new(res, "cpu_share_max", dlp_json_real_or_null(sw->share_max));
@@ -273,15 +285,18 @@ void dlp_validate_sweep_json(const dlp_validate_sweep *sw, const char *profile_l
     if (sw->prof2) {
         json_t *o = json_object(), *pa = json_array();
         for (int i = 0; i < sw->n; i++)
-            json_array_append_new(pa, json_pack("{s:o, s:o, s:o}", "predicted_img_per_s",
+            json_array_append_new(pa, json_pack("{s:o, s:o, s:o, s:o}", "predicted_img_per_s",
                                                 dlp_json_real_or_null(sw->pred2[i]), "predicted_at_speed_img_per_s",
                                                 dlp_json_real_or_null(sw->pred2_speed[i]), "predicted_at_share_img_per_s",
-                                                dlp_json_real_or_null(sw->pred2_share[i])));
+                                                dlp_json_real_or_null(sw->pred2_share[i]),
+                                                "predicted_at_mean_share_img_per_s",
+                                                dlp_json_real_or_null(sw->pred2_mean_share[i])));
         json_object_set_new(o, "machine", dlp_profile_to_json(sw->prof2));
         json_object_set_new(o, "rows", pa);
         json_object_set_new(o, "mape", dlp_json_real_or_null(sw->mape2));
         json_object_set_new(o, "mape_at_speed", dlp_json_real_or_null(sw->mape2_speed));
         json_object_set_new(o, "mape_at_share", dlp_json_real_or_null(sw->mape2_share));
+        json_object_set_new(o, "mape_at_mean_share", dlp_json_real_or_null(sw->mape2_mean_share));
         json_object_set_new(res, "also_profile", o);
     }
     json_object_set_new(res, "configurations_ok", json_integer(sw->nok));
@@ -305,6 +320,7 @@ void dlp_validate_sweep_free(dlp_validate_sweep *sw) {
     free(sw->pred2);
     free(sw->pred2_speed);
     free(sw->pred2_share);
+    free(sw->pred2_mean_share);
     free(sw->stats);
     memset(sw, 0, sizeof *sw);
 }

@@ -41,6 +41,7 @@ typedef struct dlp_validate_sweep {
     double mape_at_speed;      // each run against the prediction at the speed it saw (NAN: no speed known)
     int nspeed;                // runs behind it
     double mape_at_share;      // each run against the prediction at the CPU share it saw (NAN: none known)
+    double mape_at_mean_share; // the same with the multi-thread compute rows by the mean share (the model before)
     int nshare;                // runs behind it
     double share_min, share_max;  // the runs' CPU shares
     double steal_mean;         // the runs' mean steal fraction (NAN: unknown)
@@ -50,8 +51,8 @@ typedef struct dlp_validate_sweep {
     // --also-profile: the same runs predicted from a second profile (at its probed speed and at each run's speed,
     // the run's canary reading brought to that profile's reference); NULL prof2: none
     dlp_profile *prof2;
-    double *pred2, *pred2_speed, *pred2_share;  // per row (NAN: failed or unknown)
-    double mape2, mape2_speed, mape2_share;
+    double *pred2, *pred2_speed, *pred2_share, *pred2_mean_share;  // per row (NAN: failed or unknown)
+    double mape2, mape2_speed, mape2_share, mape2_mean_share;
     int n2, n2_speed, n2_share;
 } dlp_validate_sweep;
 

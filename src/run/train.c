@@ -903,7 +903,11 @@ dlp_status dlp_train_run(const dlp_train_cfg *cfg, dlp_train_result *r) {
     t->share_meter = dlp_cpushare_start(100);  // the run's CPU time and share, in its result (issue 35)
     dlp_status st = setup(t);
     t->t_setup_end = dlp_now_ns();
+    // the loop's own meter: its slowest busy thread (a multi-thread step's pace) among the threads that train
+    t->loop_meter = st == DLP_OK ? dlp_cpushare_start(100) : NULL;
     if (st == DLP_OK) st = train_loop(t);
+    dlp_cpushare_stop(t->loop_meter, &t->loop_share);
+    t->loop_meter = NULL;
     // After the loop (also after a failure in it): a final evaluation and checkpoint when the run ended well.
     // Stopped by its caller (dlperf train: SIGTERM from a scheduler, Ctrl-C), the checkpoint comes first: a grace
     // period (Slurm --signal, Kubernetes terminationGracePeriodSeconds) may end before an evaluation would.

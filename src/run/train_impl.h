@@ -64,6 +64,8 @@ typedef struct dlp_trainer {
     int64_t t_run0, t_loop0, t_setup_end;
     struct dlp_cpushare *share_meter;         // the run's threads' CPU share, start to end (hw/cpushare)
     dlp_cpushare_sample share;                // its reading at the end
+    struct dlp_cpushare *loop_meter;          // the same over the training loop alone (setup is one thread)
+    dlp_cpushare_sample loop_share;           // its reading at the end: the slowest thread's share comes from it
     int64_t ph_ns[DLP_TRAIN_PH_COUNT];
     int64_t steady_ph_ns[DLP_TRAIN_PH_COUNT];
     int64_t steps_run, images, steady_steps, steady_images;

@@ -364,6 +364,10 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     json_object_set_new(run, "cpu_s", json_real(t->share.proc_cpu_s));
     json_object_set_new(run, "cpu_wait_s", json_real(t->share.wait_s));
     json_object_set_new(run, "cpu_share", json_real(t->share.share));
+    // over the training loop: its slowest busy thread's share (0: unknown) — a multi-thread cpu compute step goes at
+    // it (predict --cpu-share-slowest) — and the loop's mean share
+    json_object_set_new(run, "cpu_share_slowest", json_real(t->loop_share.slowest_share));
+    json_object_set_new(run, "loop_cpu_share", json_real(t->loop_share.share));
     json_object_set_new(o, "run", run);
 
     json_object_set_new(o, "phases", phases_json(t->ph_ns, t->steps_run));

@@ -65,7 +65,9 @@ row = [x for x in nm["rows"] if x["row"] == "compute ref resnet-mini 32px fp32 2
        (x["row"].startswith("compute ref resnet-mini 32px fp32") and x["row"].endswith("per_image"))][0]
 # a time: raw x speed / ref, by the CPU share the row's threads got where they measured it, else by the canary;
 # the other figure is kept beside it
-rel = row["cpu_share_rel"] if row["basis"] == "cpu_share" else row["speed_rel"]
+# (a multi-thread compute row by its slowest thread's share, against host.cpu_share_slowest)
+rel = row["cpu_share_rel"] if row["basis"] in ("cpu_share", "slowest_thread_share") else row["speed_rel"]
+assert row["basis"] != "slowest_thread_share" or 0 < h["cpu_share_slowest"] <= 1, (row, h)
 assert abs(row["normalised"] - row["raw"] * rel) <= 1e-9 * row["raw"], row
 assert abs(row["by_canary"] - row["raw"] * row["speed_rel"]) <= 1e-9 * row["raw"], row
 assert row["basis"] == "canary" or 0 < row["cpu_share"] <= 1 and 0 < h["cpu_share"] <= 1, (row, h)
@@ -116,6 +118,9 @@ if grep -q '"cpu_share"' "$T/p.json"; then
     --workers 1 --data "$DATA" --cpu-share 0.5 --measured 500 >"$T/pred3.out" 2>&1 || { cat "$T/pred3.out"; fail "predict --cpu-share"; }
   has "$T/pred3.out" "at a CPU share of 0.50"
   has "$T/pred3.out" "at the run's share"
+  "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --cpu-share 0.5 \
+    --cpu-share-slowest 1.5 >"$T/pred5.out" 2>&1 && fail "predict --cpu-share-slowest 1.5"
+  has "$T/pred5.out" "a share of a core, 0..1"
   "$D" predict --profile "$T/p.json" --device "sim:custom,img_per_s=100000" --model resnet-mini --size 64 --cpu-share 2 \
     >"$T/pred4.out" 2>&1 && fail "predict --cpu-share 2"
   has "$T/pred4.out" "a share of the cores, 0..1"

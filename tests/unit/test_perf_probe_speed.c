@@ -4,7 +4,8 @@
 // profile's canary distribution; a profile at another speed scales the CPU-side timings and leaves GPUs alone;
 // probe --repeat's merge brings each probe's values to the pooled speed before the median; the new profile fields
 // round-trip and older profiles without them still read.
-// Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU.
+// Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU;
+// multi-thread compute rows by their slowest thread's share (their own reference class), and a profile at a run's shares.
 // Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c, src/hw/cpushare.c.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,6 +144,49 @@ static void test_normalise_by_share(void **state) {
                         "canary");
     assert_int_equal(json_integer_value(json_object_get(o, "by_cpu_share")), 5);
     json_decref(o);
+    free(c);
+    free(p);
+}
+
+// Multi-thread compute rows marked as normalised by their slowest thread's share (dlp_probe_norm_slowest) form their
+// own class: the median of those shares is host.cpu_share_slowest, and the other rows' references do not see them.
+// A row's slowest share is its points' weighted by their wall time; a point without one leaves the row by the mean.
+static void test_normalise_by_slowest(void **state) {
+    (void)state;
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    dlp_profile *p = malloc(sizeof *p);
+    dlp_profile_init(p);
+    dlp_probe_ctx *c = calloc(1, sizeof *c);
+    c->cfg = &cfg;
+    c->p = p;
+    c->canary_all[c->ncanary_all++] = 100;
+    double a = 2.0, b = 4.0, l = 100, rel = 0;
+    dlp_probe_norm_add(c, &a, 0, 100, 0.3, 2, 0.01, 1, &rel, "compute 2t a");  // slowest 0.3
+    dlp_probe_norm_slowest(c);
+    dlp_probe_norm_add(c, &b, 0, 100, 0.5, 2, 0.01, 1, NULL, "compute 2t b");  // slowest 0.5: median 0.4
+    dlp_probe_norm_slowest(c);
+    dlp_probe_norm_add(c, &l, 1, 100, 0.9, 2, 0.01, 1, NULL, "loader 2t");  // the mean-share class alone: 0.9
+    json_t *o = dlp_probe_normalise(c);
+    NEAR(p->host.cpu_share_slowest, 0.4, 1e-12);
+    NEAR(p->host.cpu_share, 0.9, 1e-12);
+    NEAR(a, 2.0 * 0.3 / 0.4, 1e-12);  // a time at 0.3 is 3/4 of it at 0.4
+    NEAR(rel, 0.3 / 0.4, 1e-12);
+    NEAR(b, 4.0 * 0.5 / 0.4, 1e-12);
+    NEAR(l, 100, 1e-12);
+    json_t *row0 = json_array_get(json_object_get(o, "rows"), 0);
+    assert_string_equal(json_string_value(json_object_get(row0, "basis")), "slowest_thread_share");
+    NEAR(json_real_value(json_object_get(o, "reference_slowest_thread_share")), 0.4, 1e-12);
+    json_decref(o);
+    // the row's share from its points
+    dlp_cpushare_sample pts[3] = {{.wall_s = 1, .slowest_share = 0.2}, {.wall_s = 3, .slowest_share = 0.6},
+                                  {.wall_s = 0, .slowest_share = 0.9}};
+    double sh[3] = {0};
+    assert_true(dlp_probe_slowest_row_share(pts, 3, sh) == 0);  // a point without a wall time: unknown
+    NEAR(dlp_probe_slowest_row_share(pts, 2, sh), (0.2 * 1 + 0.6 * 3) / 4, 1e-12);
+    NEAR(sh[1], 0.6, 1e-12);
+    pts[1].slowest_share = 0;
+    assert_true(dlp_probe_slowest_row_share(pts, 2, NULL) == 0);
     free(c);
     free(p);
 }
@@ -327,6 +371,39 @@ static void test_at_share(void **state) {
     NEAR(p->pipeline.decode_per_image_s, 1e-3, 1e-12);        // CPU time per image: the same at any share
     dlp_profile_at_share(p, 1.5);                             // not a share: nothing changes
     NEAR(d->rates[1].per_image_s, 0.05, 1e-12);
+    // with the slowest thread's reference: the multi-thread rows go by the run's slowest thread, the rest as before
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.5;
+    p->host.cpu_share1 = 0.9;
+    p->host.cpu_share_slowest = 0.3;
+    d->nrates = 2;
+    d->rates[1] = d->rates[0];
+    d->rates[1].threads = 1;
+    dlp_profile_at_shares(p, 0.75, 0.9);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.3 / 0.9, 1e-12);  // the slowest thread at 3x its reference: a third
+    NEAR(d->rates[0].t0_s, 0.01 * 0.3 / 0.9, 1e-12);
+    NEAR(d->rates[1].per_image_s, 0.05 * 0.9 / 0.75, 1e-12);  // one thread: by the mean share from cpu_share1
+    NEAR(p->pipeline.scaling[1].efficiency, 0.9 * 0.75 / 0.5, 1e-12);  // the loader: by the mean share
+    NEAR(p->host.cpu_share_slowest, 0.9, 1e-12);
+    NEAR(p->host.cpu_share, 0.75, 1e-12);
+    small_profile(p, 100, 0.05, 1.0);  // an inference row (normalised by the mean share in the probe): by the mean
+    p->host.cpu_share = 0.5;
+    p->host.cpu_share_slowest = 0.3;
+    d->rates[0].task = DLP_TASK_INFER;
+    dlp_profile_at_shares(p, 0.75, 0.9);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.5 / 0.75, 1e-12);
+    // the run's slowest share unknown: its mean share taken for it
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.5;
+    p->host.cpu_share_slowest = 0.3;
+    dlp_profile_at_shares(p, 0.75, 0);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.3 / 0.75, 1e-12);
+    NEAR(p->host.cpu_share_slowest, 0.75, 1e-12);
+    // a profile without the slowest reference (older probes): by the mean share
+    small_profile(p, 100, 0.05, 1.0);
+    p->host.cpu_share = 0.5;
+    dlp_profile_at_shares(p, 0.75, 0.9);
+    NEAR(d->rates[0].per_image_s, 0.05 * 0.5 / 0.75, 1e-12);
     free(p);
 }
 
@@ -367,6 +444,7 @@ static void test_fields_round_trip(void **state) {
     dlp_profile *p = malloc(sizeof *p), *q = malloc(sizeof *q);
     small_profile(p, 100, 0.05, 1.0);
     p->host.steal_fraction = 0.07;
+    p->host.cpu_share_slowest = 0.42;
     json_t *o = dlp_profile_to_json(p);
     dlp_status st = dlp_profile_from_json(o, "test", q);
     if (st) dlp_err_print(stderr);
@@ -376,6 +454,7 @@ static void test_fields_round_trip(void **state) {
     assert_int_equal(q->host.canary_samples, 3);
     NEAR(q->host.canary1_gflops, 50, 1e-12);
     NEAR(q->host.steal_fraction, 0.07, 1e-12);
+    NEAR(q->host.cpu_share_slowest, 0.42, 1e-12);
     NEAR(q->devices[0].rates[0].speed_rel, 0.9, 1e-12);
     NEAR(q->pipeline.scaling[0].speed_rel, 1, 1e-12);
     // a profile without them (older probes, the catalog): absent, not an error
@@ -401,7 +480,7 @@ int main(void) {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
         cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
-        cmocka_unit_test(test_repeats_decide),
+        cmocka_unit_test(test_repeats_decide), cmocka_unit_test(test_normalise_by_slowest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
