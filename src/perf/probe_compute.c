@@ -173,6 +173,18 @@ static int slowest_row_share(const dlp_cpushare_sample *pts, int n, double *row_
 }
 
 // Rows for one (model, size, precision, threads): the line over batches, appended to dev.
+// The largest batch's point against its repeat, each step time by the share it ran at (the slowest thread's where
+// the row goes by it; raw where a share is unknown): their spread, NAN without a repeat.
+static double repeat_spread(const step_meas *ml, const dlp_cpushare_sample *s_pt, const step_meas *rep,
+                            const dlp_cpushare_sample *s_rep, int by_slowest) {
+    if (!(rep->steps > 0 && ml->fb_s > 0 && rep->fb_s > 0)) return NAN;
+    const double s0 = by_slowest ? s_pt->slowest_share : s_pt->share;
+    const double s1 = by_slowest ? s_rep->slowest_share : s_rep->share;
+    const int by_sh = s0 > 0 && s1 > 0;
+    const double v[2] = {(by_sh ? s0 : 1) * (ml->fb_s + ml->upd_s), (by_sh ? s1 : 1) * (rep->fb_s + rep->upd_s)};
+    return dlp_probe_speed_spread(v, 2);
+}
+
 static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
                           int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
                           double *fwd_frac_sum, int *fwd_frac_n) {
@@ -258,17 +270,14 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         fwd[i] = m.fwd_s * k;
         *fwd_frac_sum += m.fwd_s / m.fb_s;
         (*fwd_frac_n)++;
-        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f}", "batch", batches[i],
-                                             "fwd_bwd_s", m.fb_s, "fwd_s", m.fwd_s, "update_s", m.upd_s, "cores_busy",
-                                             m.cores_busy, "steps", m.steps, "other_cores",
+        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                             "batch", batches[i], "fwd_bwd_s", m.fb_s, "fwd_s", m.fwd_s, "update_s",
+                                             m.upd_s, "cores_busy", m.cores_busy, "steps", m.steps, "other_cores",
                                              isfinite(m.other_cores) ? m.other_cores : -1, "speed_gflops",
-                                             0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k));
-        json_t *pt = json_array_get(pts, json_array_size(pts) - 1);
-        json_object_set_new(pt, "cpu_share", json_real(best_sh[i].share));
-        json_object_set_new(pt, "slowest_thread_share", json_real(best_sh[i].slowest_share));
-        json_object_set_new(pt, "threads_cpu_s", json_real(best_sh[i].cpu_s));
-        json_object_set_new(pt, "threads_wait_s", json_real(best_sh[i].wait_s));
-        json_object_set_new(pt, "wall_s", json_real(best_sh[i].wall_s));
+                                             0.5 * (best_spd[i] + best_spd[i + 1]), "at_row_speed_k", k, "cpu_share",
+                                             best_sh[i].share, "slowest_thread_share", best_sh[i].slowest_share,
+                                             "threads_cpu_s", best_sh[i].cpu_s, "threads_wait_s", best_sh[i].wait_s,
+                                             "wall_s", best_sh[i].wall_s));
         dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s), batch %d: %.1f ms per step (%.1f img/s), %.2f cores busy, "
                       "speed %.1f GFLOP/s, CPU share %.2f", dlp_backend_name(ops), model, size, dlp_dtype_name(dt),
                       threads, batches[i], (m.fb_s + m.upd_s) * 1e3, batches[i] / (m.fb_s + m.upd_s), m.cores_busy,
@@ -297,42 +306,23 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const char *pn = dlp_dtype_name(dt);
     // stable: the points' CPU shares within the band where measured, else the canary's readings
     const double spr = row_share > 0 ? share_spread : best_spread;
-    double rep_spread = NAN;
-    const step_meas *ml = &ms[nb - 1];
-    if (best_rep.steps > 0 && ml->fb_s > 0 && best_rep.fb_s > 0) {
-        const double s0 = by_slowest ? best_sh[nb - 1].slowest_share : best_sh[nb - 1].share;
-        const double s1 = by_slowest ? best_rep_sh.slowest_share : best_rep_sh.share;
-        const int by_sh = s0 > 0 && s1 > 0;
-        const double v[2] = {(by_sh ? s0 : 1) * (ml->fb_s + ml->upd_s), (by_sh ? s1 : 1) * (best_rep.fb_s + best_rep.upd_s)};
-        rep_spread = dlp_probe_speed_spread(v, 2);
-    }
+    const double rep_spread = repeat_spread(&ms[nb - 1], &best_sh[nb - 1], &best_rep, &best_rep_sh, by_slowest);
     const int reps = isfinite(rep_spread) ? 2 : 0;
-    dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spr, tries, NULL,
-                       "compute %s %s %dpx %s %dt t0", dlp_backend_name(ops), model, size, pn, threads);
-    dlp_probe_norm_repeats(c, rep_spread, reps);
-    if (by_slowest) dlp_probe_norm_slowest(c);
-    dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spr, tries, &row->speed_rel,
-                       "compute %s %s %dpx %s %dt per_image", dlp_backend_name(ops), model, size, pn, threads);
-    dlp_probe_norm_repeats(c, rep_spread, reps);
-    if (by_slowest) dlp_probe_norm_slowest(c);
-    dlp_probe_norm_add(c, &row->update_s, 0, row_speed, row_share, threads, spr, tries, NULL,
-                       "compute %s %s %dpx %s %dt update", dlp_backend_name(ops), model, size, pn, threads);
-    dlp_probe_norm_repeats(c, rep_spread, reps);
-    if (by_slowest) dlp_probe_norm_slowest(c);
-    json_t *o = json_object();
-    json_object_set_new(o, "model", json_string(model));
-    json_object_set_new(o, "size", json_integer(size));
-    json_object_set_new(o, "precision", json_string(dlp_dtype_name(dt)));
-    json_object_set_new(o, "threads", json_integer(threads));
-    json_object_set_new(o, "work_ratio", json_real(r));
-    json_object_set_new(o, "points", pts);
-    json_object_set_new(o, "speed_readings_gflops", json_pack("[f,f,f]", best_spd[0], best_spd[1], nb > 1 ? best_spd[2] : 0));
-    json_object_set_new(o, "speed_spread", json_real(best_spread));
-    json_object_set_new(o, "cpu_share", json_real(row_share));
-    json_object_set_new(o, "cpu_share_spread", dlp_json_real_or_null(share_spread));
-    json_object_set_new(o, "share_basis", json_string(by_slowest ? "slowest_thread_share" : "cpu_share"));
-    json_object_set_new(o, "tries", json_integer(tries));
-    json_object_set_new(o, "repeat_spread", dlp_json_real_or_null(rep_spread));
+    double *const vals[3] = {&row->t0_s, &row->per_image_s, &row->update_s};
+    static const char *const val_names[3] = {"t0", "per_image", "update"};
+    for (int k = 0; k < 3; k++) {  // the order the profile's normalisation table lists them in
+        dlp_probe_norm_add(c, vals[k], 0, row_speed, row_share, threads, spr, tries, k == 1 ? &row->speed_rel : NULL,
+                           "compute %s %s %dpx %s %dt %s", dlp_backend_name(ops), model, size, pn, threads, val_names[k]);
+        dlp_probe_norm_repeats(c, rep_spread, reps);
+        if (by_slowest) dlp_probe_norm_slowest(c);
+    }
+    json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:f, s:o, s:[f,f,f], s:f, s:f, s:o, s:s, s:i, s:o}", "model", model,
+                          "size", size, "precision", dlp_dtype_name(dt), "threads", threads, "work_ratio", r, "points",
+                          pts, "speed_readings_gflops", best_spd[0], best_spd[1], nb > 1 ? best_spd[2] : 0,
+                          "speed_spread", best_spread, "cpu_share", row_share, "cpu_share_spread",
+                          dlp_json_real_or_null(share_spread), "share_basis",
+                          by_slowest ? "slowest_thread_share" : "cpu_share", "tries", tries, "repeat_spread",
+                          dlp_json_real_or_null(rep_spread));
     if (best_rep.steps > 0)
         json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
                                                    best_rep.fb_s, "update_s", best_rep.upd_s, "cores_busy",

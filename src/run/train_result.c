@@ -347,28 +347,19 @@ void dlp_train_finish_result(dlp_trainer *t, dlp_train_result *r) {
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     json_object_set_new(o, "seed", json_string(seed));
 
-    json_t *run = json_object();
-    json_object_set_new(run, "steps", json_integer(r->steps));
-    json_object_set_new(run, "first_step", json_integer(r->first_step));
-    json_object_set_new(run, "last_step", json_integer(t->pos.step));
-    json_object_set_new(run, "images", json_integer(r->images));
-    json_object_set_new(run, "epochs_done", json_real(r->epochs_done));
-    json_object_set_new(run, "stopped_by", json_string(r->stopped_by));
-    json_object_set_new(run, "wall_s", json_real(r->wall_s));
-    json_object_set_new(run, "setup_s", json_real(r->setup_s));
-    json_object_set_new(run, "train_s", json_real(r->train_s));
-    json_object_set_new(run, "eval_s", json_real(r->eval_s));
-    json_object_set_new(run, "checkpoint_s", json_real(r->checkpoint_s));
-    // The process's CPU time over the run, and the share of the cores its threads got while they wanted them (their
-    // CPU time over that plus their run-queue wait; 0: unknown): on a shared machine, what predict --cpu-share takes.
-    json_object_set_new(run, "cpu_s", json_real(t->share.proc_cpu_s));
-    json_object_set_new(run, "cpu_wait_s", json_real(t->share.wait_s));
-    json_object_set_new(run, "cpu_share", json_real(t->share.share));
-    // over the training loop: its slowest busy thread's share (0: unknown) — a multi-thread cpu compute step goes at
-    // it (predict --cpu-share-slowest) — and the loop's mean share
-    json_object_set_new(run, "cpu_share_slowest", json_real(t->loop_share.slowest_share));
-    json_object_set_new(run, "loop_cpu_share", json_real(t->loop_share.share));
-    json_object_set_new(o, "run", run);
+    // cpu_s, cpu_wait_s, cpu_share: the process's CPU time over the run, and the share of the cores its threads got
+    // while they wanted them (their CPU time over that plus their run-queue wait; 0: unknown): on a shared machine,
+    // what predict --cpu-share takes. Over the training loop: its slowest busy thread's share (0: unknown) — a
+    // multi-thread cpu compute step goes at it (predict --cpu-share-slowest) — and the loop's mean share.
+    json_object_set_new(o, "run", json_pack("{s:I, s:I, s:I, s:I, s:f, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+                                            "s:f, s:f}", "steps", (json_int_t)r->steps, "first_step",
+                                            (json_int_t)r->first_step, "last_step", (json_int_t)t->pos.step, "images",
+                                            (json_int_t)r->images, "epochs_done", r->epochs_done, "stopped_by",
+                                            r->stopped_by, "wall_s", r->wall_s, "setup_s", r->setup_s, "train_s",
+                                            r->train_s, "eval_s", r->eval_s, "checkpoint_s", r->checkpoint_s, "cpu_s",
+                                            t->share.proc_cpu_s, "cpu_wait_s", t->share.wait_s, "cpu_share",
+                                            t->share.share, "cpu_share_slowest", t->loop_share.slowest_share,
+                                            "loop_cpu_share", t->loop_share.share));
 
     json_object_set_new(o, "phases", phases_json(t->ph_ns, t->steps_run));
     json_t *steady = json_object();
