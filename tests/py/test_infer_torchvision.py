@@ -301,6 +301,11 @@ def main():
             if over is None:
                 print(f"  SKIP cpu[{label}]: {note}")
                 continue
+            if over.get("DLPERF_CPU_INFER_PROP") == "training":
+                # forward_training convolutions in the inference plan (the plain cpu device's default without AMX, run
+                # above): per ISA, test_torch_parity.py compares that plan's logits with torchvision on every row
+                print(f"  cpu[{label}]: its plan's logits vs torchvision per ISA in test_torch_parity.py (eval rows)")
+                continue
             env = {**ENV, **over}
             tag = f"[{label}]"
             print(f"  cpu{tag}: oneDNN ISA {note}, {' '.join(f'{k}={v}' for k, v in over.items())}")
