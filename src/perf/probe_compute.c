@@ -192,7 +192,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     dlp_model_work mw;
     DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
     const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
-    double y[16], upd[8], busy[8], fwd[8], spd[9], best_spd[9], best_spread = INFINITY;
+    double y[16], upd[8], busy[8], spd[9], best_spd[9], best_spread = INFINITY;
     dlp_cpushare_sample sh[8], best_sh[8];  // the CPU share the row's threads got at each batch point
     step_meas rep_tm = {0}, best_rep = {0};   // the largest batch measured again (not with --quick)
     dlp_cpushare_sample rep_sh = {0}, best_rep_sh = {0};
@@ -267,7 +267,6 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         y[i] = m.fb_s * k;
         upd[i] = m.upd_s * k;
         busy[i] = m.cores_busy;
-        fwd[i] = m.fwd_s * k;
         *fwd_frac_sum += m.fwd_s / m.fb_s;
         (*fwd_frac_n)++;
         json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
@@ -283,23 +282,13 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                       threads, batches[i], (m.fb_s + m.upd_s) * 1e3, batches[i] / (m.fb_s + m.upd_s), m.cores_busy,
                       0.5 * (best_spd[i] + best_spd[i + 1]), best_sh[i].share);
     }
-    (void)fwd;
     dlp_lsq_fit f;
     double t0, per_image;
     DLP_CHECK(dlp_probe_fit_step(batches, y, nb, r, &t0, &per_image, &f));
-    if (dev->nrates >= DLP_DEVICE_MAX_RATES) return DLP_ERR(DLP_ERR_INVALID, "probe: too many rows for %s", dev->name);
-    dlp_rate *row = &dev->rates[dev->nrates++];
-    memset(row, 0, sizeof *row);
-    row->task = DLP_TASK_TRAIN;
-    row->prec = dlp_prec_from_dtype(dt, 0);
-    row->threads = threads;
-    row->batch_ref = batches[nb - 1];
-    snprintf(row->model, sizeof row->model, "%s", model);
-    row->size = size;
-    row->t0_s = t0;
-    row->per_image_s = per_image;
+    dlp_rate *row = dlp_probe_row_new(dev, DLP_TASK_TRAIN, dlp_prec_from_dtype(dt, 0), threads, batches[nb - 1], model,
+                                      size, t0, per_image, dlp_stats_median_f64(busy, nb));
+    if (!row) return DLP_ERR(DLP_ERR_INVALID, "probe: too many rows for %s", dev->name);
     row->update_s = dlp_stats_median_f64(upd, nb) / q;
-    row->cores_busy = dlp_stats_median_f64(busy, nb);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: %s backend, %s %dpx, batches %d..%d, %d thread(s): %.2f ms + "
              "%.3f ms/img", dlp_backend_name(ops), model, size, batches[0], batches[nb - 1], threads, t0 * 1e3, per_image * r * 1e3);
     // Rescaled to the reference speed at the end of the probe (probe_speed.c); the row keeps the speed it ran at.

@@ -4,7 +4,7 @@
 // probe_loop.c, probe_cuda.c, probe_interconnect.c), and the machine's speed around each timed row (probe_speed.c).
 // Defines: dlp_probe_ctx, dlp_probe_say, dlp_probe_bg (start, images, stop), dlp_probe_memory, dlp_probe_storage, dlp_probe_pipeline,
 //          dlp_probe_compute, dlp_probe_contention, dlp_probe_infer_rows, dlp_probe_loop, dlp_probe_checks, dlp_probe_cuda,
-//          dlp_probe_fit_json, dlp_probe_speed (spread, mean), dlp_probe_norm_add, dlp_probe_normalise,
+//          dlp_probe_fit_json, dlp_probe_row_new, dlp_probe_speed (spread, mean), dlp_probe_norm_add, dlp_probe_normalise,
 //          DLP_PROBE_SPEED_BAND, DLP_PROBE_SPEED_TRIES, DLP_PROBE_CANARY_S.
 #ifndef DLP_PERF_PROBE_IMPL_H
 #define DLP_PERF_PROBE_IMPL_H
@@ -90,6 +90,10 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c);
 void dlp_probe_retry_wait(dlp_probe_ctx *c);
 
 void dlp_probe_say(dlp_probe_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// A new rate row on dev (zeroed, then its identity and line: t0 + per_image x batch) — NULL when dev has no room.
+dlp_rate *dlp_probe_row_new(dlp_device_profile *dev, dlp_task task, dlp_prec prec, int threads, int batch_ref,
+                            const char *model, int size, double t0_s, double per_image_s, double cores_busy);
 // A loader running flat out in the background on the probe's subset (warm), with `workers` threads at `size` px.
 typedef struct dlp_probe_bg dlp_probe_bg;
 dlp_status dlp_probe_bg_start(dlp_probe_ctx *c, int size, int workers, dlp_probe_bg **out);

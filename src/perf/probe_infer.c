@@ -136,21 +136,13 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     dlp_lsq_fit f;
     double t0, per_image;
     DLP_CHECK(dlp_probe_fit_step(batches, y, NB, r, &t0, &per_image, &f));
-    if (dev->nrates >= DLP_DEVICE_MAX_RATES) {
+    dlp_rate *row = dlp_probe_row_new(dev, DLP_TASK_INFER, dt == DLP_DTYPE_I8 ? DLP_PREC_INT8 : dlp_prec_from_dtype(dt, 0),
+                                      threads, batches[NB - 1], model, size, t0, per_image,
+                                      dlp_stats_median_f64(busy, NB));
+    if (!row) {
         json_decref(pts);
         return DLP_ERR(DLP_ERR_INVALID, "probe: too many rows for %s", dev->name);
     }
-    dlp_rate *row = &dev->rates[dev->nrates++];
-    memset(row, 0, sizeof *row);
-    row->task = DLP_TASK_INFER;
-    row->prec = dt == DLP_DTYPE_I8 ? DLP_PREC_INT8 : dlp_prec_from_dtype(dt, 0);
-    row->threads = threads;
-    row->batch_ref = batches[NB - 1];
-    snprintf(row->model, sizeof row->model, "%s", model);
-    row->size = size;
-    row->t0_s = t0;
-    row->per_image_s = per_image;
-    row->cores_busy = dlp_stats_median_f64(busy, NB);
     snprintf(row->basis, sizeof row->basis, "dlperf probe: cpu backend inference plan, %s %dpx %s, batches %d..%d, %d "
              "thread(s): %.2f ms + %.3f ms/img%s", model, size, dlp_dtype_name(dt), batches[0], batches[NB - 1], threads,
              t0 * 1e3, per_image * r * 1e3, dt == DLP_DTYPE_I8 ? " (calibrated on synthetic images)" : "");

@@ -3,6 +3,7 @@
 // (probe.c), which only calls them.
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "hw/host.h"
@@ -37,4 +38,21 @@ json_t *dlp_probe_fit_json(const dlp_lsq_fit *f, const char *const *names) {
     json_object_set_new(o, "max_ape", json_real(f->max_ape));
     json_object_set_new(o, "r2", json_real(f->r2));
     return o;
+}
+
+dlp_rate *dlp_probe_row_new(dlp_device_profile *dev, dlp_task task, dlp_prec prec, int threads, int batch_ref,
+                            const char *model, int size, double t0_s, double per_image_s, double cores_busy) {
+    if (dev->nrates >= DLP_DEVICE_MAX_RATES) return NULL;
+    dlp_rate *row = &dev->rates[dev->nrates++];
+    memset(row, 0, sizeof *row);
+    row->task = task;
+    row->prec = prec;
+    row->threads = threads;
+    row->batch_ref = batch_ref;
+    snprintf(row->model, sizeof row->model, "%s", model);
+    row->size = size;
+    row->t0_s = t0_s;
+    row->per_image_s = per_image_s;
+    row->cores_busy = cores_busy;
+    return row;
 }

@@ -60,6 +60,18 @@ static void say(void *ctx, const char *line) {
     snprintf(buf + n, 8192 - n, "%s\n", line);
 }
 
+// A probe context over cfg and a fresh profile (both freed by the caller: free(c), free(*p)).
+static dlp_probe_ctx *new_ctx(dlp_probe_cfg *cfg, dlp_profile **p) {
+    *p = malloc(sizeof **p);
+    assert_non_null(*p);
+    dlp_profile_init(*p);
+    dlp_probe_ctx *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->cfg = cfg;
+    c->p = *p;
+    return c;
+}
+
 static void test_normalise(void **state) {
     (void)state;
     dlp_probe_cfg cfg;
@@ -67,11 +79,8 @@ static void test_normalise(void **state) {
     char *log = calloc(1, 8192);
     cfg.progress = say;
     cfg.progress_ctx = log;
-    dlp_profile *p = malloc(sizeof *p);
-    dlp_profile_init(p);
-    dlp_probe_ctx *c = calloc(1, sizeof *c);
-    c->cfg = &cfg;
-    c->p = p;
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
     // all-CPU readings 80, 90, 100, 110, 120: median 100; one thread 50
     const double ra[] = {80, 90, 100, 110, 120};
     for (int i = 0; i < 5; i++) c->canary_all[c->ncanary_all++] = ra[i];
@@ -110,11 +119,8 @@ static void test_normalise_by_share(void **state) {
     (void)state;
     dlp_probe_cfg cfg;
     dlp_probe_cfg_init(&cfg);
-    dlp_profile *p = malloc(sizeof *p);
-    dlp_profile_init(p);
-    dlp_probe_ctx *c = calloc(1, sizeof *c);
-    c->cfg = &cfg;
-    c->p = p;
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
     const double ra[] = {90, 100, 110};
     for (int i = 0; i < 3; i++) c->canary_all[c->ncanary_all++] = ra[i];
     c->canary_one[c->ncanary_one++] = 50;
@@ -155,11 +161,8 @@ static void test_normalise_by_slowest(void **state) {
     (void)state;
     dlp_probe_cfg cfg;
     dlp_probe_cfg_init(&cfg);
-    dlp_profile *p = malloc(sizeof *p);
-    dlp_profile_init(p);
-    dlp_probe_ctx *c = calloc(1, sizeof *c);
-    c->cfg = &cfg;
-    c->p = p;
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
     c->canary_all[c->ncanary_all++] = 100;
     double a = 2.0, b = 4.0, l = 100, rel = 0;
     dlp_probe_norm_add(c, &a, 0, 100, 0.3, 2, 0.01, 1, &rel, "compute 2t a");  // slowest 0.3
@@ -208,11 +211,8 @@ static void test_repeats_decide(void **state) {
     assert_false(dlp_probe_row_stable(0.11, 0, 0));
     dlp_probe_cfg cfg;
     dlp_probe_cfg_init(&cfg);
-    dlp_profile *p = malloc(sizeof *p);
-    dlp_profile_init(p);
-    dlp_probe_ctx *c = calloc(1, sizeof *c);
-    c->cfg = &cfg;
-    c->p = p;
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
     c->canary_all[c->ncanary_all++] = 100;
     double a = 10, b = 20;
     dlp_probe_norm_add(c, &a, 1, 100, 0.5, 2, 0.8, 1, NULL, "steady repeats");
