@@ -9,18 +9,23 @@
 # down for DLPN_ALIVE_S seconds, 15 by default), with the TCP BTL on the veths only (`--mca btl tcp,self`: no shared
 # memory between "hosts"). Needs root (ip netns, veth, bridge, tc). docs/scale-out.md has the why of each option.
 #
-#   tests/netns-hosts.sh run N [--rate 1gbit] [--delay 0.1ms] [--mtu 9000] [--dir DIR] -- COMMAND...
+#   tests/netns-hosts.sh run N [--rate 1gbit] [--delay 0.1ms] [--mtu 9000] [--pml ob1|ucx] [--dir DIR] -- COMMAND...
 #       makes the hosts, runs COMMAND (in the caller's namespace) with these variables set, then tears everything
 #       down (trap on EXIT/INT/TERM), and exits with COMMAND's status:
 #         DLPN_DIR       the directory holding hostfile, hosts, agent and mpirun
 #         DLPN_HOSTFILE  Open MPI hostfile ("dlpn-h0 slots=1" per host; /etc/netns/dlpn-hI/hosts resolves the names)
 #         DLPN_MPIRUN    a script that runs mpirun on host 0 (the head node) with the options for this network:
-#                        the agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM
+#                        the agent, btl tcp,self and oob on veth0; add -np N --hostfile "$DLPN_HOSTFILE" PROGRAM.
+#                        --pml ucx: Open MPI's UCX messaging layer instead of ob1 + the TCP BTL, on its tcp transport
+#                        over veth0 (UCX_TLS=tcp,self: still no shared memory between hosts)
 #         DLPN_RTT_MS    measured round trip (TCP connect) host 0 -> host N-1 (ms)
 #         DLPN_NS_PREFIX dlpn-h (host I is ${DLPN_NS_PREFIX}I, its address 10.77.0.<I+1>, its interface veth0)
 #   tests/netns-hosts.sh tcp [BYTES] (as the COMMAND of run) the links' own goodput: every host sends BYTES (1e9) to
 #       the next over one TCP connection while it receives from the one before (the ring's pattern), each in its
 #       namespace; prints each host's Gbit/s out and in, its CPU time, and the machine's busy CPU and load meanwhile
+#   tests/netns-hosts.sh ring [BYTES] [SEG] (as the COMMAND of run) a ring allreduce of BYTES (64 MiB) of floats over
+#       plain TCP sockets, no MPI (tests/netns-ring.c, compiled here with cc): both directions of every link at once,
+#       SEG-byte (1 MiB) segments pipelined, the reduction included; prints each host's busbw and reduction time
 #   tests/netns-hosts.sh check     exit 0 if namespaces can be made here, else 77 with the reason on stdout
 #   tests/netns-hosts.sh down      removes every dlpn-* namespace left behind (e.g. after kill -9 of a run)
 #
@@ -216,8 +221,23 @@ PY
     printf "tcp: the machine meanwhile: %.0f%% of its cores busy, load average %s\n", 100 * b / (b + i + 1e-9), l }'
 }
 
+# The plain-socket ring allreduce (tests/netns-ring.c) between the hosts of a run (see `ring` above)
+sock_ring() {  # bytes seg
+  [ -n "${DLPN_HOSTFILE:-}" ] || die "ring: run it as the COMMAND of 'run N ... --'"
+  local n i src bin rc=0
+  n=$(wc -l <"$DLPN_HOSTFILE")
+  src=$(dirname "$0")/netns-ring.c bin=$DLPN_DIR/netns-ring
+  [ -x "$bin" ] || ${CC:-cc} -std=c11 -O2 -march=native -Wall -o "$bin" "$src" -pthread || die "ring: cannot compile $src"
+  for ((i = 0; i < n; i++)); do
+    ip netns exec "$PREFIX$i" "$bin" "$i" "$n" "$NET" "$1" "$2" "${DLPN_RING_ITERS:-6}" &
+  done
+  for ((i = 0; i < n; i++)); do wait -n || rc=1; done
+  return $rc
+}
+
 case "${1:-}" in
   check) check; exit $? ;;
+  ring) sock_ring "${2:-67108864}" "${3:-1048576}"; exit $? ;;
   tcp) tcp_ring "${2:-1e9}"; exit 0 ;;
   down) down; exit 0 ;;
   run) ;;
@@ -228,19 +248,27 @@ N=${1:-}
 case "$N" in '' | *[!0-9]*) die "run N: expected a host count, got '${N}'" ;; esac
 [ "$N" -ge 1 ] && [ "$N" -le 64 ] || die "run $N: 1 to 64 hosts"
 shift
-RATE=1gbit DELAY=0.1ms DIR="" MTU=9000
+RATE=1gbit DELAY=0.1ms DIR="" MTU=9000 PML=ob1
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) RATE=$2; shift 2 ;;
     --delay) DELAY=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
+    --pml) PML=$2; shift 2 ;;
     --) shift; break ;;
-    *) die "unknown option $1 (expected --rate, --delay, --mtu, --dir, then -- COMMAND)" ;;
+    *) die "unknown option $1 (expected --rate, --delay, --mtu, --pml, --dir, then -- COMMAND)" ;;
   esac
 done
 [ $# -gt 0 ] || die "no command after --"
 rate_bits "$RATE" >/dev/null || die "--rate $RATE: expected e.g. 1gbit, 10gbit, 500mbit"
+# ob1: Open MPI's own messaging layer over the TCP BTL; ucx: UCX's (its tcp transport; Open MPI 4.1 leaves pml ucx out
+# unless told that transports other than InfiniBand's may carry it: pml_ucx_tls/devices any)
+case "$PML" in
+  ob1) PML_ARGS="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0" ;;
+  ucx) PML_ARGS="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl tcp,self --mca btl_tcp_if_include veth0 -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=veth0" ;;
+  *) die "--pml $PML: ob1 or ucx" ;;
+esac
 check >/dev/null || { check; exit 77; }
 OWN_DIR=0
 if [ -z "$DIR" ]; then DIR=$(mktemp -d "${TMPDIR:-/tmp}/dlpn.XXXXXX"); OWN_DIR=1; fi
@@ -261,7 +289,7 @@ cat >"$DIR/mpirun" <<EOF
 # rank on the same core: 2.5x slower steps, the allreduce's rounds waiting for that core)
 exec ip netns exec ${PREFIX}0 unshare --uts /bin/sh -c 'hostname ${PREFIX}0 && exec "\$0" "\$@"' mpirun \\
   --allow-run-as-root --leave-session-attached --bind-to none --mca plm_rsh_agent "$DIR/agent" --mca plm_rsh_no_tree_spawn 1 \\
-  --mca btl tcp,self --mca btl_tcp_if_include veth0 --mca oob_tcp_if_include veth0 --mca pml ob1 \\
+  $PML_ARGS --mca oob_tcp_if_include veth0 \\
   -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "\$@"
 EOF
 chmod +x "$DIR/mpirun"

@@ -428,12 +428,13 @@ int dlp_cli_predict(int argc, char **argv) {
             if (st) break;
             w.step_loss_per_device = stk.loss;
         }
-        if (op.net_bench) {  // the measured link, then what --net-gbit/--net-latency-us say instead
-            dlp_net_link l;
+        static dlp_net_link bench_link;
+        if (op.net_bench) {  // the measured link (each bucket at its size's time), or what --net-gbit/-latency-us say
             int r;
-            if ((st = dlp_net_link_from_bench(op.net_bench, &l, &r))) break;
-            p->net.nic_bytes_per_s = l.bytes_per_s;
-            w.net_latency_s = l.latency_s;
+            if ((st = dlp_net_link_from_bench(op.net_bench, &bench_link, &r))) break;
+            p->net.nic_bytes_per_s = bench_link.bytes_per_s;
+            w.net_latency_s = bench_link.latency_s;
+            if (!(op.net_gbit > 0) && !(op.net_latency_us > 0)) w.net_link = &bench_link;
         }
         if (op.net_gbit > 0) p->net.nic_bytes_per_s = op.net_gbit * 1e9 / 8;
         if (op.net_latency_us > 0) w.net_latency_s = op.net_latency_us * 1e-6;

@@ -1,9 +1,12 @@
 // dist/comm_mpi: Open MPI on host buffers — one rank per process as mpirun/srun started them. The allreduce is
-// MPI_Iallreduce (sum, in place) divided by the rank count at the wait; each collective call also pokes the
-// requests still in flight (MPI_Testall) so they progress while backward goes on (Open MPI moves non-blocking
-// collectives only inside MPI calls unless an asynchronous progress thread is configured). Errors come back as
-// statuses (MPI_ERRORS_RETURN) with MPI's string; a peer that dies is reported by mpirun, which ends the job.
-// Open MPI's non-blocking allreduce is set to the ring algorithm (the bandwidth-optimal one the model charges).
+// MPI_Iallreduce (sum, in place) divided by the rank count at the wait, Open MPI's non-blocking allreduce set to its
+// ring algorithm (the bandwidth-optimal one the model charges); with DLPERF_MPI_ALLREDUCE=pipelined, allreduces of 1
+// MiB and more are a pipelined ring of our own over point-to-point messages instead (below: every link busy both
+// ways, a segment added and passed on while the next one moves; on the emulated 10 Gbit/s hosts it did not beat
+// Open MPI's ring at 64 MiB, docs/scale-out.md, so it is not the default). Each collective call also pokes the
+// requests still in flight so they progress while backward goes on (Open MPI moves messages only inside MPI calls
+// unless an asynchronous progress thread is configured). Errors come back as statuses (MPI_ERRORS_RETURN) with MPI's
+// string; a peer that dies is reported by mpirun, which ends the job.
 // No wait blocks forever: every collective is non-blocking and waited for with a deadline, DLPERF_MPI_TIMEOUT_S
 // (300 s). MPI itself would wait for ever on a peer whose host dropped off the network (TCP retransmits for ~15
 // minutes; mpirun notices a dead process, not a silent one). At the deadline the rank asks every other rank for a
@@ -22,12 +25,32 @@
 #define MAX_PENDING 256  // allreduces in flight at once (gradient buckets of one step)
 #define HOST_LEN 64       // a rank's host name, as the messages print it
 #define CENSUS_TAG 7301
+#define RING_MIN_BYTES (1 << 20)        // the pipelined ring from this size on; MPI_Iallreduce below
+#define RING_SEGMENT_BYTES (4 << 20)    // its segment unless DLPERF_MPI_SEGMENT_BYTES says otherwise
+#define RING_MAX_SEGS 64                // segments per chunk (larger segments beyond); tag = (seq % 256) x 64 + segment
+
+// The pipelined ring (N ranks, each sends to rank+1 and receives from rank-1): the buffer in N chunks, each chunk in
+// nseg segments. Step k (0 .. 2(N-1)-1) sends chunk (rank - k) mod N and receives chunk (rank - k - 1) mod N; the
+// first N-1 steps add what arrives (reduce-scatter, through tmp), the rest receive the finished chunks in place
+// (all-gather). Every segment runs the steps on its own: once segment j of step k has arrived (and been added), its
+// step k+1 leaves at once — so the link carries one segment while the previous one is added, both ways at once.
+typedef struct ring_state {
+    int n, steps, nseg, tag0;
+    int64_t seg_elems;
+    float *tmp;             // the chunk being added (reduce-scatter), segment j at j x seg_elems
+    int *rstep;             // segment j: the step whose receive is posted (or about to be); steps when done
+    MPI_Request *rreq;      // segment j's receive (MPI_REQUEST_NULL: not posted yet)
+    MPI_Request *sreq;      // step k, segment j: [k x nseg + j]
+    int segs_done;
+    int posted;             // some receive or send was posted
+} ring_state;
 
 struct dlp_comm_req {
     float *buf;
     int64_t count;
     int nreq;
-    MPI_Request *reqs;  // one per segment (segment_count elements; at most INT_MAX)
+    MPI_Request *reqs;  // MPI_Iallreduce: one per segment (segment_count elements; at most INT_MAX)
+    ring_state *ring;   // or the pipelined ring (NULL: MPI_Iallreduce)
     int done;
 };
 
@@ -41,6 +64,10 @@ typedef struct mpi_comm {
     char (*hosts)[HOST_LEN];  // every rank's host name (MPI_Get_processor_name)
     double timeout_s;        // DLPERF_MPI_TIMEOUT_S
     int64_t segment_count;   // elements per MPI_Iallreduce (DLPERF_MPI_SEGMENT_BYTES / 4)
+    int use_ring;            // the pipelined ring for ring_min_bytes and more (DLPERF_MPI_ALLREDUCE=pipelined)
+    int64_t ring_seg_elems;  // its segment (DLPERF_MPI_SEGMENT_BYTES / 4, or 4 MiB)
+    long long ring_min_bytes;  // the smallest allreduce it takes (DLPERF_MPI_RING_MIN_BYTES, 1 MiB)
+    unsigned seq;            // allreduces started (every rank starts them in the same order): the ring's tags
 } mpi_comm;
 
 static dlp_status mpi_fail(int rc, const char *what) {
@@ -53,7 +80,8 @@ static dlp_status mpi_fail(int rc, const char *what) {
 
 static dlp_status mpi_open(dlp_comm **out) {
     // DLPERF_MPI_SEGMENT_BYTES: an allreduce as several MPI_Iallreduce of this size in flight at once, so that one
-    // ring's reduction and hand-over between rounds overlap another's transfer (unset or 0: one per INT_MAX elements)
+    // ring's reduction and hand-over between rounds overlap another's transfer (unset or 0: one per INT_MAX elements);
+    // with DLPERF_MPI_ALLREDUCE=pipelined, the pipelined ring's segment (unset or 0: 4 MiB)
     const char *seg = getenv("DLPERF_MPI_SEGMENT_BYTES");
     char *seg_end = NULL;
     const long long seg_b = seg && *seg ? strtoll(seg, &seg_end, 10) : 0;
@@ -61,8 +89,20 @@ static dlp_status mpi_open(dlp_comm **out) {
         return DLP_ERR(DLP_ERR_INVALID, "DLPERF_MPI_SEGMENT_BYTES=%s: a size in bytes, at least 4096 (or 0: no "
                        "segments)", seg);
     }
+    const char *algo = getenv("DLPERF_MPI_ALLREDUCE");
+    if (algo && *algo && strcmp(algo, "pipelined") != 0 && strcmp(algo, "libnbc") != 0)
+        return DLP_ERR(DLP_ERR_INVALID, "DLPERF_MPI_ALLREDUCE=%s: libnbc (Open MPI's MPI_Iallreduce, the default) or "
+                       "pipelined (a ring of our own from DLPERF_MPI_RING_MIN_BYTES, 1 MiB, on)", algo);
     mpi_comm *c = calloc(1, sizeof *c);
     DLP_TRY_ALLOC(c);
+    c->use_ring = algo && strcmp(algo, "pipelined") == 0;
+    const char *rmin = getenv("DLPERF_MPI_RING_MIN_BYTES");  // the ring from this size on (1 MiB; tests go lower)
+    c->ring_min_bytes = rmin && *rmin ? strtoll(rmin, NULL, 10) : RING_MIN_BYTES;
+    if (c->ring_min_bytes < 4) {
+        free(c);
+        return DLP_ERR(DLP_ERR_INVALID, "DLPERF_MPI_RING_MIN_BYTES=%s: a size in bytes, at least 4", rmin);
+    }
+    c->ring_seg_elems = (seg_b > 0 ? seg_b : RING_SEGMENT_BYTES) / 4;
     int inited = 0, provided = 0, rc;
     MPI_Initialized(&inited);
     if (!inited) {
@@ -176,16 +216,146 @@ static dlp_status wait_deadline(mpi_comm *c, int n, MPI_Request *reqs, const cha
     }
 }
 
+static void ring_free(ring_state *g) {
+    if (!g) return;
+    free(g->tmp);
+    free(g->rstep);
+    free(g->rreq);
+    free(g->sreq);
+    free(g);
+}
+
 static void req_free(dlp_comm_req *r) {
     if (!r) return;
     free(r->reqs);
+    ring_free(r->ring);
     free(r);
+}
+
+// Chunk c of the ring: [lo, hi) of the buffer; segment j of it: [lo + len j / nseg, lo + len (j+1) / nseg) — the
+// same cut on every rank, so a segment's sender and receiver agree on its size.
+static void ring_seg(const dlp_comm_req *r, int chunk, int j, int64_t *lo, int64_t *cnt) {
+    const ring_state *g = r->ring;
+    const int64_t clo = r->count * chunk / g->n, len = r->count * (chunk + 1) / g->n - clo;
+    *lo = clo + len * j / g->nseg;
+    *cnt = clo + len * (j + 1) / g->nseg - *lo;
+}
+
+static int ring_chunk(const mpi_comm *c, const ring_state *g, int k, int send) {
+    return ((c->base.rank - k - (send ? 0 : 1)) % g->n + g->n) % g->n;
+}
+
+// Posts segment j's receive of its current step: into tmp while reducing, in place for the all-gather once the send
+// that read that place (step k+1-N) is done (MPI: a send buffer stays untouched until its send completes).
+static int ring_post_recv(mpi_comm *c, dlp_comm_req *r, int j) {
+    ring_state *g = r->ring;
+    const int k = g->rstep[j], chunk = ring_chunk(c, g, k, 0);
+    int64_t lo, cnt;
+    ring_seg(r, chunk, j, &lo, &cnt);
+    float *dst = r->buf + lo;
+    if (k < g->n - 1) {
+        dst = g->tmp + (int64_t)j * g->seg_elems;
+    } else {
+        int flag = 0, rc = MPI_Test(&g->sreq[(k + 1 - g->n) * g->nseg + j], &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || !flag) return rc;
+    }
+    const int prev = (c->base.rank + g->n - 1) % g->n;
+    return MPI_Irecv(dst, (int)cnt, MPI_FLOAT, prev, g->tag0 + j, c->comm, &g->rreq[j]);
+}
+
+static int ring_send(mpi_comm *c, dlp_comm_req *r, int k, int j) {
+    ring_state *g = r->ring;
+    int64_t lo, cnt;
+    ring_seg(r, ring_chunk(c, g, k, 1), j, &lo, &cnt);
+    return MPI_Isend(r->buf + lo, (int)cnt, MPI_FLOAT, (c->base.rank + 1) % g->n, g->tag0 + j, c->comm,
+                     &g->sreq[k * g->nseg + j]);
+}
+
+// Moves the ring on as far as what has arrived allows; *done once every segment went through every step and every
+// send completed.
+static int ring_progress(mpi_comm *c, dlp_comm_req *r, int *done) {
+    ring_state *g = r->ring;
+    int rc = MPI_SUCCESS;
+    *done = 0;
+    for (int j = 0; j < g->nseg && rc == MPI_SUCCESS; j++) {
+        while (g->rstep[j] < g->steps && rc == MPI_SUCCESS) {
+            if (g->rreq[j] == MPI_REQUEST_NULL && ((rc = ring_post_recv(c, r, j)) != MPI_SUCCESS ||
+                                                    g->rreq[j] == MPI_REQUEST_NULL))
+                break;  // the all-gather's place still being sent from
+            int flag = 0;
+            if ((rc = MPI_Test(&g->rreq[j], &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS || !flag) break;
+            const int k = g->rstep[j];
+            if (k < g->n - 1) {  // reduce-scatter: add the segment that came
+                int64_t lo, cnt;
+                ring_seg(r, ring_chunk(c, g, k, 0), j, &lo, &cnt);
+                float *dst = r->buf + lo;
+                const float *src = g->tmp + (int64_t)j * g->seg_elems;
+                for (int64_t i = 0; i < cnt; i++) dst[i] += src[i];
+            }
+            if (++g->rstep[j] < g->steps) rc = ring_send(c, r, k + 1, j);  // what came (and was added) goes on
+            else g->segs_done++;
+        }
+    }
+    if (rc == MPI_SUCCESS && g->segs_done == g->nseg)
+        rc = MPI_Testall(g->steps * g->nseg, g->sreq, done, MPI_STATUSES_IGNORE);
+    return rc;
+}
+
+static dlp_status ring_start(mpi_comm *c, dlp_comm_req *r) {
+    ring_state *g = calloc(1, sizeof *g);
+    DLP_TRY_ALLOC(g);
+    r->ring = g;
+    g->n = c->base.size;
+    g->steps = 2 * (g->n - 1);
+    const int64_t maxlen = (r->count + g->n - 1) / g->n;
+    int64_t nseg = (maxlen + c->ring_seg_elems - 1) / c->ring_seg_elems;
+    g->nseg = (int)(nseg < 1 ? 1 : nseg > RING_MAX_SEGS ? RING_MAX_SEGS : nseg);
+    g->seg_elems = (maxlen + g->nseg - 1) / g->nseg + 1;  // the largest segment of any chunk fits
+    g->tag0 = (int)(c->seq++ % MAX_PENDING) * RING_MAX_SEGS;
+    g->tmp = malloc((size_t)(g->seg_elems * g->nseg) * sizeof *g->tmp);
+    g->rstep = calloc((size_t)g->nseg, sizeof *g->rstep);
+    g->rreq = malloc((size_t)g->nseg * sizeof *g->rreq);
+    g->sreq = malloc((size_t)(g->steps * g->nseg) * sizeof *g->sreq);
+    if (!g->tmp || !g->rstep || !g->rreq || !g->sreq) return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the ring");
+    for (int i = 0; i < g->steps * g->nseg; i++) g->sreq[i] = MPI_REQUEST_NULL;
+    for (int j = 0; j < g->nseg; j++) {
+        g->rreq[j] = MPI_REQUEST_NULL;
+        int rc = ring_post_recv(c, r, j);
+        if (rc == MPI_SUCCESS) rc = ring_send(c, r, 0, j);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend/MPI_Irecv (allreduce ring)");
+        g->posted = 1;
+    }
+    return DLP_OK;
+}
+
+// One poll of a request: *done when it has completed.
+static int req_test(mpi_comm *c, dlp_comm_req *r, int *done) {
+    return r->ring ? ring_progress(c, r, done) : MPI_Testall(r->nreq, r->reqs, done, MPI_STATUSES_IGNORE);
+}
+
+// wait_deadline for an allreduce: polls (the ring moves on in every poll) up to the timeout, then names the ranks
+// that do not answer and fails.
+static dlp_status req_wait_deadline(mpi_comm *c, dlp_comm_req *r) {
+    const int64_t t0 = dlp_now_ns(), limit = (int64_t)(c->timeout_s * 1e9);
+    for (int spins = 0;; spins++) {
+        int flag = 0, rc = req_test(c, r, &flag);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "allreduce");
+        if (flag) return DLP_OK;
+        if (dlp_now_ns() - t0 > limit) {
+            char who[512];
+            census(c, who, sizeof who);
+            return DLP_ERR(DLP_ERR_TIMEOUT, "mpi communicator: rank %d on %s: allreduce not done after %.0f s "
+                           "(DLPERF_MPI_TIMEOUT_S); %s", c->base.rank, c->hosts[c->base.rank], c->timeout_s, who);
+        }
+        if (spins > 1000) dlp_sleep_ns(50 * 1000);
+    }
 }
 
 static void mpi_free(dlp_comm *base) {
     mpi_comm *c = (mpi_comm *)base;
     for (int i = 0; i < c->npending; i++) {  // abandoned requests: complete them before the communicator goes
-        MPI_Waitall(c->pending[i]->nreq, c->pending[i]->reqs, MPI_STATUSES_IGNORE);
+        if (c->pending[i]->ring) (void)req_wait_deadline(c, c->pending[i]);
+        else MPI_Waitall(c->pending[i]->nreq, c->pending[i]->reqs, MPI_STATUSES_IGNORE);
         req_free(c->pending[i]);
     }
     MPI_Comm_free(&c->comm);
@@ -203,7 +373,7 @@ static void mpi_free(dlp_comm *base) {
 static void poke(mpi_comm *c) {
     for (int i = 0; i < c->npending; i++) {
         int flag = 0;
-        MPI_Testall(c->pending[i]->nreq, c->pending[i]->reqs, &flag, MPI_STATUSES_IGNORE);
+        (void)req_test(c, c->pending[i], &flag);
     }
 }
 
@@ -215,6 +385,17 @@ static dlp_status mpi_allreduce_start(dlp_comm *base, float *buf, int64_t count,
     DLP_TRY_ALLOC(r);
     r->buf = buf;
     r->count = count;
+    if (c->use_ring && base->size > 1 && count * 4 >= c->ring_min_bytes) {
+        dlp_status st = ring_start(c, r);
+        if (st) {  // an MPI call failed after others were posted: their buffers stay (the job ends on this error)
+            if (!r->ring || !r->ring->posted) req_free(r);
+            return st;
+        }
+        poke(c);
+        c->pending[c->npending++] = r;
+        *req = r;
+        return DLP_OK;
+    }
     const int64_t seg = c->segment_count;
     r->nreq = (int)((count + seg - 1) / seg);
     r->reqs = calloc((size_t)r->nreq, sizeof *r->reqs);
@@ -245,7 +426,7 @@ static dlp_status mpi_wait(dlp_comm *base, dlp_comm_req *r) {
         if (c->pending[i] == r) at = i;
     if (at < 0) return DLP_ERR(DLP_ERR_INVALID, "wait on an allreduce this communicator did not start");
     c->pending[at] = c->pending[--c->npending];
-    dlp_status st = wait_deadline(c, r->nreq, r->reqs, "allreduce");
+    dlp_status st = req_wait_deadline(c, r);
     if (st) {
         req_free(r);
         return st;

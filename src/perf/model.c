@@ -262,14 +262,16 @@ static dlp_status allreduce_time(const dlp_profile *p, const dlp_workload *w, co
             if (!(p->net.nic_bytes_per_s > 0))
                 return DLP_ERR(DLP_ERR_INVALID, "profile %s has no network bandwidth (interconnect.nic_bytes_per_s) for "
                                "%d nodes", p->id, nodes);
-            const dlp_net_link link = {p->net.nic_bytes_per_s,  // perf/model_net
-                                       w->net_latency_s > 0 ? w->net_latency_s : p->net.nic_latency_s};
+            dlp_net_link link = {.bytes_per_s = p->net.nic_bytes_per_s,  // perf/model_net
+                                 .latency_s = w->net_latency_s > 0 ? w->net_latency_s : p->net.nic_latency_s};
+            if (w->net_link) link = *w->net_link;  // measured: each bucket at its size's time
             t_inter = dlp_net_ring_s(S, w->bucket_bytes, nodes, &link);
             o->net_bytes_per_s_needed = dlp_net_rate_for_exposed(S, w->bucket_bytes, nodes, link.latency_s,
                                                                  st->bwd_s, is_cpu, st->compute_s);
-            add_note(o, "network: ring allreduce over %d nodes, %.3g Gbit/s links, %.0f us per ring step: %.2f ms; "
+            add_note(o, "network: ring allreduce over %d nodes, %.3g Gbit/s links, %.0f us per ring step: %.2f ms%s; "
                      "compute is the bottleneck above %.3g Gbit/s", nodes, link.bytes_per_s * 8e-9, link.latency_s * 1e6,
-                     t_inter * 1e3, o->net_bytes_per_s_needed * 8e-9);
+                     t_inter * 1e3, link.npts > 0 && link.ranks == nodes ? " (each bucket at the time measured at its "
+                     "size)" : "", o->net_bytes_per_s_needed * 8e-9);
         }
         t_ar = dmax(t_intra, t_inter);
         f = w->bucket_bytes > 0 ? dmin(1.0, w->bucket_bytes / S) : 1.0;

@@ -37,6 +37,8 @@ typedef struct dlp_workload {
     double bucket_bytes;         // gradient bucket size for allreduce overlap (25 MB, as PyTorch DDP)
     double grad_bytes_per_param; // 4 (fp32 gradients)
     double net_latency_s;        // nodes > 1: a ring step's fixed cost between nodes (perf/model_net; 0: none)
+    const struct dlp_net_link *net_link;  // nodes > 1: the link as measured across hosts, with its time by message
+                                          // size (perf/model_net; NULL: the profile's rate and net_latency_s)
     double step_loss_per_device; // data parallel: the step takes (1 + this x (devices - 1)) x longer (a GPU stack's
                                  // fitted loss per added GPU, hw/gpumodel; 0: none)
     dlp_dataset_stats stats;     // the dataset (images per epoch, JPEG sizes)

@@ -4,9 +4,12 @@
 #  0. two hosts (one rank each) give the loss curve of two ranks on one host (shared memory): every step's loss
 #     and learning rate equal to the 6 digits logged;
 #  - `dlperf probe --hostfile` records the link between two hosts (bus bandwidth within the 1 Gbit/s, latency);
+#  - 4 hosts: `dist bench` across all four, Open MPI's ring and dlperf's pipelined one (DLPERF_MPI_ALLREDUCE), every
+#    element of the allreduce exact, the bus bandwidth within the 1 Gbit/s link; the plain-socket ring
+#    (`tests/netns-hosts.sh ring`) between them exact too;
 #  - `dlperf validate` runs a configuration of 2 hosts ("nodes": 2, the hostfile, the launcher) and prints its
 #    prediction error; 3 nodes on a 2-host hostfile is refused with a message naming it;
-#  1. host 2's link taken down mid-run (`ip link set veth0 down` in its namespace): the job ends within a bound
+#  1. (3 of the 4 hosts) host 2's link taken down mid-run (`ip link set veth0 down` in its namespace): the job ends within a bound
 #     (the agent's link watch, DLPN_ALIVE_S = 3 s, + mpirun's teardown: asserted < 20 s), exit non-zero, with a
 #     message naming host dlpn-h2 and rank 2; the last checkpoint is intact and the same command resumes on the two
 #     hosts left (global batch 12 -> 8, the learning rate following it) and trains to the end;
@@ -46,6 +49,7 @@ X=(-x OMP_NUM_THREADS -x DLPERF_MPI_TIMEOUT_S -x DLPERF_CACHE)
 C=(--data "$T/ds" --model resnet-mini --size 112 --batch 4 --device ref --threads 1 --workers 1 --no-eval --peak off
    --no-monitor --log-every 1 --checkpoint-every 2 --steps 14)
 sed -n 1,2p "$DLPN_HOSTFILE" >"$T/hosts2"
+sed -n 1,3p "$DLPN_HOSTFILE" >"$T/hosts3"
 sed -n 1p "$DLPN_HOSTFILE" >"$T/hosts1"
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 # waits until the run has a checkpoint in $1 (or it ended)
@@ -68,6 +72,24 @@ python3 -c 'import json, sys; [print(r["step"], r["loss"], r["lr"]) for r in map
 [ "$(wc -l <"$T/one.lines")" = 6 ] || { cat "$T/one.err"; fail "expected 6 steps"; }
 diff "$T/one.lines" "$T/two.lines" >&2 || fail "the loss curve on 2 hosts differs from 2 ranks on one host"
 echo "2 hosts vs 2 ranks on one host (global batch 8): the 6 losses are identical (last: $(tail -1 "$T/two.lines"))"
+
+# ---- 4 hosts: the allreduce exact across all four, both algorithms, within the link; the socket ring too ----
+for algo in libnbc pipelined; do
+  DLPERF_MPI_ALLREDUCE=$algo $DLPN_MPIRUN -np 4 --hostfile "$DLPN_HOSTFILE" -x DLPERF_MPI_ALLREDUCE "$D" dist bench \
+    --min-bytes 1M --max-bytes 2M -n 2 --warmup 1 --json "$T/b4-$algo.json" >/dev/null 2>"$T/b4.err" ||
+    { cat "$T/b4.err"; fail "4 hosts: dist bench ($algo)"; }
+  python3 - "$T/b4-$algo.json" $algo <<'PY' || fail "4 hosts: dist bench ($2)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ranks"] == 4 and len(r["points"]) == 2, r
+for p in r["points"]:
+    assert p["wrong"] == 0 and 0 < p["busbw_gb_s"] < 0.125 * 1.1, p  # exact sums; at most the 1 Gbit/s link
+print("4 hosts, %s: %s" % (sys.argv[2], ", ".join("%d MiB %.3f GB/s" % (p["bytes"] >> 20, p["busbw_gb_s"]) for p in r["points"])))
+PY
+done
+bash "$DLPERF_ROOT/tests/netns-hosts.sh" ring 4194304 >"$T/ring.out" 2>&1 || { cat "$T/ring.out"; fail "4 hosts: socket ring"; }
+[ "$(grep -c 'wrong 0$' "$T/ring.out")" = 4 ] || { cat "$T/ring.out"; fail "4 hosts: socket ring not exact on every host"; }
+echo "4 hosts, socket ring: $(grep -o 'busbw [0-9.]* GB/s' "$T/ring.out" | head -1)"
 
 # ---- the probe measures the link between the hosts (--hostfile, --mpirun) into the profile ----
 "$D" probe --quick --device cpu --skip memory,storage,pipeline,compute,contention,loop --hostfile "$T/hosts2" \
@@ -102,7 +124,7 @@ sed 's/"nodes": 2/"nodes": 3/' "$T/vc.json" >"$T/vc3.json"
 grep -q 'names 2 hosts' "$T/v3.out" || { cat "$T/v3.out"; fail "validate: no message naming the hostfile's 2 hosts"; }
 
 # ---- 1. a host's link goes down mid-run ----
-$DLPN_MPIRUN -np 3 --hostfile "$DLPN_HOSTFILE" "${X[@]}" "$D" train "${C[@]}" --checkpoint "$T/ck" >"$T/a.out" 2>"$T/a.err" &
+$DLPN_MPIRUN -np 3 --hostfile "$T/hosts3" "${X[@]}" "$D" train "${C[@]}" --checkpoint "$T/ck" >"$T/a.out" 2>"$T/a.err" &
 J=$!
 wait_ck "$T/ck" $J || { cat "$T/a.err"; fail "3 hosts: no checkpoint written"; }
 CK=$(newest "$T/ck")
@@ -170,7 +192,7 @@ MSG=$(grep -E 'not done after 5 s .*no answer from rank 1 on dlpn-h1' "$T/s.err"
 [ -n "$MSG" ] || { cat "$T/s.err"; fail "stop: no message naming rank 1 on dlpn-h1"; }
 echo "rank 1 on dlpn-h1 stopped: the job ended in $DT s (exit $RC): $MSG"
 EOF
-bash "$NS" run 3 --rate 1gbit --delay 0.1ms -- bash "$T/inner.sh" "$D" "$T"
+DLPERF_ROOT=$ROOT bash "$NS" run 4 --rate 1gbit --delay 0.1ms -- bash "$T/inner.sh" "$D" "$T"
 RC=$?
 [ $RC = 0 ] && echo ok
 exit $RC
