@@ -433,6 +433,9 @@ static void profile_log(cpu_plan *p) {
                 step_dst_dims(s, dims, sizeof dims);
                 dlp_log(DLP_LOG_INFO, "  step %s %3d %9.4f ms/call  %-16s %s", i == 0 ? "fwd" : i == 1 ? "bwd" : "din",
                         j, (double)s->ns / 1e6 / (double)(s->calls ? s->calls : 1), dims, s->what);
+                // the fastest call on a line of its own (bench/infer_layers.py parses the line above)
+                dlp_log(DLP_LOG_INFO, "  step-min %s %3d %9.4f ms", i == 0 ? "fwd" : i == 1 ? "bwd" : "din", j,
+                        (double)s->min_ns / 1e6);
             }
     for (int i = 0; i < k && i < 25 && v[i]->ns > 0; i++)
         dlp_log(DLP_LOG_INFO, "  %8.2f ms/call %5.1f%%  %s", (double)v[i]->ns / 1e6 / (double)(v[i]->calls ? v[i]->calls : 1),
@@ -631,7 +634,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     if (p->int8) {
         json_object_set_new(obj, "int8_convs", json_integer(p->nq8_convs));
         json_object_set_new(obj, "int8_conversions", json_integer(p->nq8_converts));
-        json_object_set_new(obj, "int8_first_conv", json_string(p->cfg.int8_first_conv ? "int8" : "fp32"));
+        json_object_set_new(obj, "int8_first_conv", json_string(p->cfg.int8_first_conv >= 0 ? "int8" : "fp32"));
     }
     json_t *k = json_object();
     for (int i = 0; i < p->nkernels; i++) json_object_set_new(k, p->kernels[i].name, json_integer(p->kernels[i].n));
