@@ -5,7 +5,7 @@
 # (issue 32). Or, with --kernels, the oneDNN convolution kernels dlperf's inference runs under each ISA cap.
 #
 #   bench/int8_vs_openvino.sh [--threads N] [--model resnet50] [--weights W.safetensors] [--seed 1] [--random-head]
-#                             [--calib-images 64] [--int8-first-conv] [--streams 1] [--ov-streams 1]
+#                             [--calib-images 64] [--fp32-first-conv] [--streams 1] [--ov-streams 1]
 #                             [--eval-images 128] [--precisions "fp32 bf16 int8"] [--batch 32]
 #                             [--iters 4] [--min-duration 3] [--warmup 2] [--repeat 3] [--json FILE]
 #                             [--python PATH] [--keep DIR] [--quick]
@@ -54,7 +54,7 @@ SEED=1
 CALIB=64
 STREAMS=1  # --streams: dlperf infer --streams in the timed runs
 OV_STREAMS=1  # --ov-streams: OpenVINO's batch over that many streams (THROUGHPUT hint)
-FIRST_CONV=()  # --int8-first-conv: dlperf quantizes the first convolution too, as NNCF does (default: it stays fp32)
+FIRST_CONV=()  # dlperf quantizes the first convolution too, as NNCF does (its default); --fp32-first-conv keeps it fp32
 EVAL=128
 PRECS=""
 BATCH=32
@@ -77,7 +77,8 @@ while [ $# -gt 0 ]; do
     --weights) WEIGHTS=$2; shift ;;
     --seed) SEED=$2; shift ;;
     --calib-images) CALIB=$2; shift ;;
-    --int8-first-conv) FIRST_CONV=(--int8-first-conv) ;;
+    --int8-first-conv) FIRST_CONV=(--int8-first-conv) ;;  # dlperf's default now; kept for older command lines
+    --fp32-first-conv) FIRST_CONV=(--fp32-first-conv) ;;
     --streams) STREAMS=$2; shift ;;
     --ov-streams) OV_STREAMS=$2; shift ;;
     --eval-images) EVAL=$2; shift ;;
@@ -138,7 +139,7 @@ DATA=$("$DLPERF" data gen --classes 8 --per-class $((CALIB / 8)) --val-per-class
 
 # ---------------------------------------------------------------------------------------------------------------
 # The one place the dlperf int8 command line is built (issue 32: infer's `--precision int8` and its calibration
-# options, `--int8-first-conv` when given). It sets INT8_OPTS, the options that replace
+# options, `--fp32-first-conv` or `--int8-first-conv` when given). It sets INT8_OPTS, the options that replace
 # `--precision P` in every dlperf run of this script: int8, calibrated on CALIB images of the --data dataset
 # (its train split holds exactly those images: the set OpenVINO's NNCF calibrates on). Returns 1, with the reason in
 # INT8_MISSING, when this build's infer does not know int8 or one of these options.

@@ -42,7 +42,7 @@ typedef struct dlp_plan_cfg {
     void *bucket_ctx;
     // int8 (precision DLP_DTYPE_I8; cpu inference plans): per net layer (net.nlayers entries) the calibrated range
     // of its output (|x| kept; 0: not calibrated) and its minimum (< 0: stored signed), from nn/quant;
-    // int8_first_conv: 1 quantizes the first convolution too (0: it stays fp32).
+    // int8_first_conv: 0 (default) or 1 quantizes the first convolution too; < 0 keeps it in fp32.
     const float *act_range, *act_min;
     int int8_first_conv;
     // Inference streams (cpu): > 1 splits each batch over that many independent plans of threads/streams threads

@@ -28,7 +28,7 @@ typedef struct infer_opts {
     int64_t seed, iters, max_iters;
     double min_duration;
     const char *calib;
-    int calib_images, calib_method, int8_first_conv, accuracy, accuracy_images, streams;
+    int calib_images, calib_method, int8_first_conv, fp32_first_conv, accuracy, accuracy_images, streams;
     double calib_percentile;
     const char *device;
 } infer_opts;
@@ -215,6 +215,8 @@ static dlp_status check_opts(infer_opts *o, const dlp_opt *opts, int *batches, i
     if (o->streams > 1 && strcmp(o->device, "cpu") != 0)
         return DLP_ERR(DLP_ERR_INVALID, "--streams %d: only the cpu device runs streams (got --device %s)",
                        o->streams, o->device);
+    if (o->int8_first_conv && o->fp32_first_conv)
+        return DLP_ERR(DLP_ERR_INVALID, "--int8-first-conv and --fp32-first-conv: give one");
     if (o->mon_interval != 0 && o->mon_interval < 10)
         return DLP_ERR(DLP_ERR_INVALID, "--monitor-interval %d: use 0 (off) or at least 10 ms", o->mon_interval);
     if (dlp_opt_given(opts, "iters") && !dlp_opt_given(opts, "min-duration")) o->min_duration = 0;
@@ -275,7 +277,9 @@ int dlp_cli_infer(int argc, char **argv) {
         {"calib-percentile", 0, DLP_OPT_DOUBLE, &o.calib_percentile, "99.99", "P", "--calib-method percentile: the "
          "percentile of |x| kept", NULL, 0},
         {"int8-first-conv", 0, DLP_OPT_FLAG, &o.int8_first_conv, NULL, NULL, "--precision int8: quantize the first "
-         "convolution too (default: it runs in fp32)", NULL, 0},
+         "convolution too (the default)", NULL, 0},
+        {"fp32-first-conv", 0, DLP_OPT_FLAG, &o.fp32_first_conv, NULL, NULL, "--precision int8: keep the first "
+         "convolution in fp32 (its input is the signed image)", NULL, 0},
         {"accuracy", 0, DLP_OPT_FLAG, &o.accuracy, NULL, NULL, "top-1/top-5 on --data's val split at the first --batch "
          "size instead of timing (with another precision than fp32: fp32's beside it and the top-1 agreement)", NULL, 0},
         {"accuracy-images", 0, DLP_OPT_INT, &o.accuracy_images, "0", "N", "--accuracy: images of the val split (0: all)",
@@ -304,7 +308,7 @@ int dlp_cli_infer(int argc, char **argv) {
                  "meaningless; timings are valid", m.net.arch, (long long)o.seed);
     const dlp_dtype prec = dlp_cli_precision(o.precision, o.device);
     const dlp_infer_engine_cfg ec0 = {.device = o.device, .batch = 1, .precision = prec,
-                                      .threads = o.threads, .int8_first_conv = o.int8_first_conv,
+                                      .threads = o.threads, .int8_first_conv = o.fp32_first_conv ? -1 : 1,
                                       .streams = o.streams};
     if (o.accuracy && (o.top5 || o.images)) {
         dlp_infer_model_free(&m);

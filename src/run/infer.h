@@ -70,7 +70,7 @@ typedef struct dlp_infer_engine_cfg {
     int batch;             // the plan's batch: the largest n one call takes
     dlp_dtype precision;   // DLP_DTYPE_F32, BF16 (cpu with avx512_bf16 / AMX; GPUs), F16 (GPUs)
     int threads;           // compute threads (0: all allowed CPUs)
-    int int8_first_conv;   // int8: quantize the first convolution too (0: it stays fp32)
+    int int8_first_conv;   // int8: 0 (default) or 1 quantizes the first convolution too; < 0 keeps it fp32
     int streams;           // cpu: plans the batch is split over, run side by side (0, 1: one)
     // calibration: the fp32 plan's observer (dlp_plan_cfg.observe)
     void (*observe)(void *ctx, int layer, const float *x, int64_t count);

@@ -48,16 +48,26 @@ r = json.load(open(sys.argv[1]))
 c = r["int8_calibration"]
 assert c["method"] == "percentile" and c["images"] == 8, c
 b = r["plan"]["backend_plan"]
-assert b["precision"] == "int8" and b["int8_convs"] >= 10 and b["int8_first_conv"] == "fp32", b
+assert b["precision"] == "int8" and b["int8_convs"] >= 10 and b["int8_first_conv"] == "int8", b
 assert any("int8" in k or "vnni" in k or "brg" in k for k in b["kernels"]), b["kernels"]
 assert [p["batch"] for p in r["results"]] == [1, 4] and all(p["images_per_s"] > 0 for p in r["results"])
 print("ok: infer int8 JSON:", b["int8_convs"], "int8 convolutions,", sorted(b["kernels"])[:3])
 PYEOF
+# (the first convolution kept in fp32 this time: one int8 convolution fewer)
 $D infer "${M[@]}" --weights "$T/w.safetensors" --data "$T/syn" --precision int8 --calib-images 8 --batch 2 \
-  --iters 1 --warmup 0 --samples 4 --monitor-interval 0 >"$T/b.out" 2>"$T/b.err" || { cat "$T/b.err"; fail "infer int8 again"; }
+  --fp32-first-conv --iters 1 --warmup 0 --samples 4 --monitor-interval 0 --json "$T/b.json" >"$T/b.out" 2>"$T/b.err" \
+  || { cat "$T/b.err"; fail "infer int8 again"; }
 grep -q "int8: activation ranges from $T/w.int8-percentile.safetensors (8 images, percentile)" "$T/b.err" \
   || fail "not reused: $(cat "$T/b.err")"
-echo "ok: the calibration beside the weights is reused"
+$PY - "$T/a.json" "$T/b.json" <<'PYEOF' || fail "--fp32-first-conv JSON"
+import json, sys
+a, b = (json.load(open(f))["plan"]["backend_plan"] for f in sys.argv[1:3])
+assert b["int8_first_conv"] == "fp32" and b["int8_convs"] == a["int8_convs"] - 1, (a, b)
+PYEOF
+$D infer "${M[@]}" --precision int8 --int8-first-conv --fp32-first-conv --batch 1 >/dev/null 2>"$T/c.err" \
+  && fail "--int8-first-conv with --fp32-first-conv accepted"
+grep -q "give one" "$T/c.err" || fail "both first-conv options: $(cat "$T/c.err")"
+echo "ok: the calibration beside the weights is reused; --fp32-first-conv keeps the first convolution fp32"
 
 # --accuracy: int8 and fp32 side by side on the val split, with the agreement
 $D infer "${M[@]}" --weights "$T/w.safetensors" --data "$T/syn" --precision int8 --calib-images 8 --accuracy \
@@ -71,7 +81,7 @@ print(f"ok: --accuracy: {a['images']} images, agreement {a['top1_agreement_with_
 PYEOF
 
 # --streams 2 (two plans of one thread each, the batch split between them): the same answers as one plan (the
-# classes in order; the percentages may differ in the last digit where a batch's fp32 stem blocks differently)
+# classes in order; the percentages may differ in the last digit where a batch's fp32 average pool and fc block apart)
 for s in 1 2; do
   $D infer --model resnet-mini --size 32 --device cpu --threads 2 --streams $s --weights "$T/w.safetensors" \
     --data "$T/syn" --precision int8 --calib-images 8 --top5 --images "$T/syn/val" >"$T/st$s.out" 2>"$T/st$s.err" \

@@ -195,7 +195,8 @@ static void test_ops_vs_ref(void **state) {
             dlp_quant q;
             calibrate(cpu, &net, params, bufs, x, n, m ? DLP_CALIB_PERCENTILE : DLP_CALIB_MINMAX, &q);
             for (int first = 0; first < 2; first++) {
-                run_cfg rc = {.prec = DLP_DTYPE_I8, .q = &q, .first_conv = first};
+                // first 0: the first convolution kept fp32 (int8_first_conv -1); 1: quantized (0, the default)
+                run_cfg rc = {.prec = DLP_DTYPE_I8, .q = &q, .first_conv = first ? 0 : -1};
                 float *got;
                 int nq = 0;
                 dlp_status st = run_plan(cpu, &net, params, bufs, x, n, &rc, &got, &nq);

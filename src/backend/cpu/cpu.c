@@ -433,6 +433,9 @@ static void profile_log(cpu_plan *p) {
                 step_dst_dims(s, dims, sizeof dims);
                 dlp_log(DLP_LOG_INFO, "  step %s %3d %9.4f ms/call  %-16s %s", i == 0 ? "fwd" : i == 1 ? "bwd" : "din",
                         j, (double)s->ns / 1e6 / (double)(s->calls ? s->calls : 1), dims, s->what);
+                // the fastest call on a line of its own (bench/infer_layers.py parses the line above)
+                dlp_log(DLP_LOG_INFO, "  step-min %s %3d %9.4f ms", i == 0 ? "fwd" : i == 1 ? "bwd" : "din", j,
+                        (double)s->min_ns / 1e6);
             }
     for (int i = 0; i < k && i < 25 && v[i]->ns > 0; i++)
         dlp_log(DLP_LOG_INFO, "  %8.2f ms/call %5.1f%%  %s", (double)v[i]->ns / 1e6 / (double)(v[i]->calls ? v[i]->calls : 1),
@@ -631,7 +634,7 @@ static dlp_status cpu_plan_info(const dlp_plan *base, json_t *obj) {
     if (p->int8) {
         json_object_set_new(obj, "int8_convs", json_integer(p->nq8_convs));
         json_object_set_new(obj, "int8_conversions", json_integer(p->nq8_converts));
-        json_object_set_new(obj, "int8_first_conv", json_string(p->cfg.int8_first_conv ? "int8" : "fp32"));
+        json_object_set_new(obj, "int8_first_conv", json_string(p->cfg.int8_first_conv >= 0 ? "int8" : "fp32"));
     }
     json_t *k = json_object();
     for (int i = 0; i < p->nkernels; i++) json_object_set_new(k, p->kernels[i].name, json_integer(p->kernels[i].n));
@@ -731,13 +734,41 @@ static dlp_status streams_set_input(dlp_plan *base, const void *batch, int n) {
 typedef struct stream_job {
     cpu_plan *p;
     dlp_pass pass;
+    int place;  // >= 0: bind the stream's thread to this OpenMP place's CPUs (see stream_bind)
     dlp_status st;
     char err[512];
 } stream_job;
 
+// Under OMP_PROC_BIND (true, close, spread) libgomp binds the calling thread to the first place, and binds any other
+// thread to that place too at its first parallel region: every stream would share one CPU (measured: --streams 2
+// with OMP_PROC_BIND=true at half the images/s of one plan, 42 against 84 img/s on 2 cores). So with binding on,
+// a started stream's thread binds itself to OpenMP place i (stream 0 stays on the caller's) after its first parallel
+// regions (enter()'s; checked: bound before them, it ended the pass on place 0). The place of stream i, or -1 when
+// threads are not bound.
+static int stream_place(int i) {
+    if (omp_get_proc_bind() == omp_proc_bind_false || omp_get_num_places() < 2) return -1;
+    return i % omp_get_num_places();
+}
+
+static void stream_bind(int place) {
+    const int n = omp_get_place_num_procs(place);
+    if (n < 1 || n > CPU_SETSIZE) return;
+    int ids[n];
+    omp_get_place_proc_ids(place, ids);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int k = 0; k < n; k++)
+        if (ids[k] >= 0 && ids[k] < CPU_SETSIZE) CPU_SET(ids[k], &set);
+#pragma omp parallel num_threads(1)
+    {
+    }  // libgomp binds the thread (to place 0) at its first parallel regions: enter() opened one, this one too
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 static void *stream_run(void *arg) {
     stream_job *j = arg;
     cpu_fpmode fm = enter(j->p);
+    if (j->place >= 0) stream_bind(j->place);
     j->st = do_forward(&j->p->base, j->pass);
     if (!j->st) j->st = output_ready(j->p);
     leave(j->p, fm);
@@ -754,14 +785,20 @@ static dlp_status streams_forward(dlp_plan *base, dlp_pass pass) {
     pthread_t tid[p->nsub];
     int started[p->nsub];
     for (int i = 0; i < p->nsub; i++) {
-        jobs[i] = (stream_job){.p = p->sub[i], .pass = pass};
+        jobs[i] = (stream_job){.p = p->sub[i], .pass = pass, .place = -1};
         started[i] = 0;
     }
     // streams 1.. on threads of their own; stream 0 (or, if a thread cannot start, its stream) here
     for (int i = 1; i < p->nsub; i++)
-        if (p->sub[i]->n > 0) started[i] = pthread_create(&tid[i], NULL, stream_run, &jobs[i]) == 0;
+        if (p->sub[i]->n > 0) {
+            jobs[i].place = stream_place(i);
+            started[i] = pthread_create(&tid[i], NULL, stream_run, &jobs[i]) == 0;
+        }
     for (int i = 0; i < p->nsub; i++)
-        if (p->sub[i]->n > 0 && !started[i] && i != 0) stream_run(&jobs[i]);
+        if (p->sub[i]->n > 0 && !started[i] && i != 0) {
+            jobs[i].place = -1;  // on the caller's thread: its binding stays
+            stream_run(&jobs[i]);
+        }
     stream_run(&jobs[0]);
     for (int i = 1; i < p->nsub; i++)
         if (started[i]) pthread_join(tid[i], NULL);

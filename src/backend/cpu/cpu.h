@@ -67,6 +67,7 @@ struct cpu_step {
     float f;
     char what[64];       // "layer1.0.conv1 conv fwd" (errors and the profile)
     int64_t ns;          // accumulated time when profiling
+    int64_t min_ns;      // the fastest call when profiling (interference only slows a call: the floor on a busy host)
     int64_t calls;
 };
 

@@ -697,7 +697,7 @@ dlp_status cpu_build_infer(cpu_plan *p) {
         if (x->add >= 0) reads[x->sum_in]++;
     }
     p->vals[p->in_value].uses_left = reads ? reads[0] : 0;
-    int first_conv = -1;  // int8 plans: the first convolution stays fp32 unless cfg.int8_first_conv
+    int first_conv = -1;  // int8 plans: the first convolution is int8 too unless cfg.int8_first_conv < 0
     for (int i = 1; i < L && first_conv < 0; i++)
         if (net->layers[i].kind == DLP_LAYER_CONV) first_conv = i;
     if (!s && p->cfg.observe) s = add_observe(p, p->in_value, 0);
@@ -717,7 +717,7 @@ dlp_status cpu_build_infer(cpu_plan *p) {
         if (s) break;
         switch (l->kind) {
         case DLP_LAYER_CONV:
-            s = p->int8 && (x->root != first_conv || p->cfg.int8_first_conv) ? group_conv_q8(p, x) : group_conv(p, x);
+            s = p->int8 && (x->root != first_conv || p->cfg.int8_first_conv >= 0) ? group_conv_q8(p, x) : group_conv(p, x);
             break;
         case DLP_LAYER_BN: s = group_bn(p, x); break;
         case DLP_LAYER_ADD:

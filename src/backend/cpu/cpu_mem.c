@@ -482,7 +482,9 @@ dlp_status cpu_steps_run(cpu_plan *p, cpu_steps *list, int mask) {
         }
         if (p->profile) {
             dnnl_stream_wait(p->stream);
-            s->ns += dlp_now_ns() - t0;
+            const int64_t dt = dlp_now_ns() - t0;
+            s->ns += dt;
+            if (!s->calls || dt < s->min_ns) s->min_ns = dt;
             s->calls++;
         }
     }
