@@ -69,6 +69,9 @@ void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps);
 // whose `share` is its slowest thread's share (hw/cpushare's slowest_share): normalised to the median of such rows
 // (host.cpu_share_slowest), not to the mean share of the other rows. Issue 35: a step goes at its slowest thread.
 void dlp_probe_norm_slowest(dlp_probe_ctx *c);
+// The row just added goes as its share ratio to the power e (> 0; measured by the row, probe_compute.c): normalised
+// by (share / reference)^e instead of linearly.
+void dlp_probe_norm_share_exp(dlp_probe_ctx *c, double e);
 // A multi-thread compute row's share by its slowest thread: the points' slowest_share weighted by their wall time
 // (shares[i] each point's, when not NULL); 0 when a point lacks it (no schedstat, or no thread wanted a core).
 struct dlp_cpushare_sample;
