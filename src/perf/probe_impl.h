@@ -72,6 +72,10 @@ void dlp_probe_norm_slowest(dlp_probe_ctx *c);
 // The row just added goes as its share ratio to the power e (> 0; measured by the row, probe_compute.c): normalised
 // by (share / reference)^e instead of linearly.
 void dlp_probe_norm_share_exp(dlp_probe_ctx *c, double e);
+// The exponent e of  step time ~ share^-e  through (s_a, t_a) and (s_b, t_b) (s_b the lower share, beside the probe's
+// spinner); 0 when it cannot be told: a point unknown, s_b not 15% below s_a (too little to measure a slope), or e
+// outside 0.25..6 (the machine moved between the points). *why gets the reason ("measured" otherwise).
+double dlp_probe_share_exp_fit(double t_a, double s_a, double t_b, double s_b, const char **why);
 // A multi-thread compute row's share by its slowest thread: the points' slowest_share weighted by their wall time
 // (shares[i] each point's, when not NULL); 0 when a point lacks it (no schedstat, or no thread wanted a core).
 struct dlp_cpushare_sample;

@@ -106,6 +106,18 @@ void dlp_probe_norm_slowest(dlp_probe_ctx *c) {
     c->norms[c->nnorms - 1].slow = 1;
 }
 
+double dlp_probe_share_exp_fit(double t_a, double s_a, double t_b, double s_b, const char **why) {
+    *why = "a point unknown";
+    if (!(t_a > 0 && t_b > 0 && s_a > 0 && s_a <= 1 && s_b > 0)) return 0;
+    *why = "the spinner's share less than 15% below the row's";
+    if (!(s_b < 0.85 * s_a)) return 0;
+    const double e = log(t_b / t_a) / log(s_a / s_b);
+    *why = "outside 0.25..6 (the machine moved between the points)";
+    if (!(e >= 0.25 && e <= 6)) return 0;
+    *why = "measured";
+    return e;
+}
+
 void dlp_probe_norm_share_exp(dlp_probe_ctx *c, double e) {
     if (!c->norms || c->nnorms < 1 || !(e > 0)) return;
     c->norms[c->nnorms - 1].share_exp = e;
