@@ -43,6 +43,8 @@ typedef struct dlp_probe_ctx {
 // steadiest try is kept (named in the profile's notes when none was stable).
 #define DLP_PROBE_SPEED_BAND 0.05
 #define DLP_PROBE_SPEED_TRIES 2
+// A compute row whose threads got less than this share of their time is measured again (up to 3 tries).
+#define DLP_PROBE_QUIET_SHARE 0.9
 #define DLP_PROBE_CANARY_S 0.12
 // One canary reading (DLP_PROBE_CANARY_S) on `threads` threads (1: one thread; else every allowed CPU), recorded in
 // the probe's distribution. GFLOP/s.
