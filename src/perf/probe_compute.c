@@ -247,21 +247,28 @@ static double share_exponent(const step_meas *a0, const dlp_cpushare_sample *sa0
     return dlp_probe_share_exp_fit(ta, *s_a, tb, xb, why);
 }
 
-static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
-                          int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
-                          double *fwd_frac_sum, int *fwd_frac_n) {
+// The try of a compute row the profile keeps (measure_tries).
+typedef struct kept_try {
+    step_meas ms[8];               // each batch point
+    double spd[9];                 // the canary before, between and after them
+    dlp_cpushare_sample sh[8];     // the CPU share the row's threads got at each batch point
+    step_meas rep, sp;             // the largest batch again, and beside the spinner (zero where not measured)
+    dlp_cpushare_sample rep_sh, sp_sh;
+    double spread;                 // the canary readings' spread
+    int tries;
+} kept_try;
+
+// The batch points of one compute row, tried until they hold (below); the kept try into *k.
+static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
+                                int threads, const int *batches, int nb, kept_try *k) {
     const int quick = c->cfg->quick;
-    dlp_model_work mw;
-    DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
-    const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
-    double y[16], upd[8], busy[8], spd[9], best_spd[9], best_spread = INFINITY, best_rs = INFINITY;
+    double spd[9], best_spd[9], best_spread = INFINITY, best_rs = INFINITY;
     dlp_cpushare_sample sh[8], best_sh[8];  // the CPU share the row's threads got at each batch point
     step_meas rep_tm = {0}, best_rep = {0};   // the largest batch measured again (not with --quick)
     dlp_cpushare_sample rep_sh = {0}, best_rep_sh = {0};
     step_meas sp_tm = {0}, best_sp = {0};     // and once more beside a spinner (multi-thread rows, not with --quick)
     dlp_cpushare_sample sp_sh = {0}, best_sp_sh = {0};
     step_meas ms[8];
-    json_t *pts = NULL;
     // The canary before, between and after the batch points, on as many threads as the row computes on; the row again
     // while its two measurements of the largest batch, each normalised by its share (to the row's measured power),
     // disagree beyond the band — a neighbour that moved the row moves one of them — or, without them, while the
@@ -351,6 +358,41 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                           "lowest share %.2f%s", dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, tries,
                           isfinite(rs) ? 100 * rs : -1, try_share, again && tries < tries_max ? ": again" : "");
     }
+    memcpy(k->ms, ms, sizeof(step_meas) * (size_t)nb);
+    memcpy(k->spd, best_spd, sizeof(double) * (size_t)(nb + 1));
+    memcpy(k->sh, best_sh, sizeof(dlp_cpushare_sample) * (size_t)nb);
+    k->rep = best_rep;
+    k->rep_sh = best_rep_sh;
+    k->sp = best_sp;
+    k->sp_sh = best_sp_sh;
+    k->spread = best_spread;
+    k->tries = tries;
+    return DLP_OK;
+}
+
+static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
+                          int threads, const int *batches, int nb, dlp_device_profile *dev, json_t *out_rows,
+                          double *fwd_frac_sum, int *fwd_frac_n) {
+    const int quick = c->cfg->quick;
+    dlp_model_work mw;
+    DLP_CHECK(dlp_work_resnet(model, size, size, 1000, &mw));
+    const double r = dlp_work_ratio(&mw), q = (double)mw.params / (double)dlp_work_ref()->params;
+    double y[16], upd[8], busy[8];
+    json_t *pts = NULL;
+    const int spin = threads > 1 && !quick;  // the share exponent measured (measure_tries)
+    kept_try *kt = malloc(sizeof *kt);
+    if (!kt) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
+    dlp_status mst = measure_tries(c, ops, model, size, dt, threads, batches, nb, kt);
+    if (mst) {
+        free(kt);
+        return mst;
+    }
+    const kept_try kept = *kt;
+    free(kt);
+    const step_meas *ms = kept.ms, best_rep = kept.rep, best_sp = kept.sp;
+    const double *best_spd = kept.spd, best_spread = kept.spread;
+    const dlp_cpushare_sample *best_sh = kept.sh, best_rep_sh = kept.rep_sh, best_sp_sh = kept.sp_sh;
+    const int tries = kept.tries;
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
     // The row's CPU share: its threads' CPU time over that plus their run-queue wait, over every point (0: unknown).
     double sh_cpu = 0, sh_wait = 0, shares[8];
