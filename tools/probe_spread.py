@@ -15,7 +15,8 @@ count, per GFLOP/s of the canary read around it (one thread against the one-thre
 first profile's reference speed. "share": img/s over the row's CPU share (probes from before the share was measured
 show "-"), shown at the first profile's reference share. Exit status 1 when a row's spread under the profiles' own
 normalisation ("probe spr": a loader row by its CPU seconds per image where the probe normalised it so, a multi-thread
-compute row by its slowest thread's share where every profile did so, else the share where every profile measured it,
+compute row by its slowest thread's share (to the power of the row's measured share exponent) where every profile
+did so, else the share where every profile measured it,
 else the canary) is over --limit and no profile named it among the rows it could not
 stabilise.
 """
@@ -42,12 +43,14 @@ def rows_of(path):
             key = "compute %s %s %dpx %s %dt b%d" % (dev, r["model"], r["size"], r["precision"], r["threads"], pt["batch"])
             cpu = (pt["fwd_bwd_s"] + pt["update_s"]) * pt.get("cores_busy", 0) / pt["batch"]  # CPU s per image
             slow = pt.get("slowest_thread_share", 0) if r.get("share_basis") == "slowest_thread_share" else 0
+            # the row's measured share exponent (probe: its largest batch again beside a spinner; none: linear)
+            e = (r.get("share_exponent") or {}).get("exp") or 1
             out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu,
-                        pt.get("cpu_share", 0), 0, slow)
+                        pt.get("cpu_share", 0), 0, slow, e)
     for s in (det.get("pipeline") or {}).get("loader_scaling") or []:
         key = "loader %d thread(s) 224px" % s["workers"]
         out[key] = (s["img_per_s"], s.get("speed_gflops", 0), "one" if s["workers"] == 1 else "all",
-                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0), s.get("img_per_s_at_share1", 0), 0)
+                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0), s.get("img_per_s_at_share1", 0), 0, 1)
     unstable = set(r["row"] for r in norm.get("rows", []) if not r.get("stable", True))
     return p, ref, out, unstable, norm
 
@@ -99,8 +102,9 @@ def main(argv):
         # the profiles' own normalisation: a loader row by its CPU seconds per image where the probe did so
         # (img/s at share 1, "img_per_s_at_share1"), else the share where all measured it, else the canary
         su = spread([q[2][k][5] for q in profs])
-        # a multi-thread compute row normalised by its slowest thread's share (every profile did so): img/s over it
-        sl = spread([q[2][k][0] / q[2][k][6] if q[2][k][6] > 0 else float("nan") for q in profs])
+        # a multi-thread compute row normalised by its slowest thread's share (every profile did so): img/s over it,
+        # to the power of the row's measured share exponent (each profile's own)
+        sl = spread([q[2][k][0] / q[2][k][6] ** q[2][k][7] if q[2][k][6] > 0 else float("nan") for q in profs])
         used = su if su == su else sl if sl == sl else ss if ss == ss else sn
         for name, x in (("raw", sr), ("canary", sn), ("share", ss), ("cpu", sc), ("used", used)):
             if x == x:

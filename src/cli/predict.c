@@ -29,6 +29,7 @@ typedef struct {
     double measured;     // --measured: the run's img/s, compared with the prediction at both speeds
     double cpu_share;    // --cpu-share: the CPU share a run's threads got (dlperf train's run.cpu_share; 0: none)
     double cpu_share_slowest;  // --cpu-share-slowest: its slowest thread's (run.cpu_share_slowest; 0: by cpu_share)
+    int omp_wait;        // --omp-wait: 0 active (the probe's, validate's), 1 passive (dlperf train's on the cpu device)
 } opts_t;
 
 static const char *grp(double v, char *buf, size_t len) { return dlp_cli_grp(v, buf, len); }
@@ -276,7 +277,16 @@ static dlp_status print_at_share(const opts_t *op, const dlp_profile *p, const d
     if (op->cpu_share_slowest > 1 || op->cpu_share_slowest < 0)
         return DLP_ERR(DLP_ERR_INVALID, "predict --cpu-share-slowest %g: a share of a core, 0..1 (dlperf train's "
                        "run.cpu_share_slowest)", op->cpu_share_slowest);
-    const double at = predict_at_how(p, d, w, op->cpu_share, 1, op->cpu_share_slowest);
+    // a run with passive OpenMP waits (dlperf train's threads.omp_wait_policy) goes linearly in its share: the rows'
+    // share exponents (measured by the probe with spinning waits) left out
+    dlp_profile *pl = op->omp_wait == 1 ? malloc(sizeof *pl) : NULL;
+    if (pl) {
+        *pl = *p;
+        for (int i = 0; i < pl->ndevices; i++)
+            for (int k = 0; k < pl->devices[i].nrates; k++) pl->devices[i].rates[k].share_exp = 0;
+    }
+    const double at = predict_at_how(pl ? pl : p, d, w, op->cpu_share, 1, op->cpu_share_slowest);
+    free(pl);
     if (op->cpu_share_slowest > 0 && p->host.cpu_share_slowest > 0)
         printf("at a CPU share of %.2f, the slowest thread's %.2f (the probe's rows got %.2f, their slowest %.2f): %.1f "
                "img/s\n", op->cpu_share, op->cpu_share_slowest, ref, p->host.cpu_share_slowest, at);
@@ -374,6 +384,7 @@ int dlp_cli_predict(int argc, char **argv) {
         {"speed", 0, DLP_OPT_STR, &op.speed, NULL, "GFLOPS|now", "also predict at this speed of the cores in GFLOP/s (the canary around a run: validate's speed x the profile's host.canary_gflops; now: measured here)", NULL, 0},
         {"measured", 0, DLP_OPT_DOUBLE, &op.measured, "0", NULL, "a run's img/s: its error against the prediction at the probed speed and at --speed", NULL, 0},
         {"cpu-share", 0, DLP_OPT_DOUBLE, &op.cpu_share, "0", "S", "also predict at this CPU share of a run's threads (0..1: dlperf train's run.cpu_share, validate's share column) against the probe's (host.cpu_share)", NULL, 0},
+        {"omp-wait", 0, DLP_OPT_CHOICE, &op.omp_wait, "active", NULL, "with --cpu-share: the run's OpenMP wait policy (dlperf train's threads.omp_wait_policy; passive: linear in the share, the probe's share exponents left out)", "active|passive", 0},
         {"cpu-share-slowest", 0, DLP_OPT_DOUBLE, &op.cpu_share_slowest, "0", "S", "with --cpu-share: the share of the run's slowest busy thread (dlperf train's run.cpu_share_slowest): a multi-thread cpu compute step goes at it, against the probe's host.cpu_share_slowest", NULL, 0},
         {0},
     };

@@ -71,6 +71,23 @@ static void list_predictions(const dlp_validate_sweep *sw) {
     }
 }
 
+// The share exponents the probe measured for the profile's cpu rows (issue 35): the predictions at a run's share
+// scale those rows by the share ratio to that power, the others linearly.
+static void print_share_exps(const char *which, const dlp_profile *p) {
+    char buf[512] = "";
+    size_t l = 0;
+    for (int d = 0; d < p->ndevices; d++)
+        for (int i = 0; i < p->devices[d].nrates && l + 64 < sizeof buf; i++) {
+            const dlp_rate *r = &p->devices[d].rates[i];
+            if (r->share_exp > 0)
+                l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s %s %s %dpx %s %dt %.2f", l ? ", " : "",
+                                      p->devices[d].name, r->task == DLP_TASK_TRAIN ? "train" : "infer", r->model,
+                                      r->size, dlp_prec_name(r->prec), r->threads, r->share_exp);
+        }
+    printf("share exponents of %s (step time ~ share^-e, measured by its probe; other rows linear): %s\n", which,
+           l ? buf : "none");
+}
+
 static void print_summary(const dlp_validate_sweep *sw) {
     const int n = sw->n;
     if (sw->nfinite == 0)
@@ -97,6 +114,8 @@ static void print_summary(const dlp_validate_sweep *sw) {
                "probe's %.2f; multi-thread cpu compute at its slowest thread's share against the probe's %.2f; %.1f%% "
                "with those by the mean share)\n", 100 * sw->mape_at_share, sw->nshare, sw->share_min, sw->share_max,
                sw->prof->host.cpu_share, sw->prof->host.cpu_share_slowest, 100 * sw->mape_at_mean_share);
+    if (sw->nshare > 0) print_share_exps("the profile", sw->prof);
+    if (sw->nshare > 0 && sw->prof2) print_share_exps("--also-profile", sw->prof2);
     if (sw->prof2)
         printf("the same runs from --also-profile (speed %.1f GFLOP/s as probed): MAPE %.1f%% at its probed speed, "
                "%.1f%% at the speed each run saw, %.1f%% at the CPU share each run got (%.1f%% by the mean share "

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ struct dlp_cpushare {
     int64_t t0_ns;
     double proc0_s;
     uint64_t cpu_ns, wait_ns;  // accumulated since the start
+    int passive;             // OpenMP's idle threads sleep (OMP_WAIT_POLICY=passive): the share by the free cores
+    double busy0_s;          // the allowed CPUs' busy time (/proc/stat, steal included) at the start; < 0: unknown
     task_seen t[MAX_TASKS];
     int n;
 };
@@ -48,6 +51,31 @@ static int read_schedstat(const char *path, uint64_t *cpu, uint64_t *wait) {
 int dlp_cpushare_available(void) {
     uint64_t a, b;
     return read_schedstat("/proc/self/schedstat", &a, &b);
+}
+
+// The CPU time the CPUs this process may run on spent busy (user, nice, system, irq, softirq, steal: anyone's, the
+// hypervisor's included) since boot, from /proc/stat; -1: unreadable.
+static double cpus_busy_s(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    char line[512];
+    unsigned long long sum = 0;
+    int seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        int id;
+        unsigned long long us, ni, sy, id_, io, irq, sirq, st;
+        if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
+        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &id, &us, &ni, &sy, &id_, &io, &irq, &sirq,
+                   &st) != 9 || id < 0 || id >= CPU_SETSIZE || !CPU_ISSET(id, &set))
+            continue;
+        sum += us + ni + sy + irq + sirq + st;
+        seen++;
+    }
+    fclose(f);
+    const long hz = sysconf(_SC_CLK_TCK);
+    return seen && hz > 0 ? (double)sum / (double)hz : -1;
 }
 
 static double proc_cpu_s(void) {
@@ -136,6 +164,9 @@ dlp_cpushare *dlp_cpushare_start(int period_ms) {
         free(m);
         return NULL;
     }
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    m->passive = wp && strcasecmp(wp, "passive") == 0;
+    m->busy0_s = m->passive ? cpus_busy_s() : -1;
     m->t0_ns = dlp_now_ns();
     m->proc0_s = proc_cpu_s();
     sample(m, 0);
@@ -154,6 +185,17 @@ static void fill(dlp_cpushare *m, dlp_cpushare_sample *out) {
     const double alone = out->runnable > m->cores ? m->cores / out->runnable : 1;
     out->share = out->raw_share > 0 ? out->raw_share / alone : 0;
     if (out->share > 1) out->share = 1;
+    out->free_share = 0;
+    const double busy = m->busy0_s >= 0 ? cpus_busy_s() : -1;
+    if (busy >= 0 && out->wall_s > 0.05 && out->runnable > 0) {
+        // the cores other processes and the hypervisor took, and what is left of what the process wanted
+        double others = (busy - m->busy0_s - out->proc_cpu_s) / out->wall_s;
+        if (others < 0) others = 0;
+        const double want = out->runnable < m->cores ? out->runnable : m->cores;
+        out->free_share = (m->cores - others) / want;
+        if (out->free_share > 1) out->free_share = 1;
+        if (out->free_share < 0.01) out->free_share = 0.01;
+    }
     // the slowest thread among those that wanted a core at least a quarter of the interval
     out->slowest_share = 0;
     const double want_min = 0.25 * out->wall_s * 1e9;
@@ -163,6 +205,16 @@ static void fill(dlp_cpushare *m, dlp_cpushare_sample *out) {
         if (want <= 0 || want < want_min) continue;
         const double sh = (double)t->acc_cpu_ns / want;
         if (out->slowest_share == 0 || sh < out->slowest_share) out->slowest_share = sh;
+    }
+    // With passive waits every wake-up of a sleeping OpenMP thread counts as run-queue wait (issue 35: a training run
+    // on the cpu device read 0.51-0.60 on an idle machine), which is not other processes' load: the share is then the
+    // free cores' (what the probe's active-wait share reads too where others hold cores), and so is the slowest
+    // thread's (its threads sleep at the barriers; the scheduler squeezes them alike: docs/model-validation.md).
+    out->passive = m->passive;
+    out->sched_share = out->share;
+    if (m->passive && out->free_share > 0) {
+        out->share = out->free_share;
+        if (out->slowest_share > 0) out->slowest_share = out->free_share;
     }
 }
 

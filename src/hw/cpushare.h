@@ -25,6 +25,13 @@ typedef struct dlp_cpushare_sample {
     double slowest_share;  // the lowest share of one thread (its CPU over CPU plus wait) among the threads that wanted
                            // a core at least a quarter of the interval: what a fork-join step waits for (issue 35:
                            // the cpu backend's two-thread steps went at it, not at the mean share). 0: none such
+    double free_share; // with OpenMP's passive waits (OMP_WAIT_POLICY=passive, dlperf train's default on the cpu
+                       // device): the cores the machine's other processes and the hypervisor left (allowed CPUs'
+                       // busy time in /proc/stat less this process's) over the cores the process wanted (its
+                       // runnable threads, at most the cores), at most 1; 0: not measured (active waits)
+    double sched_share; // the run-queue share as measured (share before the passive case below)
+    int passive;        // measured with passive waits: `share` and `slowest_share` are free_share (the run-queue wait
+                        // of a passive process counts every OpenMP wake-up, so it is not comparable with the probe's)
 } dlp_cpushare_sample;
 
 typedef struct dlp_cpushare dlp_cpushare;

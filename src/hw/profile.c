@@ -286,6 +286,7 @@ static const dlp_field_def k_rate_fields[] = {
     {RATE_F(estimate, DLP_FT_BOOL, 0)},
     {RATE_F(basis, DLP_FT_STR, DLP_FF_OPT)},
     {RATE_F(speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1000},  // probe: speed measured at
+    {RATE_F(share_exp, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 8},  // probe: time ~ share^-exp
     {0}};
 
 #define CONT_F(m, t, fl) DLP_FIELD(dlp_contention_point, m, t, fl)
@@ -623,7 +624,9 @@ void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
             dlp_rate *r = &dev->rates[i];
             // a time at the reference share takes k x; the probe's training rows on two threads or more were
             // normalised by their slowest thread (its inference rows by the mean share, like the rest)
-            const double k = r->threads == 1 ? ref1 / share : r->task == DLP_TASK_TRAIN ? ks : ref / share;
+            // (a row whose share exponent the probe measured: its time goes as that power of the share ratio)
+            const double k0 = r->threads == 1 ? ref1 / share : r->task == DLP_TASK_TRAIN ? ks : ref / share;
+            const double k = r->share_exp > 0 ? pow(k0, r->share_exp) : k0;
             r->t0_s *= k;
             r->per_image_s *= k;
             r->update_s *= k;

@@ -152,6 +152,9 @@ typedef struct dlp_rate {
     char basis[256];      // where the figure comes from
     double speed_rel;     // probe: the cores' speed it was measured at over the profile's reference (its times are
                           // normalised to the reference; 0: not measured so)
+    double share_exp;     // probe: the row's step time goes as (reference share / share)^share_exp, measured by the
+                          // probe (the row timed again beside a spinner of its own: issue 35, a spinning fork-join
+                          // team loses more than its share); 0: not measured, linear (as 1)
 } dlp_rate;
 
 // The cpu device and the loader running at once on the same cores, both flat out (probe): each one's rate as a

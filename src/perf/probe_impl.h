@@ -43,6 +43,8 @@ typedef struct dlp_probe_ctx {
 // steadiest try is kept (named in the profile's notes when none was stable).
 #define DLP_PROBE_SPEED_BAND 0.05
 #define DLP_PROBE_SPEED_TRIES 2
+// A compute row whose threads got less than this share of their time is measured again (up to 3 tries).
+#define DLP_PROBE_QUIET_SHARE 0.9
 #define DLP_PROBE_CANARY_S 0.12
 // One canary reading (DLP_PROBE_CANARY_S) on `threads` threads (1: one thread; else every allowed CPU), recorded in
 // the probe's distribution. GFLOP/s.
@@ -69,6 +71,13 @@ void dlp_probe_norm_repeats(dlp_probe_ctx *c, double spread, int reps);
 // whose `share` is its slowest thread's share (hw/cpushare's slowest_share): normalised to the median of such rows
 // (host.cpu_share_slowest), not to the mean share of the other rows. Issue 35: a step goes at its slowest thread.
 void dlp_probe_norm_slowest(dlp_probe_ctx *c);
+// The row just added goes as its share ratio to the power e (> 0; measured by the row, probe_compute.c): normalised
+// by (share / reference)^e instead of linearly.
+void dlp_probe_norm_share_exp(dlp_probe_ctx *c, double e);
+// The exponent e of  step time ~ share^-e  through (s_a, t_a) and (s_b, t_b) (s_b the lower share, beside the probe's
+// spinner); 0 when it cannot be told: a point unknown, s_b not 15% below s_a (too little to measure a slope), or e
+// outside 0.25..6 (the machine moved between the points). *why gets the reason ("measured" otherwise).
+double dlp_probe_share_exp_fit(double t_a, double s_a, double t_b, double s_b, const char **why);
 // A multi-thread compute row's share by its slowest thread: the points' slowest_share weighted by their wall time
 // (shares[i] each point's, when not NULL); 0 when a point lacks it (no schedstat, or no thread wanted a core).
 struct dlp_cpushare_sample;

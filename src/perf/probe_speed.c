@@ -25,6 +25,7 @@ typedef struct dlp_probe_norm {
     double share;     // CPU share the row's threads got (hw/cpushare; 0: unknown)
     int one;          // measured on one thread (the one-thread reference) or on all CPUs
     int slow;         // share is the slowest compute thread's (a multi-thread fork-join row): its own reference
+    double share_exp; // the value goes as (share ratio)^share_exp (measured by the row; 0: linear)
     double spread;    // the readings' (max - min) / median
     int tries;
     double rep_spread; // the row's repeated measurements after normalisation: (max - min) / median
@@ -105,6 +106,23 @@ void dlp_probe_norm_slowest(dlp_probe_ctx *c) {
     c->norms[c->nnorms - 1].slow = 1;
 }
 
+double dlp_probe_share_exp_fit(double t_a, double s_a, double t_b, double s_b, const char **why) {
+    *why = "a point unknown";
+    if (!(t_a > 0 && t_b > 0 && s_a > 0 && s_a <= 1 && s_b > 0)) return 0;
+    *why = "the spinner's share less than 15% below the row's";
+    if (!(s_b < 0.85 * s_a)) return 0;
+    const double e = log(t_b / t_a) / log(s_a / s_b);
+    *why = "outside 0.25..6 (the machine moved between the points)";
+    if (!(e >= 0.25 && e <= 6)) return 0;
+    *why = "measured";
+    return e;
+}
+
+void dlp_probe_norm_share_exp(dlp_probe_ctx *c, double e) {
+    if (!c->norms || c->nnorms < 1 || !(e > 0)) return;
+    c->norms[c->nnorms - 1].share_exp = e;
+}
+
 int dlp_probe_row_stable(double readings_spread, double rep_spread, int reps) {
     if (reps >= 2) return rep_spread <= DLP_PROBE_SPEED_BAND;  // the direct test: its normalised repeats agree
     return readings_spread <= 2 * DLP_PROBE_SPEED_BAND;
@@ -164,7 +182,8 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         dlp_probe_norm *n = &c->norms[i];
         const double ref = n->one ? ref_one : ref_all, sref = n->slow ? sref_slow : n->one ? sref_one : sref_all;
         const double rel = ref > 0 ? n->speed / ref : 0;
-        const double srel = n->share > 0 && sref > 0 ? n->share / sref : 0;
+        // the share ratio to the power the row measured (a spinning fork-join team: faster than linear)
+        const double srel = n->share > 0 && sref > 0 ? pow(n->share / sref, n->share_exp > 0 ? n->share_exp : 1) : 0;
         if (!(rel > 0) && !(srel > 0)) continue;
         // The CPU share where the row's threads measured it: it covers the whole row, and a time-shared machine moves
         // it; the canary (0.12 s before and after) where they could not.
@@ -189,6 +208,7 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         json_object_set_new(row, "basis", json_string(srel > 0 ? (n->slow ? "slowest_thread_share" : "cpu_share") : "canary"));
         json_object_set_new(row, "cpu_share", json_real(n->share));
         json_object_set_new(row, "cpu_share_rel", json_real(srel));
+        if (n->share_exp > 0) json_object_set_new(row, "share_exp", json_real(n->share_exp));
         json_object_set_new(row, "by_canary", dlp_json_real_or_null(by_canary));
         json_object_set_new(row, "by_cpu_share", dlp_json_real_or_null(by_share));
         json_array_append_new(rows, row);

@@ -6,6 +6,8 @@
 // round-trip and older profiles without them still read.
 // Rows normalised by the CPU share their threads got (hw/cpushare), and the share meter on two threads sharing a CPU;
 // multi-thread compute rows by their slowest thread's share (their own reference class), and a profile at a run's shares.
+// A row's measured share exponent: its fit from two points, its normalisation and a profile at a share by that power;
+// the meter under OpenMP's passive waits gives the free cores' share.
 // Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c, src/hw/cpushare.c.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -407,6 +409,98 @@ static void test_at_share(void **state) {
     free(p);
 }
 
+// The share exponent: fitted from two (share, step time) points, refused where it cannot be told; a row normalised by
+// its share ratio to that power; a profile at a run's share scales the row by that power, other rows linearly.
+static void test_share_exponent(void **state) {
+    (void)state;
+    const char *why = NULL;
+    // time ~ share^-1.7: at 0.55 the step takes (1/0.55)^1.7 of it at 1
+    NEAR(dlp_probe_share_exp_fit(1.0, 1.0, pow(1 / 0.55, 1.7), 0.55, &why), 1.7, 1e-9);
+    assert_string_equal(why, "measured");
+    assert_true(dlp_probe_share_exp_fit(1.0, 1.0, 1.1, 0.9, &why) == 0);  // shares too close for a slope
+    assert_non_null(strstr(why, "15%"));
+    assert_true(dlp_probe_share_exp_fit(1.0, 1.0, 0.9, 0.5, &why) == 0);  // faster beside a spinner: the machine moved
+    assert_non_null(strstr(why, "moved"));
+    assert_true(dlp_probe_share_exp_fit(0, 1.0, 2.0, 0.5, &why) == 0);
+    // normalisation: a time at 0.3 against the slowest-class reference 0.4, to the power 1.7
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
+    c->canary_all[c->ncanary_all++] = 100;
+    double a = 2.0, b = 4.0;
+    dlp_probe_norm_add(c, &a, 0, 100, 0.3, 2, 0.01, 1, NULL, "compute 2t a");
+    dlp_probe_norm_slowest(c);
+    dlp_probe_norm_share_exp(c, 1.7);
+    dlp_probe_norm_add(c, &b, 0, 100, 0.5, 2, 0.01, 1, NULL, "compute 2t b");  // linear: no exponent measured
+    dlp_probe_norm_slowest(c);
+    json_t *o = dlp_probe_normalise(c);
+    NEAR(p->host.cpu_share_slowest, 0.4, 1e-12);
+    NEAR(a, 2.0 * pow(0.3 / 0.4, 1.7), 1e-12);
+    NEAR(b, 4.0 * 0.5 / 0.4, 1e-12);
+    NEAR(json_real_value(json_object_get(json_array_get(json_object_get(o, "rows"), 0), "share_exp")), 1.7, 1e-12);
+    assert_null(json_object_get(json_array_get(json_object_get(o, "rows"), 1), "share_exp"));
+    json_decref(o);
+    free(c);
+    free(p);
+    // a profile at a run's share: the row with share_exp by that power, a one-thread row linearly
+    dlp_profile *q = malloc(sizeof *q);
+    small_profile(q, 100, 0.05, 1.0);
+    q->host.cpu_share = 0.9;
+    q->host.cpu_share1 = 1.0;
+    q->host.cpu_share_slowest = 0.9;
+    dlp_device_profile *d = &q->devices[0];
+    d->nrates = 2;
+    d->rates[1] = d->rates[0];
+    d->rates[1].threads = 1;
+    d->rates[0].share_exp = 1.7;
+    d->rates[1].share_exp = 0;
+    dlp_profile_at_shares(q, 0.5, 0.45);
+    NEAR(d->rates[0].per_image_s, 0.05 * pow(0.9 / 0.45, 1.7), 1e-12);
+    NEAR(d->rates[0].update_s, 0.02 * pow(0.9 / 0.45, 1.7), 1e-12);
+    NEAR(d->rates[1].per_image_s, 0.05 * 1.0 / 0.5, 1e-12);
+    // the field round-trips, and a profile without it reads as linear
+    json_t *j = dlp_profile_to_json(q);
+    dlp_profile *r = malloc(sizeof *r);
+    assert_int_equal(dlp_profile_from_json(j, "test", r), DLP_OK);
+    NEAR(r->devices[0].rates[0].share_exp, 1.7, 1e-12);
+    assert_true(r->devices[0].rates[1].share_exp == 0);
+    json_decref(j);
+    free(q);
+    free(r);
+}
+
+// Under OpenMP's passive waits (dlperf train's policy on the cpu device) the meter's share is the free cores' share:
+// what other processes left over what the process wanted, not the run-queue share (which counts every wake-up).
+static void test_cpushare_passive(void **state) {
+    (void)state;
+    if (!dlp_cpushare_available()) skip();
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    dlp_cpushare *m = dlp_cpushare_start(5);
+    unsetenv("OMP_WAIT_POLICY");
+    assert_non_null(m);
+    pthread_t th;
+    spin_arg a = {.cpu = sched_getcpu(), .seconds = 0.15};
+    assert_int_equal(pthread_create(&th, NULL, spin, &a), 0);
+    void *rv;
+    pthread_join(th, &rv);
+    dlp_cpushare_sample s;
+    dlp_cpushare_stop(m, &s);
+    printf("meter, passive: share %.2f (free cores' share %.2f, run-queue share %.2f, %.2f runnable on %d cores)\n",
+           s.share, s.free_share, s.sched_share, s.runnable, s.cores);
+    assert_true(s.passive);
+    assert_true(s.free_share > 0 && s.free_share <= 1);
+    NEAR(s.share, s.free_share, 1e-12);
+    // the same meter with active waits: the run-queue share, no free cores' share
+    m = dlp_cpushare_start(5);
+    assert_int_equal(pthread_create(&th, NULL, spin, &a), 0);
+    pthread_join(th, &rv);
+    dlp_cpushare_stop(m, &s);
+    assert_false(s.passive);
+    assert_true(s.free_share == 0);
+    NEAR(s.share, s.sched_share, 1e-12);
+}
+
 static void test_merge(void **state) {
     (void)state;
     dlp_profile *ps = malloc(2 * sizeof *ps), *out = malloc(sizeof *out);
@@ -481,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
         cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
         cmocka_unit_test(test_repeats_decide), cmocka_unit_test(test_normalise_by_slowest),
+        cmocka_unit_test(test_share_exponent), cmocka_unit_test(test_cpushare_passive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
