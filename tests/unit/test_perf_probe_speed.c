@@ -265,7 +265,14 @@ static void *spin(void *p) {
 static void test_cpushare_meter(void **state) {
     (void)state;
     if (!dlp_cpushare_available()) skip();
+    // the run-queue share (active waits); tests/run.sh runs the suite under OMP_WAIT_POLICY=passive, where the meter
+    // reports the free cores' share instead (test_cpushare_passive)
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    char saved[32] = "";
+    if (wp) snprintf(saved, sizeof saved, "%s", wp);
+    unsetenv("OMP_WAIT_POLICY");
     dlp_cpushare *m = dlp_cpushare_start(5);
+    if (saved[0]) setenv("OMP_WAIT_POLICY", saved, 1);
     assert_non_null(m);
     pthread_t th[2];
     spin_arg a = {.cpu = sched_getcpu(), .seconds = 0.12};
@@ -475,9 +482,13 @@ static void test_share_exponent(void **state) {
 static void test_cpushare_passive(void **state) {
     (void)state;
     if (!dlp_cpushare_available()) skip();
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    char saved[32] = "";
+    if (wp) snprintf(saved, sizeof saved, "%s", wp);
     setenv("OMP_WAIT_POLICY", "passive", 1);
     dlp_cpushare *m = dlp_cpushare_start(5);
-    unsetenv("OMP_WAIT_POLICY");
+    if (saved[0]) setenv("OMP_WAIT_POLICY", saved, 1);
+    else unsetenv("OMP_WAIT_POLICY");
     assert_non_null(m);
     pthread_t th;
     spin_arg a = {.cpu = sched_getcpu(), .seconds = 0.15};
@@ -492,7 +503,9 @@ static void test_cpushare_passive(void **state) {
     assert_true(s.free_share > 0 && s.free_share <= 1);
     NEAR(s.share, s.free_share, 1e-12);
     // the same meter with active waits: the run-queue share, no free cores' share
+    unsetenv("OMP_WAIT_POLICY");
     m = dlp_cpushare_start(5);
+    if (saved[0]) setenv("OMP_WAIT_POLICY", saved, 1);
     assert_int_equal(pthread_create(&th, NULL, spin, &a), 0);
     pthread_join(th, &rv);
     dlp_cpushare_stop(m, &s);
