@@ -244,7 +244,6 @@ static double predict_at_how(const dlp_profile *p, const dlp_device_profile *d, 
         *p2 = *p;
         *d2 = *d;
         if (share) {
-            if (!(p2->host.cpu_share > 0)) p2->host.cpu_share = p2->host.cpu_share1;  // probed at one thread only
             dlp_profile_at_shares(p2, rel, slowest);
             const dlp_device_profile *pd = dlp_profile_find_device(p2, d2->name);
             if (pd && d2->kind == DLP_DEVICE_CPU) *d2 = *pd;  // the profile's cpu device, at that share
@@ -419,6 +418,9 @@ int dlp_cli_predict(int argc, char **argv) {
     if (!p || !o || !d) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     data_cache dcache = {0};
     int compare = op.system && strchr(op.system, ',') != NULL;
+    dlp_net_link bench_link;  // --net-bench: read once for every system
+    int bench_ranks;
+    if (op.net_bench && st == DLP_OK) st = dlp_net_link_from_bench(op.net_bench, &bench_link, &bench_ranks);
     if (compare && st == DLP_OK) print_compare_header();
     while (st == DLP_OK && (op.profile || id)) {
         const char *stack;
@@ -439,10 +441,7 @@ int dlp_cli_predict(int argc, char **argv) {
             if (st) break;
             w.step_loss_per_device = stk.loss;
         }
-        static dlp_net_link bench_link;
         if (op.net_bench) {  // the measured link (each bucket at its size's time), or what --net-gbit/-latency-us say
-            int r;
-            if ((st = dlp_net_link_from_bench(op.net_bench, &bench_link, &r))) break;
             p->net.nic_bytes_per_s = bench_link.bytes_per_s;
             w.net_latency_s = bench_link.latency_s;
             if (!(op.net_gbit > 0) && !(op.net_latency_us > 0)) w.net_link = &bench_link;

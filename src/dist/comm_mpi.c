@@ -321,9 +321,9 @@ static dlp_status ring_start(mpi_comm *c, dlp_comm_req *r) {
     for (int j = 0; j < g->nseg; j++) {
         g->rreq[j] = MPI_REQUEST_NULL;
         int rc = ring_post_recv(c, r, j);
+        if (rc == MPI_SUCCESS) g->posted = 1;  // a receive into tmp is posted: the caller must not free it unwaited
         if (rc == MPI_SUCCESS) rc = ring_send(c, r, 0, j);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend/MPI_Irecv (allreduce ring)");
-        g->posted = 1;
     }
     return DLP_OK;
 }

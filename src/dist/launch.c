@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int dlp_launched_by_mpi(void) {
@@ -44,4 +45,14 @@ int dlp_mpirun_hosts_prefix(char *buf, size_t len, const char *launcher, const c
                      "--npernode %d '%s'", to, launcher && launcher[0] ? launcher : "mpirun", nodes * per_node, hostfile,
                      per_node, exe);
     return w > 0 && (size_t)w < len ? 0 : -1;
+}
+
+int dlp_hostfile_hosts(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    int hosts = 0;
+    while (fgets(line, sizeof line, f)) hosts += line[strspn(line, " \t")] != '#' && line[strspn(line, " \t\r\n")];
+    fclose(f);
+    return hosts;
 }

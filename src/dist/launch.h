@@ -1,6 +1,6 @@
 // dist/launch: how a process finds itself in an MPI job, and how dlperf starts one of its own commands as an MPI job
 // (the probe's interconnect part, validate's multi-rank configurations, `dlperf run` on a multi-GPU machine).
-// Defines: dlp_launched_by_mpi, dlp_mpirun_available, dlp_mpirun_prefix, dlp_mpirun_hosts_prefix.
+// Defines: dlp_launched_by_mpi, dlp_mpirun_available, dlp_mpirun_prefix, dlp_mpirun_hosts_prefix, dlp_hostfile_hosts.
 #ifndef DLP_DIST_LAUNCH_H
 #define DLP_DIST_LAUNCH_H
 #include <stddef.h>
@@ -21,5 +21,8 @@ int dlp_mpirun_prefix(char *buf, size_t len, int ranks, const char *exe, int tim
 // The launcher is a command (it may carry options), not quoted. Returns 0, or -1 as dlp_mpirun_prefix.
 int dlp_mpirun_hosts_prefix(char *buf, size_t len, const char *launcher, const char *hostfile, int nodes, int per_node,
                             const char *exe, int timeout_s);
+
+// The hosts an MPI hostfile names: its lines that are neither blank nor comments ('#'); -1 when it cannot be read.
+int dlp_hostfile_hosts(const char *path);
 
 #endif

@@ -610,7 +610,9 @@ void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
 void dlp_profile_at_share(dlp_profile *p, double share) { dlp_profile_at_shares(p, share, 0); }
 
 void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
-    const double ref = p->host.cpu_share, ref1 = p->host.cpu_share1 > 0 ? p->host.cpu_share1 : p->host.cpu_share;
+    // a profile probed at one thread only: its one-thread share is the reference
+    const double ref = p->host.cpu_share > 0 ? p->host.cpu_share : p->host.cpu_share1,
+                 ref1 = p->host.cpu_share1 > 0 ? p->host.cpu_share1 : ref;
     if (!(share > 0) || share > 1 || !(ref > 0)) return;
     const double refs = p->host.cpu_share_slowest;
     // the multi-thread compute rows' pace: the slowest thread's share against its reference, where both are known

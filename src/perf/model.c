@@ -32,7 +32,7 @@ void dlp_workload_init(dlp_workload *w) {
     w->batch = 32;
     w->nodes = 1;
     dlp_img_transform_init(&w->tf, 1, 224);
-    w->bucket_bytes = 25.0 * 1024 * 1024;
+    w->bucket_bytes = DLP_NET_BUCKET_BYTES;  // perf/model_net.h: the trainer's bucket
     w->grad_bytes_per_param = 4;
     w->epochs = 90;
     w->seed = 1;

@@ -380,15 +380,8 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     double y[16], upd[8], busy[8];
     json_t *pts = NULL;
     const int spin = threads > 1 && !quick;  // the share exponent measured (measure_tries)
-    kept_try *kt = malloc(sizeof *kt);
-    if (!kt) return DLP_ERR(DLP_ERR_NOMEM, "out of memory");
-    dlp_status mst = measure_tries(c, ops, model, size, dt, threads, batches, nb, kt);
-    if (mst) {
-        free(kt);
-        return mst;
-    }
-    const kept_try kept = *kt;
-    free(kt);
+    kept_try kept;
+    DLP_CHECK(measure_tries(c, ops, model, size, dt, threads, batches, nb, &kept));
     const step_meas *ms = kept.ms, best_rep = kept.rep, best_sp = kept.sp;
     const double *best_spd = kept.spd, best_spread = kept.spread;
     const dlp_cpushare_sample *best_sh = kept.sh, best_rep_sh = kept.rep_sh, best_sp_sh = kept.sp_sh;

@@ -32,16 +32,13 @@ static void skip(dlp_probe_ctx *c, json_t *d, const char *why) {
 static void probe_nodes(dlp_probe_ctx *c, json_t *d) {
     const char *hf = c->cfg->hostfile, *launcher = c->cfg->mpirun ? c->cfg->mpirun : "mpirun";
     char self[PATH_MAX], dir[] = "/tmp/dlperf-probe-net.XXXXXX", out[PATH_MAX + 64], log[PATH_MAX + 64],
-        cmd[4 * PATH_MAX], line[512];
+        cmd[4 * PATH_MAX];
     json_t *nd = json_object();
     json_object_set_new(d, "nodes", nd);
-    int hosts = 0;
-    FILE *f = fopen(hf, "r");
-    while (f && fgets(line, sizeof line, f)) hosts += line[strspn(line, " \t")] != '#' && line[strspn(line, " \t\n")];
-    if (f) fclose(f);
+    const int hosts = dlp_hostfile_hosts(hf);
     ssize_t n = c->cfg->self_exe ? 0 : readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) self[n] = '\0';
-    const char *why = !f ? "cannot read the hostfile" : hosts < 2 ? "the hostfile names fewer than 2 hosts"
+    const char *why = hosts < 0 ? "cannot read the hostfile" : hosts < 2 ? "the hostfile names fewer than 2 hosts"
                       : n < 0 ? "cannot find this program's path" : !mkdtemp(dir) ? "no temporary directory" : NULL;
     if (why) {
         dlp_probe_say(c, "interconnect between nodes: --hostfile %s: %s", hf, why);

@@ -376,7 +376,7 @@ typedef struct loader_row {
     dlp_data_bench_run run;  // the median pass (by normalised value)
     double rate_per_share;   // normalised: img/s at share 1 (multiply by a share)
     double share;            // median of the passes' CPU shares
-    double speed, speed_spread, other_cores, rep_spread, cpu_per_image, busy;
+    double speed, speed_spread, other_cores, rep_spread, busy;
     int passes, by_cpu;
     double pass_value[16], pass_share[16], pass_cpi[16], pass_rate[16];  // each pass: normalised, share, CPU s/img, img/s
 } loader_row;
@@ -410,6 +410,7 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
         other[p] = dlp_load_meter_cores(&lm);
         spd[p + 1] = dlp_probe_speed(c, workers);
         const double n = runs[p].images > 0 ? (double)runs[p].images : 1, cpi = runs[p].cpu_seconds / n;
+        lr->pass_cpi[p] = runs[p].images > 0 ? cpi : 0;
         sh[p] = s.share;
         // how many of the cores it could use its threads wanted: (CPU + run-queue wait) over wall, of min(workers, cores)
         busy[p] = s.wall_s > 0 ? s.runnable / par : 0;
@@ -437,10 +438,8 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
     for (int p = 0; p < passes; p++) {
         lr->pass_value[p] = v[p];
         lr->pass_share[p] = sh[p];
-        lr->pass_cpi[p] = runs[p].images > 0 ? runs[p].cpu_seconds / (double)runs[p].images : 0;
         lr->pass_rate[p] = runs[p].steady_img_per_s;
     }
-    lr->cpu_per_image = runs[mi].images > 0 ? runs[mi].cpu_seconds / (double)runs[mi].images : 0;
     return DLP_OK;
 }
 

@@ -333,7 +333,6 @@ static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_co
     dlp_prediction *pr = malloc(sizeof *pr);
     if (p && pr) {
         *p = *vc->profile;
-        if (!(p->host.cpu_share > 0)) p->host.cpu_share = p->host.cpu_share1;  // probed at one thread only
         dlp_profile_at_shares(p, share, isfinite(slowest) ? slowest : 0);  // each row from its class's reference
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;

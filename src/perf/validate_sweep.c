@@ -11,6 +11,7 @@
 #include "core/fields.h"
 #include "core/fs.h"
 #include "core/json.h"
+#include "dist/launch.h"
 #include "data/source.h"
 #include "hw/host.h"
 #include "perf/datastats.h"
@@ -49,12 +50,8 @@ static dlp_status nodes_from_json(const json_t *a, const char *where, dlp_valida
         if (!c->hostfile[0]) return DLP_ERR(DLP_ERR_FORMAT, "%s: \"nodes\": %d needs a 'hostfile'", w, c->nodes);
         if (strchr(c->hostfile, '\'') || strchr(c->launcher, '\''))
             return DLP_ERR(DLP_ERR_FORMAT, "%s: 'hostfile' and 'launcher' may not contain a quote (')", w);
-        FILE *f = fopen(c->hostfile, "r");
-        if (!f) return DLP_ERR(DLP_ERR_IO, "%s: hostfile %s: cannot read it", w, c->hostfile);
-        char line[512];
-        int hosts = 0;
-        while (fgets(line, sizeof line, f)) hosts += line[strspn(line, " \t")] != '#' && line[strspn(line, " \t\r\n")];
-        fclose(f);
+        const int hosts = dlp_hostfile_hosts(c->hostfile);
+        if (hosts < 0) return DLP_ERR(DLP_ERR_IO, "%s: hostfile %s: cannot read it", w, c->hostfile);
         if (hosts < c->nodes)
             return DLP_ERR(DLP_ERR_FORMAT, "%s: \"nodes\": %d but hostfile %s names %d host%s", w, c->nodes, c->hostfile,
                            hosts, hosts == 1 ? "" : "s");

@@ -533,7 +533,7 @@ static dlp_status do_forward(dlp_plan *base, dlp_pass pass) {
 
 static dlp_status output_ready(cpu_plan *p) {
     if (p->fwd_pass < 0) return DLP_ERR(DLP_ERR_INVALID, "cpu: the output is asked for before forward");
-    if (p->nsub) return DLP_OK;  // streams: gathered by streams_forward
+    // (streams: gathered by streams_forward, which sets out_ready)
     if (!p->out_ready) DLP_CHECK(cpu_reorder_run(p, &p->out_reorder, p->out_reorder_src, p->out_reorder_dst, 1, "the output"));
     p->out_ready = 1;
     return DLP_OK;
@@ -794,8 +794,8 @@ static dlp_status streams_forward(dlp_plan *base, dlp_pass pass) {
             jobs[i].place = stream_place(i);
             started[i] = pthread_create(&tid[i], NULL, stream_run, &jobs[i]) == 0;
         }
-    for (int i = 0; i < p->nsub; i++)
-        if (p->sub[i]->n > 0 && !started[i] && i != 0) {
+    for (int i = 1; i < p->nsub; i++)
+        if (p->sub[i]->n > 0 && !started[i]) {
             jobs[i].place = -1;  // on the caller's thread: its binding stays
             stream_run(&jobs[i]);
         }
