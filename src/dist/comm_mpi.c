@@ -198,12 +198,15 @@ static void census(mpi_comm *c, char *buf, size_t len) {
     free(in);
 }
 
-// Waits for n requests, polling (spins first, then 50 us naps, which also leaves the core to others), up to the
-// timeout; then names the ranks that do not answer and fails.
-static dlp_status wait_deadline(mpi_comm *c, int n, MPI_Request *reqs, const char *what) {
+static int req_test(mpi_comm *c, dlp_comm_req *r, int *done);
+
+// Waits for n requests (or, r given, for that allreduce: the ring moves on in every poll), polling (spins first, then
+// 50 us naps, which also leaves the core to others), up to the timeout; then names the ranks that do not answer and
+// fails.
+static dlp_status wait_deadline(mpi_comm *c, dlp_comm_req *r, int n, MPI_Request *reqs, const char *what) {
     const int64_t t0 = dlp_now_ns(), limit = (int64_t)(c->timeout_s * 1e9);
     for (int spins = 0;; spins++) {
-        int flag = 0, rc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+        int flag = 0, rc = r ? req_test(c, r, &flag) : MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
         if (flag) return DLP_OK;
         if (dlp_now_ns() - t0 > limit) {
@@ -333,28 +336,10 @@ static int req_test(mpi_comm *c, dlp_comm_req *r, int *done) {
     return r->ring ? ring_progress(c, r, done) : MPI_Testall(r->nreq, r->reqs, done, MPI_STATUSES_IGNORE);
 }
 
-// wait_deadline for an allreduce: polls (the ring moves on in every poll) up to the timeout, then names the ranks
-// that do not answer and fails.
-static dlp_status req_wait_deadline(mpi_comm *c, dlp_comm_req *r) {
-    const int64_t t0 = dlp_now_ns(), limit = (int64_t)(c->timeout_s * 1e9);
-    for (int spins = 0;; spins++) {
-        int flag = 0, rc = req_test(c, r, &flag);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "allreduce");
-        if (flag) return DLP_OK;
-        if (dlp_now_ns() - t0 > limit) {
-            char who[512];
-            census(c, who, sizeof who);
-            return DLP_ERR(DLP_ERR_TIMEOUT, "mpi communicator: rank %d on %s: allreduce not done after %.0f s "
-                           "(DLPERF_MPI_TIMEOUT_S); %s", c->base.rank, c->hosts[c->base.rank], c->timeout_s, who);
-        }
-        if (spins > 1000) dlp_sleep_ns(50 * 1000);
-    }
-}
-
 static void mpi_free(dlp_comm *base) {
     mpi_comm *c = (mpi_comm *)base;
     for (int i = 0; i < c->npending; i++) {  // abandoned requests: complete them before the communicator goes
-        if (c->pending[i]->ring) (void)req_wait_deadline(c, c->pending[i]);
+        if (c->pending[i]->ring) (void)wait_deadline(c, c->pending[i], 0, NULL, "allreduce");
         else MPI_Waitall(c->pending[i]->nreq, c->pending[i]->reqs, MPI_STATUSES_IGNORE);
         req_free(c->pending[i]);
     }
@@ -426,7 +411,7 @@ static dlp_status mpi_wait(dlp_comm *base, dlp_comm_req *r) {
         if (c->pending[i] == r) at = i;
     if (at < 0) return DLP_ERR(DLP_ERR_INVALID, "wait on an allreduce this communicator did not start");
     c->pending[at] = c->pending[--c->npending];
-    dlp_status st = req_wait_deadline(c, r);
+    dlp_status st = wait_deadline(c, r, 0, NULL, "allreduce");
     if (st) {
         req_free(r);
         return st;
@@ -444,7 +429,7 @@ static dlp_status mpi_broadcast(dlp_comm *base, void *buf, size_t bytes, int roo
         MPI_Request rq;
         int rc = MPI_Ibcast((char *)buf + off, (int)n, MPI_BYTE, root, c->comm, &rq);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Ibcast");
-        DLP_CHECK(wait_deadline(c, 1, &rq, "broadcast"));
+        DLP_CHECK(wait_deadline(c, NULL, 1, &rq, "broadcast"));
     }
     return DLP_OK;
 }
@@ -454,14 +439,14 @@ static dlp_status mpi_gather(dlp_comm *base, const void *send, size_t bytes, voi
     if (bytes > INT_MAX) return DLP_ERR(DLP_ERR_INVALID, "gather of %zu bytes per rank", bytes);
     MPI_Request rq;
     int rc = MPI_Igather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, c->comm, &rq);
-    return rc == MPI_SUCCESS ? wait_deadline(c, 1, &rq, "gather") : mpi_fail(rc, "MPI_Igather");
+    return rc == MPI_SUCCESS ? wait_deadline(c, NULL, 1, &rq, "gather") : mpi_fail(rc, "MPI_Igather");
 }
 
 static dlp_status mpi_barrier(dlp_comm *base) {
     mpi_comm *c = (mpi_comm *)base;
     MPI_Request rq;
     int rc = MPI_Ibarrier(c->comm, &rq);
-    return rc == MPI_SUCCESS ? wait_deadline(c, 1, &rq, "barrier") : mpi_fail(rc, "MPI_Ibarrier");
+    return rc == MPI_SUCCESS ? wait_deadline(c, NULL, 1, &rq, "barrier") : mpi_fail(rc, "MPI_Ibarrier");
 }
 
 // The message the caller printed travels through mpirun's I/O forwarding; MPI_Abort at once can lose it (seen on
