@@ -627,7 +627,7 @@ void dlp_profile_at_shares(dlp_profile *p, double share, double slowest) {
             // a time at the reference share takes k x; the probe's training rows on two threads or more were
             // normalised by their slowest thread (its inference rows by the mean share, like the rest)
             // (a row whose share exponent the probe measured: its time goes as that power of the share ratio)
-            const double k0 = r->threads == 1 ? ref1 / share : r->task == DLP_TASK_TRAIN ? ks : ref / share;
+            const double k0 = r->threads == 1 ? ref1 / share : dlp_rate_by_slowest(r) ? ks : ref / share;
             const double k = r->share_exp > 0 ? pow(k0, r->share_exp) : k0;
             r->t0_s *= k;
             r->per_image_s *= k;

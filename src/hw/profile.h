@@ -254,6 +254,11 @@ void dlp_profile_at_share(dlp_profile *p, double share);
 // run's slowest compute thread (a fork-join step's pace). slowest <= 0 (unknown): the run's mean share taken for it;
 // a profile without cpu_share_slowest: those rows by the mean share from host.cpu_share, as before.
 void dlp_profile_at_shares(dlp_profile *p, double share, double slowest);
+
+// Whether a cpu rate row goes at its slowest thread's share (a multi-thread training step, fork-join: the probe
+// normalises those rows by host.cpu_share_slowest) rather than the mean share (one-thread rows: cpu_share1; the rest:
+// cpu_share). One rule for the probe's normalisation, its merge and dlp_profile_at_shares.
+static inline int dlp_rate_by_slowest(const dlp_rate *r) { return r->threads > 1 && r->task == DLP_TASK_TRAIN; }
 // The same for one device (a cpu device's step times; a GPU is left as it is).
 void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
 

@@ -368,14 +368,14 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
                     if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
                         q->size == row->size && strcmp(q->model, row->model) == 0) {
                         t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
-                        rr[m++] = row->threads == 1 ? rowref1[i] : by_slow ? ss[i] : rowref[i];
+                        rr[m++] = row->threads == 1 ? rowref1[i] : by_slow && dlp_rate_by_slowest(row) ? ss[i] : rowref[i];
                         break;
                     }
                 }
             }
             if (m < n) unmatched++;
             if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
-                const double Rr = row->threads == 1 ? RR1 : by_slow ? SS : RR;
+                const double Rr = row->threads == 1 ? RR1 : by_slow && dlp_rate_by_slowest(row) ? SS : RR;
                 row->t0_s = merged(t0, rr, Rr, 0, m);
                 row->per_image_s = merged(pi, rr, Rr, 0, m);
                 row->update_s = merged(up, rr, Rr, 0, m);
