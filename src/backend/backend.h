@@ -118,6 +118,15 @@ dlp_dtype dlp_device_default_precision(const char *device);
 // Sustained GFLOP/s of the backend's best convolution at this precision and thread count, measured on the spot (the
 // "peak" a run's achieved GFLOP/s is compared with); *gflops = 0 and DLP_OK where the backend does not measure one.
 dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, int threads, double *gflops);
+// The cores' speed at the backend's kind of work right now: GFLOP per CPU-second of a small convolution (ResNet's
+// 3x3 at 128 channels, batch 1) at this precision, one on each of `threads` threads (<= 0: every allowed CPU), for
+// about `seconds`. Per CPU-second, so time-sharing with other processes does not move it; a virtual machine's
+// neighbours (a busy SMT sibling, shared caches and memory, clocks) do. *gflops_per_cpu_s = 0 and DLP_OK where the
+// backend does not compute on the host's cores. *share (may be NULL): the CPU time those threads got over their wall
+// time (0..1; 0 where not measured): a reading taken while other processes time-shared the cores also carries their
+// cache and TLB pollution, which a long-running step feels less.
+dlp_status dlp_backend_measure_speed(const dlp_backend *b, dlp_dtype precision, int threads, double seconds,
+                                     double *gflops_per_cpu_s, double *share);
 
 // ---- plans ---------------------------------------------------------------------------------------------------------
 // A backend turns a net into a plan once (primitives, algorithms, workspace, layouts), then runs steps on it.

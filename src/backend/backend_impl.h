@@ -55,6 +55,10 @@ struct dlp_backend_ops {
     // Optional: sustained GFLOP/s of this backend's best convolution at this precision and thread count,
     // measured on the spot (the "peak" a run's achieved GFLOP/s is compared with).
     dlp_status (*measure_peak)(dlp_dtype precision, int threads, double *gflops);
+    // Optional: GFLOP per CPU-second of a small convolution at this precision on `threads` threads for about
+    // `seconds` (each its own one-thread convolution): the cores' speed at this kind of work right now; *share (may be
+    // NULL) the CPU time those threads got over their wall time.
+    dlp_status (*measure_speed)(dlp_dtype precision, int threads, double seconds, double *gflops_per_cpu_s, double *share);
 
     // Optional: totals since the plan was made, for the step line and result — time spent copying input batches
     // to the device, time the step's compute waited for such a copy (the device-side data stall), and how many

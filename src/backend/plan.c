@@ -41,6 +41,13 @@ dlp_status dlp_backend_measure_peak(const dlp_backend *b, dlp_dtype precision, i
     return b->measure_peak ? b->measure_peak(precision, threads, gflops) : DLP_OK;
 }
 
+dlp_status dlp_backend_measure_speed(const dlp_backend *b, dlp_dtype precision, int threads, double seconds,
+                                     double *gflops_per_cpu_s, double *share) {
+    *gflops_per_cpu_s = 0;
+    if (share) *share = 0;
+    return b->measure_speed ? b->measure_speed(precision, threads, seconds, gflops_per_cpu_s, share) : DLP_OK;
+}
+
 dlp_status dlp_plan_create(const dlp_backend *b, const dlp_net *net, const dlp_plan_cfg *cfg, dlp_plan **out) {
     *out = NULL;
     DLP_CHECK(b->plan_create(net, cfg, out));

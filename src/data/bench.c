@@ -2,6 +2,8 @@
 #include "data/bench.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +13,10 @@
 #include "core/fields.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/rng.h"
+#include "data/jpeg_encode.h"
+#include "data/synth.h"
+#include "data/transform.h"
 
 // Reads the files once so a warm run measures the pipeline, not the disk.
 static void warm_files(const dlp_dataset *ds, int64_t n_used) {
@@ -112,4 +118,91 @@ static const dlp_field_def k_run_fields[] = {
 
 json_t *dlp_data_bench_run_to_json(const dlp_data_bench_run *r) {
     return dlp_fields_to_json(k_run_fields, r);
+}
+
+// --- the loader's work speed -----------------------------------------------------------------------------------
+
+static uint8_t *g_speed_jpg;
+static size_t g_speed_len;
+static pthread_once_t g_speed_once = PTHREAD_ONCE_INIT;
+
+static void speed_jpeg_make(void) {
+    dlp_synth_params sp;
+    dlp_synth_defaults(&sp);
+    sp.size_min = sp.size_max = 375;
+    sp.seed = 35;
+    uint8_t *rgb = NULL;
+    int w = 0, h = 0;
+    if (dlp_synth_render(&sp, 0, 3, 7, &rgb, &w, &h) == DLP_OK) {
+        dlp_jpeg_enc_opts o;
+        dlp_jpeg_enc_defaults(&o);
+        if (dlp_jpeg_encode(rgb, w, h, &o, &g_speed_jpg, &g_speed_len) != DLP_OK) g_speed_jpg = NULL, g_speed_len = 0;
+    }
+    free(rgb);
+    dlp_err_clear();
+}
+
+typedef struct decode_arg {
+    int64_t end_ns;
+    int64_t images, cpu_ns, wall_ns;
+    dlp_status st;
+} decode_arg;
+
+static void *decode_thread(void *p) {
+    decode_arg *a = p;
+    dlp_transform t;
+    dlp_transform_defaults(&t, DLP_XFORM_TRAIN);
+    dlp_transformer *x = NULL;
+    void *dst = malloc(dlp_transform_sample_bytes(&t));
+    uint8_t *buf = malloc(g_speed_len);
+    a->st = !dst || !buf ? DLP_ERR(DLP_ERR_NOMEM, "out of memory") : dlp_transformer_create(&t, &x);
+    dlp_rng rng;
+    dlp_rng_init(&rng, 35, 0);
+    const int64_t c0 = dlp_thread_cpu_ns(), w0 = dlp_now_ns();
+    while (a->st == DLP_OK && (a->images < 2 || dlp_now_ns() < a->end_ns)) {
+        memcpy(buf, g_speed_jpg, g_speed_len);  // as a loader worker reads each file into its buffer
+        dlp_sample_info info;
+        a->st = dlp_transformer_run(x, buf, g_speed_len, NULL, &rng, dst, &info);
+        a->images++;
+    }
+    a->cpu_ns = dlp_thread_cpu_ns() - c0;
+    a->wall_ns = dlp_now_ns() - w0;
+    dlp_transformer_free(x);
+    free(buf);
+    free(dst);
+    return NULL;
+}
+
+dlp_status dlp_data_decode_speed(int threads, double seconds, double *img_per_cpu_s, double *share) {
+    *img_per_cpu_s = 0;
+    if (share) *share = 0;
+    pthread_once(&g_speed_once, speed_jpeg_make);
+    if (!g_speed_jpg) return DLP_ERR(DLP_ERR_INTERNAL, "the loader's work speed: its test image could not be made");
+    if (threads <= 0) {
+        cpu_set_t set;
+        threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    }
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
+    decode_arg a[64];
+    pthread_t t[64];
+    const int64_t end = dlp_now_ns() + (int64_t)(seconds * 1e9);
+    int started = 0;
+    for (int i = 0; i < threads; i++) {
+        a[i] = (decode_arg){.end_ns = end, .st = DLP_OK};
+        if (pthread_create(&t[i], NULL, decode_thread, &a[i]) != 0) break;
+        started++;
+    }
+    dlp_status st = started ? DLP_OK : DLP_ERR(DLP_ERR_IO, "the loader's work speed: no thread could start");
+    double imgs = 0, cpu = 0, wall = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        if (a[i].st != DLP_OK && st == DLP_OK) st = a[i].st;
+        imgs += (double)a[i].images;
+        cpu += (double)a[i].cpu_ns * 1e-9;
+        wall += (double)a[i].wall_ns * 1e-9;
+    }
+    if (st == DLP_OK && cpu > 0) *img_per_cpu_s = imgs / cpu;
+    if (st == DLP_OK && share && wall > 0) *share = cpu / wall;
+    return st;
 }

@@ -887,5 +887,6 @@ const dlp_backend_ops dlp_backend_cpu = {
     .update = cpu_update,
     .sync = NULL,
     .measure_peak = cpu_measure_peak,
+    .measure_speed = cpu_measure_speed,
     .plan_info = cpu_plan_info,
 };

@@ -324,5 +324,6 @@ void cpu_kernel_add_relu_bwd(cpu_plan *p, const cpu_step *s);
 
 // ---- peak (cpu_peak.c) ----
 dlp_status cpu_measure_peak(dlp_dtype precision, int threads, double *gflops);
+dlp_status cpu_measure_speed(dlp_dtype precision, int threads, double seconds, double *gflops_per_cpu_s, double *share);
 
 #endif

@@ -1,10 +1,15 @@
 // backend/cpu/cpu_peak: the `cpu` backend's measured peak — sustained GFLOP/s of a large, well-shaped
 // convolution (ResNet-50's layer2 3x3: 128 -> 128 channels, 28x28, batch 32, 3.7 GFLOP) in the layouts oneDNN
 // prefers, at the precision and thread count asked. A training run states its achieved GFLOP/s as a fraction
-// of this.
+// of this. Also the work speed (cpu_measure_speed): the same convolution at batch 1 on one oneDNN thread in each of
+// N threads, as GFLOP per CPU-second of those threads — how fast the cores do this kind of work now, whatever share
+// of them the process gets (a virtual machine's cores move with the host's other tenants without steal showing it;
+// the probe and validate read it around each row and run: perf/probe_speed).
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend/cpu/cpu.h"
 #include "core/clock.h"
@@ -44,34 +49,38 @@ static void fill(dnnl_memory_t m, dnnl_data_type_t dt) {
     void *h = NULL;
     if (dnnl_memory_get_memory_desc(m, &md) != dnnl_success || dnnl_memory_get_data_handle(m, &h) != dnnl_success || !h)
         return;
-    size_t n = dnnl_memory_desc_get_size(md) / dnnl_data_type_size(dt);
+    size_t n = dnnl_memory_desc_get_size(md) / dnnl_data_type_size(dt == dnnl_u8 || dt == dnnl_s8 ? dnnl_u8 : dt);
     for (size_t i = 0; i < n; i++) {
         float v = 0.01f * (float)((int)(i % 17) - 8);
         if (dt == dnnl_bf16) ((uint16_t *)h)[i] = dlp_f32_to_bf16(v);
+        else if (dt == dnnl_u8) ((uint8_t *)h)[i] = (uint8_t)(i % 17);
+        else if (dt == dnnl_s8) ((int8_t *)h)[i] = (int8_t)((int)(i % 17) - 8);
         else ((float *)h)[i] = v;
     }
 }
 
-static dlp_status peak_run(peak_ctx *c, dnnl_data_type_t dt, double *gflops) {
+// The convolution (PEAK_C -> PEAK_C, 3x3, PEAK_HW x PEAK_HW) at batch n in src/weights/dst types, with its memories.
+static dlp_status conv_setup(peak_ctx *c, int n, dnnl_data_type_t ts, dnnl_data_type_t tw, dnnl_data_type_t td) {
     CPU_DNNL(dnnl_engine_create(&c->eng, dnnl_cpu, 0), "peak engine");
     CPU_DNNL(dnnl_stream_create(&c->stream, c->eng, dnnl_stream_default_flags), "peak stream");
-    dnnl_dims_t sd = {PEAK_N, PEAK_C, PEAK_HW, PEAK_HW}, wd = {PEAK_C, PEAK_C, 3, 3};
-    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->s, 4, sd, dt, dnnl_format_tag_any), "peak src");
-    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->w, 4, wd, dt, dnnl_format_tag_any), "peak weights");
-    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->d, 4, sd, dt, dnnl_format_tag_any), "peak dst");
+    dnnl_dims_t sd = {n, PEAK_C, PEAK_HW, PEAK_HW}, wd = {PEAK_C, PEAK_C, 3, 3};
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->s, 4, sd, ts, dnnl_format_tag_any), "peak src");
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->w, 4, wd, tw, dnnl_format_tag_any), "peak weights");
+    CPU_DNNL(dnnl_memory_desc_create_with_tag(&c->d, 4, sd, td, dnnl_format_tag_any), "peak dst");
     dnnl_dims_t st = {1, 1}, dil = {0, 0}, pad = {1, 1};
     dnnl_primitive_attr_t attr;
     CPU_DNNL(dnnl_primitive_attr_create(&attr), "peak attributes");
     dnnl_status_t ds = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (ds == dnnl_success)
-        ds = dnnl_convolution_forward_primitive_desc_create(&c->pd, c->eng, dnnl_forward_training,
+        ds = dnnl_convolution_forward_primitive_desc_create(&c->pd, c->eng, ts == dnnl_u8 ? dnnl_forward_inference
+                                                                                            : dnnl_forward_training,
                                                             dnnl_convolution_direct, c->s, c->w, NULL, c->d, st, dil,
                                                             pad, pad, attr);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success) {
         c->pd = NULL;
         return DLP_ERR(ds == dnnl_unimplemented ? DLP_ERR_UNSUPPORTED : DLP_ERR_INTERNAL,
-                       "oneDNN has no %s convolution here: %s", dt == dnnl_bf16 ? "bf16" : "fp32",
+                       "oneDNN has no %s convolution here: %s", ts == dnnl_bf16 ? "bf16" : ts == dnnl_u8 ? "int8" : "fp32",
                        cpu_dnnl_status_str(ds));
     }
     CPU_DNNL(dnnl_primitive_create(&c->prim, c->pd), "peak primitive");
@@ -83,22 +92,32 @@ static dlp_status peak_run(peak_ctx *c, dnnl_data_type_t dt, double *gflops) {
                                 DNNL_MEMORY_ALLOCATE), "peak dst");
     CPU_DNNL(dnnl_memory_create(&c->scratch, dnnl_primitive_desc_query_md(c->pd, dnnl_query_scratchpad_md, 0), c->eng,
                                 DNNL_MEMORY_ALLOCATE), "peak scratchpad");
-    fill(c->src, dt);
-    fill(c->wei, dt);
+    fill(c->src, ts);
+    fill(c->wei, tw);
+    return DLP_OK;
+}
+
+static dlp_status conv_exec(peak_ctx *c, const char *what) {
     dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, c->src}, {DNNL_ARG_WEIGHTS, c->wei}, {DNNL_ARG_DST, c->dst},
                             {DNNL_ARG_SCRATCHPAD, c->scratch}};
-    CPU_DNNL(dnnl_primitive_execute(c->prim, c->stream, 4, a), "peak warm-up");
-    CPU_DNNL(dnnl_stream_wait(c->stream), "peak warm-up");
-    const double flops = 2.0 * PEAK_N * PEAK_C * PEAK_HW * PEAK_HW * PEAK_C * 9;
+    CPU_DNNL(dnnl_primitive_execute(c->prim, c->stream, 4, a), "%s", what);
+    CPU_DNNL(dnnl_stream_wait(c->stream), "%s", what);
+    return DLP_OK;
+}
+
+static double conv_flops(int n) { return 2.0 * n * PEAK_C * PEAK_HW * PEAK_HW * PEAK_C * 9; }
+
+static dlp_status peak_run(peak_ctx *c, dnnl_data_type_t dt, double *gflops) {
+    DLP_CHECK(conv_setup(c, PEAK_N, dt, dt, dt));
+    DLP_CHECK(conv_exec(c, "peak warm-up"));
     int64_t t0 = dlp_now_ns(), t = t0;
     int reps = 0;
     while (t - t0 < PEAK_MIN_NS || reps < PEAK_MIN_REPS) {
-        CPU_DNNL(dnnl_primitive_execute(c->prim, c->stream, 4, a), "peak run");
-        CPU_DNNL(dnnl_stream_wait(c->stream), "peak run");
+        DLP_CHECK(conv_exec(c, "peak run"));
         reps++;
         t = dlp_now_ns();
     }
-    *gflops = flops * reps / (double)(t - t0);
+    *gflops = conv_flops(PEAK_N) * reps / (double)(t - t0);
     return DLP_OK;
 }
 
@@ -114,5 +133,78 @@ dlp_status cpu_measure_peak(dlp_dtype precision, int threads, double *gflops) {
     peak_ctx c = {0};
     dlp_status st = peak_run(&c, precision == DLP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32, gflops);
     peak_free(&c);
+    return st;
+}
+
+// --- the work speed: the same convolution at batch 1 on one oneDNN thread per pthread, timed by CPU time ----------
+
+typedef struct speed_arg {
+    dnnl_data_type_t ts, tw, td;
+    int64_t end_ns;
+    double flop, cpu_s, wall_s;
+    dlp_status st;
+} speed_arg;
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0;
+}
+
+static void *speed_thread(void *p) {
+    speed_arg *a = p;
+    omp_set_num_threads(1);  // this thread's own OpenMP team: oneDNN runs the convolution on it alone
+    peak_ctx c = {0};
+    a->st = conv_setup(&c, 1, a->ts, a->tw, a->td);
+    if (a->st == DLP_OK) a->st = conv_exec(&c, "speed warm-up");
+    const double c0 = thread_cpu_s();
+    const int64_t w0 = dlp_now_ns();
+    int reps = 0;
+    while (a->st == DLP_OK && (reps < 2 || dlp_now_ns() < a->end_ns)) {
+        a->st = conv_exec(&c, "speed run");
+        reps++;
+    }
+    a->cpu_s = thread_cpu_s() - c0;
+    a->wall_s = dlp_ns_to_s(dlp_now_ns() - w0);
+    a->flop = conv_flops(1) * reps;
+    peak_free(&c);
+    return NULL;
+}
+
+dlp_status cpu_measure_speed(dlp_dtype precision, int threads, double seconds, double *gflops_per_cpu_s, double *share) {
+    *gflops_per_cpu_s = 0;
+    if (share) *share = 0;
+    dnnl_data_type_t ts, tw, td;
+    switch (precision) {
+    case DLP_DTYPE_F32: ts = tw = td = dnnl_f32; break;
+    case DLP_DTYPE_BF16: ts = tw = td = dnnl_bf16; break;
+    case DLP_DTYPE_I8: ts = td = dnnl_u8, tw = dnnl_s8; break;
+    default:
+        return DLP_ERR(DLP_ERR_UNSUPPORTED, "cpu: no work speed at %s (fp32, bf16 or int8)", dlp_dtype_name(precision));
+    }
+    if (threads <= 0) {
+        cpu_set_t set;
+        threads = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : omp_get_num_procs();
+    }
+    if (threads > 64) threads = 64;
+    speed_arg a[64];
+    pthread_t t[64];
+    const int64_t end = dlp_now_ns() + (int64_t)(seconds * 1e9);
+    int started = 0;
+    for (int i = 0; i < threads; i++) {
+        a[i] = (speed_arg){ts, tw, td, end, 0, 0, 0, DLP_OK};
+        if (pthread_create(&t[i], NULL, speed_thread, &a[i]) != 0) break;
+        started++;
+    }
+    double flop = 0, cpu = 0, wall = 0;
+    dlp_status st = started ? DLP_OK : DLP_ERR(DLP_ERR_IO, "cpu work speed: no thread could start");
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        if (a[i].st != DLP_OK && st == DLP_OK) st = a[i].st;
+        flop += a[i].flop;
+        cpu += a[i].cpu_s;
+        wall += a[i].wall_s;
+    }
+    if (st == DLP_OK && cpu > 0) *gflops_per_cpu_s = flop / cpu / 1e9;
+    if (st == DLP_OK && share && wall > 0) *share = cpu / wall;
     return st;
 }
