@@ -173,6 +173,7 @@ static const dlp_field_def k_pipeline_coeff_fields[] = {
     {PIPE_F(cost_cv, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // coefficient of variation of one image's cost
     {DLP_FIELD_CB("scaling", scaling_read, scaling_write)},
     {PIPE_F(oversub_efficiency, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG)},  // fraction of a core per extra thread
+    {PIPE_F(work_img_per_s, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e9},  // probe: work speed
     {0}};
 
 static const dlp_field_def k_pipeline_fields[] = {
@@ -287,6 +288,7 @@ static const dlp_field_def k_rate_fields[] = {
     {RATE_F(basis, DLP_FT_STR, DLP_FF_OPT)},
     {RATE_F(speed_rel, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1000},  // probe: speed measured at
     {RATE_F(share_exp, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 8},  // probe: time ~ share^-exp
+    {RATE_F(work_gflops, DLP_FT_NUM, DLP_FF_OPT | DLP_FF_NONNEG | DLP_FF_OMIT0), .max = 1e7},  // probe: work speed
     {0}};
 
 #define CONT_F(m, t, fl) DLP_FIELD(dlp_contention_point, m, t, fl)
@@ -582,6 +584,14 @@ const dlp_device_profile *dlp_profile_find_device(const dlp_profile *p, const ch
     return NULL;
 }
 
+// The pipeline's CPU costs per file, byte, pixel and image (what dlp_profile_at_speed and _at_decode scale).
+static void pipeline_costs_scale(dlp_pipeline_profile *pp, double k) {
+    double *costs[] = {&pp->read_per_file_s, &pp->read_per_byte_s, &pp->decode_per_image_s, &pp->decode_per_pixel_s,
+                       &pp->decode_per_byte_s, &pp->augment_per_image_s, &pp->augment_per_in_pixel_s,
+                       &pp->augment_per_out_pixel_s};
+    for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) *costs[i] *= k;
+}
+
 void dlp_device_at_speed(dlp_device_profile *dev, double speed_rel) {
     if (!(speed_rel > 0) || dev->kind != DLP_DEVICE_CPU) return;
     for (int i = 0; i < dev->nrates; i++) {
@@ -594,17 +604,36 @@ void dlp_device_at_speed(dlp_device_profile *dev, double speed_rel) {
 void dlp_profile_at_speed(dlp_profile *p, double speed_rel) {
     if (!(speed_rel > 0) || speed_rel == 1) return;
     const double k = 1 / speed_rel;  // a time at the reference speed takes k times as long
-    dlp_pipeline_profile *pp = &p->pipeline;
-    double *costs[] = {&pp->read_per_file_s, &pp->read_per_byte_s, &pp->decode_per_image_s, &pp->decode_per_pixel_s,
-                       &pp->decode_per_byte_s, &pp->augment_per_image_s, &pp->augment_per_in_pixel_s,
-                       &pp->augment_per_out_pixel_s};
-    for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) *costs[i] *= k;
+    pipeline_costs_scale(&p->pipeline, k);
     p->host.loop_overhead_s *= k;
     for (int d = 0; d < p->ndevices; d++) dlp_device_at_speed(&p->devices[d], speed_rel);
     if (p->host.canary_gflops > 0) {
         p->host.canary_gflops *= speed_rel;
         p->host.canary1_gflops *= speed_rel;
     }
+}
+
+void dlp_profile_at_work(dlp_profile *p, dlp_prec prec, double w) {
+    if (!(w > 0)) return;
+    for (int d = 0; d < p->ndevices; d++) {
+        dlp_device_profile *dev = &p->devices[d];
+        if (dev->kind != DLP_DEVICE_CPU) continue;
+        for (int i = 0; i < dev->nrates; i++) {
+            dlp_rate *r = &dev->rates[i];
+            if (r->prec != prec || !(r->work_gflops > 0)) continue;
+            const double k = r->work_gflops / w;  // a time at the reference work speed takes k x at w
+            r->t0_s *= k;
+            r->per_image_s *= k;
+            r->update_s *= k;
+            r->work_gflops = w;
+        }
+    }
+}
+
+void dlp_profile_at_decode(dlp_profile *p, double w) {
+    if (!(w > 0) || !(p->pipeline.work_img_per_s > 0)) return;
+    pipeline_costs_scale(&p->pipeline, p->pipeline.work_img_per_s / w);
+    p->pipeline.work_img_per_s = w;
 }
 
 void dlp_profile_at_share(dlp_profile *p, double share) { dlp_profile_at_shares(p, share, 0); }

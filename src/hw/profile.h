@@ -86,6 +86,10 @@ typedef struct dlp_pipeline_profile {
     int nscaling;                  // measured efficiencies at 1..N threads (N <= cores); none: 1.0
     dlp_scaling_point scaling[DLP_PIPELINE_MAX_SCALING];
     double oversub_efficiency;     // more loader threads than cores: extra threads add this fraction of a core (0)
+    double work_img_per_s;         // probe: the loader's work speed its CPU costs hold at — images per CPU-second of a
+                                   // fixed decode and transform (dlp_data_decode_speed), the probe's median; a run that
+                                   // reads another speed w takes work_img_per_s / w as long per image
+                                   // (dlp_profile_at_decode); 0: not measured
 } dlp_pipeline_profile;
 // Efficiency at n threads: the measured point, linear between points, the last point beyond.
 double dlp_pipeline_efficiency(const dlp_pipeline_profile *p, int threads);
@@ -155,6 +159,9 @@ typedef struct dlp_rate {
     double share_exp;     // probe: the row's step time goes as (reference share / share)^share_exp, measured by the
                           // probe (the row timed again beside a spinner of its own: issue 35, a spinning fork-join
                           // team loses more than its share); 0: not measured, linear (as 1)
+    double work_gflops;   // probe: the work speed its times hold at — GFLOP per CPU-second of a small convolution of
+                          // its precision (dlp_backend_measure_speed), the probe's median; a run that reads another
+                          // work speed w takes work_gflops / w as long (dlp_profile_at_work); 0: not measured
 } dlp_rate;
 
 // The cpu device and the loader running at once on the same cores, both flat out (probe): each one's rate as a
@@ -261,6 +268,13 @@ void dlp_profile_at_shares(dlp_profile *p, double share, double slowest);
 static inline int dlp_rate_by_slowest(const dlp_rate *r) { return r->threads > 1 && r->task == DLP_TASK_TRAIN; }
 // The same for one device (a cpu device's step times; a GPU is left as it is).
 void dlp_device_at_speed(dlp_device_profile *d, double speed_rel);
+// The cpu device's rows of precision `prec` that hold at a measured work speed (dlp_rate.work_gflops) brought to the
+// work speed w (GFLOP per CPU-second, dlp_backend_measure_speed): their times x work_gflops / w. Other rows as they
+// are. validate applies it at the work speed read around a run; predict with --work-speed.
+void dlp_profile_at_work(dlp_profile *p, dlp_prec prec, double w);
+// The pipeline's CPU costs, where they hold at a measured loader work speed (pipeline.work_img_per_s), brought to the
+// loader work speed w (images per CPU-second, dlp_data_decode_speed): x work_img_per_s / w.
+void dlp_profile_at_decode(dlp_profile *p, double w);
 
 // Device and dataset pieces on their own (GPU profiles, `dlperf predict --data` statistics).
 dlp_status dlp_device_from_json(const json_t *o, const char *where, dlp_device_profile *d);
