@@ -251,6 +251,7 @@ static double share_exponent(const step_meas *a0, const dlp_cpushare_sample *sa0
 typedef struct kept_try {
     step_meas ms[8];               // each batch point
     double spd[9];                 // the canary before, between and after them
+    double wspd[9];                // and the work speed (dlp_probe_work; 0: not read)
     dlp_cpushare_sample sh[8];     // the CPU share the row's threads got at each batch point
     step_meas rep, sp;             // the largest batch again, and beside the spinner (zero where not measured)
     dlp_cpushare_sample rep_sh, sp_sh;
@@ -262,7 +263,7 @@ typedef struct kept_try {
 static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const char *model, int size, dlp_dtype dt,
                                 int threads, const int *batches, int nb, kept_try *k) {
     const int quick = c->cfg->quick;
-    double spd[9], best_spd[9], best_spread = INFINITY, best_rs = INFINITY;
+    double spd[9], best_spd[9], best_spread = INFINITY, best_rs = INFINITY, wspd[9], best_wspd[9];
     dlp_cpushare_sample sh[8], best_sh[8];  // the CPU share the row's threads got at each batch point
     step_meas rep_tm = {0}, best_rep = {0};   // the largest batch measured again (not with --quick)
     dlp_cpushare_sample rep_sh = {0}, best_rep_sh = {0};
@@ -292,6 +293,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
         const int64_t t_try = dlp_now_ns();
         step_meas tm[8];
         spd[0] = dlp_probe_speed(c, threads);
+        wspd[0] = dlp_probe_work(c, ops, dt, threads);
         for (int i = 0; i < nb; i++) {
             probe_plan pp;
             DLP_CHECK(plan_open(ops, NULL, model, size, batches[i], dt, threads, c->cfg->seed, &pp));
@@ -319,6 +321,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
             plan_close(&pp);
             DLP_CHECK(st);
             spd[i + 1] = dlp_probe_speed(c, threads);
+            wspd[i + 1] = dlp_probe_work(c, ops, dt, threads);
         }
         tries++;
         try_s = dlp_ns_to_s(dlp_now_ns() - t_try);
@@ -346,6 +349,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
             best_rs = isfinite(rs) ? rs : INFINITY;
             memcpy(ms, tm, sizeof(step_meas) * (size_t)nb);
             memcpy(best_spd, spd, sizeof(double) * (size_t)(nb + 1));
+            memcpy(best_wspd, wspd, sizeof(double) * (size_t)(nb + 1));
             memcpy(best_sh, sh, sizeof(dlp_cpushare_sample) * (size_t)nb);
             best_rep = rep_tm;
             best_rep_sh = rep_sh;
@@ -360,6 +364,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
     }
     memcpy(k->ms, ms, sizeof(step_meas) * (size_t)nb);
     memcpy(k->spd, best_spd, sizeof(double) * (size_t)(nb + 1));
+    memcpy(k->wspd, best_wspd, sizeof(double) * (size_t)(nb + 1));
     memcpy(k->sh, best_sh, sizeof(dlp_cpushare_sample) * (size_t)nb);
     k->rep = best_rep;
     k->rep_sh = best_rep_sh;
@@ -387,6 +392,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const dlp_cpushare_sample *best_sh = kept.sh, best_rep_sh = kept.rep_sh, best_sp_sh = kept.sp_sh;
     const int tries = kept.tries;
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
+    const double row_work = dlp_probe_work_mean(kept.wspd, nb + 1);
     // The row's CPU share: its threads' CPU time over that plus their run-queue wait, over every point (0: unknown).
     double sh_cpu = 0, sh_wait = 0, shares[8];
     int nsh = 0;
@@ -470,6 +476,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         dlp_probe_norm_repeats(c, rep_spread, reps);
         if (by_slowest) dlp_probe_norm_slowest(c);
         dlp_probe_norm_share_exp(c, sexp);
+        dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
     }
     json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:f, s:o, s:[f,f,f], s:f, s:f, s:o, s:s, s:i, s:o}", "model", model,
                           "size", size, "precision", dlp_dtype_name(dt), "threads", threads, "work_ratio", r, "points",
@@ -478,6 +485,10 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
                           dlp_json_real_or_null(share_spread), "share_basis",
                           by_slowest ? "slowest_thread_share" : "cpu_share", "tries", tries, "repeat_spread",
                           dlp_json_real_or_null(rep_spread));
+    json_t *wr = json_array();
+    for (int i = 0; i <= nb; i++) json_array_append_new(wr, json_real(kept.wspd[i]));
+    json_object_set_new(o, "work_readings_gflops_per_cpu_s", wr);
+    json_object_set_new(o, "work_gflops_per_cpu_s", json_real(row_work));
     if (best_rep.steps > 0)
         json_object_set_new(o, "repeat", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "batch", batches[nb - 1], "fwd_bwd_s",
                                                    best_rep.fb_s, "update_s", best_rep.upd_s, "cores_busy",

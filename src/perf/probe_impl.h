@@ -10,12 +10,17 @@
 #define DLP_PERF_PROBE_IMPL_H
 #include <jansson.h>
 
+#include "backend/backend.h"
+#include "core/dtype.h"
 #include "data/dataset.h"
 #include "perf/lsq.h"
 #include "perf/probe.h"
 
 #define DLP_PROBE_MAX_READINGS 1024
 #define DLP_PROBE_MAX_NORMS 256
+#define DLP_PROBE_WORK_KINDS 4  // fp32, bf16, int8 (dlp_probe_work_kind), the loader's decode (DLP_PROBE_WORK_DECODE)
+#define DLP_PROBE_WORK_DECODE 3
+#define DLP_PROBE_MAX_WORK 256
 struct dlp_probe_norm;
 
 typedef struct dlp_probe_ctx {
@@ -35,6 +40,10 @@ typedef struct dlp_probe_ctx {
     int ncanary_all, ncanary_one;
     struct dlp_probe_norm *norms;
     int nnorms;
+    // The cores' speed at the rows' own kind of work (dlp_probe_work): every reading per precision (fp32, bf16, int8)
+    double work[DLP_PROBE_WORK_KINDS][DLP_PROBE_MAX_WORK];
+    int nwork[DLP_PROBE_WORK_KINDS];
+    double pipe_work;  // the loader's work speed while the pipeline's CPU costs were measured (0: not read)
 } dlp_probe_ctx;
 
 // --- the machine's speed around each timed row (probe_speed.c) --------------------------------------------------
@@ -49,6 +58,23 @@ typedef struct dlp_probe_ctx {
 // One canary reading (DLP_PROBE_CANARY_S) on `threads` threads (1: one thread; else every allowed CPU), recorded in
 // the probe's distribution. GFLOP/s.
 double dlp_probe_speed(dlp_probe_ctx *c, int threads);
+// The work speed (issue 35, "a canary that is the workload itself"): GFLOP per CPU-second of a small convolution of
+// the row's precision, one on each of `threads` threads (dlp_backend_measure_speed, DLP_PROBE_WORK_S), recorded per
+// precision; 0 where the backend does not measure it. The share says how much of the cores a row got; this says how
+// fast the cores were at the row's kind of work meanwhile — what a VM's neighbours move without steal showing it.
+#define DLP_PROBE_WORK_S 0.1
+double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads);
+// The loader's work speed (dlp_data_decode_speed: images per CPU-second of a fixed decode and transform) on `threads`
+// threads, recorded as DLP_PROBE_WORK_DECODE; 0 when not read (or the threads were time-shared meanwhile).
+double dlp_probe_decode_work(dlp_probe_ctx *c, int threads);
+// Mean of the readings r[0..n) that were taken (> 0); 0 when none was.
+double dlp_probe_work_mean(const double *r, int n);
+// 0 fp32, 1 bf16, 2 int8; -1 for other types.
+int dlp_probe_work_kind(dlp_dtype dt);
+// The row just added was measured at work speed `w` (the mean of the readings around it; 0: unknown) of kind `kind`:
+// at the end of the probe it is also rescaled by w / (the probe's median of that kind), and *ref (may be NULL; the
+// row's dlp_rate.work_gflops) gets that median — the work speed the profile's value holds at.
+void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref);
 // Readings r[0..n): (max - min) / median (0 for fewer than two).
 double dlp_probe_speed_spread(const double *r, int n);
 // Mean of the readings taken just before and after each of the row's parts: the row's speed.

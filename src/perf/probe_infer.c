@@ -107,14 +107,19 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     double y[NB], busy[NB], spd[NB + 1], call_s[NB];
     int calls[NB];
     dlp_cpushare_sample sh[NB];
+    const dlp_backend *cpu = dlp_backend_find("cpu", NULL);
+    double wspd[NB + 1];
     spd[0] = dlp_probe_speed(c, threads);
+    wspd[0] = dlp_probe_work(c, cpu, dt, threads);
     for (int i = 0; i < NB; i++) {
         dlp_cpushare *meter = dlp_cpushare_start(0);
         dlp_status st = time_point(c, m, dt, batches[i], threads, &call_s[i], &busy[i], &calls[i]);
         dlp_cpushare_stop(meter, &sh[i]);
         DLP_CHECK(st);
         spd[i + 1] = dlp_probe_speed(c, threads);
+        wspd[i + 1] = dlp_probe_work(c, cpu, dt, threads);
     }
+    const double row_work = dlp_probe_work_mean(wspd, NB + 1);
     const double row_speed = dlp_probe_speed_mean(spd, NB + 1), spread = dlp_probe_speed_spread(spd, NB + 1);
     double sh_cpu = 0, sh_wait = 0;
     int nsh = 0;
@@ -149,8 +154,10 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     const char *pn = dlp_dtype_name(dt);
     dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spread, 1, NULL, "infer cpu %s %dpx %s %dt t0",
                        model, size, pn, threads);
+    dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
     dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spread, 1, &row->speed_rel,
                        "infer cpu %s %dpx %s %dt per_image", model, size, pn, threads);
+    dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));
@@ -160,6 +167,7 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     json_object_set_new(o, "points", pts);
     json_object_set_new(o, "speed_spread", json_real(spread));
     json_object_set_new(o, "cpu_share", json_real(row_share));
+    json_object_set_new(o, "work_gflops_per_cpu_s", json_real(row_work));
     json_object_set_new(o, "fit", dlp_probe_fit_json(&f, k_line_names));
     json_array_append_new(out_rows, o);
     return DLP_OK;

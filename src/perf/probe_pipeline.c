@@ -377,6 +377,7 @@ typedef struct loader_row {
     double rate_per_share;   // normalised: img/s at share 1 (multiply by a share)
     double share;            // median of the passes' CPU shares
     double speed, speed_spread, other_cores, rep_spread, busy;
+    double work;             // the loader's work speed around the passes (dlp_probe_decode_work; 0: not read)
     int passes, by_cpu;
     double pass_value[16], pass_share[16], pass_cpi[16], pass_rate[16];  // each pass: normalised, share, CPU s/img, img/s
 } loader_row;
@@ -389,6 +390,8 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
     if (passes > 16) passes = 16;
     spd[0] = dlp_probe_speed(c, workers);
     const double par = workers < T ? workers : T;
+    double wk[17];
+    wk[0] = dlp_probe_decode_work(c, (int)par);
     for (int p = 0; p < passes; p++) {
         dlp_data_bench_cfg bc;
         memset(&bc, 0, sizeof bc);
@@ -409,6 +412,7 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
         DLP_CHECK(st);
         other[p] = dlp_load_meter_cores(&lm);
         spd[p + 1] = dlp_probe_speed(c, workers);
+        wk[p + 1] = dlp_probe_decode_work(c, (int)par);
         const double n = runs[p].images > 0 ? (double)runs[p].images : 1, cpi = runs[p].cpu_seconds / n;
         lr->pass_cpi[p] = runs[p].images > 0 ? cpi : 0;
         sh[p] = s.share;
@@ -432,6 +436,7 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
     lr->busy = bmed;
     lr->passes = passes;
     lr->speed = dlp_probe_speed_mean(spd, passes + 1);
+    lr->work = dlp_probe_work_mean(wk, passes + 1);
     lr->speed_spread = dlp_probe_speed_spread(spd, passes + 1);
     lr->other_cores = dlp_stats_median_f64(other, (size_t)passes);
     lr->rep_spread = passes > 1 ? dlp_probe_repeat_spread(v, passes) : 0;
@@ -492,6 +497,7 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
         json_object_set_new(o, "busy", json_real(lrs[i].busy));
         json_object_set_new(o, "basis", json_string(lrs[i].by_cpu ? "cpu_per_image" : "cpu_share"));
         json_object_set_new(o, "img_per_s_at_share1", json_real(lrs[i].rate_per_share));
+        json_object_set_new(o, "work_img_per_cpu_s", json_real(lrs[i].work));
         json_object_set_new(o, "repeat_spread", json_real(lrs[i].rep_spread));
         json_t *pa = json_array();
         for (int p = 0; p < lrs[i].passes; p++)
@@ -513,6 +519,8 @@ static dlp_status pipe_loader_scaling(pipe_run *r) {
         const double sc = sref[wl[i] > 1];
         if (by_share && sc > 0) rates[i] = lrs[i].rate_per_share * sc;  // by its CPU per image (or share): at sc
         else if (sc > 0 && basis[i] > 0) rates[i] *= sc / basis[i];
+        // and at the loader's work speed the CPU costs were measured at (the efficiencies are relative to them)
+        if (c->pipe_work > 0 && lrs[i].work > 0) rates[i] *= c->pipe_work / lrs[i].work;
     }
     // The model's CPU cost per image for these runs (224 px, the subset's files): efficiencies relative to it, so
     // that the model gives back the loader's measured rates.
@@ -570,9 +578,16 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     dlp_status st = DLP_OK;
     if (!r.f || !r.fst || !r.fst_file || !r.smp || !r.cfg_n) st = DLP_ERR(DLP_ERR_NOMEM, "out of memory");
     if (st == DLP_OK) st = load_files(c, r.nfiles, r.f, &r.nf);
+    // The loader's work speed before, between and after the parts that measure the CPU costs (one thread, as they
+    // run): the speed those costs hold at (normalised to the probe's reference at its end, probe_speed.c)
+    double pw[3] = {0};
+    if (st == DLP_OK) pw[0] = dlp_probe_decode_work(c, 1);
     if (st == DLP_OK) st = pipe_stage_fits(&r);
     if (st == DLP_OK) st = pipe_config_means(&r);
+    if (st == DLP_OK) pw[1] = dlp_probe_decode_work(c, 1);
     if (st == DLP_OK) st = pipe_loader_one_thread(&r);
+    if (st == DLP_OK) pw[2] = dlp_probe_decode_work(c, 1);
+    c->pipe_work = dlp_probe_work_mean(pw, 3);
     if (st == DLP_OK) st = pipe_loader_scaling(&r);
     for (int i = 0; r.f && i < r.nfiles; i++) free(r.f[i].data);
     free(r.f);

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/json.h"
+#include "core/log.h"
+#include "data/bench.h"
 #include "core/stats.h"
 #include "hw/canary.h"
 #include "perf/probe_impl.h"
@@ -31,6 +34,9 @@ typedef struct dlp_probe_norm {
     double rep_spread; // the row's repeated measurements after normalisation: (max - min) / median
     int reps;          // how many (0: the row was measured once; its readings' spread alone decides)
     double *speed_rel;
+    int work_kind;     // dlp_probe_work_kind of the row (-1: none)
+    double work;       // the work speed around it (GFLOP per CPU-second; 0: unknown)
+    double *work_ref;  // gets the reference work speed it is normalised to (may be NULL)
     char what[96];
 } dlp_probe_norm;
 
@@ -42,6 +48,54 @@ double dlp_probe_speed(dlp_probe_ctx *c, int threads) {
         if (!one && c->ncanary_all < DLP_PROBE_MAX_READINGS) c->canary_all[c->ncanary_all++] = g;
     }
     return g;
+}
+
+int dlp_probe_work_kind(dlp_dtype dt) {
+    return dt == DLP_DTYPE_F32 ? 0 : dt == DLP_DTYPE_BF16 ? 1 : dt == DLP_DTYPE_I8 ? 2 : -1;
+}
+
+static const char *const k_work_names[DLP_PROBE_WORK_KINDS] = {"fp32", "bf16", "int8", "decode"};
+
+double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads) {
+    const int k = dlp_probe_work_kind(dt);
+    double w = 0, share = 0;
+    if (k < 0 || !ops || dlp_backend_measure_speed(ops, dt, threads, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
+        dlp_err_clear();
+        return 0;
+    }
+    // read only while its threads had the cores (another process's slices in between leave the caches cold: a
+    // 0.1 s reading of a 1 MB convolution feels that far more than a step does)
+    if (!(share >= DLP_PROBE_QUIET_SHARE)) return 0;
+    if (w > 0 && c->nwork[k] < DLP_PROBE_MAX_WORK) c->work[k][c->nwork[k]++] = w;
+    return w;
+}
+
+double dlp_probe_decode_work(dlp_probe_ctx *c, int threads) {
+    double w = 0, share = 0;
+    if (dlp_data_decode_speed(threads, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
+        dlp_err_clear();
+        return 0;
+    }
+    if (!(share >= DLP_PROBE_QUIET_SHARE)) return 0;  // as dlp_probe_work
+    if (w > 0 && c->nwork[DLP_PROBE_WORK_DECODE] < DLP_PROBE_MAX_WORK)
+        c->work[DLP_PROBE_WORK_DECODE][c->nwork[DLP_PROBE_WORK_DECODE]++] = w;
+    return w;
+}
+
+double dlp_probe_work_mean(const double *r, int n) {
+    double s = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (r[i] > 0) s += r[i], k++;
+    return k ? s / k : 0;
+}
+
+void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref) {
+    if (!c->norms || c->nnorms < 1 || kind < 0 || kind >= DLP_PROBE_WORK_KINDS || !(w > 0)) return;
+    dlp_probe_norm *n = &c->norms[c->nnorms - 1];
+    n->work_kind = kind;
+    n->work = w;
+    n->work_ref = ref;
 }
 
 double dlp_probe_speed_spread(const double *r, int n) {
@@ -79,6 +133,7 @@ void dlp_probe_norm_add(dlp_probe_ctx *c, double *value, int is_rate, double spe
     n->spread = spread;
     n->tries = tries;
     n->speed_rel = speed_rel;
+    n->work_kind = -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(n->what, sizeof n->what, fmt, ap);
@@ -173,6 +228,27 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
     json_t *ra = json_array(), *r1 = json_array();
     for (int i = 0; i < c->ncanary_all; i++) json_array_append_new(ra, json_real(c->canary_all[i]));
     for (int i = 0; i < c->ncanary_one; i++) json_array_append_new(r1, json_real(c->canary_one[i]));
+    double wref[DLP_PROBE_WORK_KINDS];
+    json_t *wo = json_object();
+    for (int k = 0; k < DLP_PROBE_WORK_KINDS; k++) {
+        wref[k] = c->nwork[k] ? dlp_stats_median_f64(c->work[k], (size_t)c->nwork[k]) : 0;
+        if (!c->nwork[k]) continue;
+        json_t *a = json_array();
+        for (int i = 0; i < c->nwork[k]; i++) json_array_append_new(a, json_real(c->work[k][i]));
+        json_object_set_new(wo, k_work_names[k], json_pack("{s:f, s:f, s:f, s:o}", k == DLP_PROBE_WORK_DECODE
+                                                           ? "reference_img_per_cpu_s" : "reference_gflops_per_cpu_s", wref[k],
+                                                           "p10", quantile(c->work[k], c->nwork[k], 0.1), "p90",
+                                                           quantile(c->work[k], c->nwork[k], 0.9), "readings", a));
+    }
+    // the pipeline's CPU costs (measured at c->pipe_work) to the loader's reference work speed
+    if (c->pipe_work > 0 && wref[DLP_PROBE_WORK_DECODE] > 0) {
+        dlp_pipeline_profile *pp = &c->p->pipeline;
+        dlp_profile_at_decode(c->p, c->pipe_work);  // the costs as measured hold at c->pipe_work ...
+        pp->work_img_per_s = c->pipe_work;
+        dlp_profile_at_decode(c->p, wref[DLP_PROBE_WORK_DECODE]);  // ... and at the reference take pipe_work / ref x
+        json_object_set_new(wo, "pipeline_costs_at_img_per_cpu_s", json_real(c->pipe_work));
+    }
+    json_object_set_new(o, "work_speed", wo);
     json_object_set_new(o, "readings_gflops", ra);
     json_object_set_new(o, "readings_one_thread_gflops", r1);
     json_t *rows = json_array();
@@ -187,7 +263,12 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         if (!(rel > 0) && !(srel > 0)) continue;
         // The CPU share where the row's threads measured it: it covers the whole row, and a time-shared machine moves
         // it; the canary (0.12 s before and after) where they could not.
-        const double use = srel > 0 ? srel : rel;
+        // and where the row's work speed was read around it (by its share only: the GEMM canary of a row without one
+        // already carries the cores' speed), by that over the probe's median of its precision
+        const double wrel = srel > 0 && n->work > 0 && n->work_kind >= 0 && wref[n->work_kind] > 0
+                                ? n->work / wref[n->work_kind] : 0;
+        const double use = srel > 0 ? srel * (wrel > 0 ? wrel : 1) : rel;
+        if (n->work_ref) *n->work_ref = wrel > 0 ? wref[n->work_kind] : 0;
         const double by_canary = rel > 0 ? (n->is_rate ? n->raw / rel : n->raw * rel) : NAN;
         const double by_share = srel > 0 ? (n->is_rate ? n->raw / srel : n->raw * srel) : NAN;
         const double normed = n->is_rate ? n->raw / use : n->raw * use;
@@ -209,6 +290,10 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         json_object_set_new(row, "cpu_share", json_real(n->share));
         json_object_set_new(row, "cpu_share_rel", json_real(srel));
         if (n->share_exp > 0) json_object_set_new(row, "share_exp", json_real(n->share_exp));
+        if (wrel > 0) {
+            json_object_set_new(row, "work_gflops_per_cpu_s", json_real(n->work));
+            json_object_set_new(row, "work_rel", json_real(wrel));
+        }
         json_object_set_new(row, "by_canary", dlp_json_real_or_null(by_canary));
         json_object_set_new(row, "by_cpu_share", dlp_json_real_or_null(by_share));
         json_array_append_new(rows, row);
@@ -229,6 +314,13 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
                   "than %.0f%% around them", c->ncanary_all, ref_all, h->canary_p10_gflops, h->canary_p90_gflops,
                   ref_all > 0 ? 100 * (h->canary_p90_gflops - h->canary_p10_gflops) / ref_all : 0, ref_one, sref_all,
                   sref_one, sref_slow, c->nnorms, nshare, nun, 100 * DLP_PROBE_SPEED_BAND);
+    for (int k = 0; k < DLP_PROBE_WORK_KINDS; k++)
+        if (c->nwork[k])
+            dlp_probe_say(c, "work speed %s: %d readings, median %.1f %s per CPU-second (p10 %.1f, p90 %.1f): %s",
+                          k_work_names[k], c->nwork[k], wref[k], k == DLP_PROBE_WORK_DECODE ? "images" : "GFLOP",
+                          quantile(c->work[k], c->nwork[k], 0.1), quantile(c->work[k], c->nwork[k], 0.9),
+                          k == DLP_PROBE_WORK_DECODE ? "the pipeline's CPU costs and loader rows brought to it"
+                                                     : "the rows of this precision measured by their share brought to it");
     if (nun) {
         dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try, or "
                       "its repeats disagreed by more than %.0f%% after normalisation): %s", 100 * DLP_PROBE_SPEED_BAND,
@@ -360,6 +452,7 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
         for (int k = 0; k < dev->nrates; k++) {
             dlp_rate *row = &dev->rates[k];
             double t0[DLP_PROBE_MAX_REPEAT], pi[DLP_PROBE_MAX_REPEAT], up[DLP_PROBE_MAX_REPEAT], rr[DLP_PROBE_MAX_REPEAT];
+            double wk[DLP_PROBE_MAX_REPEAT];
             int m = 0;
             for (int i = 0; i < n; i++) {
                 const dlp_device_profile *di = dlp_profile_find_device(&ps[i], dev->name);
@@ -367,13 +460,22 @@ dlp_status dlp_probe_merge(const dlp_profile *ps, json_t *const *details, int n,
                     const dlp_rate *q = &di->rates[j];
                     if (q->task == row->task && q->prec == row->prec && q->threads == row->threads &&
                         q->size == row->size && strcmp(q->model, row->model) == 0) {
-                        t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s;
+                        t0[m] = q->t0_s, pi[m] = q->per_image_s, up[m] = q->update_s, wk[m] = q->work_gflops;
                         rr[m++] = row->threads == 1 ? rowref1[i] : by_slow && dlp_rate_by_slowest(row) ? ss[i] : rowref[i];
                         break;
                     }
                 }
             }
             if (m < n) unmatched++;
+            // held at each probe's work speed: first brought to the probes' median work speed (a time at work speed
+            // w_i takes w_i / W as long at W)
+            int all_work = m > 0;
+            for (int i = 0; i < m; i++) all_work &= wk[i] > 0;
+            if (all_work) {
+                const double W = dlp_stats_median_f64(wk, (size_t)m);
+                for (int i = 0; i < m; i++) t0[i] *= wk[i] / W, pi[i] *= wk[i] / W, up[i] *= wk[i] / W;
+                row->work_gflops = W;
+            } else row->work_gflops = 0;
             if (row->speed_rel > 0) {  // measured against the speed: brought to the pooled reference
                 const double Rr = row->threads == 1 ? RR1 : by_slow && dlp_rate_by_slowest(row) ? SS : RR;
                 row->t0_s = merged(t0, rr, Rr, 0, m);
