@@ -27,6 +27,11 @@ static void validate_share_cols(const dlp_validate_row *r, char *at, size_t size
         if (isfinite(r->cpu_share_slowest)) snprintf(slow, sizeof slow, "%5.2f", r->cpu_share_slowest);
         snprintf(at + l, size - l, " %5.2f %s %9.1f %6.1f%%", r->cpu_share, slow, r->predicted_at_share_img_per_s,
                  100 * r->ape_at_share);
+        l = strlen(at);
+        // the work speed around a cpu-device run over the profile's (the prediction at share holds at it)
+        if (isfinite(r->work_rel)) snprintf(at + l, size - l, "  work %.2f", r->work_rel);
+        l = strlen(at);
+        if (isfinite(r->decode_rel)) snprintf(at + l, size - l, "  loader %.2f", r->decode_rel);
     }
 }
 
@@ -41,7 +46,7 @@ static void print_row(int i, const dlp_validate_row *r) {
         char other[24] = "-";
         if (isfinite(r->other_load_cores))
             snprintf(other, sizeof other, r->runs > 1 ? "%.2f/%d" : "%.2f", r->other_load_cores, r->runs);
-        char speed[16] = "-", at[80] = "";
+        char speed[16] = "-", at[128] = "";
         if (isfinite(r->speed)) snprintf(speed, sizeof speed, "%.2f", r->speed);
         if (isfinite(r->ape_at_speed))
             snprintf(at, sizeof at, " %9.1f %6.1f%%", r->predicted_at_speed_img_per_s, 100 * r->ape_at_speed);

@@ -412,6 +412,10 @@ json_t *dlp_validate_row_to_json(const dlp_validate_row *r) {
     json_object_set_new(o, "speed_drift", dlp_json_real_or_null(r->speed_drift));
     json_object_set_new(o, "speed_one_thread", dlp_json_real_or_null(r->speed_one));
     json_object_set_new(o, "steal", dlp_json_real_or_null(r->steal));
+    json_object_set_new(o, "work_gflops_per_cpu_s", dlp_json_real_or_null(r->work));
+    json_object_set_new(o, "work_rel", dlp_json_real_or_null(r->work_rel));
+    json_object_set_new(o, "decode_work_img_per_cpu_s", dlp_json_real_or_null(r->decode_work));
+    json_object_set_new(o, "decode_rel", dlp_json_real_or_null(r->decode_rel));
     json_object_set_new(o, "predicted_at_speed_img_per_s", dlp_json_real_or_null(r->predicted_at_speed_img_per_s));
     json_object_set_new(o, "ape_at_speed", dlp_json_real_or_null(r->ape_at_speed));
     json_object_set_new(o, "cpu_share", dlp_json_real_or_null(r->cpu_share));

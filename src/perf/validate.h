@@ -92,6 +92,16 @@ typedef struct dlp_validate_row {
     double speed_one;              // one loader thread feeding a device off the host's cores: the one-thread canary
                                    // around the run over the profile's (the prediction at speed uses it; NAN: not)
     double steal;                  // share of the CPUs' time stolen by the hypervisor during the run (NAN: unknown)
+    // The cores' work speed around a cpu-device run (dlp_backend_measure_speed at its precision and threads: GFLOP per
+    // CPU-second, read just before and after it, each only while its threads had the cores; NAN: unknown), and over
+    // the profile's (its rows' work_gflops): the prediction at share also brings those rows to it (dlp_profile_at_work).
+    double work;
+    double work_rel;
+    // The loader's work speed around the run (dlp_data_decode_speed on its loader threads: images per CPU-second, read
+    // as the work speed is; NAN: unknown), and over the profile's (pipeline.work_img_per_s): the prediction at share
+    // also brings the pipeline's CPU costs to it (dlp_profile_at_decode).
+    double decode_work;
+    double decode_rel;
     double ape;
     // The prediction at the speed the run saw (the profile's CPU-side timings scaled by `speed`, hw/profile
     // dlp_profile_at_speed): the model's error with the host's drift taken out (NAN when the speed is unknown).

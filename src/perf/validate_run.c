@@ -15,6 +15,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "backend/backend.h"
+#include "data/bench.h"
 #include "hw/canary.h"
 #include "hw/cpushare.h"
 #include "hw/host.h"
@@ -326,7 +327,10 @@ static void predict_at_speed(const dlp_validate_cfg *vc, const dlp_validate_conf
 
 // The prediction for the run from profile vc->profile at the CPU share the run saw (NAN: unknown).
 // slowest: the share of the run's slowest thread, for the multi-thread cpu compute rows (<= 0 or NAN: by share).
-static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share, double slowest) {
+// work: the work speed read around the run (GFLOP per CPU-second; NAN or 0: unknown): the profile's rows of the run's
+// precision that hold at a work speed are brought to it.
+static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_config *c, double share, double slowest,
+                               double work, double decode) {
     if (!(share > 0) || !(vc->profile->host.cpu_share > 0 || vc->profile->host.cpu_share1 > 0)) return NAN;
     double out = NAN;
     dlp_profile *p = malloc(sizeof *p);
@@ -334,6 +338,8 @@ static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_co
     if (p && pr) {
         *p = *vc->profile;
         dlp_profile_at_shares(p, share, isfinite(slowest) ? slowest : 0);  // each row from its class's reference
+        if (isfinite(work) && work > 0) dlp_profile_at_work(p, c->prec, work);
+        if (isfinite(decode) && decode > 0) dlp_profile_at_decode(p, decode);
         dlp_validate_cfg v2 = *vc;
         v2.profile = p;
         if (dlp_validate_predict(&v2, c, pr) == DLP_OK) out = pr->img_per_s;
@@ -345,11 +351,11 @@ static double predict_at_share(const dlp_validate_cfg *vc, const dlp_validate_co
 }
 
 double dlp_validate_predict_other_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
-    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share_slowest) : NAN;
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share_slowest, row->work, row->decode_work) : NAN;
 }
 
 double dlp_validate_predict_other_mean_share(const dlp_validate_cfg *vc2, const dlp_validate_row *row) {
-    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share) : NAN;
+    return row->ok ? predict_at_share(vc2, &row->cfg, row->cpu_share, row->cpu_share, row->work, row->decode_work) : NAN;
 }
 
 void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_row *row, double ref_gflops,
@@ -384,6 +390,44 @@ void dlp_validate_predict_other(const dlp_validate_cfg *vc2, const dlp_validate_
 // credit of a few ms before its fair share, which a short reading overstates: the same bias on both sides).
 #define VALIDATE_CANARY_S DLP_PROBE_CANARY_S
 
+// The work speed of the profile's cpu rows of the run's precision (their work_gflops; 0: none holds at one).
+static double profile_work_ref(const dlp_profile *p, dlp_prec prec) {
+    for (int d = 0; d < p->ndevices; d++)
+        if (p->devices[d].kind == DLP_DEVICE_CPU)
+            for (int i = 0; i < p->devices[d].nrates; i++)
+                if (p->devices[d].rates[i].prec == prec && p->devices[d].rates[i].work_gflops > 0)
+                    return p->devices[d].rates[i].work_gflops;
+    return 0;
+}
+
+// One work-speed reading for a cpu-device run (as the probe reads it: its precision, its threads; 0 when the cores
+// were time-shared meanwhile, or the device does not compute on them).
+static double work_read(const dlp_validate_config *c) {
+    if (dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU) return 0;
+    const dlp_backend *b = dlp_backend_find(c->device, NULL);
+    const dlp_dtype dt = c->prec == DLP_PREC_BF16 ? DLP_DTYPE_BF16 : c->prec == DLP_PREC_INT8 ? DLP_DTYPE_I8 : DLP_DTYPE_F32;
+    double w = 0, share = 0;
+    if (!b || dlp_backend_measure_speed(b, dt, c->threads > 0 ? c->threads : dlp_host_cpus_allowed(), DLP_PROBE_WORK_S,
+                                        &w, &share) != DLP_OK) {
+        dlp_err_clear();
+        return 0;
+    }
+    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
+}
+
+// One reading of the loader's work speed on the run's loader threads (0 when time-shared meanwhile).
+static double decode_read(const dlp_validate_config *c) {
+    double w = 0, share = 0;
+    if (dlp_data_decode_speed(c->workers > 0 ? c->workers : 1, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
+        dlp_err_clear();
+        return 0;
+    }
+    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
+}
+
+// The mean of two readings that were taken (NAN: neither).
+static double mean_of_read(double a, double b) { return a > 0 && b > 0 ? 0.5 * (a + b) : a > 0 ? a : b > 0 ? b : NAN; }
+
 // One run with the cores' speed read just before and just after it (when the profile has the speed as probed), and
 // the steal time over it.
 static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, dlp_validate_row *row) {
@@ -393,17 +437,27 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     const int one = vc->at_speed && vc->profile->host.canary1_gflops > 0 && c->workers == 1 &&
                     dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU;
     const double o0 = one ? dlp_host_canary_gflops_on(VALIDATE_CANARY_S, 1) : 0;
+    const double wref = profile_work_ref(vc->profile, c->prec);
+    const double w0 = wref > 0 ? work_read(c) : 0;
+    const double dref = vc->profile->pipeline.work_img_per_s;
+    const double d0 = dref > 0 ? decode_read(c) : 0;
     dlp_cpu_ticks t0, t1;
     const int has_ticks = dlp_host_cpu_ticks(&t0);
     run_once(vc, c, row);
+    const double w1 = wref > 0 ? work_read(c) : 0;
+    const double d1 = dref > 0 ? decode_read(c) : 0;
     row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
+    row->work = mean_of_read(w0, w1);
+    row->work_rel = isfinite(row->work) ? row->work / wref : NAN;
+    row->decode_work = mean_of_read(d0, d1);
+    row->decode_rel = isfinite(row->decode_work) ? row->decode_work / dref : NAN;
     row->predicted_at_share_img_per_s = row->ape_at_share = NAN;
     row->predicted_at_mean_share_img_per_s = row->ape_at_mean_share = NAN;
     if (row->ok) {
-        row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share_slowest);
+        row->predicted_at_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share_slowest, row->work, row->decode_work);
         row->ape_at_share = dlp_validate_ape(row->predicted_at_share_img_per_s, dlp_validate_measured_at_share(row));
         // the model before: every multi-thread row by the process's mean share (for comparison)
-        row->predicted_at_mean_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share);
+        row->predicted_at_mean_share_img_per_s = predict_at_share(vc, c, row->cpu_share, row->cpu_share, row->work, row->decode_work);
         row->ape_at_mean_share =
             dlp_validate_ape(row->predicted_at_mean_share_img_per_s, dlp_validate_measured_at_share(row));
     }
