@@ -17,8 +17,9 @@ show "-"), shown at the first profile's reference share. Exit status 1 when a ro
 normalisation ("probe spr": a loader row by its CPU seconds per image where the probe normalised it so, a multi-thread
 compute row by its slowest thread's share (to the power of the row's measured share exponent) where every profile
 did so, else the share where every profile measured it,
-else the canary) is over --limit and no profile named it among the rows it could not
-stabilise.
+else the canary; and each per unit of the work speed read around it — a convolution of the row's precision, the
+loader's decode, per CPU-second — where every profile read it) is over --limit and no profile named it among the rows
+it could not stabilise. Inference rows: img/s at the largest batch.
 """
 import json
 import sys
@@ -46,11 +47,23 @@ def rows_of(path):
             # the row's measured share exponent (probe: its largest batch again beside a spinner; none: linear)
             e = (r.get("share_exponent") or {}).get("exp") or 1
             out[key] = (rate, pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all", cpu,
-                        pt.get("cpu_share", 0), 0, slow, e)
-    for s in (det.get("pipeline") or {}).get("loader_scaling") or []:
+                        pt.get("cpu_share", 0), 0, slow, e, r.get("work_gflops_per_cpu_s", 0))
+    for r in det.get("inference") or []:
+        pts = r.get("points") or []
+        if not pts:
+            continue
+        pt = max(pts, key=lambda x: x["batch"])
+        key = "infer cpu %s %dpx %s %dt b%d" % (r["model"], r["size"], r["precision"], r["threads"], pt["batch"])
+        out[key] = (pt["batch"] / pt["call_s"], pt.get("speed_gflops", 0), "one" if r["threads"] == 1 else "all",
+                    pt["call_s"] * pt.get("cores_busy", 0) / pt["batch"], pt.get("cpu_share", 0), 0, 0, 1,
+                    r.get("work_gflops_per_cpu_s", 0))
+    pipe = det.get("pipeline") or {}
+    # the loader rows' rates are brought to the work speed the pipeline's CPU costs were measured at (probe_pipeline)
+    for s in pipe.get("loader_scaling") or []:
         key = "loader %d thread(s) 224px" % s["workers"]
         out[key] = (s["img_per_s"], s.get("speed_gflops", 0), "one" if s["workers"] == 1 else "all",
-                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0), s.get("img_per_s_at_share1", 0), 0, 1)
+                    s.get("cpu_ms_per_image", 0) * 1e-3, s.get("cpu_share", 0), s.get("img_per_s_at_share1", 0), 0, 1,
+                    s.get("work_img_per_cpu_s", 0))
     unstable = set(r["row"] for r in norm.get("rows", []) if not r.get("stable", True))
     return p, ref, out, unstable, norm
 
@@ -106,6 +119,21 @@ def main(argv):
         # to the power of the row's measured share exponent (each profile's own)
         sl = spread([q[2][k][0] / q[2][k][6] ** q[2][k][7] if q[2][k][6] > 0 else float("nan") for q in profs])
         used = su if su == su else sl if sl == sl else ss if ss == ss else sn
+        # and where every profile read the row's work speed (the convolution of its precision, the loader's decode,
+        # per CPU-second) around it: that value per unit of it — the probes' normalisation since issue 35's sixth pass
+        def by_work(q):
+            v = q[2][k]
+            if not v[8] > 0:
+                return float("nan")
+            if v[5] > 0:
+                return v[5] / v[8]
+            if v[6] > 0:
+                return v[0] / v[6] ** v[7] / v[8]
+            return v[0] / v[4] / v[8] if v[4] > 0 else float("nan")
+        sw = spread([by_work(q) for q in profs])
+        if sw == sw:
+            worst["work"] = max(worst.get("work", 0), sw)
+            used = sw
         for name, x in (("raw", sr), ("canary", sn), ("share", ss), ("cpu", sc), ("used", used)):
             if x == x:
                 worst[name] = max(worst[name], x)
@@ -124,8 +152,11 @@ def main(argv):
           "speed; share: img/s over the CPU share the row's threads got, at the first profile's reference share; cpu: the "
           "process's CPU seconds per image)" % (len(keys), 100 * worst["raw"], 100 * worst["canary"], 100 * worst["share"],
                                                 100 * worst["cpu"]))
+    print("by the work speed read around each row (a convolution of the row's precision, the loader's decode, per "
+          "CPU-second), where every profile read it: largest %.1f%%" % (100 * worst.get("work", float("nan"))))
     print("by the profiles' own normalisation (probe spr: a loader row by its CPU seconds per image, a multi-thread "
-          "compute row by its slowest thread's share, a one-thread row by its CPU share): largest %.1f%%; largest of the rows no profile named unstable %.1f%%; %s" % (
+          "compute row by its slowest thread's share, a one-thread row by its CPU share; each per unit of its work speed "
+          "where read): largest %.1f%%; largest of the rows no profile named unstable %.1f%%; %s" % (
               100 * worst["used"], 100 * worst_named,
               "every row within %.0f%% or named" % (100 * limit) if not bad else "OVER and not named: " + ", ".join(bad)))
     return 1 if bad else 0

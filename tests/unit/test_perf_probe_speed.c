@@ -8,6 +8,9 @@
 // multi-thread compute rows by their slowest thread's share (their own reference class), and a profile at a run's shares.
 // A row's measured share exponent: its fit from two points, its normalisation and a profile at a share by that power;
 // the meter under OpenMP's passive waits gives the free cores' share.
+// The work speed (a canary that is the workload: a convolution of the row's precision, the loader's decode, per
+// CPU-second): rows measured by their share also brought to the probe's median work speed of their kind, the
+// pipeline's CPU costs to the loader's; a profile at another work speed; the merge; both measurements on this host.
 // Main file: src/perf/probe_speed.c; also src/hw/profile.c, src/hw/canary.c, src/hw/cpushare.c.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/backend.h"
+#include "data/bench.h"
 #include "hw/canary.h"
 #include "hw/cpushare.h"
 #include "hw/profile.h"
@@ -552,6 +557,8 @@ static void test_fields_round_trip(void **state) {
     small_profile(p, 100, 0.05, 1.0);
     p->host.steal_fraction = 0.07;
     p->host.cpu_share_slowest = 0.42;
+    p->devices[0].rates[0].work_gflops = 123;
+    p->pipeline.work_img_per_s = 950;
     json_t *o = dlp_profile_to_json(p);
     dlp_status st = dlp_profile_from_json(o, "test", q);
     if (st) dlp_err_print(stderr);
@@ -564,6 +571,8 @@ static void test_fields_round_trip(void **state) {
     NEAR(q->host.cpu_share_slowest, 0.42, 1e-12);
     NEAR(q->devices[0].rates[0].speed_rel, 0.9, 1e-12);
     NEAR(q->pipeline.scaling[0].speed_rel, 1, 1e-12);
+    NEAR(q->devices[0].rates[0].work_gflops, 123, 1e-12);
+    NEAR(q->pipeline.work_img_per_s, 950, 1e-12);
     // a profile without them (older probes, the catalog): absent, not an error
     json_t *h = json_object_get(o, "host");
     json_object_del(h, "canary_p10_gflops");
@@ -582,6 +591,133 @@ static void test_fields_round_trip(void **state) {
     free(q);
 }
 
+// Work speed: a row measured by its share at work speed w goes also by w / (the probe's median of its kind); a row
+// without a share (the canary's basis) or without a reading is left to its share; *ref gets the median; the pipeline's
+// CPU costs measured at pipe_work go to the loader's median; the readings and references are listed.
+static void test_normalise_by_work(void **state) {
+    (void)state;
+    dlp_probe_cfg cfg;
+    dlp_probe_cfg_init(&cfg);
+    dlp_profile *p;
+    dlp_probe_ctx *c = new_ctx(&cfg, &p);
+    c->canary_all[c->ncanary_all++] = 100;
+    const double fp32[] = {90, 100, 120};  // median 100
+    for (int i = 0; i < 3; i++) c->work[0][c->nwork[0]++] = fp32[i];
+    c->work[DLP_PROBE_WORK_DECODE][c->nwork[DLP_PROBE_WORK_DECODE]++] = 800;
+    c->work[DLP_PROBE_WORK_DECODE][c->nwork[DLP_PROBE_WORK_DECODE]++] = 1000;  // median 900
+    c->pipe_work = 1000;
+    p->pipeline.decode_per_image_s = 9e-4;
+    double t = 2.0, t_ref = 0, rate = 60, t_noshare = 3.0, t_noread = 4.0, ref2 = -1;
+    dlp_probe_norm_add(c, &t, 0, 100, 0.5, 2, 0.01, 1, NULL, "time at w 120");
+    dlp_probe_norm_work(c, 0, 120, &t_ref);  // 1.2 x the median: 2.0 x 1.2 at the reference
+    dlp_probe_norm_add(c, &rate, 1, 100, 0.5, 2, 0.01, 1, NULL, "rate at w 90");
+    dlp_probe_norm_work(c, 0, 90, NULL);  // a rate: 60 / 0.9
+    dlp_probe_norm_add(c, &t_noshare, 0, 100, 0, 2, 0.01, 1, NULL, "no share");
+    dlp_probe_norm_work(c, 0, 120, &ref2);  // the canary's basis: the work speed not applied, ref2 set to 0
+    dlp_probe_norm_add(c, &t_noread, 0, 100, 0.5, 2, 0.01, 1, NULL, "no reading");
+    dlp_probe_norm_work(c, 0, 0, NULL);  // nothing read: by its share alone
+    json_t *o = dlp_probe_normalise(c);
+    NEAR(t, 2.4, 1e-12);
+    NEAR(t_ref, 100, 1e-12);
+    NEAR(rate, 60 / 0.9, 1e-12);
+    NEAR(t_noshare, 3.0, 1e-12);
+    NEAR(ref2, 0, 1e-12);
+    NEAR(t_noread, 4.0, 1e-12);
+    // the costs measured at 1000 img per CPU-s take 1000 / 900 x as long at the reference 900
+    NEAR(p->pipeline.decode_per_image_s, 9e-4 * 1000 / 900, 1e-12);
+    NEAR(p->pipeline.work_img_per_s, 900, 1e-12);
+    const json_t *ws = json_object_get(o, "work_speed");
+    NEAR(json_real_value(json_object_get(json_object_get(ws, "fp32"), "reference_gflops_per_cpu_s")), 100, 1e-12);
+    NEAR(json_real_value(json_object_get(json_object_get(ws, "decode"), "reference_img_per_cpu_s")), 900, 1e-12);
+    assert_null(json_object_get(ws, "bf16"));  // no readings: not listed
+    const json_t *row0 = json_array_get(json_object_get(o, "rows"), 0);
+    NEAR(json_real_value(json_object_get(row0, "work_rel")), 1.2, 1e-12);
+    json_decref(o);
+    free(c);
+    free(p);
+}
+
+// A profile at another work speed: the cpu rows of that precision holding at one scale by work_gflops / w (and then
+// hold at w); other precisions, rows without one and GPUs stay. The pipeline's costs likewise by work_img_per_s / w.
+static void test_at_work(void **state) {
+    (void)state;
+    dlp_profile *p = malloc(sizeof *p);
+    small_profile(p, 100, 0.05, 1.0);
+    dlp_device_profile *d = &p->devices[0];
+    d->rates[0].work_gflops = 100;
+    d->rates[1] = d->rates[0];
+    d->rates[1].prec = DLP_PREC_BF16;
+    d->rates[2] = d->rates[0];
+    d->rates[2].work_gflops = 0;
+    d->rates[2].threads = 1;
+    d->nrates = 3;
+    dlp_profile_at_work(p, DLP_PREC_FP32, 80);  // 20% slower per CPU-second: 1.25 x the time
+    NEAR(d->rates[0].per_image_s, 0.0625, 1e-12);
+    NEAR(d->rates[0].t0_s, 0.0125, 1e-12);
+    NEAR(d->rates[0].update_s, 0.025, 1e-12);
+    NEAR(d->rates[0].work_gflops, 80, 1e-12);
+    NEAR(d->rates[1].per_image_s, 0.05, 1e-12);  // bf16: another kind of work
+    NEAR(d->rates[2].per_image_s, 0.05, 1e-12);  // holds at no work speed
+    NEAR(p->devices[1].rates[0].per_image_s, 0.004, 1e-12);  // a GPU is what it is
+    dlp_profile_at_decode(p, 500);  // the pipeline holds at no loader work speed: unchanged
+    NEAR(p->pipeline.decode_per_image_s, 1e-3, 1e-12);
+    p->pipeline.work_img_per_s = 1000;
+    dlp_profile_at_decode(p, 500);  // half as fast: twice the CPU per image
+    NEAR(p->pipeline.decode_per_image_s, 2e-3, 1e-12);
+    NEAR(p->pipeline.augment_per_out_pixel_s, 2e-8, 1e-12);
+    NEAR(p->pipeline.work_img_per_s, 500, 1e-12);
+    NEAR(p->pipeline.scaling[1].efficiency, 0.9, 1e-12);  // relative to the costs: unchanged
+    free(p);
+}
+
+// The merge brings each probe's row from its work speed to the probes' median one before the median of the values.
+static void test_merge_work(void **state) {
+    (void)state;
+    dlp_profile *ps = malloc(3 * sizeof *ps), *out = malloc(sizeof *out);
+    // one machine: per-image 0.05 s at work speed 100 is 0.04 at 125 and 0.0625 at 80
+    small_profile(&ps[0], 100, 0.05, 1.0);
+    small_profile(&ps[1], 100, 0.04, 1.0);
+    small_profile(&ps[2], 100, 0.0625, 1.0);
+    ps[0].devices[0].rates[0].work_gflops = 100;
+    ps[1].devices[0].rates[0].work_gflops = 125;
+    ps[2].devices[0].rates[0].work_gflops = 80;
+    json_t *det[3];
+    for (int i = 0; i < 3; i++)
+        det[i] = json_pack("{s:{s:[f], s:[f]}}", "normalisation", "readings_gflops", 100.0, "readings_one_thread_gflops", 50.0);
+    dlp_status st = dlp_probe_merge(ps, det, 3, out, NULL);
+    if (st) dlp_err_print(stderr);
+    assert_int_equal(st, DLP_OK);
+    NEAR(out->devices[0].rates[0].work_gflops, 100, 1e-12);
+    NEAR(out->devices[0].rates[0].per_image_s, 0.05, 1e-9);  // all three agree at 100
+    for (int i = 0; i < 3; i++) json_decref(det[i]);
+    free(ps);
+    free(out);
+}
+
+// The two work speeds measured on this host: positive per CPU-second, their threads' share in (0, 1]; a backend that
+// does not compute on the host's cores (ref) gives 0 and no error.
+static void test_work_speed_measured(void **state) {
+    (void)state;
+    double w = -1, share = -1;
+    assert_int_equal(dlp_data_decode_speed(1, 0.05, &w, &share), DLP_OK);
+    assert_true(w > 10 && share > 0 && share <= 1.05);
+    const dlp_backend *ref = dlp_backend_find("ref", NULL);
+    assert_non_null(ref);
+    assert_int_equal(dlp_backend_measure_speed(ref, DLP_DTYPE_F32, 1, 0.05, &w, &share), DLP_OK);
+    assert_true(w == 0 && share == 0);
+    const dlp_backend *cpu = dlp_backend_find("cpu", NULL);
+    dlp_err_clear();
+    if (!cpu) return;  // a build without oneDNN
+    assert_int_equal(dlp_backend_measure_speed(cpu, DLP_DTYPE_F32, 2, 0.05, &w, &share), DLP_OK);
+    assert_true(w > 1 && share > 0 && share <= 1.05);
+    dlp_status st = dlp_backend_measure_speed(cpu, DLP_DTYPE_I8, 1, 0.05, &w, &share);
+    assert_true(st == DLP_OK ? w > 1 : st == DLP_ERR_UNSUPPORTED);
+    dlp_err_clear();
+    assert_int_equal(dlp_backend_measure_speed(cpu, DLP_DTYPE_F16, 1, 0.05, &w, &share), DLP_ERR_UNSUPPORTED);
+    assert_true(w == 0);
+    dlp_err_clear();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
@@ -589,6 +725,8 @@ int main(void) {
         cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_at_share),
         cmocka_unit_test(test_repeats_decide), cmocka_unit_test(test_normalise_by_slowest),
         cmocka_unit_test(test_share_exponent), cmocka_unit_test(test_cpushare_passive),
+        cmocka_unit_test(test_normalise_by_work), cmocka_unit_test(test_at_work), cmocka_unit_test(test_merge_work),
+        cmocka_unit_test(test_work_speed_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
