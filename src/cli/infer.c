@@ -192,8 +192,9 @@ static dlp_status run_bench(const infer_opts *o, dlp_infer_model *mp, const dlp_
     return dlp_infer_sweep(mp, ec0, &c, result);
 }
 
-// The options' values checked (and --iters alone meaning no minimum duration); the batch sizes parsed into batches.
-static dlp_status check_opts(infer_opts *o, const dlp_opt *opts, int *batches, int *nb) {
+// The options' values checked (and --iters alone meaning no minimum duration); the batch sizes parsed into batches;
+// *threads: the compute threads the run uses (--threads, 0: every allowed CPU).
+static dlp_status check_opts(infer_opts *o, const dlp_opt *opts, int *batches, int *nb, int *threads) {
     dlp_status st;
     if (o->json && (st = dlp_check_new_output(o->json, "--json"))) return st;
     if (o->mon_csv && (st = dlp_check_new_output(o->mon_csv, "--monitor-csv"))) return st;
@@ -208,10 +209,10 @@ static dlp_status check_opts(infer_opts *o, const dlp_opt *opts, int *batches, i
     if (o->threads < 0 || o->workers < 0 || o->warmup < 0 || o->iters < 0 || o->max_iters < 0 || o->min_duration < 0)
         return DLP_ERR(DLP_ERR_INVALID, "--threads, --workers, --warmup, --iters, --max-iters and "
                        "--min-duration must be >= 0");
-    const int threads_avail = o->threads > 0 ? o->threads : dlp_host_cpus_allowed();
-    if (o->streams < 1 || o->streams > threads_avail)
+    *threads = o->threads > 0 ? o->threads : dlp_host_cpus_allowed();
+    if (o->streams < 1 || o->streams > *threads)
         return DLP_ERR(DLP_ERR_INVALID, "--streams %d: give 1..%d (each stream needs a compute thread of "
-                       "--threads %d)", o->streams, threads_avail, threads_avail);
+                       "--threads %d)", o->streams, *threads, *threads);
     if (o->streams > 1 && strcmp(o->device, "cpu") != 0)
         return DLP_ERR(DLP_ERR_INVALID, "--streams %d: only the cpu device runs streams (got --device %s)",
                        o->streams, o->device);
@@ -296,8 +297,8 @@ int dlp_cli_infer(int argc, char **argv) {
     if (st) return dlp_cli_fail(st);
     if (rest < argc && !o.top5)
         return dlp_cli_fail(DLP_ERR(DLP_ERR_INVALID, "unexpected argument '%s' (image arguments go with --top5)", argv[rest]));
-    int batches[MAX_BATCHES], nb = 0;
-    if ((st = check_opts(&o, opts, batches, &nb))) return dlp_cli_fail(st);
+    int batches[MAX_BATCHES], nb = 0, threads_used = 0;
+    if ((st = check_opts(&o, opts, batches, &nb, &threads_used))) return dlp_cli_fail(st);
 
     dlp_infer_model m;
     dlp_infer_model_cfg mc = {.model = o.model, .num_classes = o.classes, .size = o.size, .weights = o.weights,
@@ -324,7 +325,6 @@ int dlp_cli_infer(int argc, char **argv) {
             return dlp_cli_fail(st);
         }
     }
-    const int threads_used = o.threads > 0 ? o.threads : dlp_host_cpus_allowed();
     json_t *result = dlp_json_result_new("dlperf.infer/1", 0, NULL);
     json_object_set_new(result, "options", dlp_opts_to_json(opts));
     json_object_set_new(result, "model", dlp_infer_model_to_json(&m));

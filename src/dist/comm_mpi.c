@@ -34,13 +34,16 @@
 // first N-1 steps add what arrives (reduce-scatter, through tmp), the rest receive the finished chunks in place
 // (all-gather). Every segment runs the steps on its own: once segment j of step k has arrived (and been added), its
 // step k+1 leaves at once — so the link carries one segment while the previous one is added, both ways at once.
+// A ring's state outlives its allreduce: the communicator keeps the finished ones (spare_rings) for the next, so
+// their buffers are allocated once and grown when an allreduce needs more, not per call.
 typedef struct ring_state {
     int n, steps, nseg, tag0;
     int64_t seg_elems;
     float *tmp;             // the chunk being added (reduce-scatter), segment j at j x seg_elems
-    int *rstep;             // segment j: the step whose receive is posted (or about to be); steps when done
-    MPI_Request *rreq;      // segment j's receive (MPI_REQUEST_NULL: not posted yet)
     MPI_Request *sreq;      // step k, segment j: [k x nseg + j]
+    int64_t tmp_cap, sreq_cap;  // the elements they hold
+    int rstep[RING_MAX_SEGS];   // segment j: the step whose receive is posted (or about to be); steps when done
+    MPI_Request rreq[RING_MAX_SEGS];  // segment j's receive (MPI_REQUEST_NULL: not posted yet)
     int segs_done;
     int posted;             // some receive or send was posted
 } ring_state;
@@ -68,6 +71,8 @@ typedef struct mpi_comm {
     int64_t ring_seg_elems;  // its segment (DLPERF_MPI_SEGMENT_BYTES / 4, or 4 MiB)
     long long ring_min_bytes;  // the smallest allreduce it takes (DLPERF_MPI_RING_MIN_BYTES, 1 MiB)
     unsigned seq;            // allreduces started (every rank starts them in the same order): the ring's tags
+    ring_state *spare_rings[MAX_PENDING];  // rings of finished allreduces, their buffers kept for the next
+    int nspare_rings;
 } mpi_comm;
 
 static dlp_status mpi_fail(int rc, const char *what) {
@@ -222,8 +227,6 @@ static dlp_status wait_deadline(mpi_comm *c, dlp_comm_req *r, int n, MPI_Request
 static void ring_free(ring_state *g) {
     if (!g) return;
     free(g->tmp);
-    free(g->rstep);
-    free(g->rreq);
     free(g->sreq);
     free(g);
 }
@@ -304,8 +307,18 @@ static int ring_progress(mpi_comm *c, dlp_comm_req *r, int *done) {
     return rc;
 }
 
+// buf holding at least n elements of elem bytes: itself, or a new buffer (the contents not kept) when its *cap is
+// less (*cap then n); NULL when out of memory (buf freed, *cap 0).
+static void *ring_grow(void *buf, int64_t *cap, int64_t n, size_t elem) {
+    if (n <= *cap) return buf;
+    free(buf);
+    buf = malloc((size_t)n * elem);
+    *cap = buf ? n : 0;
+    return buf;
+}
+
 static dlp_status ring_start(mpi_comm *c, dlp_comm_req *r) {
-    ring_state *g = calloc(1, sizeof *g);
+    ring_state *g = c->nspare_rings ? c->spare_rings[--c->nspare_rings] : calloc(1, sizeof *g);
     DLP_TRY_ALLOC(g);
     r->ring = g;
     g->n = c->base.size;
@@ -313,15 +326,20 @@ static dlp_status ring_start(mpi_comm *c, dlp_comm_req *r) {
     const int64_t maxlen = (r->count + g->n - 1) / g->n;
     int64_t nseg = (maxlen + c->ring_seg_elems - 1) / c->ring_seg_elems;
     g->nseg = (int)(nseg < 1 ? 1 : nseg > RING_MAX_SEGS ? RING_MAX_SEGS : nseg);
-    g->seg_elems = (maxlen + g->nseg - 1) / g->nseg + 1;  // the largest segment of any chunk fits
+    // seg_elems = ceil(maxlen / nseg) holds the largest segment of any chunk. For integers a >= 0 and m, d > 0,
+    // (a + m) / d - a / d <= ceil(m / d) in integer division (the floors of two reals m/d apart differ by an integer
+    // below m/d + 1). So chunk c, [count c / N, count (c+1) / N), has len <= ceil(count / N) = maxlen elements, and
+    // its segment j, [lo + len j / nseg, lo + len (j+1) / nseg), at most ceil(len / nseg) <= ceil(maxlen / nseg)
+    // elements: it fits its place in tmp, [j seg_elems, (j+1) seg_elems), with no padding.
+    g->seg_elems = (maxlen + g->nseg - 1) / g->nseg;
     g->tag0 = (int)(c->seq++ % MAX_PENDING) * RING_MAX_SEGS;
-    g->tmp = malloc((size_t)(g->seg_elems * g->nseg) * sizeof *g->tmp);
-    g->rstep = calloc((size_t)g->nseg, sizeof *g->rstep);
-    g->rreq = malloc((size_t)g->nseg * sizeof *g->rreq);
-    g->sreq = malloc((size_t)(g->steps * g->nseg) * sizeof *g->sreq);
-    if (!g->tmp || !g->rstep || !g->rreq || !g->sreq) return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the ring");
+    g->segs_done = g->posted = 0;
+    g->tmp = ring_grow(g->tmp, &g->tmp_cap, g->seg_elems * g->nseg, sizeof *g->tmp);
+    g->sreq = ring_grow(g->sreq, &g->sreq_cap, (int64_t)g->steps * g->nseg, sizeof *g->sreq);
+    if (!g->tmp || !g->sreq) return DLP_ERR(DLP_ERR_NOMEM, "out of memory for the ring");
     for (int i = 0; i < g->steps * g->nseg; i++) g->sreq[i] = MPI_REQUEST_NULL;
     for (int j = 0; j < g->nseg; j++) {
+        g->rstep[j] = 0;
         g->rreq[j] = MPI_REQUEST_NULL;
         int rc = ring_post_recv(c, r, j);
         if (rc == MPI_SUCCESS) g->posted = 1;  // a receive into tmp is posted: the caller must not free it unwaited
@@ -343,6 +361,7 @@ static void mpi_free(dlp_comm *base) {
         else MPI_Waitall(c->pending[i]->nreq, c->pending[i]->reqs, MPI_STATUSES_IGNORE);
         req_free(c->pending[i]);
     }
+    for (int i = 0; i < c->nspare_rings; i++) ring_free(c->spare_rings[i]);
     MPI_Comm_free(&c->comm);
     MPI_Comm_free(&c->census);
     free(c->hosts);
@@ -418,6 +437,10 @@ static dlp_status mpi_wait(dlp_comm *base, dlp_comm_req *r) {
     }
     const float inv = 1.0f / (float)base->size;
     for (int64_t i = 0; i < r->count; i++) r->buf[i] *= inv;
+    if (r->ring && c->nspare_rings < MAX_PENDING) {  // every request of it completed: its buffers serve the next
+        c->spare_rings[c->nspare_rings++] = r->ring;
+        r->ring = NULL;
+    }
     req_free(r);
     return DLP_OK;
 }

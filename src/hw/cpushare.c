@@ -2,6 +2,7 @@
 #include "hw/cpushare.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "hw/host.h"
 
 #define MAX_TASKS 512
 
@@ -32,7 +34,7 @@ struct dlp_cpushare {
     double proc0_s;
     uint64_t cpu_ns, wait_ns;  // accumulated since the start
     int passive;             // OpenMP's idle threads sleep (OMP_WAIT_POLICY=passive): the share by the free cores
-    double busy0_s;          // the allowed CPUs' busy time (/proc/stat, steal included) at the start; < 0: unknown
+    dlp_load_meter load;     // passive: the allowed CPUs' busy time (/proc/stat, steal included) from the start
     task_seen t[MAX_TASKS];
     int n;
 };
@@ -51,31 +53,6 @@ static int read_schedstat(const char *path, uint64_t *cpu, uint64_t *wait) {
 int dlp_cpushare_available(void) {
     uint64_t a, b;
     return read_schedstat("/proc/self/schedstat", &a, &b);
-}
-
-// The CPU time the CPUs this process may run on spent busy (user, nice, system, irq, softirq, steal: anyone's, the
-// hypervisor's included) since boot, from /proc/stat; -1: unreadable.
-static double cpus_busy_s(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    char line[512];
-    unsigned long long sum = 0;
-    int seen = 0;
-    while (fgets(line, sizeof line, f)) {
-        int id;
-        unsigned long long us, ni, sy, id_, io, irq, sirq, st;
-        if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
-        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &id, &us, &ni, &sy, &id_, &io, &irq, &sirq,
-                   &st) != 9 || id < 0 || id >= CPU_SETSIZE || !CPU_ISSET(id, &set))
-            continue;
-        sum += us + ni + sy + irq + sirq + st;
-        seen++;
-    }
-    fclose(f);
-    const long hz = sysconf(_SC_CLK_TCK);
-    return seen && hz > 0 ? (double)sum / (double)hz : -1;
 }
 
 static double proc_cpu_s(void) {
@@ -166,7 +143,7 @@ dlp_cpushare *dlp_cpushare_start(int period_ms) {
     }
     const char *wp = getenv("OMP_WAIT_POLICY");
     m->passive = wp && strcasecmp(wp, "passive") == 0;
-    m->busy0_s = m->passive ? cpus_busy_s() : -1;
+    if (m->passive) dlp_load_meter_start_in(&m->load, DLP_HOST_CPUS_ALLOWED);
     m->t0_ns = dlp_now_ns();
     m->proc0_s = proc_cpu_s();
     sample(m, 0);
@@ -186,11 +163,9 @@ static void fill(dlp_cpushare *m, dlp_cpushare_sample *out) {
     out->share = out->raw_share > 0 ? out->raw_share / alone : 0;
     if (out->share > 1) out->share = 1;
     out->free_share = 0;
-    const double busy = m->busy0_s >= 0 ? cpus_busy_s() : -1;
-    if (busy >= 0 && out->wall_s > 0.05 && out->runnable > 0) {
-        // the cores other processes and the hypervisor took, and what is left of what the process wanted
-        double others = (busy - m->busy0_s - out->proc_cpu_s) / out->wall_s;
-        if (others < 0) others = 0;
+    // the cores other processes and the hypervisor took (NAN: unknown), and what is left of what the process wanted
+    const double others = m->passive ? dlp_load_meter_cores(&m->load) : NAN;
+    if (!isnan(others) && out->wall_s > 0.05 && out->runnable > 0) {
         const double want = out->runnable < m->cores ? out->runnable : m->cores;
         out->free_share = (m->cores - others) / want;
         if (out->free_share > 1) out->free_share = 1;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -113,26 +114,52 @@ json_t *dlp_versions_to_json(void) {
     return o;
 }
 
-double dlp_host_cpus_busy_s(void) {
+double dlp_host_cpus_busy_s_in(dlp_host_cpus which) {
+    cpu_set_t set;
+    if (which == DLP_HOST_CPUS_ALLOWED && sched_getaffinity(0, sizeof set, &set) != 0) return -1;
     FILE *f = fopen("/proc/stat", "r");
     if (!f) return -1;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                   &v[7]);
+    char line[512];
+    unsigned long long sum = 0;
+    int seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        // "cpu  user nice system idle iowait irq softirq steal ..." (all CPUs), then "cpuN ..." (CPU N's)
+        if (strncmp(line, "cpu", 3) != 0) continue;
+        const char *p = line + 3;
+        if (*p >= '0' && *p <= '9') {
+            char *end;
+            const long id = strtol(p, &end, 10);
+            if (which != DLP_HOST_CPUS_ALLOWED || id >= CPU_SETSIZE || !CPU_ISSET(id, &set)) continue;
+            p = end;
+        } else if (which != DLP_HOST_CPUS_ALL) {
+            continue;
+        }
+        unsigned long long v[8];
+        if (sscanf(p, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                   &v[7]) != 8)
+            continue;
+        sum += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        seen++;
+        if (which == DLP_HOST_CPUS_ALL) break;  // its one line
+    }
     fclose(f);
-    if (n < 8) return -1;
-    long hz = sysconf(_SC_CLK_TCK);
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)(hz > 0 ? hz : 100);
+    const long hz = sysconf(_SC_CLK_TCK);
+    return seen ? (double)sum / (double)(hz > 0 ? hz : 100) : -1;
 }
 
-void dlp_load_meter_start(dlp_load_meter *m) {
-    m->busy_s = dlp_host_cpus_busy_s();
+double dlp_host_cpus_busy_s(void) { return dlp_host_cpus_busy_s_in(DLP_HOST_CPUS_ALL); }
+
+void dlp_load_meter_start_in(dlp_load_meter *m, dlp_host_cpus which) {
+    m->which = which;
+    m->busy_s = dlp_host_cpus_busy_s_in(which);
     m->own_ns = dlp_cpu_ns();
     m->wall_ns = dlp_now_ns();
 }
 
+void dlp_load_meter_start(dlp_load_meter *m) { dlp_load_meter_start_in(m, DLP_HOST_CPUS_ALL); }
+
 double dlp_load_meter_cores(const dlp_load_meter *m) {
-    double busy = dlp_host_cpus_busy_s();
+    double busy = dlp_host_cpus_busy_s_in(m->which);
     double wall = dlp_ns_to_s(dlp_now_ns() - m->wall_ns);
     if (m->busy_s < 0 || busy < 0 || !(wall > 0)) return NAN;
     double other = (busy - m->busy_s - dlp_ns_to_s(dlp_cpu_ns() - m->own_ns)) / wall;

@@ -1,7 +1,7 @@
 // hw/host: what this machine is — CPU model, cores, ISA features, memory — and the versions of the libraries
 // dlperf was built with, for the record in every result.
-// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus_busy_s, dlp_load_meter,
-//          dlp_load_meter_start, dlp_load_meter_cores, dlp_versions_to_json, dlp_dnnl_isa_name, dlp_dnnl_isa_name_of, dlp_dnnl_isa_cap,
+// Defines: dlp_host_info, dlp_host_probe, dlp_host_to_json, dlp_host_cpus, dlp_host_cpus_busy_s(_in), dlp_load_meter,
+//          dlp_load_meter_start(_in), dlp_load_meter_cores, dlp_versions_to_json, dlp_dnnl_isa_name, dlp_dnnl_isa_name_of, dlp_dnnl_isa_cap,
 //          dlp_dnnl_conv_kernels.
 #ifndef DLP_HW_HOST_H
 #define DLP_HW_HOST_H
@@ -23,17 +23,25 @@ void dlp_host_probe(dlp_host_info *h);
 // The CPUs this process may run on (its affinity mask), else the CPUs online, at least 1.
 int dlp_host_cpus_allowed(void);
 json_t *dlp_host_to_json(const dlp_host_info *h);
-// Busy seconds of all CPUs since boot (/proc/stat: user, nice, system, irq, softirq, steal); -1 when unreadable.
-// With the process's own CPU time over the same interval it tells how busy other work kept the machine.
+// Which CPUs a busy-time reading sums: all of them (/proc/stat's total line), or those the calling thread's affinity
+// mask allows, as it reads at each call (its per-CPU lines).
+typedef enum { DLP_HOST_CPUS_ALL, DLP_HOST_CPUS_ALLOWED } dlp_host_cpus;
+// Busy seconds of the CPUs since boot (/proc/stat: user, nice, system, irq, softirq, steal: anyone's, the
+// hypervisor's included); -1 when unreadable. With the process's own CPU time over the same interval it tells how
+// busy other work kept the machine. dlp_host_cpus_busy_s: of all CPUs.
+double dlp_host_cpus_busy_s_in(dlp_host_cpus which);
 double dlp_host_cpus_busy_s(void);
 
 // How busy other processes keep the machine over an interval: dlp_load_meter_start, then dlp_load_meter_cores =
-// (all CPUs' busy time - this process's CPU time) / wall time, in cores (NAN when /proc/stat is unreadable).
+// (the CPUs' busy time - this process's CPU time) / wall time, in cores, at least 0 (NAN when /proc/stat is
+// unreadable). dlp_load_meter_start measures all CPUs; dlp_load_meter_start_in the ones `which` says.
 typedef struct dlp_load_meter {
-    double busy_s;
+    double busy_s;  // at the start; < 0: unreadable
     int64_t own_ns, wall_ns;
+    dlp_host_cpus which;
 } dlp_load_meter;
 void dlp_load_meter_start(dlp_load_meter *m);
+void dlp_load_meter_start_in(dlp_load_meter *m, dlp_host_cpus which);
 double dlp_load_meter_cores(const dlp_load_meter *m);
 // Waits (in half-second looks, at most max_s) until other processes keep at most threshold cores busy; returns the
 // last look's figure (NAN when /proc/stat is unreadable: no wait).

@@ -4,7 +4,8 @@
 // them per rank), averages their gradients and applies the update to both. Checked on ref (tolerance 0: the same
 // arithmetic in the same order) and on cpu/oneDNN (1 thread: deterministic; stated tolerance 1e-6 relative). Also:
 // the ranks' shards of an epoch cover it exactly once, for several world sizes. Skipped where the build has no MPI
-// or mpirun is missing. The gradients go through MPI_Iallreduce and through comm_mpi's pipelined ring.
+// or mpirun is missing. The gradients go through MPI_Iallreduce and through comm_mpi's pipelined ring, which is also
+// checked alone at 2, 3 and 4 ranks, bit for bit.
 // Main file: src/dist/comm_mpi.c; also src/run/step.c, src/data/dataset.c (shards).
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,6 +131,57 @@ static int worker(const char *device, const char *out, int buckets) {
     return rc;
 }
 
+// ---- ring worker: one rank of `mpirun -np N <self> --ring-worker` under DLPERF_MPI_ALLREDUCE=pipelined --------------
+// Allreduces of several sizes through the pipelined ring (4 KiB segments: up to 64 per chunk, larger ones beyond),
+// four in flight at once and waited for in the other order, in two rounds (the second on the rings the first left,
+// in other sizes: their buffers grown or reused); the chunk and segment lengths leave remainders at every N. The
+// values are small integers, so any order of the additions gives the same sum: each result must equal sum x (1/N)
+// bit for bit.
+#define RING_BUFS 4
+static const int64_t k_ring_counts[2][RING_BUFS] = {{1031, 5003, 70001, 20011}, {300007, 1029, 12289, 4099}};
+
+static float ring_value(int rank, int64_t i) { return (float)((i * 7 + rank * 13) % 101) - 50.0f; }
+
+static int ring_worker(void) {
+    dlp_comm *c = NULL;
+    if (dlp_comm_open("mpi", &c) != DLP_OK) {
+        dlp_err_print(stderr);
+        return 1;
+    }
+    const int rank = dlp_comm_rank(c), n = dlp_comm_size(c);
+    int rc = 0;
+    for (int round = 0; round < 2 && !rc; round++) {
+        float *buf[RING_BUFS];
+        dlp_comm_req *req[RING_BUFS];
+        for (int b = 0; b < RING_BUFS; b++) {
+            const int64_t cnt = k_ring_counts[round][b];
+            if (!(buf[b] = malloc((size_t)cnt * 4))) abort();
+            for (int64_t i = 0; i < cnt; i++) buf[b][i] = ring_value(rank, i);
+            req[b] = NULL;
+            if (!rc && dlp_comm_allreduce_start(c, buf[b], cnt, NULL, &req[b]) != DLP_OK) rc = 1;
+        }
+        for (int b = RING_BUFS - 1; b >= 0; b--)
+            if (!rc && dlp_comm_wait(c, req[b]) != DLP_OK) rc = 1;
+        if (rc) dlp_err_print(stderr);
+        for (int b = 0; b < RING_BUFS && !rc; b++)
+            for (int64_t i = 0; i < k_ring_counts[round][b]; i++) {
+                float sum = 0;
+                for (int r = 0; r < n; r++) sum += ring_value(r, i);
+                const float want = sum * (1.0f / (float)n);
+                if (memcmp(&buf[b][i], &want, sizeof want) != 0) {
+                    fprintf(stderr, "rank %d of %d, round %d, allreduce of %lld: element %lld is %.9g, not %.9g\n", rank,
+                            n, round, (long long)k_ring_counts[round][b], (long long)i, buf[b][i], want);
+                    rc = 1;
+                    break;
+                }
+            }
+        for (int b = 0; b < RING_BUFS; b++) free(buf[b]);
+    }
+    if (rc) dlp_comm_abort(c, 1);
+    dlp_comm_free(c);
+    return rc;
+}
+
 // ---- the reference: two plans in one process, gradients averaged by hand -----------------------------------------
 
 static void reference(const char *device, float *w) {
@@ -222,6 +274,33 @@ static void check_device_algo(const char *device, int buckets, int ring, double 
 
 static void check_device(const char *device, int buckets, double tol) { check_device_algo(device, buckets, 0, tol); }
 
+// The pipelined ring alone at 2, 3 and 4 ranks (ring_worker: from 4 KiB on, 4 KiB segments).
+static void test_ring_exact(void **state) {
+    (void)state;
+    if (!have_mpirun()) {
+        printf("skipped: this build has no MPI, or mpirun is missing\n");
+        skip();
+    }
+    char dir[512], cmd[2048];
+    dlp_test_tmpdir(dir, sizeof dir);
+    for (int np = 2; np <= 4; np++) {
+        snprintf(cmd, sizeof cmd,
+                 "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 "
+                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 DLPERF_MPI_ALLREDUCE=pipelined "
+                 "DLPERF_MPI_RING_MIN_BYTES=4096 DLPERF_MPI_SEGMENT_BYTES=4096 timeout 120 mpirun --oversubscribe -np %d "
+                 "'%s' --ring-worker >'%s/log' 2>&1", np, g_self, dir);
+        int rc = system(cmd);
+        if (rc != 0) {
+            snprintf(cmd, sizeof cmd, "cat '%s/log'", dir);
+            (void)system(cmd);
+        }
+        assert_int_equal(rc, 0);
+        printf("pipelined ring, %d ranks: %d allreduces of %lld..%lld elements, 4 in flight: the exact means\n", np,
+               2 * RING_BUFS, (long long)k_ring_counts[1][1], (long long)k_ring_counts[1][0]);
+    }
+    dlp_test_rmtree(dir);
+}
+
 static void test_ref_equals_averaged_gradients(void **state) {
     (void)state;
     check_device("ref", 0, 0.0);
@@ -264,10 +343,12 @@ static void test_shards_cover_epoch(void **state) {
 int main(int argc, char **argv) {
     g_self = argv[0];
     if (argc == 5 && strcmp(argv[1], "--worker") == 0) return worker(argv[2], argv[3], strcmp(argv[4], "buckets") == 0);
+    if (argc == 2 && strcmp(argv[1], "--ring-worker") == 0) return ring_worker();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_cover_epoch),
         cmocka_unit_test(test_ref_equals_averaged_gradients),
         cmocka_unit_test(test_cpu_equals_averaged_gradients),
+        cmocka_unit_test(test_ring_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -831,33 +831,28 @@ static dlp_status streams_info(const cpu_plan *p, json_t *obj) {
     return DLP_OK;
 }
 
-// Streams: the entries that only make sense per plan (the output is gathered at forward; no training).
-static dlp_status streams_get_output(dlp_plan *base, float *out) { return do_get_output(base, out); }
-static dlp_status streams_loss(dlp_plan *base, const int32_t *labels, float smoothing, dlp_loss_out *out) {
-    return do_loss(base, labels, smoothing, out);
-}
-static dlp_status streams_backward(dlp_plan *base, const float *dy) { return do_backward(base, dy); }
-static dlp_status streams_get_input_grad(dlp_plan *base, float *dx) { return do_get_input_grad(base, dx); }
-static dlp_status streams_update(dlp_plan *base, const dlp_sgd *hp) { return do_update(base, hp); }
-
-// The entry points: each runs its do_ function inside enter()/leave().
-#define CPU_ENTRY(name, params, args)                \
-    static dlp_status cpu_##name params {           \
-        cpu_plan *cp_ = (cpu_plan *)base;             \
-        if (cp_->nsub) return streams_##name args;    \
-        cpu_fpmode fm_ = enter(cp_);                  \
-        dlp_status st_ = do_##name args;              \
-        leave(cp_, fm_);                              \
-        return st_;                                   \
+// The entry points: each runs its do_ function inside enter()/leave(). A streams plan runs streams_fn instead: the
+// streams_ function that drives its sub-plans, or the do_ function itself, outside enter()/leave(), for the entries
+// that only read the plan's own state (the output is gathered into it at forward; it never trains, so the training
+// entries refuse).
+#define CPU_ENTRY(name, streams_fn, params, args) \
+    static dlp_status cpu_##name params {         \
+        cpu_plan *cp_ = (cpu_plan *)base;         \
+        if (cp_->nsub) return streams_fn args;    \
+        cpu_fpmode fm_ = enter(cp_);              \
+        dlp_status st_ = do_##name args;          \
+        leave(cp_, fm_);                          \
+        return st_;                               \
     }
-CPU_ENTRY(set_params, (dlp_plan * base, const float *params, const float *bufs), (base, params, bufs))
-CPU_ENTRY(forward, (dlp_plan * base, dlp_pass pass), (base, pass))
-CPU_ENTRY(get_output, (dlp_plan * base, float *out), (base, out))
-CPU_ENTRY(loss, (dlp_plan * base, const int32_t *labels, float smoothing, dlp_loss_out *out),
+CPU_ENTRY(set_params, streams_set_params, (dlp_plan * base, const float *params, const float *bufs),
+          (base, params, bufs))
+CPU_ENTRY(forward, streams_forward, (dlp_plan * base, dlp_pass pass), (base, pass))
+CPU_ENTRY(get_output, do_get_output, (dlp_plan * base, float *out), (base, out))
+CPU_ENTRY(loss, do_loss, (dlp_plan * base, const int32_t *labels, float smoothing, dlp_loss_out *out),
           (base, labels, smoothing, out))
-CPU_ENTRY(backward, (dlp_plan * base, const float *dy), (base, dy))
-CPU_ENTRY(get_input_grad, (dlp_plan * base, float *dx), (base, dx))
-CPU_ENTRY(update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
+CPU_ENTRY(backward, do_backward, (dlp_plan * base, const float *dy), (base, dy))
+CPU_ENTRY(get_input_grad, do_get_input_grad, (dlp_plan * base, float *dx), (base, dx))
+CPU_ENTRY(update, do_update, (dlp_plan * base, const dlp_sgd *hp), (base, hp))
 
 static dlp_status cpu_set_input(dlp_plan *base, const void *batch, int n) {
     cpu_plan *p = (cpu_plan *)base;
