@@ -142,9 +142,13 @@ static void speed_jpeg_make(void) {
     dlp_err_clear();
 }
 
+// As the convolution's work speed (backend/cpu/cpu_peak.c): the reading cut into DECODE_PARTS stretches of wall time,
+// the median stretch taken, so a moment when the cores ran at half speed does not make the reading.
+#define DECODE_PARTS 5
+
 typedef struct decode_arg {
-    int64_t end_ns;
-    int64_t images, cpu_ns, wall_ns;
+    int64_t start_ns, end_ns;
+    int64_t images[DECODE_PARTS], cpu_ns[DECODE_PARTS], wall_ns;
     dlp_status st;
 } decode_arg;
 
@@ -158,15 +162,21 @@ static void *decode_thread(void *p) {
     a->st = !dst || !buf ? DLP_ERR(DLP_ERR_NOMEM, "out of memory") : dlp_transformer_create(&t, &x);
     dlp_rng rng;
     dlp_rng_init(&rng, 35, 0);
-    const int64_t c0 = dlp_thread_cpu_ns(), w0 = dlp_now_ns();
-    while (a->st == DLP_OK && (a->images < 2 || dlp_now_ns() < a->end_ns)) {
+    const int64_t w0 = dlp_now_ns();
+    int64_t c0 = dlp_thread_cpu_ns(), now = w0;
+    for (int n = 0; a->st == DLP_OK && (n < 2 || now < a->end_ns); n++) {
         memcpy(buf, g_speed_jpg, g_speed_len);  // as a loader worker reads each file into its buffer
         dlp_sample_info info;
         a->st = dlp_transformer_run(x, buf, g_speed_len, NULL, &rng, dst, &info);
-        a->images++;
+        now = dlp_now_ns();
+        const int64_t c1 = dlp_thread_cpu_ns();
+        int part = (int)((now - a->start_ns) * DECODE_PARTS / (a->end_ns - a->start_ns));
+        part = part < 0 ? 0 : part >= DECODE_PARTS ? DECODE_PARTS - 1 : part;
+        a->images[part]++;
+        a->cpu_ns[part] += c1 - c0;
+        c0 = c1;
     }
-    a->cpu_ns = dlp_thread_cpu_ns() - c0;
-    a->wall_ns = dlp_now_ns() - w0;
+    a->wall_ns = now - w0;
     dlp_transformer_free(x);
     free(buf);
     free(dst);
@@ -186,23 +196,30 @@ dlp_status dlp_data_decode_speed(int threads, double seconds, double *img_per_cp
     if (threads > 64) threads = 64;
     decode_arg a[64];
     pthread_t t[64];
-    const int64_t end = dlp_now_ns() + (int64_t)(seconds * 1e9);
+    const int64_t start = dlp_now_ns() + 5000000, end = start + (int64_t)(seconds * 1e9);  // after the set-up
     int started = 0;
     for (int i = 0; i < threads; i++) {
-        a[i] = (decode_arg){.end_ns = end, .st = DLP_OK};
+        a[i] = (decode_arg){.start_ns = start, .end_ns = end, .st = DLP_OK};
         if (pthread_create(&t[i], NULL, decode_thread, &a[i]) != 0) break;
         started++;
     }
     dlp_status st = started ? DLP_OK : DLP_ERR(DLP_ERR_IO, "the loader's work speed: no thread could start");
-    double imgs = 0, cpu = 0, wall = 0;
+    double imgs[DECODE_PARTS] = {0}, cpu[DECODE_PARTS] = {0}, cpu_all = 0, wall = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
         if (a[i].st != DLP_OK && st == DLP_OK) st = a[i].st;
-        imgs += (double)a[i].images;
-        cpu += (double)a[i].cpu_ns * 1e-9;
+        for (int k = 0; k < DECODE_PARTS; k++) {
+            imgs[k] += (double)a[i].images[k];
+            cpu[k] += (double)a[i].cpu_ns[k] * 1e-9;
+            cpu_all += (double)a[i].cpu_ns[k] * 1e-9;
+        }
         wall += (double)a[i].wall_ns * 1e-9;
     }
-    if (st == DLP_OK && cpu > 0) *img_per_cpu_s = imgs / cpu;
-    if (st == DLP_OK && share && wall > 0) *share = cpu / wall;
+    double rate[DECODE_PARTS];
+    int n = 0;
+    for (int k = 0; k < DECODE_PARTS; k++)
+        if (cpu[k] > 0) rate[n++] = imgs[k] / cpu[k];
+    if (st == DLP_OK && n) *img_per_cpu_s = dlp_stats_median_f64(rate, (size_t)n);
+    if (st == DLP_OK && share && wall > 0) *share = cpu_all / wall;
     return st;
 }

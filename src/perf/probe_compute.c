@@ -392,7 +392,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const dlp_cpushare_sample *best_sh = kept.sh, best_rep_sh = kept.rep_sh, best_sp_sh = kept.sp_sh;
     const int tries = kept.tries;
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
-    const double row_work = dlp_probe_work_mean(kept.wspd, nb + 1);
+    const double row_work = dlp_probe_work_median(kept.wspd, nb + 1);
     // The row's CPU share: its threads' CPU time over that plus their run-queue wait, over every point (0: unknown).
     double sh_cpu = 0, sh_wait = 0, shares[8];
     int nsh = 0;

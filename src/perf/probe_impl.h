@@ -67,11 +67,12 @@ double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, in
 // The loader's work speed (dlp_data_decode_speed: images per CPU-second of a fixed decode and transform) on `threads`
 // threads, recorded as DLP_PROBE_WORK_DECODE; 0 when not read (or the threads were time-shared meanwhile).
 double dlp_probe_decode_work(dlp_probe_ctx *c, int threads);
-// Mean of the readings r[0..n) that were taken (> 0); 0 when none was.
-double dlp_probe_work_mean(const double *r, int n);
+// Median of the readings r[0..n) that were taken (> 0); 0 when none was: a row's work speed (a reading taken in one
+// of the VM's moments at half speed does not move it).
+double dlp_probe_work_median(const double *r, int n);
 // 0 fp32, 1 bf16, 2 int8; -1 for other types.
 int dlp_probe_work_kind(dlp_dtype dt);
-// The row just added was measured at work speed `w` (the mean of the readings around it; 0: unknown) of kind `kind`:
+// The row just added was measured at work speed `w` (the median of the readings around it; 0: unknown) of kind `kind`:
 // at the end of the probe it is also rescaled by w / (the probe's median of that kind), and *ref (may be NULL; the
 // row's dlp_rate.work_gflops) gets that median — the work speed the profile's value holds at.
 void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref);

@@ -119,7 +119,7 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
         spd[i + 1] = dlp_probe_speed(c, threads);
         wspd[i + 1] = dlp_probe_work(c, cpu, dt, threads);
     }
-    const double row_work = dlp_probe_work_mean(wspd, NB + 1);
+    const double row_work = dlp_probe_work_median(wspd, NB + 1);
     const double row_speed = dlp_probe_speed_mean(spd, NB + 1), spread = dlp_probe_speed_spread(spd, NB + 1);
     double sh_cpu = 0, sh_wait = 0;
     int nsh = 0;

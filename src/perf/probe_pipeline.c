@@ -436,7 +436,7 @@ static dlp_status loader_row_measure(dlp_probe_ctx *c, int workers, int passes, 
     lr->busy = bmed;
     lr->passes = passes;
     lr->speed = dlp_probe_speed_mean(spd, passes + 1);
-    lr->work = dlp_probe_work_mean(wk, passes + 1);
+    lr->work = dlp_probe_work_median(wk, passes + 1);
     lr->speed_spread = dlp_probe_speed_spread(spd, passes + 1);
     lr->other_cores = dlp_stats_median_f64(other, (size_t)passes);
     lr->rep_spread = passes > 1 ? dlp_probe_repeat_spread(v, passes) : 0;
@@ -587,7 +587,7 @@ dlp_status dlp_probe_pipeline(dlp_probe_ctx *c) {
     if (st == DLP_OK) pw[1] = dlp_probe_decode_work(c, 1);
     if (st == DLP_OK) st = pipe_loader_one_thread(&r);
     if (st == DLP_OK) pw[2] = dlp_probe_decode_work(c, 1);
-    c->pipe_work = dlp_probe_work_mean(pw, 3);
+    c->pipe_work = dlp_probe_work_median(pw, 3);
     if (st == DLP_OK) st = pipe_loader_scaling(&r);
     for (int i = 0; r.f && i < r.nfiles; i++) free(r.f[i].data);
     free(r.f);

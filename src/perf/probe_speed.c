@@ -82,12 +82,12 @@ double dlp_probe_decode_work(dlp_probe_ctx *c, int threads) {
     return w;
 }
 
-double dlp_probe_work_mean(const double *r, int n) {
-    double s = 0;
+double dlp_probe_work_median(const double *r, int n) {
+    double v[64];
     int k = 0;
-    for (int i = 0; i < n; i++)
-        if (r[i] > 0) s += r[i], k++;
-    return k ? s / k : 0;
+    for (int i = 0; i < n && k < 64; i++)
+        if (r[i] > 0) v[k++] = r[i];
+    return k ? dlp_stats_median_f64(v, (size_t)k) : 0;
 }
 
 void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref) {
