@@ -56,27 +56,36 @@ int dlp_probe_work_kind(dlp_dtype dt) {
 
 static const char *const k_work_names[DLP_PROBE_WORK_KINDS] = {"fp32", "bf16", "int8", "decode"};
 
-double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads) {
-    const int k = dlp_probe_work_kind(dt);
+double dlp_work_read(const dlp_backend *ops, dlp_dtype dt, int threads) {
     double w = 0, share = 0;
-    if (k < 0 || !ops || dlp_backend_measure_speed(ops, dt, threads, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
+    if (dlp_probe_work_kind(dt) < 0 || !ops ||
+        dlp_backend_measure_speed(ops, dt, threads, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
         dlp_err_clear();
         return 0;
     }
     // read only while its threads had the cores (another process's slices in between leave the caches cold: a
     // 0.1 s reading of a 1 MB convolution feels that far more than a step does)
-    if (!(share >= DLP_PROBE_QUIET_SHARE)) return 0;
-    if (w > 0 && c->nwork[k] < DLP_PROBE_MAX_WORK) c->work[k][c->nwork[k]++] = w;
-    return w;
+    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
 }
 
-double dlp_probe_decode_work(dlp_probe_ctx *c, int threads) {
+double dlp_decode_read(int threads) {
     double w = 0, share = 0;
     if (dlp_data_decode_speed(threads, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
         dlp_err_clear();
         return 0;
     }
-    if (!(share >= DLP_PROBE_QUIET_SHARE)) return 0;  // as dlp_probe_work
+    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;  // as dlp_work_read
+}
+
+double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads) {
+    const int k = dlp_probe_work_kind(dt);
+    const double w = dlp_work_read(ops, dt, threads);
+    if (w > 0 && c->nwork[k] < DLP_PROBE_MAX_WORK) c->work[k][c->nwork[k]++] = w;
+    return w;
+}
+
+double dlp_probe_decode_work(dlp_probe_ctx *c, int threads) {
+    const double w = dlp_decode_read(threads);
     if (w > 0 && c->nwork[DLP_PROBE_WORK_DECODE] < DLP_PROBE_MAX_WORK)
         c->work[DLP_PROBE_WORK_DECODE][c->nwork[DLP_PROBE_WORK_DECODE]++] = w;
     return w;

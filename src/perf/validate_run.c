@@ -15,7 +15,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "backend/backend.h"
-#include "data/bench.h"
 #include "hw/canary.h"
 #include "hw/cpushare.h"
 #include "hw/host.h"
@@ -400,29 +399,14 @@ static double profile_work_ref(const dlp_profile *p, dlp_prec prec) {
     return 0;
 }
 
-// One work-speed reading for a cpu-device run (as the probe reads it: its precision, its threads; 0 when the cores
-// were time-shared meanwhile, or the device does not compute on them).
+// One work-speed reading for a cpu-device run (its precision, its threads; 0 when the device does not compute on the
+// host's cores or they were time-shared meanwhile).
 static double work_read(const dlp_validate_config *c) {
     if (dlp_backend_kind_of(c->device) != DLP_BACKEND_KIND_CPU) return 0;
     const dlp_backend *b = dlp_backend_find(c->device, NULL);
+    dlp_err_clear();
     const dlp_dtype dt = c->prec == DLP_PREC_BF16 ? DLP_DTYPE_BF16 : c->prec == DLP_PREC_INT8 ? DLP_DTYPE_I8 : DLP_DTYPE_F32;
-    double w = 0, share = 0;
-    if (!b || dlp_backend_measure_speed(b, dt, c->threads > 0 ? c->threads : dlp_host_cpus_allowed(), DLP_PROBE_WORK_S,
-                                        &w, &share) != DLP_OK) {
-        dlp_err_clear();
-        return 0;
-    }
-    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
-}
-
-// One reading of the loader's work speed on the run's loader threads (0 when time-shared meanwhile).
-static double decode_read(const dlp_validate_config *c) {
-    double w = 0, share = 0;
-    if (dlp_data_decode_speed(c->workers > 0 ? c->workers : 1, DLP_PROBE_WORK_S, &w, &share) != DLP_OK) {
-        dlp_err_clear();
-        return 0;
-    }
-    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
+    return dlp_work_read(b, dt, c->threads > 0 ? c->threads : dlp_host_cpus_allowed());
 }
 
 // The mean of two readings that were taken (NAN: neither).
@@ -440,12 +424,12 @@ static void run_timed(const dlp_validate_cfg *vc, const dlp_validate_config *c, 
     const double wref = profile_work_ref(vc->profile, c->prec);
     const double w0 = wref > 0 ? work_read(c) : 0;
     const double dref = vc->profile->pipeline.work_img_per_s;
-    const double d0 = dref > 0 ? decode_read(c) : 0;
+    const double d0 = dref > 0 ? dlp_decode_read(c->workers > 0 ? c->workers : 1) : 0;
     dlp_cpu_ticks t0, t1;
     const int has_ticks = dlp_host_cpu_ticks(&t0);
     run_once(vc, c, row);
     const double w1 = wref > 0 ? work_read(c) : 0;
-    const double d1 = dref > 0 ? decode_read(c) : 0;
+    const double d1 = dref > 0 ? dlp_decode_read(c->workers > 0 ? c->workers : 1) : 0;
     row->speed = row->speed_drift = row->steal = row->speed_one = NAN;
     row->work = mean_of_read(w0, w1);
     row->work_rel = isfinite(row->work) ? row->work / wref : NAN;
