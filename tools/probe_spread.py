@@ -159,7 +159,32 @@ def main(argv):
           "where read): largest %.1f%%; largest of the rows no profile named unstable %.1f%%; %s" % (
               100 * worst["used"], 100 * worst_named,
               "every row within %.0f%% or named" % (100 * limit) if not bad else "OVER and not named: " + ", ".join(bad)))
+    contention(paths, profs)
     return 1 if bad else 0
+
+
+def contention(paths, profs):
+    """The contention points (compute and loader run together on the same cores): each side's rate together over
+    its rate alone, per profile, and their spread. Shown for reading only (not in the exit status): they are
+    wall-clock measurements of two parts time-sharing the cores, which neither the share nor the work speed
+    normalises."""
+    pts = []
+    for p, *_ in profs:
+        pts.append({(c["model"], c["size"], c["batch"], c["threads"], c["workers"]): c
+                    for c in (p.get("probe", {}).get("contention") or [])})
+    keys = [k for k in pts[0] if all(k in q for q in pts[1:])]
+    if not keys:
+        return
+    n = len(pts)
+    print("contention (compute and loader together over each alone; for reading, not in the exit status):")
+    print("%-44s %s  %8s  %s  %8s" % ("point", "  ".join("%9s" % ("comp %d" % (j + 1)) for j in range(n)), "spread",
+                                       "  ".join("%9s" % ("load %d" % (j + 1)) for j in range(n)), "spread"))
+    for k in keys:
+        c = [q[k].get("compute_share", 0) for q in pts]
+        lo = [q[k].get("loader_share", 0) for q in pts]
+        sp = lambda v: "%7.1f%%" % (100 * (max(v) / min(v) - 1)) if min(v) > 0 else "%8s" % "-"
+        print("%-44s %s  %s  %s  %s" % ("%s %dpx b%d %dt %d loader thread(s)" % k, "  ".join("%9.3f" % x for x in c),
+                                         sp(c), "  ".join("%9.3f" % x for x in lo), sp(lo)))
 
 
 if __name__ == "__main__":
