@@ -64,8 +64,9 @@ double dlp_probe_speed(dlp_probe_ctx *c, int threads);
 // fast the cores were at the row's kind of work meanwhile — what a VM's neighbours move without steal showing it.
 #define DLP_PROBE_WORK_S 0.1
 double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads);
-// One reading as dlp_probe_work and dlp_probe_decode_work take it (0: not read, or its threads were time-shared),
-// recorded nowhere: validate's readings around a run.
+// One reading as dlp_probe_work and dlp_probe_decode_work take it, recorded nowhere (validate's readings around a
+// run): on `threads` threads, again on one where those were time-shared (share below DLP_PROBE_QUIET_SHARE); 0: not
+// read, or even one thread was time-shared.
 double dlp_work_read(const dlp_backend *ops, dlp_dtype dt, int threads);
 double dlp_decode_read(int threads);
 // The loader's work speed (dlp_data_decode_speed: images per CPU-second of a fixed decode and transform) on `threads`
