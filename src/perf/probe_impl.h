@@ -67,8 +67,8 @@ double dlp_probe_speed(dlp_probe_ctx *c, int threads);
 #define DLP_PROBE_WORK_READS 3
 double dlp_probe_work(dlp_probe_ctx *c, const dlp_backend *ops, dlp_dtype dt, int threads);
 // One reading as dlp_probe_work and dlp_probe_decode_work take it, recorded nowhere (validate's readings around a
-// run): the median of DLP_PROBE_WORK_READS readings, each on `threads` threads, again on one where those were
-// time-shared (share below DLP_PROBE_QUIET_SHARE); 0: not read, or even one thread was time-shared every time.
+// run): the median of DLP_PROBE_WORK_READS readings on `threads` threads, those whose threads were time-shared
+// (share below DLP_PROBE_QUIET_SHARE) left out; 0: not read, or time-shared every time.
 double dlp_work_read(const dlp_backend *ops, dlp_dtype dt, int threads);
 double dlp_decode_read(int threads);
 // The loader's work speed (dlp_data_decode_speed: images per CPU-second of a fixed decode and transform) on `threads`

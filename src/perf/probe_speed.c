@@ -58,22 +58,19 @@ int dlp_probe_work_kind(dlp_dtype dt) {
 static const char *const k_work_names[DLP_PROBE_WORK_KINDS] = {"fp32", "bf16", "int8", "decode"};
 
 // A reading is kept only while its threads had the cores (another process's slices in between leave the caches cold:
-// a 0.1 s reading of a 1 MB convolution feels that far more than a step does). When a neighbour holds a core of a
-// small VM, a reading on every core is never quiet; the speed is per CPU-second of each thread, so it is read again on
-// one thread, which usually finds a core to itself. 0: not read, or even one thread was time-shared.
+// a 0.1 s reading of a 1 MB convolution feels that far more than a step does). 0: not read, or time-shared. (Reading
+// again on one thread when the row's threads were time-shared was tried and taken out: around validate's two-thread
+// runs those readings came out at 0.71-0.90 of the profile's speed while the runs went at 0.98-1.03.)
 static double quiet_reading(const dlp_backend *ops, dlp_dtype dt, int threads) {
     if (threads <= 0) threads = dlp_host_cpus_allowed();
-    for (int t = threads; t >= 1; t = t > 1 ? 1 : 0) {
-        double w = 0, share = 0;
-        const dlp_status st = ops ? dlp_backend_measure_speed(ops, dt, t, DLP_PROBE_WORK_S, &w, &share)
-                                  : dlp_data_decode_speed(t, DLP_PROBE_WORK_S, &w, &share);
-        if (st != DLP_OK) {
-            dlp_err_clear();
-            return 0;
-        }
-        if (share >= DLP_PROBE_QUIET_SHARE) return w;
+    double w = 0, share = 0;
+    const dlp_status st = ops ? dlp_backend_measure_speed(ops, dt, threads, DLP_PROBE_WORK_S, &w, &share)
+                              : dlp_data_decode_speed(threads, DLP_PROBE_WORK_S, &w, &share);
+    if (st != DLP_OK) {
+        dlp_err_clear();
+        return 0;
     }
-    return 0;
+    return share >= DLP_PROBE_QUIET_SHARE ? w : 0;
 }
 
 // The median of DLP_PROBE_WORK_READS quiet readings: the cores of this VM drop to about half speed per CPU-second
