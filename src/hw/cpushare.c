@@ -181,6 +181,15 @@ static void fill(dlp_cpushare *m, dlp_cpushare_sample *out) {
         const double sh = (double)t->acc_cpu_ns / want;
         if (out->slowest_share == 0 || sh < out->slowest_share) out->slowest_share = sh;
     }
+    // and, like the mean share, without the part the process waited for itself: a training run's loader thread
+    // beside its compute threads (more runnable than cores) is in the run's own prediction already (the shared-cpu
+    // cost), so read as others' load it was counted twice (issue 35: the bf16 two-thread run with a loader, slowest
+    // thread 0.94 on a quiet machine, predicted 14-18% low at that share)
+    out->slowest_raw = out->slowest_share;
+    if (out->slowest_share > 0) {
+        out->slowest_share /= alone;
+        if (out->slowest_share > 1) out->slowest_share = 1;
+    }
     // With passive waits every wake-up of a sleeping OpenMP thread counts as run-queue wait (issue 35: a training run
     // on the cpu device read 0.51-0.60 on an idle machine), which is not other processes' load: the share is then the
     // free cores' (what the probe's active-wait share reads too where others hold cores), and so is the slowest

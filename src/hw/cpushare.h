@@ -24,7 +24,9 @@ typedef struct dlp_cpushare_sample {
                        // for each other (min(1, cores / runnable)), which is not the machine's other work. 0: unknown
     double slowest_share;  // the lowest share of one thread (its CPU over CPU plus wait) among the threads that wanted
                            // a core at least a quarter of the interval: what a fork-join step waits for (issue 35:
-                           // the cpu backend's two-thread steps went at it, not at the mean share). 0: none such
+                           // the cpu backend's two-thread steps went at it, not at the mean share); like `share`,
+                           // over what it would get alone (min(1, cores / runnable)), at most 1. 0: none such
+    double slowest_raw;    // that thread's CPU over CPU plus wait as measured (its own threads' part not taken out)
     double free_share; // with OpenMP's passive waits (OMP_WAIT_POLICY=passive, dlperf train's default on the cpu
                        // device): the cores the machine's other processes and the hypervisor left (allowed CPUs'
                        // busy time in /proc/stat less this process's) over the cores the process wanted (its

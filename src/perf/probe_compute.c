@@ -256,6 +256,7 @@ typedef struct kept_try {
     step_meas rep, sp;             // the largest batch again, and beside the spinner (zero where not measured)
     dlp_cpushare_sample rep_sh, sp_sh;
     double spread;                 // the canary readings' spread
+    double wspread;                // the work readings' (dlp_probe_work_spread)
     int tries;
 } kept_try;
 
@@ -286,9 +287,12 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
     // first probe of the fifth pass kept a one-thread row at share 0.71, 17% off the other probe's after a linear
     // normalisation) is measured again too; of the tries, one whose repeats agree at the highest share is kept, so the
     // profile carries the value least stretched by the normalisation.
-    double best_try_share = 0;
+    // So is one whose work readings (before, between and after its parts) moved more than twice the band: its
+    // normalisation by their median does not hold for all of it.
+    double best_try_share = 0, best_ws = 0;
     while (tries < tries_max && try_s < (isfinite(best_rs) ? 60 : 30) &&
-           (isfinite(best_rs) ? best_rs > DLP_PROBE_SPEED_BAND || best_try_share < DLP_PROBE_QUIET_SHARE
+           (isfinite(best_rs) ? best_rs > DLP_PROBE_SPEED_BAND || best_try_share < DLP_PROBE_QUIET_SHARE ||
+                                    best_ws > 2 * DLP_PROBE_SPEED_BAND
                               : best_spread > 2 * DLP_PROBE_SPEED_BAND)) {
         const int64_t t_try = dlp_now_ns();
         step_meas tm[8];
@@ -339,7 +343,9 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
             if (!(x > 0)) try_share = 0;
             else if (x < try_share) try_share = x;
         }
-        const int agree = isfinite(rs) && rs <= DLP_PROBE_SPEED_BAND, best_agree = best_rs <= DLP_PROBE_SPEED_BAND;
+        const double ws = dlp_probe_work_spread(wspd, nb + 1);
+        const int agree = isfinite(rs) && rs <= DLP_PROBE_SPEED_BAND && ws <= 2 * DLP_PROBE_SPEED_BAND,
+                  best_agree = best_rs <= DLP_PROBE_SPEED_BAND && best_ws <= 2 * DLP_PROBE_SPEED_BAND;
         const int better = isfinite(rs) ? (agree && !best_agree) || (agree && best_agree && try_share > best_try_share) ||
                                               (!agree && !best_agree && !(rs >= best_rs))
                                         : !isfinite(best_rs) && sp < best_spread;
@@ -347,6 +353,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
             best_try_share = try_share;
             best_spread = sp;
             best_rs = isfinite(rs) ? rs : INFINITY;
+            best_ws = ws;
             memcpy(ms, tm, sizeof(step_meas) * (size_t)nb);
             memcpy(best_spd, spd, sizeof(double) * (size_t)(nb + 1));
             memcpy(best_wspd, wspd, sizeof(double) * (size_t)(nb + 1));
@@ -356,11 +363,13 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
             best_sp = sp_tm;
             best_sp_sh = sp_sh;
         }
-        const int again = isfinite(best_rs) && (best_rs > DLP_PROBE_SPEED_BAND || best_try_share < DLP_PROBE_QUIET_SHARE);
+        const int again = isfinite(best_rs) && (best_rs > DLP_PROBE_SPEED_BAND || best_try_share < DLP_PROBE_QUIET_SHARE ||
+                                                best_ws > 2 * DLP_PROBE_SPEED_BAND);
         if (tries > 1 || again)
             dlp_probe_say(c, "compute: %s %s %dpx %s, %d thread(s): try %d, repeats %.1f%% apart after normalisation, "
-                          "lowest share %.2f%s", dlp_backend_name(ops), model, size, dlp_dtype_name(dt), threads, tries,
-                          isfinite(rs) ? 100 * rs : -1, try_share, again && tries < tries_max ? ": again" : "");
+                          "lowest share %.2f, work readings %.1f%% apart%s", dlp_backend_name(ops), model, size,
+                          dlp_dtype_name(dt), threads, tries, isfinite(rs) ? 100 * rs : -1, try_share, 100 * ws,
+                          again && tries < tries_max ? ": again" : "");
     }
     memcpy(k->ms, ms, sizeof(step_meas) * (size_t)nb);
     memcpy(k->spd, best_spd, sizeof(double) * (size_t)(nb + 1));
@@ -371,6 +380,7 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
     k->sp = best_sp;
     k->sp_sh = best_sp_sh;
     k->spread = best_spread;
+    k->wspread = best_ws;
     k->tries = tries;
     return DLP_OK;
 }
@@ -477,6 +487,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         if (by_slowest) dlp_probe_norm_slowest(c);
         dlp_probe_norm_share_exp(c, sexp);
         dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
+        dlp_probe_norm_work_spread(c, kept.wspread);
     }
     json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:f, s:o, s:[f,f,f], s:f, s:f, s:o, s:s, s:i, s:o}", "model", model,
                           "size", size, "precision", dlp_dtype_name(dt), "threads", threads, "work_ratio", r, "points",

@@ -83,6 +83,13 @@ int dlp_probe_work_kind(dlp_dtype dt);
 // at the end of the probe it is also rescaled by w / (the probe's median of that kind), and *ref (may be NULL; the
 // row's dlp_rate.work_gflops) gets that median — the work speed the profile's value holds at.
 void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref);
+// The work readings around the row just added (fp32, bf16 or int8 convolution) spread by `spread` ((max - min) /
+// median of those read): over 2 x DLP_PROBE_SPEED_BAND the machine's speed moved within the row by more than its
+// normalisation by their median can follow, and the row is named among those not stabilised (issue 35: a bf16 row
+// whose readings went 2014, 2033, 1831 was 6% off the other probe's as normalised, not named).
+void dlp_probe_norm_work_spread(dlp_probe_ctx *c, double spread);
+// Readings r[0..n) where read (> 0): (max - min) / median; 0 for fewer than two.
+double dlp_probe_work_spread(const double *r, int n);
 // Readings r[0..n): (max - min) / median (0 for fewer than two).
 double dlp_probe_speed_spread(const double *r, int n);
 // Mean of the readings taken just before and after each of the row's parts: the row's speed.

@@ -155,9 +155,11 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spread, 1, NULL, "infer cpu %s %dpx %s %dt t0",
                        model, size, pn, threads);
     dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
+    dlp_probe_norm_work_spread(c, dlp_probe_work_spread(wspd, NB + 1));
     dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spread, 1, &row->speed_rel,
                        "infer cpu %s %dpx %s %dt per_image", model, size, pn, threads);
     dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
+    dlp_probe_norm_work_spread(c, dlp_probe_work_spread(wspd, NB + 1));
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));

@@ -38,6 +38,7 @@ typedef struct dlp_probe_norm {
     int work_kind;     // dlp_probe_work_kind of the row (-1: none)
     double work;       // the work speed around it (GFLOP per CPU-second; 0: unknown)
     double *work_ref;  // gets the reference work speed it is normalised to (may be NULL)
+    double work_spread; // the work readings around it: (max - min) / median (0: fewer than two)
     char what[96];
 } dlp_probe_norm;
 
@@ -120,6 +121,19 @@ void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref) {
     n->work_kind = kind;
     n->work = w;
     n->work_ref = ref;
+}
+
+void dlp_probe_norm_work_spread(dlp_probe_ctx *c, double spread) {
+    if (!c->norms || c->nnorms < 1 || !(spread >= 0)) return;
+    c->norms[c->nnorms - 1].work_spread = spread;
+}
+
+double dlp_probe_work_spread(const double *r, int n) {
+    double v[64];
+    int k = 0;
+    for (int i = 0; i < n && k < 64; i++)
+        if (r[i] > 0) v[k++] = r[i];
+    return k >= 2 ? dlp_probe_speed_spread(v, k) : 0;
 }
 
 double dlp_probe_speed_spread(const double *r, int n) {
@@ -301,7 +315,10 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         nshare += srel > 0;
         // spread: of the shares of the row's parts where the caller measured them per part, else of the canary; and
         // where the row was measured more than once, its repeats after normalisation must agree within the band
-        const int stable = dlp_probe_row_stable(n->spread, n->rep_spread, n->reps);
+        // and where its work readings moved more than twice the band within the row, not stable either: the median
+        // they are normalised by does not hold for the whole row
+        const int stable = dlp_probe_row_stable(n->spread, n->rep_spread, n->reps) &&
+                           !(n->work_spread > 2 * DLP_PROBE_SPEED_BAND);
         json_t *row = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:b}", "row", n->what, "kind",
                                 n->is_rate ? "rate" : "time", "threads", n->one ? 1 : 0, "raw", n->raw, "speed_gflops",
                                 n->speed, "speed_rel", rel, "normalised", normed, "spread", n->spread, "tries",
@@ -317,6 +334,7 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
         if (wrel > 0) {
             json_object_set_new(row, "work_gflops_per_cpu_s", json_real(n->work));
             json_object_set_new(row, "work_rel", json_real(wrel));
+            json_object_set_new(row, "work_spread", json_real(n->work_spread));
         }
         json_object_set_new(row, "by_canary", dlp_json_real_or_null(by_canary));
         json_object_set_new(row, "by_cpu_share", dlp_json_real_or_null(by_share));
@@ -347,8 +365,9 @@ json_t *dlp_probe_normalise(dlp_probe_ctx *c) {
                                                      : "the rows of this precision measured by their share brought to it");
     if (nun) {
         dlp_probe_say(c, "warning: could not stabilise (the cores' speed moved more than +-%.0f%% during every try, or "
-                      "its repeats disagreed by more than %.0f%% after normalisation): %s", 100 * DLP_PROBE_SPEED_BAND,
-                      100 * DLP_PROBE_SPEED_BAND, unstable);
+                      "its repeats disagreed by more than %.0f%% after normalisation, or the work speed read around it "
+                      "moved more than %.0f%%): %s", 100 * DLP_PROBE_SPEED_BAND, 100 * DLP_PROBE_SPEED_BAND,
+                      200 * DLP_PROBE_SPEED_BAND, unstable);
         size_t nn = strlen(c->p->notes);
         snprintf(c->p->notes + nn, sizeof c->p->notes - nn, "%snot stabilised (speed moved): %.200s%s",
                  nn ? "; " : "", unstable, strlen(unstable) > 200 ? "..." : "");
