@@ -266,19 +266,24 @@ static void *spin(void *p) {
     return NULL;
 }
 
-// The meter on real threads: two threads pinned to one CPU each wait for the other about half of the time (a share
-// near 0.5, or less where other processes use that CPU too); threads that end before the meter stops are counted.
-static void test_cpushare_meter(void **state) {
-    (void)state;
-    if (!dlp_cpushare_available()) skip();
-    // the run-queue share (active waits); tests/run.sh runs the suite under OMP_WAIT_POLICY=passive, where the meter
-    // reports the free cores' share instead (test_cpushare_passive)
+// A meter of the run-queue share (active waits): tests/run.sh runs the suite under OMP_WAIT_POLICY=passive, where the
+// meter reports the free cores' share instead (test_cpushare_passive); the policy is read when the meter starts.
+static dlp_cpushare *run_queue_meter(void) {
     const char *wp = getenv("OMP_WAIT_POLICY");
     char saved[32] = "";
     if (wp) snprintf(saved, sizeof saved, "%s", wp);
     unsetenv("OMP_WAIT_POLICY");
     dlp_cpushare *m = dlp_cpushare_start(5);
     if (saved[0]) setenv("OMP_WAIT_POLICY", saved, 1);
+    return m;
+}
+
+// The meter on real threads: two threads pinned to one CPU each wait for the other about half of the time (a share
+// near 0.5, or less where other processes use that CPU too); threads that end before the meter stops are counted.
+static void test_cpushare_meter(void **state) {
+    (void)state;
+    if (!dlp_cpushare_available()) skip();
+    dlp_cpushare *m = run_queue_meter();
     assert_non_null(m);
     pthread_t th[2];
     spin_arg a = {.cpu = sched_getcpu(), .seconds = 0.12};
@@ -329,12 +334,7 @@ static void test_cpushare_slowest_own_threads(void **state) {
     int cores = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
     if (cores < 1 || cores > 8) skip();  // keep it short
-    const char *wp = getenv("OMP_WAIT_POLICY");  // the run-queue share (as test_cpushare_meter)
-    char saved[32] = "";
-    if (wp) snprintf(saved, sizeof saved, "%s", wp);
-    unsetenv("OMP_WAIT_POLICY");
-    dlp_cpushare *m = dlp_cpushare_start(5);
-    if (saved[0]) setenv("OMP_WAIT_POLICY", saved, 1);
+    dlp_cpushare *m = run_queue_meter();
     assert_non_null(m);
     pthread_t th[9];
     double secs = 0.4;
