@@ -256,7 +256,6 @@ typedef struct kept_try {
     step_meas rep, sp;             // the largest batch again, and beside the spinner (zero where not measured)
     dlp_cpushare_sample rep_sh, sp_sh;
     double spread;                 // the canary readings' spread
-    double wspread;                // the work readings' (dlp_probe_work_spread)
     int tries;
 } kept_try;
 
@@ -380,7 +379,6 @@ static dlp_status measure_tries(dlp_probe_ctx *c, const dlp_backend *ops, const 
     k->sp = best_sp;
     k->sp_sh = best_sp_sh;
     k->spread = best_spread;
-    k->wspread = best_ws;
     k->tries = tries;
     return DLP_OK;
 }
@@ -403,6 +401,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
     const int tries = kept.tries;
     const double row_speed = dlp_probe_speed_mean(best_spd, nb + 1);
     const double row_work = dlp_probe_work_median(kept.wspd, nb + 1);
+    const double row_work_spread = dlp_probe_work_spread(kept.wspd, nb + 1);
     // The row's CPU share: its threads' CPU time over that plus their run-queue wait, over every point (0: unknown).
     double sh_cpu = 0, sh_wait = 0, shares[8];
     int nsh = 0;
@@ -487,7 +486,7 @@ static dlp_status fit_row(dlp_probe_ctx *c, const dlp_backend *ops, const char *
         if (by_slowest) dlp_probe_norm_slowest(c);
         dlp_probe_norm_share_exp(c, sexp);
         dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
-        dlp_probe_norm_work_spread(c, kept.wspread);
+        dlp_probe_norm_work_spread(c, row_work_spread);
     }
     json_t *o = json_pack("{s:s, s:i, s:s, s:i, s:f, s:o, s:[f,f,f], s:f, s:f, s:o, s:s, s:i, s:o}", "model", model,
                           "size", size, "precision", dlp_dtype_name(dt), "threads", threads, "work_ratio", r, "points",

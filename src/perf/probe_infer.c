@@ -119,7 +119,7 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
         spd[i + 1] = dlp_probe_speed(c, threads);
         wspd[i + 1] = dlp_probe_work(c, cpu, dt, threads);
     }
-    const double row_work = dlp_probe_work_median(wspd, NB + 1);
+    const double row_work = dlp_probe_work_median(wspd, NB + 1), row_work_spread = dlp_probe_work_spread(wspd, NB + 1);
     const double row_speed = dlp_probe_speed_mean(spd, NB + 1), spread = dlp_probe_speed_spread(spd, NB + 1);
     double sh_cpu = 0, sh_wait = 0;
     int nsh = 0;
@@ -155,11 +155,11 @@ static dlp_status infer_row(dlp_probe_ctx *c, dlp_device_profile *dev, const dlp
     dlp_probe_norm_add(c, &row->t0_s, 0, row_speed, row_share, threads, spread, 1, NULL, "infer cpu %s %dpx %s %dt t0",
                        model, size, pn, threads);
     dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
-    dlp_probe_norm_work_spread(c, dlp_probe_work_spread(wspd, NB + 1));
+    dlp_probe_norm_work_spread(c, row_work_spread);
     dlp_probe_norm_add(c, &row->per_image_s, 0, row_speed, row_share, threads, spread, 1, &row->speed_rel,
                        "infer cpu %s %dpx %s %dt per_image", model, size, pn, threads);
     dlp_probe_norm_work(c, dlp_probe_work_kind(dt), row_work, &row->work_gflops);
-    dlp_probe_norm_work_spread(c, dlp_probe_work_spread(wspd, NB + 1));
+    dlp_probe_norm_work_spread(c, row_work_spread);
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "size", json_integer(size));

@@ -107,12 +107,24 @@ double dlp_probe_decode_work(dlp_probe_ctx *c, int threads) {
     return w;
 }
 
-double dlp_probe_work_median(const double *r, int n) {
-    double v[64];
+// The readings of r[0..n) that were taken (> 0; at most 64) into v; how many.
+static int work_taken(const double *r, int n, double v[64]) {
     int k = 0;
     for (int i = 0; i < n && k < 64; i++)
         if (r[i] > 0) v[k++] = r[i];
+    return k;
+}
+
+double dlp_probe_work_median(const double *r, int n) {
+    double v[64];
+    const int k = work_taken(r, n, v);
     return k ? dlp_stats_median_f64(v, (size_t)k) : 0;
+}
+
+double dlp_probe_work_spread(const double *r, int n) {
+    double v[64];
+    const int k = work_taken(r, n, v);
+    return k >= 2 ? dlp_probe_speed_spread(v, k) : 0;
 }
 
 void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref) {
@@ -126,14 +138,6 @@ void dlp_probe_norm_work(dlp_probe_ctx *c, int kind, double w, double *ref) {
 void dlp_probe_norm_work_spread(dlp_probe_ctx *c, double spread) {
     if (!c->norms || c->nnorms < 1 || !(spread >= 0)) return;
     c->norms[c->nnorms - 1].work_spread = spread;
-}
-
-double dlp_probe_work_spread(const double *r, int n) {
-    double v[64];
-    int k = 0;
-    for (int i = 0; i < n && k < 64; i++)
-        if (r[i] > 0) v[k++] = r[i];
-    return k >= 2 ? dlp_probe_speed_spread(v, k) : 0;
 }
 
 double dlp_probe_speed_spread(const double *r, int n) {

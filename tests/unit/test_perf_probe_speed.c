@@ -807,10 +807,12 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread_mean),   cmocka_unit_test(test_canary_and_steal), cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_at_speed),      cmocka_unit_test(test_merge),            cmocka_unit_test(test_fields_round_trip),
-        cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter), cmocka_unit_test(test_cpushare_slowest_own_threads), cmocka_unit_test(test_at_share),
+        cmocka_unit_test(test_normalise_by_share), cmocka_unit_test(test_cpushare_meter),
+        cmocka_unit_test(test_cpushare_slowest_own_threads), cmocka_unit_test(test_at_share),
         cmocka_unit_test(test_repeats_decide), cmocka_unit_test(test_normalise_by_slowest),
         cmocka_unit_test(test_share_exponent), cmocka_unit_test(test_cpushare_passive),
-        cmocka_unit_test(test_normalise_by_work), cmocka_unit_test(test_work_spread_names_row), cmocka_unit_test(test_at_work), cmocka_unit_test(test_merge_work),
+        cmocka_unit_test(test_normalise_by_work), cmocka_unit_test(test_work_spread_names_row),
+        cmocka_unit_test(test_at_work), cmocka_unit_test(test_merge_work),
         cmocka_unit_test(test_work_speed_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
